@@ -1,0 +1,327 @@
+"""Configuration: the known keys, their defaults, and how sources are merged and validated.
+
+Sources, lowest precedence first: built-in defaults, ``steward.toml``, environment variables
+(``STEWARD_`` + the key upper-cased with ``.`` and ``-`` turned into ``_``), and ``-D key=value``
+overrides. Keys are Flink-style (``high-availability.zookeeper.quorum``). Everything is validated
+once, in :func:`load`: an unknown key or a bad value is a :class:`ConfigurationError` naming the
+key, and nothing runs on a half-valid configuration.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from steward.errors import ConfigurationError
+
+T = TypeVar("T")
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def parse_duration(text: str) -> float:
+    """Parse ``500ms``, ``4s``, ``2m``, ``1h`` (or a bare number of milliseconds) into seconds."""
+    match = _DURATION.match(text)
+    if not match:
+        raise ValueError(f"{text!r} is not a duration (expected e.g. 500ms, 4s, 2m)")
+    number, unit = match.groups()
+    return float(number) * _UNIT_SECONDS[unit or "ms"]
+
+
+def format_duration(seconds: float) -> str:
+    """Format seconds the way the docs and error messages show durations."""
+    if seconds >= 60 and seconds % 60 == 0:
+        return f"{int(seconds // 60)}m"
+    if seconds >= 1 and float(seconds).is_integer():
+        return f"{int(seconds)}s"
+    return f"{round(seconds * 1000)}ms"
+
+
+def _to_duration(value: object) -> float:
+    if isinstance(value, bool):
+        raise ValueError("expected a duration such as 500ms, 4s or 2m")
+    if isinstance(value, int | float):
+        return float(value) / 1000.0
+    if isinstance(value, str):
+        return parse_duration(value)
+    raise ValueError("expected a duration such as 500ms, 4s or 2m")
+
+
+def _to_bool(value: object) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in {"true", "yes", "on", "1"}:
+        return True
+    if isinstance(value, str) and value.strip().lower() in {"false", "no", "off", "0"}:
+        return False
+    raise ValueError("expected true or false")
+
+
+def _to_int(value: object) -> int:
+    if isinstance(value, bool):
+        raise ValueError("expected an integer")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and re.fullmatch(r"\s*-?\d+\s*", value):
+        return int(value)
+    raise ValueError("expected an integer")
+
+
+def _to_str(value: object) -> str:
+    if isinstance(value, str | int | float) and not isinstance(value, bool):
+        return str(value)
+    raise ValueError("expected a string")
+
+
+@dataclass(frozen=True)
+class Option:
+    """One configuration key: its type converter, default, validation and documentation."""
+
+    key: str
+    parse: Callable[[object], Any]
+    default: Any
+    doc: str
+    check: Callable[[Any], str | None] = lambda _value: None
+
+    @property
+    def env_var(self) -> str:
+        return "STEWARD_" + re.sub(r"[.\-]", "_", self.key).upper()
+
+
+def _positive(value: float) -> str | None:
+    return None if value > 0 else "must be greater than zero"
+
+
+def _zk_path(value: str) -> str | None:
+    if not value.startswith("/") or value.endswith("/") or "//" in value:
+        return "must be an absolute ZooKeeper path like /steward (no trailing slash)"
+    return None
+
+
+def _cluster_id(value: str) -> str | None:
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}", value):
+        return "must be 1-64 letters, digits, '.', '_' or '-'"
+    return None
+
+
+def _quorum(value: str) -> str | None:
+    for part in value.split(","):
+        host, _, port = part.strip().rpartition(":")
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            return f"{part.strip()!r} is not host:port (expected e.g. 127.0.0.1:2181,zk2:2181)"
+    return None
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option(
+        "high-availability.zookeeper.quorum",
+        _to_str,
+        "127.0.0.1:2181",
+        "Comma-separated host:port list of the ZooKeeper servers.",
+        _quorum,
+    ),
+    Option(
+        "high-availability.zookeeper.root",
+        _to_str,
+        "/steward",
+        "Root znode under which every Steward cluster keeps its state.",
+        _zk_path,
+    ),
+    Option(
+        "high-availability.cluster-id",
+        _to_str,
+        "default",
+        "Name of this cluster; its state lives in <root>/<cluster-id>.",
+        _cluster_id,
+    ),
+    Option(
+        "high-availability.zookeeper.session-timeout",
+        _to_duration,
+        10.0,
+        "ZooKeeper session timeout. A crashed leader's host is declared dead after this long;"
+        " shorter means faster failover and more false alarms on a slow network.",
+        _positive,
+    ),
+    Option(
+        "high-availability.zookeeper.connection-timeout",
+        _to_duration,
+        15.0,
+        "How long a process waits for its first ZooKeeper connection before giving up.",
+        _positive,
+    ),
+    Option(
+        "high-availability.zookeeper.tolerate-suspended-connections",
+        _to_bool,
+        True,
+        "Keep leadership while the connection is SUSPENDED and drop it only when the session is"
+        " LOST. Safe because every leader write is fenced by its epoch (DESIGN rule 5).",
+    ),
+    Option(
+        "high-availability.storage-dir",
+        _to_str,
+        "file://./.steward/storage",
+        "fsspec URL of the blob storage for job graphs and checkpoint metadata (file://, s3://,"
+        " hdfs://, gs://). A relative file:// path is resolved against the working directory.",
+    ),
+    Option(
+        "state.checkpoints.num-retained",
+        _to_int,
+        3,
+        "How many completed checkpoints are kept per job; older ones are removed.",
+        lambda v: None if v >= 1 else "must be at least 1",
+    ),
+)
+
+_BY_KEY: dict[str, Option] = {option.key: option for option in OPTIONS}
+
+
+class Configuration:
+    """Validated, immutable settings. Read a key with ``config["key"]`` or a typed property."""
+
+    def __init__(self, values: Mapping[str, Any]) -> None:
+        self._values = dict(values)
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in _BY_KEY:
+            raise ConfigurationError(f"unknown configuration key {key!r}", key=key)
+        return self._values[key]
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self._values)
+
+    def with_overrides(self, overrides: Mapping[str, object]) -> Configuration:
+        """A new configuration with ``overrides`` (raw values) merged in and validated."""
+        merged: dict[str, object] = dict(self._values)
+        merged.update(overrides)
+        return _validate(merged, sources=dict.fromkeys(overrides, "override"))
+
+    @property
+    def zookeeper_quorum(self) -> str:
+        return str(self["high-availability.zookeeper.quorum"])
+
+    @property
+    def zookeeper_root(self) -> str:
+        return f"{self['high-availability.zookeeper.root']}/{self['high-availability.cluster-id']}"
+
+    @property
+    def session_timeout(self) -> float:
+        return float(self["high-availability.zookeeper.session-timeout"])
+
+    @property
+    def connection_timeout(self) -> float:
+        return float(self["high-availability.zookeeper.connection-timeout"])
+
+    @property
+    def tolerate_suspended(self) -> bool:
+        return bool(self["high-availability.zookeeper.tolerate-suspended-connections"])
+
+    @property
+    def storage_dir(self) -> str:
+        return str(self["high-availability.storage-dir"])
+
+    @property
+    def checkpoints_retained(self) -> int:
+        return int(self["state.checkpoints.num-retained"])
+
+
+def _flatten(table: Mapping[str, Any], prefix: str = "") -> Iterable[tuple[str, Any]]:
+    # steward.toml may spell keys flat ("a.b" = 1) or as nested tables ([a] b = 1).
+    for name, value in table.items():
+        key = f"{prefix}{name}"
+        if isinstance(value, dict):
+            yield from _flatten(value, prefix=f"{key}.")
+        else:
+            yield key, value
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    """Read a steward.toml into flat keys; a syntax error names the file and line."""
+    try:
+        with path.open("rb") as handle:
+            return dict(_flatten(tomllib.load(handle)))
+    except FileNotFoundError as exc:
+        raise ConfigurationError(f"configuration file {path} does not exist") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigurationError(f"{path}: invalid TOML: {exc}") from exc
+
+
+def parse_overrides(pairs: Iterable[str]) -> dict[str, str]:
+    """Parse ``-D key=value`` arguments."""
+    result: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ConfigurationError(f"-D expects key=value, got {pair!r}")
+        result[key.strip()] = value
+    return result
+
+
+def _validate(raw: Mapping[str, object], sources: Mapping[str, str]) -> Configuration:
+    values: dict[str, Any] = {}
+    for key in raw:
+        if key not in _BY_KEY:
+            where = sources.get(key, "configuration")
+            raise ConfigurationError(
+                f"unknown configuration key {key!r} (from {where});"
+                " see docs/configuration.md for the list",
+                key=key,
+            )
+    for option in OPTIONS:
+        value = raw.get(option.key, option.default)
+        try:
+            parsed = option.parse(value)
+        except ValueError as exc:
+            raise ConfigurationError(
+                f"bad value {value!r} for {option.key}: {exc}", key=option.key
+            ) from exc
+        problem = option.check(parsed)
+        if problem:
+            raise ConfigurationError(
+                f"bad value {value!r} for {option.key}: {problem}", key=option.key
+            )
+        values[option.key] = parsed
+    values["high-availability.storage-dir"] = _absolute_storage(
+        values["high-availability.storage-dir"]
+    )
+    return Configuration(values)
+
+
+def _absolute_storage(url: str) -> str:
+    # A relative local folder would mean different folders for processes started elsewhere.
+    if "://" not in url:
+        return "file://" + str(Path(url).resolve())
+    scheme, _, rest = url.partition("://")
+    if scheme == "file" and not rest.startswith("/"):
+        return "file://" + str(Path(rest).resolve())
+    return url
+
+
+def load(
+    config_file: Path | None = None,
+    overrides: Mapping[str, object] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Configuration:
+    """Merge defaults, ``config_file`` (or ./steward.toml if present), env and overrides."""
+    environ = os.environ if environ is None else environ
+    raw: dict[str, object] = {}
+    sources: dict[str, str] = {}
+    path = config_file
+    if path is None and environ.get("STEWARD_CONFIG"):
+        path = Path(environ["STEWARD_CONFIG"])
+    if path is None and Path("steward.toml").is_file():
+        path = Path("steward.toml")
+    if path is not None:
+        for key, value in read_toml(path).items():
+            raw[key], sources[key] = value, str(path)
+    for option in OPTIONS:
+        if option.env_var in environ:
+            raw[option.key], sources[option.key] = environ[option.env_var], option.env_var
+    for key, value in (overrides or {}).items():
+        raw[key], sources[key] = value, "-D"
+    return _validate(raw, sources)

@@ -1,0 +1,131 @@
+"""Fenced writes (DESIGN rule 2): every ZooKeeper write a leader makes is one multi-op that
+first checks that the epoch it was granted is still the current one.
+
+The epoch is the version of the ``leader/epoch`` znode: each grant of leadership bumps it by
+one with a compare-and-set, so ``check(leader/epoch, version=epoch)`` holds exactly while no
+newer leader has been granted. A deposed leader, or one whose session is gone, gets a
+:class:`FencedError` and nothing of its transaction is applied.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import (
+    BadVersionError,
+    ConnectionClosedError,
+    ConnectionLoss,
+    KazooException,
+    RolledBackError,
+    SessionExpiredError,
+)
+from kazoo.exceptions import NodeExistsError as KazooNodeExists
+from kazoo.exceptions import NoNodeError as KazooNoNode
+from kazoo.handlers.threading import KazooTimeoutError
+
+from steward.errors import (
+    ConcurrentModificationError,
+    CoordinationError,
+    FencedError,
+    NodeExistsError,
+    NoNodeError,
+    ZooKeeperUnavailableError,
+)
+
+log = logging.getLogger(__name__)
+
+
+def translate(exc: BaseException, path: str) -> Exception:
+    """Map a kazoo exception about ``path`` to Steward's exception tree."""
+    if isinstance(exc, KazooNodeExists):
+        return NodeExistsError(path)
+    if isinstance(exc, KazooNoNode):
+        return NoNodeError(path)
+    if isinstance(exc, BadVersionError):
+        return ConcurrentModificationError(f"znode {path} changed concurrently")
+    if isinstance(exc, ConnectionLoss | ConnectionClosedError | KazooTimeoutError):
+        return ZooKeeperUnavailableError(f"lost the ZooKeeper connection while writing {path}")
+    if isinstance(exc, SessionExpiredError):
+        return ZooKeeperUnavailableError(f"ZooKeeper session expired while writing {path}")
+    return CoordinationError(f"ZooKeeper failed on {path}: {exc!r}")
+
+
+@dataclass(frozen=True)
+class Fence:
+    """The right to write granted by one epoch of leadership."""
+
+    client: KazooClient
+    epoch_path: str
+    epoch: int
+
+    def transaction(self) -> FencedTransaction:
+        return FencedTransaction(self)
+
+    def is_current(self) -> bool:
+        """Whether ``leader/epoch`` is still at this fence's epoch (a read; may be stale)."""
+        try:
+            _data, stat = self.client.get(self.epoch_path)
+        except KazooException as exc:
+            raise translate(exc, self.epoch_path) from exc
+        return bool(stat.version == self.epoch)
+
+
+@dataclass
+class FencedTransaction:
+    """Collects operations, then commits them atomically behind the epoch check."""
+
+    fence: Fence
+    _ops: list[tuple[str, str, tuple[Any, ...]]] = field(default_factory=list)
+
+    def create(
+        self, path: str, value: bytes, *, ephemeral: bool = False, sequence: bool = False
+    ) -> FencedTransaction:
+        self._ops.append(("create", path, (value, None, ephemeral, sequence)))
+        return self
+
+    def set_data(self, path: str, value: bytes, version: int = -1) -> FencedTransaction:
+        self._ops.append(("set_data", path, (value, version)))
+        return self
+
+    def delete(self, path: str, version: int = -1) -> FencedTransaction:
+        self._ops.append(("delete", path, (version,)))
+        return self
+
+    def check(self, path: str, version: int) -> FencedTransaction:
+        self._ops.append(("check", path, (version,)))
+        return self
+
+    def __len__(self) -> int:
+        return len(self._ops)
+
+    def commit(self) -> list[Any]:
+        """Apply every operation or none. Returns kazoo's result per operation (not the check).
+
+        Raises :class:`FencedError` if the epoch is stale (nothing applied), or the translated
+        error of the first operation that failed (nothing applied either).
+        """
+        fence = self.fence
+        txn = fence.client.transaction()
+        txn.check(fence.epoch_path, fence.epoch)
+        for op, path, args in self._ops:
+            getattr(txn, op)(path, *args)
+        try:
+            results: list[Any] = txn.commit()
+        except KazooException as exc:
+            raise translate(exc, fence.epoch_path) from exc
+        except KazooTimeoutError as exc:
+            raise translate(exc, fence.epoch_path) from exc
+        head = results[0]
+        if isinstance(head, Exception) and not isinstance(head, RolledBackError):
+            log.warning("fenced write rejected epoch=%s cause=%r", fence.epoch, head)
+            raise FencedError(
+                f"epoch {fence.epoch} is no longer the current leader epoch; write rejected",
+                epoch=fence.epoch,
+            ) from head
+        for (_op, path, _args), result in zip(self._ops, results[1:], strict=True):
+            if isinstance(result, Exception) and not isinstance(result, RolledBackError):
+                raise translate(result, path) from result
+        return results[1:]

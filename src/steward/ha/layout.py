@@ -1,0 +1,85 @@
+"""Where everything lives in ZooKeeper: the one place that spells out the znode layout.
+
+See DESIGN.md ("ZooKeeper layout") and docs/architecture.md. All paths are absolute and
+under ``<high-availability.zookeeper.root>/<cluster-id>``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from steward.model import check_job_id
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The znode paths of one Steward cluster rooted at ``root``."""
+
+    root: str
+
+    @property
+    def leader_latch(self) -> str:
+        return f"{self.root}/leader/latch"
+
+    @property
+    def leader_epoch(self) -> str:
+        return f"{self.root}/leader/epoch"
+
+    @property
+    def leader_info(self) -> str:
+        return f"{self.root}/leader/info"
+
+    @property
+    def jobgraphs(self) -> str:
+        return f"{self.root}/jobgraphs"
+
+    def jobgraph(self, job_id: str) -> str:
+        return f"{self.jobgraphs}/{check_job_id(job_id)}"
+
+    @property
+    def results(self) -> str:
+        return f"{self.root}/results"
+
+    def result(self, job_id: str) -> str:
+        return f"{self.results}/{check_job_id(job_id)}"
+
+    @property
+    def jobs(self) -> str:
+        return f"{self.root}/jobs"
+
+    def job(self, job_id: str) -> str:
+        return f"{self.jobs}/{check_job_id(job_id)}"
+
+    def checkpoint_counter(self, job_id: str) -> str:
+        return f"{self.job(job_id)}/checkpoint-counter"
+
+    def checkpoints(self, job_id: str) -> str:
+        return f"{self.job(job_id)}/checkpoints"
+
+    def checkpoint(self, job_id: str, checkpoint_id: int) -> str:
+        return f"{self.checkpoints(job_id)}/{checkpoint_id:019d}"
+
+    @property
+    def executions(self) -> str:
+        return f"{self.root}/executions"
+
+    def execution(self, job_id: str) -> str:
+        return f"{self.executions}/{check_job_id(job_id)}"
+
+    @property
+    def taskmanagers(self) -> str:
+        return f"{self.root}/taskmanagers"
+
+    def taskmanager(self, tm_id: str) -> str:
+        return f"{self.taskmanagers}/{tm_id}"
+
+    def persistent_parents(self) -> tuple[str, ...]:
+        """The container znodes every process may assume exist after :meth:`Session.start`."""
+        return (
+            self.leader_latch,
+            self.jobgraphs,
+            self.results,
+            self.jobs,
+            self.executions,
+            self.taskmanagers,
+        )

@@ -1,0 +1,80 @@
+"""Leader retrieval: follow ``leader/info`` and report who leads, or that nobody does.
+
+TaskManagers and clients use this to find the leading JobManager and to follow it when it
+changes. While the connection is suspended the last known leader is still reported; once the
+session is LOST, "no leader" is reported until the watch says otherwise.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+from kazoo.protocol.states import ZnodeStat
+
+from steward.errors import CorruptStateError
+from steward.ha.session import ConnectionState, Session
+from steward.model import LeaderInfo
+
+log = logging.getLogger(__name__)
+
+
+class LeaderRetrieval:
+    """Calls ``listener(info)`` with the new :class:`LeaderInfo`, or None, on every change."""
+
+    def __init__(
+        self, session: Session, listener: Callable[[LeaderInfo | None], None] = lambda _i: None
+    ) -> None:
+        self._session = session
+        self._listener = listener
+        self._leader: LeaderInfo | None = None
+        self._changed = threading.Condition()
+
+    @property
+    def leader(self) -> LeaderInfo | None:
+        return self._leader
+
+    def start(self) -> LeaderRetrieval:
+        self._session.add_listener(self._on_connection)
+        self._session.client.DataWatch(self._session.layout.leader_info, self._on_data)
+        return self
+
+    def stop(self) -> None:
+        self._session.remove_listener(self._on_connection)
+
+    def wait_for_leader(
+        self, timeout: float, predicate: Callable[[LeaderInfo], bool] = lambda _i: True
+    ) -> LeaderInfo | None:
+        """Block until a leader matching ``predicate`` is known, or ``timeout`` passes."""
+        with self._changed:
+            self._changed.wait_for(
+                lambda: self._leader is not None and predicate(self._leader), timeout=timeout
+            )
+            return self._leader
+
+    def _on_connection(self, state: ConnectionState) -> None:
+        if state is ConnectionState.LOST:
+            self._report(None)
+
+    def _on_data(self, data: bytes | None, _stat: ZnodeStat | None) -> bool:
+        info: LeaderInfo | None = None
+        if data:
+            try:
+                info = LeaderInfo.from_json(data)
+            except CorruptStateError as exc:
+                log.error("unreadable leader info ignored: %s", exc)
+        self._report(info)
+        return True
+
+    def _report(self, info: LeaderInfo | None) -> None:
+        with self._changed:
+            if info == self._leader:
+                return
+            self._leader = info
+            self._changed.notify_all()
+        log.info("leader changed leader=%s", info.model_dump() if info else None)
+        try:
+            self._listener(info)
+        except Exception:
+            log.exception("leader listener failed")

@@ -1,0 +1,199 @@
+"""The ZooKeeper connection of one Steward process, and its connection-state listeners.
+
+Wraps one :class:`kazoo.client.KazooClient`. Kazoo reports CONNECTED, SUSPENDED and LOST; this
+module adds RECONNECTED (the same session came back after SUSPENDED) and delivers every change,
+in order, on a thread of its own, so a listener may call ZooKeeper without deadlocking kazoo's
+connection thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import logging
+import queue
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from kazoo.client import KazooClient, KazooState
+from kazoo.exceptions import KazooException, NodeExistsError
+from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.retry import KazooRetry
+
+from steward.config import Configuration
+from steward.errors import CoordinationError, ZooKeeperUnavailableError
+from steward.ha.layout import Layout
+
+log = logging.getLogger(__name__)
+
+
+class ConnectionState(enum.StrEnum):
+    CONNECTED = "CONNECTED"
+    """A new session was established (at start, or after the previous one was LOST)."""
+    SUSPENDED = "SUSPENDED"
+    """The connection dropped; the session may still be alive. Ephemeral nodes still exist."""
+    RECONNECTED = "RECONNECTED"
+    """The same session is connected again after SUSPENDED; nothing was lost."""
+    LOST = "LOST"
+    """The session expired (or was closed): its ephemeral nodes and watches are gone."""
+
+
+Listener = Callable[[ConnectionState], None]
+
+
+class Session:
+    """One process's ZooKeeper session, with the cluster's :class:`Layout`.
+
+    ``start()`` connects (or raises :class:`ZooKeeperUnavailableError` after the connection
+    timeout) and creates the layout's container znodes. Kazoo keeps reconnecting forever after
+    that; listeners hear every state change.
+    """
+
+    def __init__(
+        self,
+        quorum: str,
+        root: str,
+        *,
+        session_timeout: float = 10.0,
+        connection_timeout: float = 15.0,
+        name: str = "steward",
+    ) -> None:
+        self.quorum = quorum
+        self.layout = Layout(root)
+        self.name = name
+        self.session_timeout = session_timeout
+        self.connection_timeout = connection_timeout
+        self._client = KazooClient(
+            hosts=quorum,
+            timeout=session_timeout,
+            connection_retry=KazooRetry(
+                max_tries=-1, delay=0.05, max_delay=1.0, ignore_expire=False
+            ),
+        )
+        self._listeners: list[Listener] = []
+        self._events: queue.Queue[ConnectionState | None] = queue.Queue()
+        self._kazoo_state: str = KazooState.LOST
+        self._state = ConnectionState.LOST
+        self._lock = threading.Lock()
+        self._dispatcher: threading.Thread | None = None
+
+    @classmethod
+    def from_config(cls, config: Configuration, name: str = "steward") -> Session:
+        return cls(
+            config.zookeeper_quorum,
+            config.zookeeper_root,
+            session_timeout=config.session_timeout,
+            connection_timeout=config.connection_timeout,
+            name=name,
+        )
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> Session:
+        self._dispatcher = threading.Thread(
+            target=self._dispatch, name=f"{self.name}-zk-events", daemon=True
+        )
+        self._dispatcher.start()
+        self._client.add_listener(self._on_kazoo_state)
+        try:
+            self._client.start(timeout=self.connection_timeout)
+        except KazooTimeoutError as exc:
+            self._client.stop()
+            self._client.close()
+            self._events.put(None)
+            raise ZooKeeperUnavailableError(
+                f"could not connect to ZooKeeper at {self.quorum} within"
+                f" {self.connection_timeout:g}s; is it running? (steward zookeeper status)"
+            ) from exc
+        self._ensure_layout()
+        return self
+
+    def close(self) -> None:
+        """Close the session: its ephemeral nodes vanish at once, not after the timeout."""
+        try:
+            self._client.stop()
+            self._client.close()
+        finally:
+            self._events.put(None)
+            if self._dispatcher and self._dispatcher is not threading.current_thread():
+                self._dispatcher.join(timeout=5)
+
+    def __enter__(self) -> Session:
+        return self.start()
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def _ensure_layout(self) -> None:
+        try:
+            for path in self.layout.persistent_parents():
+                self._client.ensure_path(path)
+            with contextlib.suppress(NodeExistsError):
+                self._client.create(self.layout.leader_epoch, b"0")
+        except KazooException as exc:
+            raise CoordinationError(f"could not create {self.layout.root}: {exc!r}") from exc
+
+    # ------------------------------------------------------------------ state
+
+    @property
+    def client(self) -> KazooClient:
+        """The kazoo client; only the ``ha`` and ``store`` layers call it directly."""
+        return self._client
+
+    @property
+    def state(self) -> ConnectionState:
+        return self._state
+
+    @property
+    def connected(self) -> bool:
+        return self._state in (ConnectionState.CONNECTED, ConnectionState.RECONNECTED)
+
+    @property
+    def session_id(self) -> int | None:
+        session = self._client.client_id
+        return int(session[0]) if session else None
+
+    @property
+    def connected_to(self) -> tuple[str, int] | None:
+        """The (host, port) of the ZooKeeper server this session talks to right now."""
+        try:
+            peer: Any = self._client._connection._socket.getpeername()
+        except (AttributeError, OSError):
+            return None
+        return (str(peer[0]), int(peer[1]))
+
+    def add_listener(self, listener: Listener) -> None:
+        with self._lock:
+            self._listeners.append(listener)
+
+    def remove_listener(self, listener: Listener) -> None:
+        with self._lock:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+    def _on_kazoo_state(self, state: str) -> bool:
+        # Runs on kazoo's connection thread: translate and hand off, never block here.
+        previous, self._kazoo_state = self._kazoo_state, state
+        if state == KazooState.SUSPENDED:
+            event = ConnectionState.SUSPENDED
+        elif state == KazooState.LOST:
+            event = ConnectionState.LOST
+        elif previous == KazooState.SUSPENDED:
+            event = ConnectionState.RECONNECTED
+        else:
+            event = ConnectionState.CONNECTED
+        self._state = event
+        self._events.put(event)
+        return False
+
+    def _dispatch(self) -> None:
+        while (event := self._events.get()) is not None:
+            log.info("zookeeper connection state=%s session=%s", event, self.name)
+            with self._lock:
+                listeners = list(self._listeners)
+            for listener in listeners:
+                try:
+                    listener(event)
+                except Exception:
+                    log.exception("connection listener failed state=%s", event)

@@ -1,0 +1,270 @@
+"""The JSON models of the control plane: what Steward writes to ZooKeeper and blob storage.
+
+Every payload carries ``"schema": 1``. Decoding is strict: unknown fields, a wrong type, a
+missing field or a schema newer than :data:`SCHEMA_VERSION` is a :class:`CorruptStateError`
+(:class:`UnsupportedSchemaError` for the last), never a half-read object. No pickle anywhere.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import re
+from typing import Annotated, Any, ClassVar, Literal, Self, TypeAlias
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from steward.errors import CorruptStateError, UnsupportedSchemaError
+
+SCHEMA_VERSION = 1
+
+JOB_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$"
+_JOB_ID = re.compile(JOB_ID_PATTERN)
+
+JsonValue: TypeAlias = Any
+"""A JSON-serialisable value (the result value of a pipeline)."""
+
+
+def check_job_id(job_id: str) -> str:
+    """Return ``job_id`` if it is a valid id; ids become znode and file names."""
+    if not _JOB_ID.match(job_id):
+        raise ValueError(
+            f"invalid job id {job_id!r}: use 1-128 letters, digits, '.', '_' or '-',"
+            " starting with a letter or digit"
+        )
+    return job_id
+
+
+class Value(BaseModel):
+    """Base of every model: strict (unknown fields are errors) and frozen."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class Payload(Value):
+    """Base of every stored top-level payload: a :class:`Value` with a schema version."""
+
+    kind_name: ClassVar[str] = "payload"
+    schema_version: int = Field(default=SCHEMA_VERSION, alias="schema")
+
+    def to_json(self) -> bytes:
+        return self.model_dump_json(by_alias=True).encode()
+
+    @classmethod
+    def from_json(cls, data: bytes | str) -> Self:
+        """Decode ``data``; anything but a valid payload of a known schema raises."""
+        try:
+            raw = json.loads(data)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise CorruptStateError(f"{cls.kind_name}: not valid JSON ({exc})") from exc
+        if not isinstance(raw, dict):
+            raise CorruptStateError(f"{cls.kind_name}: expected a JSON object")
+        schema = raw.get("schema")
+        if isinstance(schema, int) and not isinstance(schema, bool) and schema > SCHEMA_VERSION:
+            raise UnsupportedSchemaError(
+                f"{cls.kind_name}: schema {schema} was written by a newer Steward"
+                f" (this version reads schema {SCHEMA_VERSION})"
+            )
+        if schema != SCHEMA_VERSION:
+            raise CorruptStateError(f"{cls.kind_name}: missing or invalid schema {schema!r}")
+        try:
+            return cls.model_validate(raw)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"]) or "payload"
+            raise CorruptStateError(f"{cls.kind_name}: {where}: {first['msg']}") from exc
+
+
+# ---------------------------------------------------------------- leadership and membership
+
+
+class LeaderInfo(Payload):
+    """``leader/info``: who leads, where to reach it, and under which epoch."""
+
+    kind_name: ClassVar[str] = "leader info"
+    contender: str
+    address: str
+    epoch: int = Field(ge=1)
+
+
+class ContenderInfo(Payload):
+    """Data of a ``leader/latch/<seq>`` node: who contends."""
+
+    kind_name: ClassVar[str] = "contender"
+    contender: str
+    address: str
+
+
+# ---------------------------------------------------------------- jobs
+
+
+class NoRestart(Value):
+    kind: Literal["none"] = "none"
+
+
+class FixedDelayRestart(Value):
+    kind: Literal["fixed-delay"] = "fixed-delay"
+    attempts: int = Field(default=3, ge=0)
+    delay: float = Field(default=10.0, ge=0, description="seconds")
+
+
+class ExponentialDelayRestart(Value):
+    kind: Literal["exponential-delay"] = "exponential-delay"
+    initial: float = Field(default=1.0, gt=0, description="seconds")
+    max: float = Field(default=60.0, gt=0, description="seconds")
+    multiplier: float = Field(default=2.0, ge=1.0)
+    max_attempts: int = Field(default=10, ge=0)
+
+
+RestartStrategy = Annotated[
+    NoRestart | FixedDelayRestart | ExponentialDelayRestart, Field(discriminator="kind")
+]
+
+
+class JobKind(enum.StrEnum):
+    BATCH = "batch"
+    STREAMING = "streaming"
+
+
+class CheckpointSettings(Value):
+    interval: float = Field(default=10.0, gt=0, description="seconds between checkpoints")
+
+
+class JobSpec(Value):
+    """What a user submits besides the artifact. See DESIGN.md, section Jobs."""
+
+    job_id: str
+    name: str = Field(default="", max_length=256)
+    entrypoint: str = "main"
+    args: list[str] = Field(default_factory=list)
+    spark_conf: dict[str, str] = Field(default_factory=dict)
+    slots: int = Field(default=1, ge=1, le=1024)
+    restart_strategy: RestartStrategy = Field(default_factory=ExponentialDelayRestart)
+    kind: JobKind = JobKind.BATCH
+    checkpoint: CheckpointSettings = Field(default_factory=CheckpointSettings)
+    labels: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("job_id")
+    @classmethod
+    def _valid_job_id(cls, value: str) -> str:
+        return check_job_id(value)
+
+    @field_validator("entrypoint")
+    @classmethod
+    def _valid_entrypoint(cls, value: str) -> str:
+        if not re.fullmatch(r"([A-Za-z_][\w.]*:)?[A-Za-z_]\w*", value):
+            raise ValueError("entrypoint must be 'function' or 'module:function'")
+        return value
+
+
+class ArtifactKind(enum.StrEnum):
+    PYTHON_FILE = "py"
+    ZIPPED_FOLDER = "zip"
+
+
+class Artifact(Value):
+    """The pipeline's code: a single .py file or a zipped folder, base64-encoded."""
+
+    filename: str = Field(min_length=1, max_length=255)
+    kind: ArtifactKind
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    data_b64: str
+
+
+class JobGraph(Payload):
+    """The blob behind ``jobgraphs/<job-id>``: everything needed to run the job again."""
+
+    kind_name: ClassVar[str] = "job graph"
+    spec: JobSpec
+    artifact: Artifact
+    submitted_at: float
+
+
+class JobGraphPointer(Payload):
+    """``jobgraphs/<job-id>``: exists iff a new leader must recover the job."""
+
+    kind_name: ClassVar[str] = "job graph pointer"
+    blob: str
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    epoch: int = Field(ge=1)
+
+
+# ---------------------------------------------------------------- results
+
+
+class TerminalState(enum.StrEnum):
+    FINISHED = "FINISHED"
+    FAILED = "FAILED"
+    CANCELED = "CANCELED"
+
+
+class CleanupStatus(enum.StrEnum):
+    DIRTY = "DIRTY"
+    CLEAN = "CLEAN"
+
+
+class ErrorInfo(Value):
+    """Why a job failed: the exception type, its message and the traceback if there is one."""
+
+    type: str
+    message: str
+    traceback: str | None = None
+
+
+class JobResultEntry(Payload):
+    """``results/<job-id>``: the outcome of a globally terminal job. Outlives the job."""
+
+    kind_name: ClassVar[str] = "job result"
+    job_id: str
+    state: TerminalState
+    status: CleanupStatus = CleanupStatus.DIRTY
+    value: JsonValue = None
+    error: ErrorInfo | None = None
+    submitted_at: float | None = None
+    finished_at: float
+    cleaned_at: float | None = None
+    epoch: int = Field(ge=1)
+
+
+# ---------------------------------------------------------------- checkpoints
+
+
+class CheckpointPointer(Payload):
+    """``jobs/<job-id>/checkpoints/<%019d>``: where a completed checkpoint's metadata is."""
+
+    kind_name: ClassVar[str] = "checkpoint pointer"
+    checkpoint_id: int = Field(ge=1)
+    blob: str
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    epoch: int = Field(ge=1)
+
+
+class CompletedCheckpoint(Payload):
+    """A checkpoint's metadata blob: a streaming micro-batch or a materialised batch stage."""
+
+    kind_name: ClassVar[str] = "checkpoint"
+    job_id: str
+    checkpoint_id: int = Field(ge=1)
+    attempt: int = Field(ge=0)
+    created_at: float
+    metadata: dict[str, JsonValue] = Field(default_factory=dict)
+
+
+# ---------------------------------------------------------------- task managers
+
+
+class ExecutionLease(Payload):
+    """``executions/<job-id>``: the one attempt of a job allowed to run (DESIGN rule 3)."""
+
+    kind_name: ClassVar[str] = "execution lease"
+    taskmanager: str
+    attempt: int = Field(ge=0)
+    epoch: int = Field(ge=1)
+
+
+class TaskManagerInfo(Payload):
+    """``taskmanagers/<tm-id>``: a live TaskManager, where to reach it and its slots."""
+
+    kind_name: ClassVar[str] = "task manager"
+    address: str
+    slots: int = Field(ge=0)

@@ -1,0 +1,168 @@
+"""The blob store: large payloads (job graphs, checkpoint metadata) in any fsspec filesystem.
+
+``file://`` by default; ``s3://``, ``hdfs://``, ``gs://`` and every other fsspec URL work when
+their driver is installed. Two guarantees:
+
+- **Atomic writes.** No reader ever sees half a blob: on a local filesystem a blob is written to
+  a temporary name and renamed; object stores publish an object whole by themselves.
+- **Checksums.** Every blob starts with a one-line header carrying the payload's length and
+  SHA-256, so a truncated or altered blob is detected on read, with or without the pointer that
+  names it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import fsspec
+from fsspec.implementations.local import LocalFileSystem
+
+from steward.errors import BlobStoreError, CorruptStateError
+
+log = logging.getLogger(__name__)
+
+_MAGIC = b"STEWARD-BLOB 1"
+_HEADER = re.compile(rb"^STEWARD-BLOB 1 length=(\d+) sha256=([0-9a-f]{64})\n")
+_KEY = re.compile(r"^[A-Za-z0-9_.\-]+(/[A-Za-z0-9_.\-]+)*$")
+
+
+@dataclass(frozen=True)
+class BlobRef:
+    """Where a blob is (its key, relative to the store's root) and its payload's SHA-256."""
+
+    key: str
+    sha256: str
+
+
+@dataclass(frozen=True)
+class BlobInfo:
+    key: str
+    modified: float
+    """Seconds since the epoch; used to leave young blobs alone during garbage collection."""
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _frame(payload: bytes) -> tuple[bytes, str]:
+    digest = sha256_hex(payload)
+    return b"%s length=%d sha256=%s\n" % (_MAGIC, len(payload), digest.encode()) + payload, digest
+
+
+def _unframe(key: str, data: bytes) -> tuple[bytes, str]:
+    match = _HEADER.match(data)
+    if not match:
+        raise CorruptStateError(f"blob {key}: missing or damaged header")
+    payload = data[match.end() :]
+    length, digest = int(match.group(1)), match.group(2).decode()
+    if len(payload) != length:
+        raise CorruptStateError(f"blob {key}: truncated ({len(payload)} of {length} bytes)")
+    if sha256_hex(payload) != digest:
+        raise CorruptStateError(f"blob {key}: checksum mismatch")
+    return payload, digest
+
+
+class BlobStore:
+    """Blobs under one fsspec URL. Keys are relative paths like ``jobgraphs/<job>/<uuid>``."""
+
+    def __init__(self, url: str, **storage_options: Any) -> None:
+        self.url = url.rstrip("/")
+        try:
+            self._fs, self._root = fsspec.core.url_to_fs(self.url, **storage_options)
+        except (ImportError, ValueError) as exc:
+            raise BlobStoreError(
+                f"cannot open blob storage {url!r}: {exc} (is its fsspec driver installed?)"
+            ) from exc
+        self._local = isinstance(self._fs, LocalFileSystem)
+
+    def _path(self, key: str) -> str:
+        if not _KEY.match(key) or ".." in key.split("/"):
+            raise ValueError(f"invalid blob key {key!r}")
+        return f"{self._root}/{key}"
+
+    def unique_key(self, prefix: str, suffix: str = "") -> str:
+        """A key no other writer will use: blobs are never overwritten, only replaced."""
+        return f"{prefix}/{time.time_ns():x}-{uuid.uuid4().hex}{suffix}"
+
+    def put(self, key: str, payload: bytes) -> BlobRef:
+        """Write ``payload`` under ``key`` atomically; returns its reference."""
+        framed, digest = _frame(payload)
+        path = self._path(key)
+        try:
+            self._fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
+            if self._local:
+                temporary = f"{path}.tmp-{uuid.uuid4().hex}"
+                try:
+                    self._fs.pipe_file(temporary, framed)
+                    self._fs.mv(temporary, path)
+                finally:
+                    if self._fs.exists(temporary):
+                        self._fs.rm_file(temporary)
+            else:
+                self._fs.pipe_file(path, framed)
+        except OSError as exc:
+            raise BlobStoreError(f"cannot write blob {key} to {self.url}: {exc}") from exc
+        return BlobRef(key, digest)
+
+    def get(self, ref: BlobRef | str) -> bytes:
+        """Read and verify a blob; with a :class:`BlobRef` also check it is the expected one."""
+        key = ref.key if isinstance(ref, BlobRef) else ref
+        try:
+            data: bytes = self._fs.cat_file(self._path(key))
+        except FileNotFoundError as exc:
+            raise BlobStoreError(f"blob {key} is missing from {self.url}") from exc
+        except OSError as exc:
+            raise BlobStoreError(f"cannot read blob {key} from {self.url}: {exc}") from exc
+        payload, digest = _unframe(key, data)
+        if isinstance(ref, BlobRef) and digest != ref.sha256:
+            raise CorruptStateError(f"blob {key}: not the blob its pointer names (sha256 differs)")
+        return payload
+
+    def delete(self, key: str) -> None:
+        """Delete a blob; deleting a missing blob is not an error (cleanup is retried)."""
+        try:
+            self._fs.rm_file(self._path(key))
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise BlobStoreError(f"cannot delete blob {key} from {self.url}: {exc}") from exc
+
+    def exists(self, key: str) -> bool:
+        try:
+            return bool(self._fs.exists(self._path(key)))
+        except OSError as exc:
+            raise BlobStoreError(f"cannot reach blob storage {self.url}: {exc}") from exc
+
+    def list(self, prefix: str) -> list[BlobInfo]:
+        """Every blob under ``prefix`` (recursively), including temporaries of crashed writers."""
+        base = self._path(prefix)
+        try:
+            found: dict[str, dict[str, Any]] = self._fs.find(base, detail=True)
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            raise BlobStoreError(f"cannot list {prefix} in {self.url}: {exc}") from exc
+        infos = []
+        root = self._root.rstrip("/") + "/"
+        for path, detail in found.items():
+            key = path[len(root) :] if path.startswith(root) else path
+            infos.append(BlobInfo(key, _modified(detail)))
+        return sorted(infos, key=lambda info: info.key)
+
+
+def _modified(detail: dict[str, Any]) -> float:
+    for field in ("mtime", "LastModified", "last_modified", "updated"):
+        value = detail.get(field)
+        if isinstance(value, int | float):
+            return float(value)
+        timestamp = getattr(value, "timestamp", None)
+        if callable(timestamp):
+            return float(timestamp())
+    return time.time()

@@ -1,0 +1,214 @@
+"""The JobGraphStore: every submitted job's spec and artifact, kept until it needs no recovery.
+
+The job graph goes to a blob; a small :class:`JobGraphPointer` goes to ``jobgraphs/<job-id>``.
+The invariant (seed 002): **the pointer exists if and only if a new leader must recover the
+job.** To keep it under concurrency:
+
+- add, replace and remove are fenced (DESIGN rule 2), so a deposed leader cannot remove what
+  the new leader added, nor re-add what it removed;
+- a blob is written before its pointer and deleted after it, and blobs are never overwritten
+  (each write gets a fresh key), so no reader follows a pointer to a deleted or half blob;
+- listing for recovery reads every job on its own: a missing or corrupt blob is reported for
+  that job alone, never as a failure of the whole recovery (seed 000).
+
+Blobs left without a pointer (a writer that crashed between the two steps) are orphans;
+:meth:`JobGraphStore.collect_garbage` deletes those older than a grace period.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from steward.errors import (
+    BlobStoreError,
+    ConcurrentModificationError,
+    CorruptStateError,
+    FencedError,
+    JobExistsError,
+    JobNotFoundError,
+    NodeExistsError,
+    NoNodeError,
+    StewardError,
+    StoreError,
+)
+from steward.ha.fencing import Fence
+from steward.ha.session import Session
+from steward.model import JobGraph, JobGraphPointer
+from steward.store import zk
+from steward.store.blob import BlobRef, BlobStore
+
+log = logging.getLogger(__name__)
+
+BLOB_PREFIX = "jobgraphs"
+
+# Failures after which the new blob is surely unreferenced. A lost connection is not one of
+# them: the transaction may have been applied, so its blob must stay (GC decides later).
+DEFINITELY_NOT_APPLIED = (FencedError, NodeExistsError, NoNodeError, ConcurrentModificationError)
+
+
+@dataclass(frozen=True)
+class RecoveredJobGraph:
+    """One job's outcome of :meth:`JobGraphStore.recover_all`: its graph or why it has none."""
+
+    job_id: str
+    graph: JobGraph | None = None
+    error: StewardError | None = None
+
+
+class JobGraphStore:
+    """Job graphs in blobs, pointers in ZooKeeper."""
+
+    def __init__(self, session: Session, blobs: BlobStore) -> None:
+        self._client = session.client
+        self._layout = session.layout
+        self._blobs = blobs
+
+    # ------------------------------------------------------------------ writes (fenced)
+
+    def put(self, fence: Fence, graph: JobGraph) -> JobGraphPointer:
+        """Persist a new job's graph. :class:`JobExistsError` if the job already has one."""
+        job_id = graph.spec.job_id
+        ref = self._blobs.put(self._blobs.unique_key(f"{BLOB_PREFIX}/{job_id}"), graph.to_json())
+        pointer = JobGraphPointer(blob=ref.key, sha256=ref.sha256, epoch=fence.epoch)
+        try:
+            fence.transaction().create(self._layout.jobgraph(job_id), pointer.to_json()).commit()
+        except NodeExistsError as exc:
+            self._discard(ref.key)
+            raise JobExistsError(job_id, "job graph") from exc
+        except DEFINITELY_NOT_APPLIED:
+            self._discard(ref.key)
+            raise
+        log.info("job graph added job=%s epoch=%d blob=%s", job_id, fence.epoch, ref.key)
+        return pointer
+
+    def replace(self, fence: Fence, graph: JobGraph) -> JobGraphPointer:
+        """Swap an existing job's graph for ``graph``; :class:`JobNotFoundError` if it has none."""
+        job_id = graph.spec.job_id
+        path = self._layout.jobgraph(job_id)
+        current = zk.read(self._client, path)
+        if current is None:
+            raise JobNotFoundError(job_id, "job graph")
+        ref = self._blobs.put(self._blobs.unique_key(f"{BLOB_PREFIX}/{job_id}"), graph.to_json())
+        pointer = JobGraphPointer(blob=ref.key, sha256=ref.sha256, epoch=fence.epoch)
+        try:
+            fence.transaction().set_data(path, pointer.to_json(), current[1].version).commit()
+        except DEFINITELY_NOT_APPLIED:
+            self._discard(ref.key)
+            raise
+        self._discard_old(current[0], keep=ref.key)
+        return pointer
+
+    def remove(self, fence: Fence, job_id: str) -> bool:
+        """Remove a job's pointer, then its blob. Returns False if there was no pointer.
+
+        Fenced and version-checked: it removes exactly the pointer it read, so it cannot delete
+        a graph another leader (re-)added in between.
+        """
+        path = self._layout.jobgraph(job_id)
+        current = zk.read(self._client, path)
+        if current is None:
+            return False
+        try:
+            fence.transaction().delete(path, current[1].version).commit()
+        except NoNodeError:
+            return False
+        self._discard_old(current[0], keep=None)
+        log.info("job graph removed job=%s epoch=%d", job_id, fence.epoch)
+        return True
+
+    # ------------------------------------------------------------------ reads
+
+    def job_ids(self) -> list[str]:
+        """Ids of every job that has a pointer, i.e. that a new leader must recover."""
+        return zk.children(self._client, self._layout.jobgraphs)
+
+    def contains(self, job_id: str) -> bool:
+        return zk.read(self._client, self._layout.jobgraph(job_id)) is not None
+
+    def pointer(self, job_id: str) -> JobGraphPointer:
+        current = zk.read(self._client, self._layout.jobgraph(job_id))
+        if current is None:
+            raise JobNotFoundError(job_id, "job graph")
+        return JobGraphPointer.from_json(current[0])
+
+    def get(self, job_id: str) -> JobGraph:
+        """Read a job's graph. Raises JobNotFoundError, CorruptStateError or BlobStoreError."""
+        pointer = self.pointer(job_id)
+        try:
+            graph = JobGraph.from_json(self._blobs.get(BlobRef(pointer.blob, pointer.sha256)))
+        except BlobStoreError:
+            # A concurrent remove deletes the pointer before the blob: if the pointer is
+            # gone (or changed) now, the job was removed, which is not corruption.
+            if not self._same_pointer(job_id, pointer):
+                raise JobNotFoundError(job_id, "job graph") from None
+            raise
+        if graph.spec.job_id != job_id:
+            raise CorruptStateError(
+                f"job graph of {job_id!r} holds the spec of job {graph.spec.job_id!r}"
+            )
+        return graph
+
+    def recover_all(self, parallelism: int = 8) -> list[RecoveredJobGraph]:
+        """Read every job graph, each on its own; one bad entry never fails the others."""
+        job_ids = self.job_ids()
+        with ThreadPoolExecutor(max_workers=max(1, parallelism), thread_name_prefix="jg") as pool:
+            return list(pool.map(self._recover_one, job_ids))
+
+    def _recover_one(self, job_id: str) -> RecoveredJobGraph:
+        try:
+            return RecoveredJobGraph(job_id, graph=self.get(job_id))
+        except StewardError as exc:
+            log.error("job graph unrecoverable job=%s error=%s", job_id, exc)
+            return RecoveredJobGraph(job_id, error=exc)
+
+    # ------------------------------------------------------------------ garbage
+
+    def collect_garbage(self, min_age: float = 3600.0) -> list[str]:
+        """Delete blobs no pointer names that are older than ``min_age`` seconds.
+
+        The age guard leaves alone a blob whose writer has not created its pointer yet.
+        """
+        referenced = set(self._referenced_keys(self.job_ids()))
+        cutoff = time.time() - min_age
+        deleted = []
+        for info in self._blobs.list(BLOB_PREFIX):
+            if info.key not in referenced and info.modified <= cutoff:
+                self._blobs.delete(info.key)
+                deleted.append(info.key)
+        if deleted:
+            log.info("orphan job graph blobs deleted count=%d", len(deleted))
+        return deleted
+
+    def _referenced_keys(self, job_ids: Iterable[str]) -> Iterable[str]:
+        for job_id in job_ids:
+            try:
+                yield self.pointer(job_id).blob
+            except (JobNotFoundError, CorruptStateError):
+                continue
+
+    # ------------------------------------------------------------------ helpers
+
+    def _same_pointer(self, job_id: str, pointer: JobGraphPointer) -> bool:
+        try:
+            return self.pointer(job_id) == pointer
+        except StoreError:
+            return False
+
+    def _discard_old(self, old_pointer: bytes, keep: str | None) -> None:
+        try:
+            old = JobGraphPointer.from_json(old_pointer)
+        except CorruptStateError:
+            return  # an unreadable pointer names no blob we could find; GC takes the rest
+        if old.blob != keep:
+            self._discard(old.blob)
+
+    def _discard(self, key: str) -> None:
+        # Best effort: a blob that cannot be deleted now is an orphan for collect_garbage.
+        try:
+            self._blobs.delete(key)
+        except BlobStoreError as exc:
+            log.warning("blob left for garbage collection key=%s error=%s", key, exc)
