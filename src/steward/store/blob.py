@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 
 _MAGIC = b"STEWARD-BLOB 1"
 _HEADER = re.compile(rb"^STEWARD-BLOB 1 length=(\d+) sha256=([0-9a-f]{64})\n")
-_KEY = re.compile(r"^[A-Za-z0-9_.\-]+(/[A-Za-z0-9_.\-]+)*$")
+_KEY = re.compile(r"[A-Za-z0-9_.\-]+(/[A-Za-z0-9_.\-]+)*")
 
 
 @dataclass(frozen=True)
@@ -83,7 +83,10 @@ class BlobStore:
         self._local = isinstance(self._fs, LocalFileSystem)
 
     def _path(self, key: str) -> str:
-        if not _KEY.match(key) or ".." in key.split("/"):
+        # fullmatch, not match: "$" also matches before a trailing newline, so "x\n" got
+        # through. "." segments are refused like "..": "a/./b" would alias "a/b", and garbage
+        # collection compares keys as strings, so an alias could get a referenced blob deleted.
+        if not _KEY.fullmatch(key) or {".", ".."} & set(key.split("/")):
             raise ValueError(f"invalid blob key {key!r}")
         return f"{self._root}/{key}"
 

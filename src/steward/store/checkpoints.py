@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import random
+import time
 from dataclasses import dataclass, field
 
 from kazoo.client import KazooClient
@@ -35,7 +37,11 @@ from steward.store.blob import BlobRef, BlobStore
 log = logging.getLogger(__name__)
 
 BLOB_PREFIX = "checkpoints"
-_MAX_CAS_ATTEMPTS = 16
+# A lost compare-and-set is retried after a random pause (full jitter, growing to at most
+# _CAS_MAX_PAUSE) until _CAS_DEADLINE. A fixed 16 immediate retries starved one of two threads
+# sharing a session every time: the winner always read the new version first.
+_CAS_DEADLINE = 10.0
+_CAS_MAX_PAUSE = 0.05
 
 
 def _ensure_job_node(client: KazooClient, layout: Layout, fence: Fence, job_id: str) -> None:
@@ -65,7 +71,10 @@ class CheckpointIDCounter:
 
     def get_and_increment(self, fence: Fence) -> int:
         """Hand out the next checkpoint id; fenced, and safe against concurrent callers."""
-        for _ in range(_MAX_CAS_ATTEMPTS):
+        deadline = time.monotonic() + _CAS_DEADLINE
+        attempt = 0
+        while True:
+            attempt += 1
             current = zk.read(self._client, self._path)
             try:
                 if current is None:
@@ -78,8 +87,11 @@ class CheckpointIDCounter:
                 ).commit()
                 return value
             except (ConcurrentModificationError, NodeExistsError):
-                continue
-        raise ConcurrentModificationError(f"checkpoint counter of {self.job_id!r} kept changing")
+                if time.monotonic() >= deadline:
+                    raise ConcurrentModificationError(
+                        f"checkpoint counter of {self.job_id!r} kept changing"
+                    ) from None
+                time.sleep(random.uniform(0, min(_CAS_MAX_PAUSE, 0.001 * 2 ** min(attempt, 8))))
 
     def set(self, fence: Fence, value: int) -> None:
         """Set the next id (used when restoring); fenced."""
@@ -130,6 +142,15 @@ class CompletedCheckpointStore:
         if checkpoint.job_id != self.job_id:
             raise ValueError(f"checkpoint of {checkpoint.job_id!r} added to {self.job_id!r}")
         cid = checkpoint.checkpoint_id
+        # Every ZooKeeper step that can fail comes before the blob is written: a fenced
+        # _ensure_job_node (a deposed leader's first checkpoint of a job) used to leave the
+        # blob behind, and nothing but remove_all would ever delete it.
+        _ensure_job_node(self._client, self._layout, fence, self.job_id)
+        existing = self.checkpoint_ids()
+        doomed = [old for old in existing if old != cid][
+            : max(0, len(existing) + 1 - self.retained)
+        ]
+        doomed_pointers = [self._read_pointer_or_none(old) for old in doomed]
         ref = self._blobs.put(
             self._blobs.unique_key(f"{BLOB_PREFIX}/{self.job_id}", f"-{cid:019d}"),
             checkpoint.to_json(),
@@ -137,12 +158,6 @@ class CompletedCheckpointStore:
         pointer = CheckpointPointer(
             checkpoint_id=cid, blob=ref.key, sha256=ref.sha256, epoch=fence.epoch
         )
-        _ensure_job_node(self._client, self._layout, fence, self.job_id)
-        existing = self.checkpoint_ids()
-        doomed = [old for old in existing if old != cid][
-            : max(0, len(existing) + 1 - self.retained)
-        ]
-        doomed_pointers = [self._read_pointer_or_none(old) for old in doomed]
         txn = fence.transaction().create(
             self._layout.checkpoint(self.job_id, cid), pointer.to_json()
         )

@@ -172,23 +172,37 @@ class JobGraphStore:
 
         The age guard leaves alone a blob whose writer has not created its pointer yet.
         """
-        referenced = set(self._referenced_keys(self.job_ids()))
+        referenced, unreadable = self._referenced_keys(self.job_ids())
         cutoff = time.time() - min_age
         deleted = []
         for info in self._blobs.list(BLOB_PREFIX):
-            if info.key not in referenced and info.modified <= cutoff:
+            job_dir = info.key.split("/")[1:2]  # keys are jobgraphs/<job-id>/<unique>
+            if info.key in referenced or (job_dir and job_dir[0] in unreadable):
+                continue
+            if info.modified <= cutoff:
                 self._blobs.delete(info.key)
                 deleted.append(info.key)
         if deleted:
             log.info("orphan job graph blobs deleted count=%d", len(deleted))
         return deleted
 
-    def _referenced_keys(self, job_ids: Iterable[str]) -> Iterable[str]:
+    def _referenced_keys(self, job_ids: Iterable[str]) -> tuple[set[str], set[str]]:
+        """The blob keys the pointers name, and the jobs whose pointer cannot be read.
+
+        A job with an unreadable pointer keeps all its blobs: one of them is the only copy of
+        its graph, and an operator may still repair the pointer (deleting them as orphans
+        turned a damaged znode into a lost job).
+        """
+        referenced: set[str] = set()
+        unreadable: set[str] = set()
         for job_id in job_ids:
             try:
-                yield self.pointer(job_id).blob
-            except (JobNotFoundError, CorruptStateError):
+                referenced.add(self.pointer(job_id).blob)
+            except JobNotFoundError:
                 continue
+            except CorruptStateError:
+                unreadable.add(job_id)
+        return referenced, unreadable
 
     # ------------------------------------------------------------------ helpers
 

@@ -1,0 +1,285 @@
+"""The blob store on its own: round trips, atomic writes, checksums, and its error contract.
+
+Most tests use ``file://`` under ``tmp_path`` (the default backend); the same contract runs on
+fsspec's ``memory://`` filesystem, a second implementation that is not a local disk.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from steward.errors import BlobStoreError, CorruptStateError
+from steward.store.blob import BlobRef, BlobStore, sha256_hex
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    return tmp_path / "blobs"
+
+
+@pytest.fixture
+def store(root: Path) -> BlobStore:
+    return BlobStore(f"file://{root}")
+
+
+@pytest.fixture
+def memory_store() -> Iterator[BlobStore]:
+    # fsspec's memory filesystem is one process-wide dict: a fresh root per test keeps
+    # tests apart, and the cleanup keeps the dict small.
+    name = f"steward-test-{secrets.token_hex(4)}"
+    store = BlobStore(f"memory://{name}")
+    yield store
+    store._fs.rm(f"/{name}", recursive=True)
+
+
+def _file(root: Path, key: str) -> Path:
+    return root / key
+
+
+# ---------------------------------------------------------------- round trips
+
+
+@pytest.mark.parametrize("payload", [b"", b"x", b"\x00\xff" * 1000, os.urandom(256 * 1024)])
+def test_given_a_written_blob_when_read_by_key_or_ref_then_the_payload_comes_back(
+    store: BlobStore, payload: bytes
+) -> None:
+    ref = store.put("jobgraphs/job-1/blob", payload)
+
+    assert ref == BlobRef("jobgraphs/job-1/blob", sha256_hex(payload))
+    assert store.get(ref) == payload
+    assert store.get("jobgraphs/job-1/blob") == payload
+    assert store.exists("jobgraphs/job-1/blob")
+    assert [info.key for info in store.list("jobgraphs")] == ["jobgraphs/job-1/blob"]
+
+
+def test_given_blobs_when_deleted_then_they_are_gone_and_deleting_again_is_harmless(
+    store: BlobStore,
+) -> None:
+    store.put("a/one", b"1")
+    store.put("a/two", b"2")
+
+    store.delete("a/one")
+    store.delete("a/one")
+
+    assert not store.exists("a/one")
+    assert [info.key for info in store.list("a")] == ["a/two"]
+    assert store.list("nothing-here") == []
+
+
+def test_given_unique_keys_when_generated_then_no_two_are_equal(store: BlobStore) -> None:
+    keys = {store.unique_key("jobgraphs/job-1", "-suffix") for _ in range(1000)}
+
+    assert len(keys) == 1000
+    assert all(key.startswith("jobgraphs/job-1/") and key.endswith("-suffix") for key in keys)
+
+
+def test_given_a_ref_with_another_digest_when_read_then_corrupt_state_is_raised(
+    store: BlobStore,
+) -> None:
+    ref = store.put("a/blob", b"payload")
+
+    with pytest.raises(CorruptStateError, match="sha256 differs"):
+        store.get(BlobRef(ref.key, sha256_hex(b"another payload")))
+
+
+# ---------------------------------------------------------------- atomic writes
+
+
+def test_given_a_write_in_progress_when_a_reader_looks_before_it_is_published_then_it_sees_no_blob(
+    store: BlobStore, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Freeze the writer at the last moment before it publishes the blob: the bytes are all on
+    # disk, but a reader of the key must still find nothing rather than a partial blob.
+    seen: list[BaseException | bytes] = []
+    real_mv = store._fs.mv
+
+    def mv_after_a_reader_looked(source: str, destination: str, **kwargs: object) -> None:
+        try:
+            seen.append(store.get("a/blob"))
+        except BlobStoreError as exc:
+            seen.append(exc)
+        real_mv(source, destination, **kwargs)
+
+    monkeypatch.setattr(store._fs, "mv", mv_after_a_reader_looked)
+
+    store.put("a/blob", b"payload" * 1000)
+
+    assert len(seen) == 1
+    assert isinstance(seen[0], BlobStoreError)
+    assert "missing" in str(seen[0])
+    assert store.get("a/blob") == b"payload" * 1000
+    assert sorted(path.name for path in (root / "a").iterdir()) == ["blob"]
+
+
+def test_given_a_write_that_fails_before_publishing_when_read_then_nothing_was_published(
+    store: BlobStore, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def mv_fails(source: str, destination: str, **kwargs: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(store._fs, "mv", mv_fails)
+
+    with pytest.raises(BlobStoreError, match="No space left"):
+        store.put("a/blob", b"payload")
+
+    assert not store.exists("a/blob")
+    assert list((root / "a").iterdir()) == []  # not even the temporary file
+
+
+def test_given_a_blob_rewritten_concurrently_when_read_in_a_loop_then_every_read_is_whole(
+    store: BlobStore,
+) -> None:
+    payloads = [bytes([n]) * (512 * 1024) for n in range(2)]
+    store.put("a/blob", payloads[0])
+    done = threading.Event()
+    reads: list[bytes] = []
+    failures: list[BaseException] = []
+
+    def reader() -> None:
+        while not done.is_set():
+            try:
+                reads.append(store.get("a/blob"))
+            except BaseException as exc:
+                failures.append(exc)
+                return
+
+    thread = threading.Thread(target=reader)
+    thread.start()
+    try:
+        for n in range(30):
+            store.put("a/blob", payloads[n % 2])
+    finally:
+        done.set()
+        thread.join(timeout=10)
+
+    assert failures == []
+    assert reads, "the reader never read"
+    assert all(data in payloads for data in reads)
+
+
+# ---------------------------------------------------------------- corruption
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (lambda data: data[:-10], "truncated"),
+        (lambda data: data[:-1] + bytes([data[-1] ^ 0x01]), "checksum mismatch"),
+        (lambda data: data[data.index(b"\n") + 1 :], "missing or damaged header"),
+        (lambda data: b"", "missing or damaged header"),
+        (lambda data: data.replace(b"length=", b"length=1", 1), "truncated|header"),
+    ],
+    ids=["truncated", "flipped-byte", "no-header", "empty-file", "wrong-length"],
+)
+def test_given_a_damaged_blob_file_when_read_then_corrupt_state_is_raised(
+    store: BlobStore, root: Path, damage: object, message: str
+) -> None:
+    store.put("a/blob", b'{"schema": 1, "payload": "' + b"x" * 200 + b'"}')
+    path = _file(root, "a/blob")
+    path.write_bytes(damage(path.read_bytes()))  # type: ignore[operator]
+
+    with pytest.raises(CorruptStateError, match=message):
+        store.get("a/blob")
+
+
+def test_given_no_blob_under_a_key_when_read_then_blob_store_error_says_it_is_missing(
+    store: BlobStore,
+) -> None:
+    with pytest.raises(BlobStoreError, match="missing") as caught:
+        store.get("a/never-written")
+
+    assert not isinstance(caught.value, CorruptStateError)
+
+
+# ---------------------------------------------------------------- unwritable storage
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores directory permissions")
+def test_given_a_read_only_directory_when_written_then_blob_store_error_names_the_key(
+    store: BlobStore, root: Path
+) -> None:
+    store.put("a/first", b"1")
+    (root / "a").chmod(0o500)
+    try:
+        with pytest.raises(BlobStoreError, match=r"cannot write blob a/second to file://"):
+            store.put("a/second", b"2")
+    finally:
+        (root / "a").chmod(0o700)
+    assert not store.exists("a/second")
+
+
+def test_given_a_key_whose_parent_is_a_file_when_written_then_blob_store_error_names_the_key(
+    store: BlobStore, root: Path
+) -> None:
+    # Works as root too (permissions do not stop root; a file where a directory must be does).
+    store.put("a/file", b"1")
+
+    expected = r"cannot write blob a/file/child to file://"
+    with pytest.raises(BlobStoreError, match=expected) as caught:
+        store.put("a/file/child", b"2")
+
+    assert isinstance(caught.value.__cause__, OSError)
+    with pytest.raises(BlobStoreError, match="a/file/child"):
+        store.get("a/file/child")
+    assert store.get("a/file") == b"1"
+
+
+# ---------------------------------------------------------------- keys and URLs
+
+
+@pytest.mark.parametrize(
+    "key", ["", "../x", "a/../../x", "/abs", "a//b", "a/", "a b", ".", "a/./b", "x\n"]
+)
+def test_given_an_invalid_key_when_used_then_value_error_is_raised_and_nothing_is_written(
+    store: BlobStore, root: Path, key: str
+) -> None:
+    for call in (
+        lambda: store.put(key, b"x"),
+        lambda: store.get(key),
+        lambda: store.delete(key),
+        lambda: store.exists(key),
+    ):
+        with pytest.raises(ValueError, match="invalid blob key"):
+            call()
+    assert not root.exists() or list(root.rglob("*")) == []
+    assert not (root.parent / "x").exists()
+
+
+def test_given_an_unknown_scheme_when_opened_then_blob_store_error_names_the_driver() -> None:
+    with pytest.raises(BlobStoreError, match=r"nosuch.*driver"):
+        BlobStore("nosuch://x")
+
+
+def test_given_a_memory_url_when_used_then_the_same_contract_holds(
+    memory_store: BlobStore,
+) -> None:
+    ref = memory_store.put("jobgraphs/job-1/blob", b"payload")
+
+    assert memory_store.get(ref) == b"payload"
+    assert memory_store.exists("jobgraphs/job-1/blob")
+    assert [info.key for info in memory_store.list("jobgraphs")] == ["jobgraphs/job-1/blob"]
+    with pytest.raises(BlobStoreError, match="missing"):
+        memory_store.get("jobgraphs/job-1/other")
+    with pytest.raises(ValueError, match="invalid blob key"):
+        memory_store.put("../x", b"x")
+
+    memory_store.delete("jobgraphs/job-1/blob")
+    assert not memory_store.exists("jobgraphs/job-1/blob")
+    assert memory_store.list("jobgraphs") == []
+
+
+def test_given_a_damaged_memory_blob_when_read_then_corrupt_state_is_raised(
+    memory_store: BlobStore,
+) -> None:
+    memory_store.put("a/blob", b"payload")
+    path = memory_store._path("a/blob")
+    memory_store._fs.pipe_file(path, memory_store._fs.cat_file(path)[:-3])
+
+    with pytest.raises(CorruptStateError, match="truncated"):
+        memory_store.get("a/blob")
