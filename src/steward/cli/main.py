@@ -1,28 +1,50 @@
-"""The ``steward`` command: the entry point that wires the sub-command groups together."""
+"""The ``steward`` command: the entry point that wires the sub-command groups together.
+
+The configuration (``--config``, ``STEWARD_*`` environment variables, ``-D key=value``) is
+loaded and validated once, here, before any sub-command runs; sub-commands find it in
+``click.get_current_context().obj``.
+"""
 
 from __future__ import annotations
 
 import logging
 import sys
+from pathlib import Path
 
 import click
 
+from steward import config
 from steward.errors import StewardError
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="steward.toml to read (default: $STEWARD_CONFIG, else ./steward.toml if present).",
+)
+@click.option(
+    "-D", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a configuration key."
+)
 @click.option("-v", "--verbose", count=True, help="More logging (-v info, -vv debug).")
 @click.version_option(package_name="steward")
-def cli(verbose: int) -> None:
+@click.pass_context
+def cli(
+    ctx: click.Context, config_file: Path | None, overrides: tuple[str, ...], verbose: int
+) -> None:
     """Steward: a highly available job manager for PySpark pipelines."""
     level = logging.WARNING - 10 * min(verbose, 2)
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    ctx.obj = config.load(config_file, config.parse_overrides(overrides))
 
 
 def _register() -> None:
+    from steward.cli.demo import demo
     from steward.cli.zookeeper import zookeeper
 
     cli.add_command(zookeeper)
+    cli.add_command(demo)
 
 
 _register()
@@ -31,7 +53,8 @@ _register()
 def main() -> None:
     """Run the CLI; a ``StewardError`` is one line on stderr and exit code 2, no traceback."""
     try:
-        cli.main(standalone_mode=False)
+        # Without standalone mode click returns ctx.exit()'s code instead of exiting.
+        code = cli.main(standalone_mode=False)
     except click.exceptions.Abort:
         sys.exit(130)
     except click.ClickException as exc:
@@ -40,3 +63,5 @@ def main() -> None:
     except StewardError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
+    if isinstance(code, int) and not isinstance(code, bool):
+        sys.exit(code)

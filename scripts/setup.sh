@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Set up everything Steward needs on a Debian machine, idempotently:
+#   - Debian packages: a Java 17 runtime and Apache ZooKeeper (Debian's `zookeeper` package);
+#   - a virtual environment in .venv with Steward and its Python dependencies.
+# Safe to run again: it installs only what is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
+
+need_packages=()
+for pkg in openjdk-17-jre-headless zookeeper python3-venv; do
+    dpkg -s "$pkg" >/dev/null 2>&1 || need_packages+=("$pkg")
+done
+if [ ${#need_packages[@]} -gt 0 ]; then
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    log "installing Debian packages: ${need_packages[*]}"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need_packages[@]}" >/dev/null
+else
+    log "Debian packages present (Java 17, ZooKeeper)"
+fi
+
+python=${PYTHON:-python3}
+if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
+    echo "error: Steward needs Python >= 3.11 ($python is $("$python" --version 2>&1))" >&2
+    exit 1
+fi
+if [ ! -x .venv/bin/python ]; then
+    log "creating virtual environment .venv"
+    "$python" -m venv .venv
+fi
+stamp=.venv/.steward-installed
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+    log "installing Python dependencies into .venv"
+    .venv/bin/python -m pip install -q --upgrade pip
+    .venv/bin/python -m pip install -q -e '.[dev]'
+    touch "$stamp"
+else
+    log "Python dependencies present in .venv"
+fi

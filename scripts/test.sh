@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Set up (idempotently) and run every check CI runs: format, lint, types, tests.
+# Extra arguments go to pytest, e.g. `scripts/test.sh -m slow` or `scripts/test.sh -k election`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+export PATH="$PWD/.venv/bin:$PATH"
+echo "[test] ruff format --check";  ruff format --check -q src tests benchmarks
+echo "[test] ruff check";           ruff check -q src tests benchmarks
+echo "[test] mypy --strict src";    mypy
+echo "[test] pytest";               pytest "$@"

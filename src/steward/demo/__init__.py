@@ -1,0 +1,1 @@
+"""Demonstrations runnable from the CLI (``steward demo``)."""

@@ -1,0 +1,138 @@
+"""Where a managed ZooKeeper server lives: its ports, its directory and its zoo.cfg.
+
+Port scheme, from the base client port P, for server n (1-based) of an ensemble:
+
+    client port   P + (n - 1)          e.g. 2181, 2182, 2183
+    quorum port   P + 100 + (n - 1)    e.g. 2281, 2282, 2283   (followers to leader)
+    election port P + 200 + (n - 1)    e.g. 2381, 2382, 2383   (leader election)
+
+A standalone server uses only P. Everything binds 127.0.0.1: the managed ZooKeeper is for one
+machine (quick start, demo, tests), never a production quorum.
+"""
+
+from __future__ import annotations
+
+import errno
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+
+from steward.errors import ManagedZooKeeperError, PortInUseError
+
+LOOPBACK = "127.0.0.1"
+QUORUM_PORT_OFFSET = 100
+ELECTION_PORT_OFFSET = 200
+MAX_SERVERS = 9
+MAX_PORT = 65535
+
+# Fast ticks so tests see failures quickly; the session bounds still allow the long
+# timeouts a production-like configuration asks for.
+SERVER_SETTINGS: dict[str, str] = {
+    "tickTime": "500",
+    "minSessionTimeout": "1000",
+    "maxSessionTimeout": "120000",
+    "initLimit": "20",
+    "syncLimit": "10",
+    "admin.enableServer": "false",
+    "4lw.commands.whitelist": "srvr,stat,ruok,mntr,cons",
+    # A demo cluster may run for days: keep its snapshots and logs bounded.
+    "autopurge.snapRetainCount": "3",
+    "autopurge.purgeInterval": "1",
+}
+
+
+@dataclass(frozen=True)
+class ServerPorts:
+    """The ports of one server of a managed ensemble."""
+
+    server_id: int
+    client_port: int
+    quorum_port: int
+    election_port: int
+
+    def named(self, standalone: bool) -> dict[int, str]:
+        """Each port this server binds, with what it is for (for error messages)."""
+        ports = {self.client_port: f"client port of server {self.server_id}"}
+        if not standalone:
+            ports[self.quorum_port] = f"quorum port of server {self.server_id}"
+            ports[self.election_port] = f"election port of server {self.server_id}"
+        return ports
+
+
+def plan_ports(servers: int, client_port: int) -> list[ServerPorts]:
+    """The ports of every server of an ensemble of ``servers`` whose base client port is P."""
+    if servers < 1 or servers > MAX_SERVERS or servers % 2 == 0:
+        raise ManagedZooKeeperError(
+            f"servers must be 1 or an odd number up to {MAX_SERVERS}, not {servers}"
+        )
+    highest = client_port + (ELECTION_PORT_OFFSET if servers > 1 else 0) + servers - 1
+    if client_port < 1 or highest > MAX_PORT:
+        raise ManagedZooKeeperError(
+            f"client port {client_port} leaves no room for {servers} server(s): "
+            f"ports up to {highest} are needed, the highest is {MAX_PORT}"
+        )
+    return [
+        ServerPorts(
+            server_id=n,
+            client_port=client_port + n - 1,
+            quorum_port=client_port + QUORUM_PORT_OFFSET + n - 1,
+            election_port=client_port + ELECTION_PORT_OFFSET + n - 1,
+        )
+        for n in range(1, servers + 1)
+    ]
+
+
+def port_is_free(port: int, host: str = LOOPBACK) -> bool:
+    """Whether ``host:port`` can be bound now.
+
+    SO_REUSEADDR like ZooKeeper's own sockets, so a port in TIME_WAIT after a server stopped
+    counts as free (the server could bind it) while one with a listener does not.
+    """
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            if exc.errno in (errno.EADDRINUSE, errno.EACCES):
+                return False
+            raise
+    return True
+
+
+def check_ports_free(plan: list[ServerPorts], standalone: bool) -> None:
+    """Raise ``PortInUseError`` naming every port of ``plan`` that is taken."""
+    named = {port: what for ports in plan for port, what in ports.named(standalone).items()}
+    taken = [f"{port} ({what})" for port, what in named.items() if not port_is_free(port)]
+    if taken:
+        raise PortInUseError(
+            f"port in use: {', '.join(taken)}; nothing was started. Stop what uses it "
+            "or choose another base port (--port)"
+        )
+
+
+def server_dir(data_dir: Path, server_id: int) -> Path:
+    """The directory of server ``server_id``: zoo.cfg, zookeeper.log and data/."""
+    return data_dir / f"server-{server_id}"
+
+
+def write_server_config(data_dir: Path, ports: ServerPorts, plan: list[ServerPorts]) -> Path:
+    """Write server ``ports.server_id``'s zoo.cfg and myid; return the zoo.cfg path."""
+    directory = server_dir(data_dir, ports.server_id)
+    state = directory / "data"
+    state.mkdir(parents=True, exist_ok=True)
+    (state / "myid").write_text(f"{ports.server_id}\n", encoding="ascii")
+    settings = {
+        **SERVER_SETTINGS,
+        "dataDir": str(state),
+        "clientPort": str(ports.client_port),
+        "clientPortAddress": LOOPBACK,
+    }
+    if len(plan) > 1:
+        for peer in plan:
+            settings[f"server.{peer.server_id}"] = (
+                f"{LOOPBACK}:{peer.quorum_port}:{peer.election_port}"
+            )
+    config = directory / "zoo.cfg"
+    lines = [f"{key}={value}" for key, value in settings.items()]
+    config.write_text("# Written by steward; rewritten at every start.\n" + "\n".join(lines) + "\n")
+    return config
