@@ -118,6 +118,9 @@ def _quorum(value: str) -> str | None:
     return None
 
 
+FENCE_AFTER_SHARE = 0.6
+"""taskmanager.fence-after defaults to this share of the session timeout."""
+
 OPTIONS: tuple[Option, ...] = (
     Option(
         "high-availability.zookeeper.quorum",
@@ -143,7 +146,7 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "high-availability.zookeeper.session-timeout",
         _to_duration,
-        10.0,
+        "10s",
         "ZooKeeper session timeout. A crashed leader's host is declared dead after this long;"
         " shorter means faster failover and more false alarms on a slow network.",
         _positive,
@@ -151,7 +154,7 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "high-availability.zookeeper.connection-timeout",
         _to_duration,
-        15.0,
+        "15s",
         "How long a process waits for its first ZooKeeper connection before giving up.",
         _positive,
     ),
@@ -170,6 +173,23 @@ OPTIONS: tuple[Option, ...] = (
         " hdfs://, gs://). A relative file:// path is resolved against the working directory.",
     ),
     Option(
+        "taskmanager.numberOfTaskSlots",
+        _to_int,
+        2,
+        "How many attempts one TaskManager runs at once.",
+        lambda v: None if v >= 1 else "must be at least 1",
+    ),
+    Option(
+        "taskmanager.fence-after",
+        _to_duration,
+        None,
+        "A TaskManager whose ZooKeeper connection has been suspended this long kills its"
+        " attempts (DESIGN rule 4). Must be shorter than the session timeout, so attempts are"
+        " dead before the session expires and the leader may start a replacement. Default:"
+        f" {int(FENCE_AFTER_SHARE * 100)}% of the session timeout.",
+        _positive,
+    ),
+    Option(
         "state.checkpoints.num-retained",
         _to_int,
         3,
@@ -184,8 +204,11 @@ _BY_KEY: dict[str, Option] = {option.key: option for option in OPTIONS}
 class Configuration:
     """Validated, immutable settings. Read a key with ``config["key"]`` or a typed property."""
 
-    def __init__(self, values: Mapping[str, Any]) -> None:
+    def __init__(self, values: Mapping[str, Any], raw: Mapping[str, object] | None = None) -> None:
         self._values = dict(values)
+        # The unparsed inputs, so overrides re-validate from what the user wrote (parsed
+        # durations are seconds, while a bare number in the input means milliseconds).
+        self._raw = dict(raw or {})
 
     def __getitem__(self, key: str) -> Any:
         if key not in _BY_KEY:
@@ -197,7 +220,7 @@ class Configuration:
 
     def with_overrides(self, overrides: Mapping[str, object]) -> Configuration:
         """A new configuration with ``overrides`` (raw values) merged in and validated."""
-        merged: dict[str, object] = dict(self._values)
+        merged: dict[str, object] = dict(self._raw)
         merged.update(overrides)
         return _validate(merged, sources=dict.fromkeys(overrides, "override"))
 
@@ -224,6 +247,14 @@ class Configuration:
     @property
     def storage_dir(self) -> str:
         return str(self["high-availability.storage-dir"])
+
+    @property
+    def taskmanager_slots(self) -> int:
+        return int(self["taskmanager.numberOfTaskSlots"])
+
+    @property
+    def fence_after(self) -> float:
+        return float(self["taskmanager.fence-after"])
 
     @property
     def checkpoints_retained(self) -> int:
@@ -274,6 +305,8 @@ def _validate(raw: Mapping[str, object], sources: Mapping[str, str]) -> Configur
             )
     for option in OPTIONS:
         value = raw.get(option.key, option.default)
+        if value is None:
+            continue  # derived from other keys below
         try:
             parsed = option.parse(value)
         except ValueError as exc:
@@ -286,10 +319,18 @@ def _validate(raw: Mapping[str, object], sources: Mapping[str, str]) -> Configur
                 f"bad value {value!r} for {option.key}: {problem}", key=option.key
             )
         values[option.key] = parsed
+    session_timeout = values["high-availability.zookeeper.session-timeout"]
+    values.setdefault("taskmanager.fence-after", FENCE_AFTER_SHARE * session_timeout)
+    if values["taskmanager.fence-after"] >= session_timeout:
+        raise ConfigurationError(
+            "bad value for taskmanager.fence-after: must be shorter than"
+            " high-availability.zookeeper.session-timeout, or an attempt could outlive its lease",
+            key="taskmanager.fence-after",
+        )
     values["high-availability.storage-dir"] = _absolute_storage(
         values["high-availability.storage-dir"]
     )
-    return Configuration(values)
+    return Configuration(values, raw)
 
 
 def _absolute_storage(url: str) -> str:

@@ -18,7 +18,7 @@ from steward.errors import CorruptStateError, UnsupportedSchemaError
 
 SCHEMA_VERSION = 1
 
-JOB_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$"
+JOB_ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}"
 _JOB_ID = re.compile(JOB_ID_PATTERN)
 
 JsonValue: TypeAlias = Any
@@ -27,7 +27,7 @@ JsonValue: TypeAlias = Any
 
 def check_job_id(job_id: str) -> str:
     """Return ``job_id`` if it is a valid id; ids become znode and file names."""
-    if not _JOB_ID.match(job_id):
+    if not _JOB_ID.fullmatch(job_id):
         raise ValueError(
             f"invalid job id {job_id!r}: use 1-128 letters, digits, '.', '_' or '-',"
             " starting with a letter or digit"
@@ -60,7 +60,9 @@ class Payload(Value):
         if not isinstance(raw, dict):
             raise CorruptStateError(f"{cls.kind_name}: expected a JSON object")
         schema = raw.get("schema")
-        if isinstance(schema, int) and not isinstance(schema, bool) and schema > SCHEMA_VERSION:
+        if isinstance(schema, bool) or not isinstance(schema, int):
+            raise CorruptStateError(f"{cls.kind_name}: missing or invalid schema {schema!r}")
+        if schema > SCHEMA_VERSION:
             raise UnsupportedSchemaError(
                 f"{cls.kind_name}: schema {schema} was written by a newer Steward"
                 f" (this version reads schema {SCHEMA_VERSION})"
@@ -68,7 +70,9 @@ class Payload(Value):
         if schema != SCHEMA_VERSION:
             raise CorruptStateError(f"{cls.kind_name}: missing or invalid schema {schema!r}")
         try:
-            return cls.model_validate(raw)
+            # Strict: a stored payload must have exactly the right JSON types ("1" is not 1,
+            # false is not 0); a payload that only fits after coercion is corrupt.
+            return cls.model_validate_json(data, strict=True)
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(part) for part in first["loc"]) or "payload"

@@ -1,0 +1,229 @@
+"""The attempts one TaskManager runs: each an :class:`Execution` (lease + process group).
+
+This module owns the order that makes DESIGN rule 3 hold on a TaskManager:
+
+- start: acquire the lease first, then spawn; if spawning fails, release the lease again;
+- end: a monitor thread releases a lease only once the attempt's *whole* process group is gone
+  (runner and Spark JVM), then reports the exit through ``on_exit``;
+- :meth:`Executions.kill_all` (self-fencing, shutdown) kills every group; their leases are
+  released by the monitor as usual, once the groups are really gone.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from steward.errors import FencedError, StewardError
+from steward.model import ExecutionLease
+from steward.taskmanager.leases import ExecutionLeases, LeaseHeldError
+from steward.taskmanager.process_group import ProcessGroup
+
+log = logging.getLogger(__name__)
+
+OnExit = Callable[[str, int, int | None], None]
+"""``on_exit(job_id, attempt, returncode)``; returncode is the runner's (negative: signal)."""
+
+
+@dataclass
+class Execution:
+    """One attempt of one job running on this TaskManager."""
+
+    job_id: str
+    lease: ExecutionLease
+    group: ProcessGroup
+    started_at: float = field(default_factory=time.time)
+    exited: bool = False
+    """The whole group is gone and ``on_exit`` was called; the lease may await release."""
+
+    @property
+    def attempt(self) -> int:
+        return self.lease.attempt
+
+    @property
+    def epoch(self) -> int:
+        return self.lease.epoch
+
+
+class Executions:
+    """The registry of this TaskManager's attempts, with the monitor that cleans up after them."""
+
+    def __init__(
+        self, leases: ExecutionLeases, on_exit: OnExit, *, poll_interval: float = 0.1
+    ) -> None:
+        self._leases = leases
+        self._on_exit = on_exit
+        self._poll_interval = poll_interval
+        self._lock = threading.Lock()
+        self._running: dict[str, Execution] = {}
+        self._kill_generation = 0
+        self._stop = threading.Event()
+        self._monitor = threading.Thread(
+            target=self._monitor_loop, name=f"{leases.tm_id}-executions", daemon=True
+        )
+
+    def start_monitor(self) -> Executions:
+        self._monitor.start()
+        return self
+
+    def close(self) -> None:
+        """Stop the monitor (the attempts are left as they are; call kill_all first to end them)."""
+        self._stop.set()
+        if self._monitor.is_alive():
+            self._monitor.join(timeout=5)
+
+    # ------------------------------------------------------------------ start
+
+    def start(
+        self,
+        job_id: str,
+        attempt: int,
+        epoch: int,
+        argv: Sequence[str],
+        *,
+        cwd: str | os.PathLike[str] | None = None,
+        env: Mapping[str, str] | None = None,
+        log_path: str | os.PathLike[str] | None = None,
+    ) -> Execution:
+        """Acquire the lease of ``job_id`` for ``attempt`` under ``epoch``, then spawn ``argv``.
+
+        Raises :class:`FencedError` (stale epoch, or this TaskManager fenced itself meanwhile),
+        :class:`LeaseHeldError`, or :class:`SpawnError` (the lease is released again).
+        """
+        with self._lock:
+            self._refuse_if_present(job_id)
+            generation = self._kill_generation
+        lease = self._leases.acquire(job_id, attempt, epoch)
+        try:
+            execution = self._register(
+                lease,
+                job_id,
+                generation,
+                lambda: ProcessGroup.spawn(argv, cwd=cwd, env=env, log_path=log_path),
+            )
+        except BaseException:
+            self._release_quietly(job_id, attempt)
+            raise
+        group = execution.group
+        log.info(
+            "attempt started job=%s attempt=%d epoch=%d pgid=%d",
+            job_id,
+            attempt,
+            epoch,
+            group.pgid,
+        )
+        return execution
+
+    def _register(
+        self,
+        lease: ExecutionLease,
+        job_id: str,
+        generation: int,
+        spawn: Callable[[], ProcessGroup],
+    ) -> Execution:
+        with self._lock:
+            # kill_all ran while we acquired: the fenced TaskManager must not start anything.
+            if generation != self._kill_generation:
+                raise FencedError(
+                    f"TaskManager fenced itself while starting job {job_id!r}", epoch=lease.epoch
+                )
+            self._refuse_if_present(job_id)
+            execution = Execution(job_id, lease, spawn())
+            self._running[job_id] = execution
+            return execution
+
+    def _refuse_if_present(self, job_id: str) -> None:
+        # A previous attempt whose group or lease is not yet cleaned up: rule 3 holds on this
+        # TaskManager even if its lease vanished with a lost session.
+        previous = self._running.get(job_id)
+        if previous is not None:
+            raise LeaseHeldError(job_id, previous.lease)
+
+    def _release_quietly(self, job_id: str, attempt: int) -> None:
+        try:
+            self._leases.release(job_id, attempt)
+        except StewardError as exc:
+            # The lease stays until our session ends; nothing runs under it.
+            log.warning("could not release lease job=%s attempt=%d cause=%r", job_id, attempt, exc)
+
+    # ------------------------------------------------------------------ queries, kill
+
+    def get(self, job_id: str) -> Execution | None:
+        with self._lock:
+            return self._running.get(job_id)
+
+    def running(self) -> dict[str, Execution]:
+        """The attempts not yet cleaned up, by job id (exited ones may await their release)."""
+        with self._lock:
+            return dict(self._running)
+
+    def kill_all(self, reason: str) -> int:
+        """SIGKILL every attempt's process group; returns how many were signalled."""
+        with self._lock:
+            self._kill_generation += 1
+            victims = [e for e in self._running.values() if not e.exited]
+        for execution in victims:
+            log.warning(
+                "killing attempt job=%s attempt=%d epoch=%d pgid=%d reason=%s",
+                execution.job_id,
+                execution.attempt,
+                execution.epoch,
+                execution.group.pgid,
+                reason,
+            )
+            execution.group.kill()
+        return len(victims)
+
+    # ------------------------------------------------------------------ monitor
+
+    def _monitor_loop(self) -> None:
+        while not self._stop.wait(self._poll_interval):
+            try:
+                self.check_once()
+            except Exception:
+                log.exception("execution monitor failed; retrying")
+
+    def check_once(self) -> None:
+        """One monitor pass: report gone groups, release their leases."""
+        for execution in list(self.running().values()):
+            if not execution.exited and execution.group.alive():
+                continue
+            if not execution.exited:
+                execution.exited = True
+                self._report_exit(execution)
+            if self._try_release(execution):
+                with self._lock:
+                    if self._running.get(execution.job_id) is execution:
+                        del self._running[execution.job_id]
+
+    def _report_exit(self, execution: Execution) -> None:
+        returncode = execution.group.returncode
+        log.info(
+            "attempt gone job=%s attempt=%d epoch=%d returncode=%s",
+            execution.job_id,
+            execution.attempt,
+            execution.epoch,
+            returncode,
+        )
+        try:
+            self._on_exit(execution.job_id, execution.attempt, returncode)
+        except Exception:
+            log.exception("on_exit callback failed job=%s", execution.job_id)
+
+    def _try_release(self, execution: Execution) -> bool:
+        """Release the lease; False (retry next pass) if ZooKeeper cannot be reached now."""
+        try:
+            self._leases.release(execution.job_id, execution.attempt)
+        except StewardError as exc:
+            log.warning(
+                "lease release deferred job=%s attempt=%d cause=%r",
+                execution.job_id,
+                execution.attempt,
+                exc,
+            )
+            return False
+        return True

@@ -1,0 +1,183 @@
+"""Execution leases (DESIGN rule 3): the ephemeral ``executions/<job-id>`` znodes.
+
+A TaskManager may start an attempt only after it created the job's lease, in one multi-op that
+first checks the epoch of the leader that asked (the same ``check(leader/epoch, version=epoch)``
+a leader's own writes make). The znode is ephemeral and owned by the TaskManager's session: at
+most one attempt of a job can hold it, and it vanishes when that session ends.
+
+This module owns creating, reading and deleting leases, and the newest leader epoch this
+TaskManager has seen (commands from older leaders are refused without asking ZooKeeper).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from kazoo.exceptions import BadVersionError, KazooException
+from kazoo.exceptions import NoNodeError as KazooNoNode
+from kazoo.handlers.threading import KazooTimeoutError
+
+from steward.errors import CorruptStateError, FencedError, NodeExistsError, StewardError, StoreError
+from steward.ha.fencing import Fence, translate
+from steward.ha.session import Session
+from steward.model import ExecutionLease
+from steward.store.zk import children, read
+
+log = logging.getLogger(__name__)
+
+
+class LeaseHeldError(StoreError):
+    """The job's execution lease is already held, by this or another TaskManager.
+
+    ``holder`` is the current holder's lease, or None if it could not be read (it vanished in
+    the meantime, or its payload is corrupt).
+    """
+
+    def __init__(self, job_id: str, holder: ExecutionLease | None) -> None:
+        who = (
+            f"taskmanager {holder.taskmanager} attempt {holder.attempt} epoch {holder.epoch}"
+            if holder
+            else "an unreadable holder"
+        )
+        super().__init__(f"the execution lease of job {job_id!r} is held by {who}")
+        self.job_id = job_id
+        self.holder = holder
+
+
+class ExecutionLeases:
+    """The execution leases as seen by TaskManager ``tm_id`` on ``session``."""
+
+    def __init__(self, session: Session, tm_id: str) -> None:
+        self._session = session
+        self._layout = session.layout
+        self.tm_id = tm_id
+        self._lock = threading.Lock()
+        self._newest_epoch = 0
+
+    # ------------------------------------------------------------------ epochs
+
+    @property
+    def newest_epoch(self) -> int:
+        """The newest leader epoch this TaskManager has seen (0: none yet)."""
+        return self._newest_epoch
+
+    def observe_epoch(self, epoch: int) -> bool:
+        """Record ``epoch`` from a leader's command; False if an newer leader was already seen.
+
+        A command from an older epoch comes from a deposed leader: the caller must ignore it.
+        """
+        with self._lock:
+            if epoch < self._newest_epoch:
+                log.warning(
+                    "refusing command of a stale leader epoch=%d newest_epoch=%d tm=%s",
+                    epoch,
+                    self._newest_epoch,
+                    self.tm_id,
+                )
+                return False
+            self._newest_epoch = epoch
+            return True
+
+    # ------------------------------------------------------------------ writes
+
+    def acquire(self, job_id: str, attempt: int, epoch: int) -> ExecutionLease:
+        """Create the lease of ``job_id`` for ``attempt``, fenced by the leader's ``epoch``.
+
+        Raises :class:`FencedError` if ``epoch`` is not the current leader epoch (nothing is
+        created), :class:`LeaseHeldError` if any attempt already holds the lease.
+        """
+        if not self.observe_epoch(epoch):
+            raise FencedError(
+                f"epoch {epoch} is older than epoch {self._newest_epoch} already seen;"
+                f" not starting job {job_id!r} attempt {attempt}",
+                epoch=epoch,
+            )
+        lease = ExecutionLease(taskmanager=self.tm_id, attempt=attempt, epoch=epoch)
+        path = self._layout.execution(job_id)
+        fence = Fence(self._session.client, self._layout.leader_epoch, epoch)
+        try:
+            fence.transaction().create(path, lease.to_json(), ephemeral=True).commit()
+        except NodeExistsError as exc:
+            holder = self._holder_or_none(job_id)
+            log.info(
+                "lease already held job=%s attempt=%d epoch=%d holder=%s",
+                job_id,
+                attempt,
+                epoch,
+                holder,
+            )
+            raise LeaseHeldError(job_id, holder) from exc
+        log.info(
+            "lease acquired job=%s attempt=%d epoch=%d tm=%s", job_id, attempt, epoch, self.tm_id
+        )
+        return lease
+
+    def release(self, job_id: str, attempt: int) -> bool:
+        """Delete the lease of ``job_id`` if this session holds it for ``attempt``.
+
+        Returns False, and deletes nothing, if the lease is gone or belongs to someone else
+        (another session, another attempt): never delete a lease that is not ours.
+        """
+        path = self._layout.execution(job_id)
+        found = read(self._session.client, path)
+        if found is None:
+            log.info("lease already gone job=%s attempt=%d", job_id, attempt)
+            return False
+        data, stat = found
+        if not self._is_ours(data, stat.ephemeralOwner, attempt):
+            log.warning("not releasing a lease that is not ours job=%s attempt=%d", job_id, attempt)
+            return False
+        try:
+            # Version-checked: if the znode was replaced since we read it, it is not ours.
+            self._session.client.delete(path, version=stat.version)
+        except (KazooNoNode, BadVersionError):
+            log.warning("lease changed while releasing job=%s attempt=%d", job_id, attempt)
+            return False
+        except (KazooException, KazooTimeoutError) as exc:
+            raise translate(exc, path) from exc
+        log.info("lease released job=%s attempt=%d tm=%s", job_id, attempt, self.tm_id)
+        return True
+
+    def _is_ours(self, data: bytes, owner: int, attempt: int) -> bool:
+        if owner != self._session.session_id:
+            return False
+        try:
+            lease = ExecutionLease.from_json(data)
+        except StewardError:
+            return False
+        return lease.taskmanager == self.tm_id and lease.attempt == attempt
+
+    # ------------------------------------------------------------------ reads
+
+    def held(self, job_id: str) -> ExecutionLease | None:
+        """The lease of ``job_id`` (whoever holds it), or None if no attempt holds it.
+
+        Raises :class:`CorruptStateError` if the znode exists but its payload is not a lease.
+        """
+        found = read(self._session.client, self._layout.execution(job_id))
+        return ExecutionLease.from_json(found[0]) if found else None
+
+    def all(self) -> dict[str, ExecutionLease]:
+        """Every readable lease of the cluster, by job id; corrupt ones are logged and left out."""
+        leases: dict[str, ExecutionLease] = {}
+        for job_id in children(self._session.client, self._layout.executions):
+            lease = self._read_quietly(job_id)
+            if lease is not None:
+                leases[job_id] = lease
+        return leases
+
+    def _read_quietly(self, job_id: str) -> ExecutionLease | None:
+        try:
+            return self.held(job_id)
+        except CorruptStateError as exc:
+            log.warning("corrupt lease job=%s cause=%r", job_id, exc)
+            return None
+
+    def _holder_or_none(self, job_id: str) -> ExecutionLease | None:
+        # Only to name the holder in an error: the error itself matters more than the name.
+        try:
+            return self.held(job_id)
+        except StewardError as exc:
+            log.warning("could not read the lease holder job=%s cause=%r", job_id, exc)
+            return None

@@ -1,0 +1,87 @@
+"""Fixtures of the TaskManager tests: a granted leader, TaskManager sessions, their leases.
+
+``leader`` is "jm-1", granted on its own session; ``tm_session(name)`` opens a TaskManager's
+session on the same cluster root; ``leases(name)`` is that TaskManager's
+:class:`ExecutionLeases`. Everything is closed at the end of the test, and every process group
+a test spawned through ``groups`` is killed, so no ``sleep`` outlives its test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, suppress
+
+import pytest
+
+from steward.ha.election import LeaderElection, Leadership
+from steward.ha.session import Session
+from steward.taskmanager.leases import ExecutionLeases
+from steward.taskmanager.process_group import ProcessGroup
+from support import ZK_TEST_ROOT, wait_until
+
+SESSION_TIMEOUT = 6.0
+GRANT_TIMEOUT = 10.0
+
+
+@pytest.fixture
+def zk_root(cluster_id: str) -> str:
+    return f"{ZK_TEST_ROOT}/{cluster_id}"
+
+
+@pytest.fixture
+def closing() -> Iterator[ExitStack]:
+    with ExitStack() as stack:
+        yield stack
+
+
+@pytest.fixture
+def tm_session(closing: ExitStack, zk_quorum: str, zk_root: str) -> Callable[..., Session]:
+    def _open(name: str, session_timeout: float = SESSION_TIMEOUT) -> Session:
+        session = Session(zk_quorum, zk_root, session_timeout=session_timeout, name=name)
+        session.start()
+        closing.callback(session.close)
+        return session
+
+    return _open
+
+
+@pytest.fixture
+def elect(
+    tm_session: Callable[..., Session], closing: ExitStack
+) -> Callable[[str], tuple[LeaderElection, Leadership]]:
+    """Start contender ``name`` on a session of its own and return its granted term."""
+
+    def _elect(name: str) -> tuple[LeaderElection, Leadership]:
+        election = LeaderElection(tm_session(name), name, f"http://{name}:8081").start()
+        closing.callback(election.stop)
+        leadership = wait_until(
+            lambda: election.leadership, timeout=GRANT_TIMEOUT, message=f"{name} granted"
+        )
+        assert leadership is not None
+        return election, leadership
+
+    return _elect
+
+
+@pytest.fixture
+def leader(elect: Callable[[str], tuple[LeaderElection, Leadership]]) -> Leadership:
+    return elect("jm-1")[1]
+
+
+@pytest.fixture
+def leases(tm_session: Callable[..., Session]) -> Callable[..., ExecutionLeases]:
+    def _leases(tm_id: str, session: Session | None = None) -> ExecutionLeases:
+        return ExecutionLeases(session or tm_session(tm_id), tm_id)
+
+    return _leases
+
+
+@pytest.fixture
+def groups() -> Iterator[list[ProcessGroup]]:
+    """Process groups to SIGKILL after the test, whatever it did."""
+    spawned: list[ProcessGroup] = []
+    yield spawned
+    for group in spawned:
+        with suppress(Exception):
+            group.kill()
+            group.wait_gone(10.0)
