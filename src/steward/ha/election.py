@@ -180,6 +180,14 @@ class LeaderElection:
 
     def _create_latch(self) -> str:
         info = ContenderInfo(contender=self.contender_id, address=self.address)
+        # A create (or a requeue's delete) whose reply was lost with the connection may have
+        # left a latch of ours on the server. Queueing a second one behind it would wait
+        # forever for our own live node, so adopt it instead (Curator's "protected" creates,
+        # matched here by owning session and data rather than by a name prefix).
+        orphan = self._find_own_latch(info.to_json())
+        if orphan is not None:
+            log.info("contending contender=%s latch=%s (adopted)", self.contender_id, orphan)
+            return orphan
         path: str = self._session.client.create(
             f"{self._layout.leader_latch}/{LATCH_PREFIX}",
             info.to_json(),
@@ -188,6 +196,19 @@ class LeaderElection:
         )
         log.info("contending contender=%s latch=%s", self.contender_id, path)
         return path
+
+    def _find_own_latch(self, data: bytes) -> str | None:
+        client = self._session.client
+        session_id = self._session.session_id
+        for name in sorted(client.get_children(self._layout.leader_latch)):
+            path = f"{self._layout.leader_latch}/{name}"
+            try:
+                value, stat = client.get(path)
+            except NoNodeError:
+                continue
+            if stat.ephemeralOwner == session_id and value == data:
+                return path
+        return None
 
     def _grant(self) -> None:
         assert self._latch is not None
@@ -237,7 +258,9 @@ class LeaderElection:
         leadership, self._leadership = self._leadership, None
         if leadership is None:
             return
-        log.warning(
+        # A deliberate stop is routine; anything else is worth an operator's attention.
+        log.log(
+            logging.INFO if reason == "stopped" else logging.WARNING,
             "leadership revoked contender=%s epoch=%d reason=%s",
             self.contender_id,
             leadership.epoch,

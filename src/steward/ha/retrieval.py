@@ -11,6 +11,8 @@ import logging
 import threading
 from collections.abc import Callable
 
+from kazoo.exceptions import KazooException, NoNodeError
+from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import ZnodeStat
 
 from steward.errors import CorruptStateError
@@ -30,6 +32,9 @@ class LeaderRetrieval:
         self._listener = listener
         self._leader: LeaderInfo | None = None
         self._changed = threading.Condition()
+        self._stopped = False
+        # Bumped on every report of the watch, so a re-read can tell it was overtaken.
+        self._watch_reports = 0
 
     @property
     def leader(self) -> LeaderInfo | None:
@@ -41,6 +46,8 @@ class LeaderRetrieval:
         return self
 
     def stop(self) -> None:
+        # The DataWatch has no remove: it ends when its callback next returns False.
+        self._stopped = True
         self._session.remove_listener(self._on_connection)
 
     def wait_for_leader(
@@ -56,19 +63,42 @@ class LeaderRetrieval:
     def _on_connection(self, state: ConnectionState) -> None:
         if state is ConnectionState.LOST:
             self._report(None)
+        elif state is ConnectionState.CONNECTED:
+            self._reread()
+
+    def _reread(self) -> None:
+        # On a new session kazoo's DataWatch re-reads leader/info but calls back only if the
+        # node changed meanwhile: an unchanged leader would stay reported as None after LOST.
+        seen = self._watch_reports
+        try:
+            data, _stat = self._session.client.get(self._session.layout.leader_info)
+        except NoNodeError:
+            data = None
+        except (KazooException, KazooTimeoutError) as exc:
+            log.warning("could not re-read leader info after a new session: %r", exc)
+            return
+        self._report(_decode(data), unless_watch_reported_since=seen)
 
     def _on_data(self, data: bytes | None, _stat: ZnodeStat | None) -> bool:
-        info: LeaderInfo | None = None
-        if data:
-            try:
-                info = LeaderInfo.from_json(data)
-            except CorruptStateError as exc:
-                log.error("unreadable leader info ignored: %s", exc)
-        self._report(info)
+        if self._stopped:
+            return False
+        self._report(_decode(data), from_watch=True)
         return True
 
-    def _report(self, info: LeaderInfo | None) -> None:
+    def _report(
+        self,
+        info: LeaderInfo | None,
+        *,
+        from_watch: bool = False,
+        unless_watch_reported_since: int | None = None,
+    ) -> None:
         with self._changed:
+            if self._stopped:
+                return
+            if unless_watch_reported_since not in (None, self._watch_reports):
+                return  # the watch reported meanwhile: it has the last word (it re-fires)
+            if from_watch:
+                self._watch_reports += 1
             if info == self._leader:
                 return
             self._leader = info
@@ -78,3 +108,13 @@ class LeaderRetrieval:
             self._listener(info)
         except Exception:
             log.exception("leader listener failed")
+
+
+def _decode(data: bytes | None) -> LeaderInfo | None:
+    if not data:
+        return None
+    try:
+        return LeaderInfo.from_json(data)
+    except CorruptStateError as exc:
+        log.error("unreadable leader info ignored: %s", exc)
+        return None

@@ -192,7 +192,8 @@ def test_given_a_result_just_under_the_limit_when_created_then_it_is_stored(
 ) -> None:
     small = _finished("job-1", leader.leadership.epoch, value="")
     padding = MAX_ENTRY_BYTES - len(small.to_json())
-    entry = _finished("job-1", leader.leadership.epoch, value="x" * padding)
+    # Same timestamps as `small`: a fresh time.time() could print with fewer digits.
+    entry = small.model_copy(update={"value": "x" * padding})
     assert len(entry.to_json()) == MAX_ENTRY_BYTES
 
     store.create_dirty(leader.fence, entry)

@@ -1,0 +1,313 @@
+"""The runner: the child process that runs one attempt of a pipeline.
+
+Started by a TaskManager as ``python -m steward.runtime.runner --events-fd N``; the protocol
+(launch document on stdin, heartbeats, events on fd N, exit codes, SIGTERM) is specified in
+:mod:`steward.runtime.protocol`. This module owns the attempt's life, in this order:
+
+1. open the events channel (exit 2 if fd N is unusable: nothing could be reported);
+2. lead a process group, and take the work directory off ``sys.path`` (``python -m`` puts
+   it first, where files of the attempt could shadow real modules);
+3. read the launch document from stdin (``failed`` if it is bad or late), arm the
+   dead-man's switch, hide stdin from the pipeline, report ``started``;
+4. load the pipeline, build its :class:`JobContext`, call ``main(ctx)`` or, in initialize
+   mode, the optional ``initialize(ctx)``, with SIGTERM raising :class:`AttemptCancelled`;
+5. check the return value (JSON, at most 1 MiB), wait for Spark's pending micro-batch
+   reports, and write exactly one final event, ``finished`` or ``failed``;
+6. stop the SparkSession, SIGKILL whatever else is left of the process group, and exit
+   with 0 or 1 through ``os._exit`` (a pipeline's forgotten non-daemon thread cannot hold
+   the process, nor can its atexit handlers run user code after the outcome).
+
+Whatever user code does, it cannot write anything but well-formed events to fd N: every
+exception (BaseException included) becomes ``failed`` with its type, message and traceback.
+``kill -USR1 <runner pid>`` writes the stack of every thread to the attempt's log.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import faulthandler
+import json
+import logging
+import os
+import signal
+import sys
+import traceback
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from types import FrameType, TracebackType
+from typing import NoReturn
+
+from steward.errors import CorruptStateError
+from steward.model import ErrorInfo, JsonValue
+from steward.runtime.artifact import load_pipeline
+from steward.runtime.channel import EventChannel
+from steward.runtime.context import JobContext
+from steward.runtime.deadman import (
+    DeadmanSwitch,
+    detach_stdin,
+    ensure_own_process_group,
+    kill_leftovers,
+    read_launch_line,
+)
+from steward.runtime.protocol import (
+    DEFAULT_LAUNCH_TIMEOUT,
+    EXIT_FAILED,
+    EXIT_FINISHED,
+    EXIT_USAGE,
+    MAX_RESULT_BYTES,
+    AttemptCancelled,
+    FailedEvent,
+    FinalEvent,
+    FinishedEvent,
+    LaunchDocument,
+    LaunchError,
+    ResultError,
+    RunMode,
+    RunnerError,
+    StartedEvent,
+    error_type_name,
+)
+
+# Named explicitly: run with -m, __name__ is "__main__".
+log = logging.getLogger("steward.runtime.runner")
+
+_RUNTIME_DIR = str(Path(__file__).resolve().parent)
+_MAX_MESSAGE = 16 * 1024
+_MAX_TRACEBACK = 256 * 1024
+
+
+def main(argv: Sequence[str] | None = None) -> NoReturn:
+    args = _parse_args(argv)
+    _configure_logging()
+    try:
+        channel = EventChannel(args.events_fd)
+    except OSError as exc:
+        log.error("events fd %s is not usable: %s", args.events_fd, exc)
+        _exit(EXIT_USAGE)
+    ensure_own_process_group()
+    _drop_workdir_from_path()
+    try:
+        code = run_attempt(channel, launch_timeout=args.launch_timeout)
+    except BaseException as exc:
+        # A bug of the runner itself: still an outcome for the parent, never a bare traceback.
+        log.exception("runner error")
+        error = ErrorInfo(type=error_type_name(RunnerError), message=f"runner error: {exc!r}")
+        channel.emit(FailedEvent(error=error))
+        code = EXIT_FAILED
+    if killed := kill_leftovers():
+        log.info("killed processes left in the attempt's group pids=%s", killed)
+    _exit(code)
+
+
+def run_attempt(channel: EventChannel, *, launch_timeout: float) -> int:
+    """Steps 3 to 6 of the module docstring; returns the exit code."""
+    try:
+        stdin = detach_stdin()
+        launch = _read_launch(stdin, launch_timeout)
+    except (LaunchError, OSError) as exc:
+        log.error("launch rejected: %s", exc)
+        channel.emit(FailedEvent(error=describe_error(exc)))
+        return EXIT_FAILED
+    DeadmanSwitch(stdin, launch.deadman_timeout).start()
+    log.info(
+        "attempt starting job=%s attempt=%d epoch=%d mode=%s recovery=%s",
+        launch.job_id,
+        launch.attempt,
+        launch.epoch,
+        launch.mode,
+        launch.is_recovery,
+    )
+    channel.emit(StartedEvent(pid=os.getpid(), pgid=os.getpgrp()))
+    outcome, context = _run_hook(launch, channel)
+    if os.getpid() != channel.owner_pid:
+        # The child of a pipeline's os.fork() returned from the hook: it must neither report
+        # nor clean up (stopping Spark or killing the group would hit the real runner).
+        os._exit(EXIT_FAILED)
+    if isinstance(outcome, FailedEvent):
+        log.error(
+            "attempt failed job=%s attempt=%d: %s: %s\n%s",
+            launch.job_id,
+            launch.attempt,
+            outcome.error.type,
+            outcome.error.message,
+            outcome.error.traceback or "",
+        )
+    else:
+        log.info("attempt finished job=%s attempt=%d", launch.job_id, launch.attempt)
+    sent = _emit_final(channel, outcome)
+    if context is not None:
+        context.close()
+    return EXIT_FINISHED if isinstance(sent, FinishedEvent) else EXIT_FAILED
+
+
+def _emit_final(channel: EventChannel, outcome: FinalEvent) -> FinalEvent:
+    """Send ``outcome``; return what was sent (a FailedEvent if it could not be encoded)."""
+    try:
+        channel.emit(outcome)
+    except Exception as exc:
+        # Unreachable by design (values and messages are checked before); if it happens
+        # anyway, the parent must still get an outcome rather than a runner traceback.
+        log.exception("could not send the outcome")
+        message = f"outcome not sendable: {exc!r}"
+        failed = FailedEvent(error=ErrorInfo(type=error_type_name(RunnerError), message=message))
+        channel.emit(failed)
+        return failed
+    return outcome
+
+
+def _read_launch(fd: int, timeout: float) -> LaunchDocument:
+    line, _ = read_launch_line(fd, timeout)  # bytes after the line are early heartbeats
+    try:
+        return LaunchDocument.from_json(line)
+    except CorruptStateError as exc:
+        raise LaunchError(f"bad launch document: {exc}") from exc
+
+
+def _run_hook(
+    launch: LaunchDocument, channel: EventChannel
+) -> tuple[FinalEvent, JobContext | None]:
+    context: JobContext | None = None
+    try:
+        with _sigterm_cancels():
+            pipeline = load_pipeline(launch.artifact_path, launch.spec.entrypoint)
+            context = JobContext(launch, channel, modules=[pipeline.module])
+            hook = pipeline.hook(launch.mode)
+            value = None if hook is None else hook(context)
+            what = launch.spec.entrypoint if launch.mode is RunMode.MAIN else "initialize"
+            result = result_value(value, what)
+            context.flush()
+        return FinishedEvent(value=result), context
+    except BaseException as exc:
+        return FailedEvent(error=describe_error(exc)), context
+
+
+@contextlib.contextmanager
+def _sigterm_cancels() -> Iterator[None]:
+    def cancel(signum: int, frame: FrameType | None) -> None:
+        raise AttemptCancelled("the attempt was cancelled (SIGTERM)")
+
+    previous = signal.signal(signal.SIGTERM, cancel)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def result_value(value: object, what: str) -> JsonValue:
+    """``value`` as plain JSON data, or ResultError naming what is wrong with it."""
+    try:
+        encoded = json.dumps(value, allow_nan=False, ensure_ascii=False)
+        encoded.encode()  # lone surrogates pass json.dumps but cannot be sent
+    except (TypeError, ValueError, RecursionError) as exc:  # UnicodeError is a ValueError
+        raise ResultError(
+            f"{what} returned a value of type {type(value).__qualname__} that is not"
+            f" JSON-serialisable: {_clean(str(exc))}"
+        ) from None
+    if (size := len(encoded.encode())) > MAX_RESULT_BYTES:
+        raise ResultError(
+            f"{what} returned {size} bytes of JSON; the limit is {MAX_RESULT_BYTES}:"
+            " write large results to storage and return where they are"
+        )
+    return json.loads(encoded)
+
+
+def describe_error(exc: BaseException) -> ErrorInfo:
+    """Type, message and (for exceptions from user code) the traceback of ``exc``."""
+    if isinstance(exc, SystemExit):
+        message = f"the pipeline called sys.exit({exc.code!r})"
+    else:
+        message = _safe_str(exc)
+    trace = None if isinstance(exc, RunnerError) else _user_traceback(exc)
+    return ErrorInfo(
+        type=error_type_name(type(exc)),
+        message=_truncate(_clean(message), _MAX_MESSAGE),
+        traceback=None if trace is None else _truncate(_clean(trace), _MAX_TRACEBACK),
+    )
+
+
+def _clean(text: str) -> str:
+    """``text`` with lone surrogates escaped: the events are UTF-8."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _user_traceback(exc: BaseException) -> str:
+    # Leading frames are the runner's and importlib's, the same for every failure: drop them
+    # so the traceback starts in the pipeline.
+    tb: TracebackType | None = exc.__traceback__
+    while tb is not None and _is_plumbing(tb.tb_frame.f_code.co_filename):
+        tb = tb.tb_next
+    try:
+        return "".join(traceback.format_exception(type(exc), exc, tb or exc.__traceback__))
+    except Exception:
+        return f"{error_type_name(type(exc))}: <traceback could not be formatted>"
+
+
+def _is_plumbing(filename: str) -> bool:
+    return filename.startswith((_RUNTIME_DIR, "<frozen importlib"))
+
+
+def _safe_str(exc: BaseException) -> str:
+    try:
+        return str(exc)
+    except Exception:
+        return f"<{type(exc).__name__} with an unprintable message>"
+
+
+def _truncate(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]}\n... [{len(text) - limit} characters cut] ...\n{text[-half:]}"
+
+
+def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m steward.runtime.runner",
+        description="Run one attempt of a Steward pipeline (started by a TaskManager).",
+    )
+    parser.add_argument("--events-fd", type=int, required=True, help="fd to write events to")
+    parser.add_argument(
+        "--launch-timeout",
+        type=float,
+        default=DEFAULT_LAUNCH_TIMEOUT,
+        help="seconds to wait for the launch document on stdin",
+    )
+    try:
+        return parser.parse_args(argv)
+    except SystemExit as exc:  # argparse exits 2 on bad usage; keep our own exit path
+        _exit(EXIT_USAGE if exc.code else EXIT_FINISHED)
+
+
+def _configure_logging() -> None:
+    # stdout and stderr are the attempt's log file: line-buffer so the pipeline's prints and
+    # the runner's records interleave in the order they happened.
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(AttributeError, ValueError):
+            stream.reconfigure(line_buffering=True)  # type: ignore[union-attr]
+    logging.basicConfig(
+        level=logging.INFO,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    logging.getLogger("py4j").setLevel(logging.WARNING)
+    # A crash in a C extension leaves its Python stack in the log, and `kill -USR1 <pid>`
+    # dumps every thread's stack there: how to see where a stuck attempt is stuck.
+    faulthandler.enable(sys.stderr)
+    faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)
+
+
+def _drop_workdir_from_path() -> None:
+    if sys.path and sys.path[0] in ("", os.getcwd()):
+        del sys.path[0]
+
+
+def _exit(code: int) -> NoReturn:
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
+
+
+if __name__ == "__main__":
+    main()

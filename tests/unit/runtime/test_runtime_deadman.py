@@ -1,0 +1,111 @@
+"""The runner's stdin: reading the launch line, and the dead-man's switch on a real pipe."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from steward.runtime import deadman
+from steward.runtime.deadman import DeadmanSwitch, read_launch_line
+from steward.runtime.protocol import LaunchError
+from support import wait_until
+
+
+@pytest.fixture
+def pipe() -> Iterator[tuple[int, int]]:
+    read_end, write_end = os.pipe()
+    fds = [read_end, write_end]
+    yield read_end, write_end
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
+def test_the_launch_line_is_split_from_the_heartbeats_after_it(pipe: tuple[int, int]) -> None:
+    read_end, write_end = pipe
+    os.write(write_end, b'{"schema"')
+    os.write(write_end, b": 1}\n\n\n")
+
+    assert read_launch_line(read_end, timeout=5) == (b'{"schema": 1}', b"\n\n")
+
+
+def test_no_launch_line_in_time_is_a_launch_error(pipe: tuple[int, int]) -> None:
+    read_end, write_end = pipe
+    os.write(write_end, b'{"half": ')
+
+    started = time.monotonic()
+    with pytest.raises(LaunchError, match=r"no launch document on stdin within 0\.3s"):
+        read_launch_line(read_end, timeout=0.3)
+    assert time.monotonic() - started >= 0.3
+
+
+def test_eof_before_the_launch_line_says_how_much_arrived(pipe: tuple[int, int]) -> None:
+    read_end, write_end = pipe
+    os.write(write_end, b"12345")
+    os.close(write_end)
+
+    with pytest.raises(LaunchError, match=r"stdin closed .* \(got 5 bytes and no newline\)"):
+        read_launch_line(read_end, timeout=5)
+
+
+def test_an_endless_launch_line_is_refused(
+    pipe: tuple[int, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    read_end, write_end = pipe
+    monkeypatch.setattr(deadman, "MAX_LAUNCH_LINE", 1000)
+    os.write(write_end, b"x" * 5000)
+
+    with pytest.raises(LaunchError, match="longer than 1000 bytes"):
+        read_launch_line(read_end, timeout=5)
+
+
+class Fired:
+    def __init__(self) -> None:
+        self.reasons: list[str] = []
+        self.at: float | None = None
+
+    def __call__(self, reason: str) -> None:
+        self.at = time.monotonic()
+        self.reasons.append(reason)
+
+
+def test_the_switch_fires_at_once_on_eof(pipe: tuple[int, int]) -> None:
+    read_end, write_end = pipe
+    fired = Fired()
+    DeadmanSwitch(read_end, timeout=60, fire=fired).start()
+
+    os.close(write_end)
+
+    wait_until(lambda: fired.reasons, 5.0)
+    assert fired.reasons == ["stdin closed by the parent"]
+
+
+def test_the_switch_fires_after_silence_and_not_while_fed(pipe: tuple[int, int]) -> None:
+    read_end, write_end = pipe
+    fired = Fired()
+    timeout = 0.5
+    stop_feeding = threading.Event()
+
+    def feed() -> None:
+        while not stop_feeding.wait(timeout / 5):
+            os.write(write_end, b"\n")
+
+    feeder = threading.Thread(target=feed)
+    feeder.start()
+    DeadmanSwitch(read_end, timeout=timeout, fire=fired).start()
+    fed_until = time.monotonic() + 4 * timeout
+    wait_until(lambda: time.monotonic() >= fed_until or fired.reasons, 10.0)
+    assert fired.reasons == [], "fired while heartbeats were arriving"
+
+    stop_feeding.set()
+    feeder.join()
+    silent_since = time.monotonic()
+
+    wait_until(lambda: fired.reasons, 10.0)
+    assert fired.reasons == ["no heartbeat on stdin for 0.5s"]
+    assert fired.at is not None and fired.at - silent_since >= timeout * 0.8
