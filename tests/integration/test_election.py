@@ -21,6 +21,7 @@ from ha_harness import (
     expire_session,
     leader_info,
     restart_server,
+    restart_tolerant,
     start_contenders,
 )
 
@@ -315,7 +316,7 @@ def test_tolerant_leader_keeps_its_term_through_a_server_restart(
     stoppable_zookeeper: ManagedEnsemble, root: str, monitor: Monitor, contenders: list[Contender]
 ) -> None:
     # Given a leader and a standby that both tolerate SUSPENDED
-    quorum = stoppable_zookeeper.connect_string
+    quorum = restart_tolerant(stoppable_zookeeper.connect_string)
     pair = start_contenders(["jm-1", "jm-2"], quorum, root, monitor, contenders)
     name, epoch = monitor.wait_for_leader()
     leader = next(c for c in pair if c.name == name)
@@ -405,7 +406,7 @@ def test_intolerant_leader_is_revoked_on_suspension_and_a_later_term_follows(
     stoppable_zookeeper: ManagedEnsemble, root: str, monitor: Monitor, contenders: list[Contender]
 ) -> None:
     # Given a leader and a standby that do not tolerate SUSPENDED
-    quorum = stoppable_zookeeper.connect_string
+    quorum = restart_tolerant(stoppable_zookeeper.connect_string)
     pair = start_contenders(
         ["jm-1", "jm-2"], quorum, root, monitor, contenders, tolerate_suspended=False
     )

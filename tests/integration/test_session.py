@@ -11,7 +11,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from ha_harness import StateLog, expire_session, restart_server
+from ha_harness import StateLog, expire_session, restart_server, restart_tolerant
 
 from steward.errors import ZooKeeperUnavailableError
 from steward.ha.session import ConnectionState, Session
@@ -130,7 +130,7 @@ def test_removed_listener_hears_nothing_more(
 ) -> None:
     # Given a session with two listeners, one of them removed
     kept, removed = StateLog(), StateLog()
-    session = open_session(stoppable_zookeeper.connect_string, root, kept)
+    session = open_session(restart_tolerant(stoppable_zookeeper.connect_string), root, kept)
     session.add_listener(removed)
     session.remove_listener(removed)
     try:
@@ -148,7 +148,7 @@ def test_server_stop_suspends_and_restart_within_timeout_reconnects_same_session
 ) -> None:
     # Given a connected session and an ephemeral node it owns
     log = StateLog()
-    session = open_session(stoppable_zookeeper.connect_string, root, log)
+    session = open_session(restart_tolerant(stoppable_zookeeper.connect_string), root, log)
     try:
         wait_until(lambda: log.heard(ConnectionState.CONNECTED), 5, message="CONNECTED heard")
         session_id = session.session_id

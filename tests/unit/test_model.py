@@ -162,8 +162,9 @@ _DROP = object()
 
 
 def test_every_payload_class_has_a_round_trip_strategy() -> None:
-    # Guards the round-trip test below: a new payload class must get a strategy here.
-    assert set(payloads) == set(_all_subclasses(Payload))
+    # Guards the round-trip test below: a new payload class of the control plane's models
+    # must get a strategy here (the runner's protocol payloads have their own round trips).
+    assert set(payloads) == {c for c in _all_subclasses(Payload) if c.__module__ == "steward.model"}
 
 
 def _all_subclasses(cls: type[Payload]) -> set[type[Payload]]:
