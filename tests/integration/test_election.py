@@ -28,7 +28,7 @@ from ha_harness import (
 from steward.ha.session import ConnectionState, Session
 from steward.model import ContenderInfo
 from steward.zookeeper.managed import ManagedEnsemble
-from support import free_zookeeper_port, wait_until
+from support import wait_until
 
 pytestmark = pytest.mark.zookeeper
 
@@ -291,25 +291,6 @@ def test_epoch_continues_after_the_whole_cluster_restarts(
 
 
 # ---------------------------------------------------------------- SUSPENDED tolerance
-
-
-@pytest.fixture(scope="module")
-def own_zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ManagedEnsemble]:
-    """A standalone ZooKeeper this module may stop and restart."""
-    ensemble = ManagedEnsemble(tmp_path_factory.mktemp("election-zookeeper"))
-    ensemble.start(1, free_zookeeper_port(1))
-    try:
-        yield ensemble
-    finally:
-        ensemble.stop()
-
-
-@pytest.fixture
-def stoppable_zookeeper(own_zookeeper: ManagedEnsemble) -> Iterator[ManagedEnsemble]:
-    """``own_zookeeper``, serving again after the test whatever the test did to it."""
-    yield own_zookeeper
-    if not own_zookeeper.status()[0].running:
-        restart_server(own_zookeeper, 1)
 
 
 def test_tolerant_leader_keeps_its_term_through_a_server_restart(

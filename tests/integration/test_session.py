@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 
 import pytest
 from ha_harness import StateLog, expire_session, restart_server, restart_tolerant
@@ -16,31 +15,12 @@ from ha_harness import StateLog, expire_session, restart_server, restart_toleran
 from steward.errors import ZooKeeperUnavailableError
 from steward.ha.session import ConnectionState, Session
 from steward.zookeeper.managed import ManagedEnsemble
-from support import free_port, free_zookeeper_port, wait_until
+from support import free_port, wait_until
 
 pytestmark = pytest.mark.zookeeper
 
 SESSION_TIMEOUT = 4.0
 CONNECTION_TIMEOUT = 10.0
-
-
-@pytest.fixture(scope="module")
-def own_zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ManagedEnsemble]:
-    """A standalone ZooKeeper this module may stop and restart."""
-    ensemble = ManagedEnsemble(tmp_path_factory.mktemp("session-zookeeper"))
-    ensemble.start(1, free_zookeeper_port(1))
-    try:
-        yield ensemble
-    finally:
-        ensemble.stop()
-
-
-@pytest.fixture
-def stoppable_zookeeper(own_zookeeper: ManagedEnsemble) -> Iterator[ManagedEnsemble]:
-    """``own_zookeeper``, serving again after the test whatever the test did to it."""
-    yield own_zookeeper
-    if not own_zookeeper.status()[0].running:
-        restart_server(own_zookeeper, 1)
 
 
 @pytest.fixture

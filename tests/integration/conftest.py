@@ -1,0 +1,33 @@
+"""Fixtures shared by the integration tests that stop and restart their own ZooKeeper."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from ha_harness import restart_server
+
+from steward.zookeeper.managed import ManagedEnsemble
+from support import free_zookeeper_port
+
+
+@pytest.fixture(scope="module")
+def own_zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ManagedEnsemble]:
+    """A standalone ZooKeeper private to one test module, which may stop and restart it.
+
+    The session-wide ``zookeeper`` fixture is shared by every test and must never be stopped.
+    """
+    ensemble = ManagedEnsemble(tmp_path_factory.mktemp("own-zookeeper"))
+    ensemble.start(1, free_zookeeper_port(1))
+    try:
+        yield ensemble
+    finally:
+        ensemble.stop()
+
+
+@pytest.fixture
+def stoppable_zookeeper(own_zookeeper: ManagedEnsemble) -> Iterator[ManagedEnsemble]:
+    """``own_zookeeper``, serving again after the test whatever the test did to it."""
+    yield own_zookeeper
+    if not own_zookeeper.status()[0].running:
+        restart_server(own_zookeeper, 1)
