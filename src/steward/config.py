@@ -190,6 +190,95 @@ OPTIONS: tuple[Option, ...] = (
         _positive,
     ),
     Option(
+        "taskmanager.deadman-timeout",
+        _to_duration,
+        None,
+        "A runner whose TaskManager has written nothing to its stdin for this long kills itself"
+        " and its Spark JVM (DESIGN rule 4). Default: the fence-after (a share of the session"
+        " timeout), so a frozen TaskManager's attempts are dead before its leases expire.",
+        _positive,
+    ),
+    Option(
+        "taskmanager.workdir",
+        _to_str,
+        "./.steward/work",
+        "Folder under which a TaskManager unpacks artifacts and keeps each attempt's work"
+        " directory and log (<workdir>/<taskmanager-id>/<job-id>/<attempt>/).",
+    ),
+    Option(
+        "jobmanager.bind-host",
+        _to_str,
+        "127.0.0.1",
+        "Address the JobManager's REST API listens on.",
+    ),
+    Option(
+        "jobmanager.port",
+        _to_int,
+        8081,
+        "Port of the JobManager's REST API; 0 picks a free port.",
+        lambda v: None if 0 <= v < 65536 else "must be a port number (0 picks a free one)",
+    ),
+    Option(
+        "jobmanager.advertised-address",
+        _to_str,
+        "",
+        "URL other processes use to reach this JobManager (published in leader/info). Empty:"
+        " http://<bind-host>:<port>.",
+    ),
+    Option(
+        "jobmanager.initialize-timeout",
+        _to_duration,
+        "60s",
+        "How long a job's initialize(ctx) hook may run (in a child process of the leader)"
+        " before the job fails.",
+        _positive,
+    ),
+    Option(
+        "jobmanager.recovery-parallelism",
+        _to_int,
+        8,
+        "How many jobs a new leader recovers at once (job graph reads, initialize hooks).",
+        lambda v: None if v >= 1 else "must be at least 1",
+    ),
+    Option(
+        "jobmanager.cancel-grace",
+        _to_duration,
+        "10s",
+        "After a cancel, how long a runner has to end after SIGTERM before its process group"
+        " is SIGKILLed.",
+        _positive,
+    ),
+    Option(
+        "jobmanager.replacement-grace",
+        _to_duration,
+        "1s",
+        "After an attempt's TaskManager is gone (its lease with it), how long the leader waits"
+        " before it starts a replacement (DESIGN rule 4).",
+        lambda v: None if v >= 0 else "must not be negative",
+    ),
+    Option(
+        "heartbeat.interval",
+        _to_duration,
+        "1s",
+        "How often a TaskManager heartbeats to the leader when nothing changes. Commands reach"
+        " it at once anyway (the leader holds each heartbeat up to this long).",
+        _positive,
+    ),
+    Option(
+        "spark.master",
+        _to_str,
+        "local[*]",
+        "Spark master of every attempt unless the job's spark_conf sets spark.master: local[*],"
+        " spark://host:7077, yarn, k8s://..., or a Spark Connect sc://host:15002 URL.",
+    ),
+    Option(
+        "rest.address",
+        _to_str,
+        "",
+        "Comma-separated JobManager URLs the CLI and Client talk to. Empty: the leader found"
+        " through ZooKeeper, or the local cluster of ./.steward.",
+    ),
+    Option(
         "state.checkpoints.num-retained",
         _to_int,
         3,
@@ -260,6 +349,18 @@ class Configuration:
     def checkpoints_retained(self) -> int:
         return int(self["state.checkpoints.num-retained"])
 
+    @property
+    def deadman_timeout(self) -> float:
+        return float(self["taskmanager.deadman-timeout"])
+
+    @property
+    def heartbeat_interval(self) -> float:
+        return float(self["heartbeat.interval"])
+
+    @property
+    def cluster_id(self) -> str:
+        return str(self["high-availability.cluster-id"])
+
 
 def _flatten(table: Mapping[str, Any], prefix: str = "") -> Iterable[tuple[str, Any]]:
     # steward.toml may spell keys flat ("a.b" = 1) or as nested tables ([a] b = 1).
@@ -327,6 +428,7 @@ def _validate(raw: Mapping[str, object], sources: Mapping[str, str]) -> Configur
             " high-availability.zookeeper.session-timeout, or an attempt could outlive its lease",
             key="taskmanager.fence-after",
         )
+    values.setdefault("taskmanager.deadman-timeout", values["taskmanager.fence-after"])
     values["high-availability.storage-dir"] = _absolute_storage(
         values["high-availability.storage-dir"]
     )

@@ -50,6 +50,9 @@ class Layout:
     def job(self, job_id: str) -> str:
         return f"{self.jobs}/{check_job_id(job_id)}"
 
+    def job_status(self, job_id: str) -> str:
+        return f"{self.job(job_id)}/status"
+
     def checkpoint_counter(self, job_id: str) -> str:
         return f"{self.job(job_id)}/checkpoint-counter"
 

@@ -1,0 +1,148 @@
+"""The TaskManager <-> leader protocol: one HTTP heartbeat carries reports one way, commands back.
+
+A TaskManager ``POST``\\ s a :class:`Heartbeat` to ``/internal/v1/heartbeat`` of the leader it
+found through leader retrieval, at least every ``heartbeat.interval``, and at once whenever one
+of its attempts changes. The leader answers with a :class:`HeartbeatReply`: its epoch, the
+commands for this TaskManager (start an attempt, cancel one) and acknowledgements. The request
+may ask the leader to hold the reply up to ``wait`` seconds until a command is queued (long
+polling), so a command reaches an idle TaskManager at once without a busy heartbeat.
+
+Reliable delivery without a second channel
+    Each attempt's checkpoint events are numbered (``seq`` from 1, per attempt) and the
+    outcome is sent in every heartbeat until the leader acknowledges it: a report that a
+    leader dies before recording is simply sent again to the next leader. The leader
+    acknowledges a checkpoint only once it is in the CompletedCheckpointStore, and the outcome
+    only once the job's status (or its result) records it. A TaskManager forgets an ended
+    attempt only after its outcome is acknowledged *and* its lease is released.
+
+Epochs
+    A reply, and every command in it, carries the leader's epoch. A TaskManager ignores a reply
+    whose epoch is older than the newest it has seen (a deposed leader), and adopts a newer one
+    (that is how a new leader's adoption reaches it: the attempts keep running). A start command
+    is fenced once more where it matters: the execution lease is created in a transaction that
+    checks that epoch in ZooKeeper (DESIGN rule 3).
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Annotated, ClassVar, Literal
+
+from pydantic import Field
+
+from steward.model import ErrorInfo, JsonValue, Payload, Value
+from steward.runtime.protocol import CheckpointEvent, FailedEvent, FinishedEvent
+
+HEARTBEAT_PATH = "/internal/v1/heartbeat"
+
+
+class AttemptPhase(enum.StrEnum):
+    STARTING = "STARTING"
+    """Command accepted: fetching the job graph, taking the lease, spawning the runner."""
+    RUNNING = "RUNNING"
+    """The runner process group exists."""
+    ENDED = "ENDED"
+    """The whole process group is gone; ``outcome`` is set."""
+    REJECTED = "REJECTED"
+    """Never started: see ``rejection``. Spends no restart; the leader may try again later."""
+
+
+class Rejection(enum.StrEnum):
+    LEASE_HELD = "lease-held"
+    """Another attempt of the job still holds the execution lease."""
+    STALE_EPOCH = "stale-epoch"
+    """The command's epoch is not the current leader epoch."""
+    NO_SLOT = "no-slot"
+    """The TaskManager has no free slot for it (its view and the leader's differed)."""
+    FENCED = "fenced"
+    """The TaskManager is fencing itself (its ZooKeeper connection is suspended or lost)."""
+
+
+class ReportedCheckpoint(Value):
+    seq: int = Field(ge=1)
+    event: CheckpointEvent
+
+
+class AttemptReport(Value):
+    """One attempt as its TaskManager sees it."""
+
+    job_id: str
+    attempt: int = Field(ge=1)
+    epoch: int = Field(ge=1, description="epoch of the leader that started it")
+    phase: AttemptPhase
+    pid: int | None = None
+    started_at: float | None = None
+    ended_at: float | None = None
+    progress: dict[str, JsonValue] | None = Field(
+        default=None, description="the latest ctx.report_progress(...) (best effort)"
+    )
+    checkpoints: list[ReportedCheckpoint] = Field(
+        default_factory=list, description="unacknowledged checkpoint events, by seq"
+    )
+    outcome: FinishedEvent | FailedEvent | None = Field(
+        default=None,
+        description="set when ENDED: the runner's final event, or a failed event the"
+        " TaskManager made up when the runner exited without one",
+    )
+    rejection: Rejection | None = None
+    rejection_message: str | None = None
+    lease_released: bool = False
+
+
+class Heartbeat(Payload):
+    kind_name: ClassVar[str] = "heartbeat"
+    taskmanager: str
+    address: str
+    slots: int = Field(ge=0)
+    epoch: int = Field(ge=0, description="the newest leader epoch this TaskManager has seen")
+    attempts: list[AttemptReport] = Field(default_factory=list)
+    wait: float = Field(default=0.0, ge=0, le=60, description="long-poll: seconds to hold")
+
+
+class StartAttempt(Value):
+    """Run attempt ``attempt`` of ``job_id``: fetch the graph, take the lease, spawn the runner."""
+
+    command: Literal["start"] = "start"
+    job_id: str
+    attempt: int = Field(ge=1)
+    epoch: int = Field(ge=1)
+    job_graph_blob: str
+    job_graph_sha256: str
+    checkpoint_dir: str
+    is_recovery: bool = False
+    completed_stages: dict[str, str] = Field(default_factory=dict)
+    last_checkpoint: dict[str, JsonValue] | None = None
+
+
+class CancelAttempt(Value):
+    """Stop attempt ``attempt`` of ``job_id``: SIGTERM the runner, SIGKILL the group after grace."""
+
+    command: Literal["cancel"] = "cancel"
+    job_id: str
+    attempt: int = Field(ge=1)
+    epoch: int = Field(ge=1)
+    grace: float = Field(default=10.0, ge=0)
+
+
+Command = Annotated[StartAttempt | CancelAttempt, Field(discriminator="command")]
+
+
+class Ack(Value):
+    job_id: str
+    attempt: int = Field(ge=1)
+    checkpoint_seq: int = Field(default=0, ge=0, description="checkpoints up to this seq")
+    outcome: bool = False
+    """The outcome (or rejection) is recorded: the TaskManager may forget the attempt."""
+
+
+class HeartbeatReply(Payload):
+    kind_name: ClassVar[str] = "heartbeat reply"
+    epoch: int = Field(ge=1)
+    leader: str
+    commands: list[Command] = Field(default_factory=list)
+    acks: list[Ack] = Field(default_factory=list)
+
+
+def lost_outcome(message: str) -> FailedEvent:
+    """The failed event a TaskManager reports for a runner that exited without a final one."""
+    return FailedEvent(error=ErrorInfo(type="steward.AttemptLost", message=message))
