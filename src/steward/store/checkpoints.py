@@ -44,7 +44,7 @@ _CAS_DEADLINE = 10.0
 _CAS_MAX_PAUSE = 0.05
 
 
-def _ensure_job_node(client: KazooClient, layout: Layout, fence: Fence, job_id: str) -> None:
+def ensure_job_node(client: KazooClient, layout: Layout, fence: Fence, job_id: str) -> None:
     # The per-job container is created through the fence too: a deposed leader must not
     # re-create the state of a job the new leader has already cleaned up.
     if zk.read(client, layout.job(job_id)) is not None:
@@ -78,7 +78,7 @@ class CheckpointIDCounter:
             current = zk.read(self._client, self._path)
             try:
                 if current is None:
-                    _ensure_job_node(self._client, self._layout, fence, self.job_id)
+                    ensure_job_node(self._client, self._layout, fence, self.job_id)
                     fence.transaction().create(self._path, b"2").commit()
                     return 1
                 value = self._decode(current[0])
@@ -98,7 +98,7 @@ class CheckpointIDCounter:
         if value < 1:
             raise ValueError("checkpoint ids start at 1")
         if zk.read(self._client, self._path) is None:
-            _ensure_job_node(self._client, self._layout, fence, self.job_id)
+            ensure_job_node(self._client, self._layout, fence, self.job_id)
             fence.transaction().create(self._path, str(value).encode()).commit()
         else:
             fence.transaction().set_data(self._path, str(value).encode()).commit()
@@ -143,9 +143,9 @@ class CompletedCheckpointStore:
             raise ValueError(f"checkpoint of {checkpoint.job_id!r} added to {self.job_id!r}")
         cid = checkpoint.checkpoint_id
         # Every ZooKeeper step that can fail comes before the blob is written: a fenced
-        # _ensure_job_node (a deposed leader's first checkpoint of a job) used to leave the
+        # ensure_job_node (a deposed leader's first checkpoint of a job) used to leave the
         # blob behind, and nothing but remove_all would ever delete it.
-        _ensure_job_node(self._client, self._layout, fence, self.job_id)
+        ensure_job_node(self._client, self._layout, fence, self.job_id)
         existing = self.checkpoint_ids()
         doomed = [old for old in existing if old != cid][
             : max(0, len(existing) + 1 - self.retained)

@@ -1,0 +1,1 @@
+"""The JobManager: leader election, the Dispatcher, JobMasters, the ResourceManager, REST."""

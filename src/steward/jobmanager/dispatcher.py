@@ -1,0 +1,887 @@
+"""The Dispatcher: everything the leader does during one term of leadership.
+
+Created when leadership is granted, stopped when it is revoked. It owns, for that term:
+
+- recovery (DESIGN rules 6-8): resume the cleanups of DIRTY results; recover every job graph
+  that has no result, each on its own (a job that cannot be recovered becomes FAILED with its
+  cause, nothing else is affected); adopt the attempts whose execution lease still exists;
+  run the initialize hook of the others, in a child process, before scheduling them;
+- submissions, cancellations and the TaskManagers' heartbeats (reports in, commands out);
+- scheduling (the ResourceManager's slots; no free slot means SCHEDULED with the reason);
+- results and cleanup (rule 7): result entry DIRTY first, then the job's HA data, then CLEAN.
+
+Every ZooKeeper write goes through the term's fence, so a deposed Dispatcher that has not yet
+noticed cannot change anything: its first write fails with FencedError and it stops itself.
+One lock guards the in-memory state; ZooKeeper calls made under it are single round trips.
+Attempts running on TaskManagers are never touched by a stop: the next leader adopts them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import queue
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from kazoo.exceptions import KazooException
+
+from steward.config import Configuration
+from steward.errors import (
+    FencedError,
+    JobExistsError,
+    JobNotFoundError,
+    StewardError,
+)
+from steward.ha.election import Leadership
+from steward.ha.session import Session
+from steward.heartbeat import (
+    Ack,
+    AttemptPhase,
+    AttemptReport,
+    CancelAttempt,
+    Heartbeat,
+    HeartbeatReply,
+    Rejection,
+    StartAttempt,
+    lost_outcome,
+)
+from steward.model import (
+    CompletedCheckpoint,
+    ErrorInfo,
+    JobGraph,
+    JobResultEntry,
+    JobSpec,
+    TaskManagerInfo,
+    TerminalState,
+)
+from steward.runtime import storage
+from steward.runtime.protocol import FailedEvent, FinishedEvent, completed_stages_of
+from steward.status import (
+    AttemptState,
+    CheckpointView,
+    JobState,
+    JobView,
+    ResultView,
+    TaskManagerView,
+)
+from steward.store import zk
+from steward.store.blob import BlobStore
+from steward.store.checkpoints import CheckpointIDCounter, CompletedCheckpointStore
+from steward.store.job_graphs import JobGraphStore
+from steward.store.results import JobResultStore, ResultTooLargeError
+from steward.store.statuses import JobStatusStore
+from steward.taskmanager.leases import ExecutionLeases
+
+from .hooks import HookRunner
+from .jobmaster import JobMaster, Terminal
+from .resources import ResourceManager
+
+log = logging.getLogger(__name__)
+
+_NOT_TAKEN = Rejection.NO_SLOT
+"""How a start command that its TaskManager collected but never mentions is counted."""
+
+TICK = 0.2
+"""Seconds between scheduling passes when nothing wakes the scheduler earlier."""
+
+
+class JobTerminatedError(StewardError):
+    """The job already has a result; ``result`` is it."""
+
+    def __init__(self, result: JobResultEntry) -> None:
+        super().__init__(f"job {result.job_id!r} has already terminated: {result.state.value}")
+        self.result = result
+
+
+class NotReadyError(StewardError):
+    """The new leader is still recovering; try again shortly."""
+
+
+@dataclass
+class _PendingResult:
+    master: JobMaster
+    terminal: Terminal
+
+
+def checkpoint_dir(config: Configuration, job_id: str) -> str:
+    """The job's own directory for Spark checkpoints and stages (stable across attempts)."""
+    return storage.join(config.storage_dir, "pipelines", job_id)
+
+
+class Dispatcher:
+    def __init__(
+        self,
+        session: Session,
+        leadership: Leadership,
+        config: Configuration,
+        *,
+        blobs: BlobStore,
+        jobmanager_id: str,
+        hooks: HookRunner,
+        on_fenced: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.session = session
+        self.epoch = leadership.epoch
+        self.fence = leadership.fence
+        self.config = config
+        self.id = jobmanager_id
+        self._blobs = blobs
+        self._graphs = JobGraphStore(session, blobs)
+        self._results = JobResultStore(session)
+        self._statuses = JobStatusStore(session)
+        self._leases = ExecutionLeases(session, tm_id=jobmanager_id)
+        self._hooks = hooks
+        self._on_fenced = on_fenced
+        self._lock = threading.RLock()
+        self._jobs: dict[str, JobMaster] = {}
+        self._pending_results: dict[str, _PendingResult] = {}
+        self._unpersisted: set[str] = set()
+        self._rm = ResourceManager()
+        self._ready = threading.Event()
+        self._stopped = threading.Event()
+        self._wakeup = threading.Event()
+        self._members_changed = threading.Event()
+        self._cleanups: queue.Queue[str] = queue.Queue()
+        self._threads: list[threading.Thread] = []
+        self.recovered_at: float | None = None
+        self.recovery_summary: dict[str, int] = {}
+
+    # ------------------------------------------------------------------ lifecycle
+
+    @property
+    def ready(self) -> bool:
+        return self._ready.is_set()
+
+    @property
+    def stopped(self) -> bool:
+        return self._stopped.is_set()
+
+    def start(self) -> Dispatcher:
+        self.session.client.ChildrenWatch(self.session.layout.taskmanagers, self._on_members)
+        for name, target in (("recover", self._run), ("cleanup", self._cleanup_loop)):
+            thread = threading.Thread(target=target, name=f"{self.id}-{name}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        return self
+
+    def stop(self) -> None:
+        """End the term: stop scheduling and cleanup. Running attempts are left alone."""
+        if self._stopped.is_set():
+            return
+        self._stopped.set()
+        self._wakeup.set()
+        self._cleanups.put("")
+        self._rm.wake_all()
+        self._hooks.cancel_all()
+        log.info("dispatcher stopped epoch=%d", self.epoch)
+
+    def wait_ready(self, timeout: float) -> bool:
+        return self._ready.wait(timeout)
+
+    def _fenced(self, exc: FencedError) -> None:
+        log.error("dispatcher fenced, stepping down epoch=%d cause=%s", self.epoch, exc)
+        self.stop()
+        self._on_fenced()
+
+    def _on_members(self, _children: list[str]) -> bool:
+        if self._stopped.is_set():
+            return False
+        self._members_changed.set()
+        self._wakeup.set()
+        return True
+
+    # ------------------------------------------------------------------ recovery
+
+    def _run(self) -> None:
+        try:
+            self._recover()
+        except FencedError as exc:
+            self._fenced(exc)
+            return
+        except Exception:
+            log.exception("recovery failed epoch=%d; stepping down", self.epoch)
+            self.stop()
+            self._on_fenced()
+            return
+        self._ready.set()
+        self._schedule_loop()
+
+    def _recover(self) -> None:
+        started = time.monotonic()
+        self._refresh_members()
+        result_ids = set(self._results.job_ids())
+        dirty = 0
+        for entry in self._results.list_dirty():
+            self._cleanups.put(entry.job_id)
+            dirty += 1
+        leases = self._leases.all()
+        graph_ids = self._graphs.job_ids()
+        leftovers = [job_id for job_id in graph_ids if job_id in result_ids]
+        for job_id in leftovers:  # a result exists: only the cleanup was left to do
+            self._cleanups.put(job_id)
+        todo = [job_id for job_id in graph_ids if job_id not in result_ids]
+        parallelism = int(self.config["jobmanager.recovery-parallelism"])
+        with ThreadPoolExecutor(max_workers=parallelism, thread_name_prefix="recover") as pool:
+            outcomes = list(pool.map(lambda j: self._recover_one(j, leases), todo))
+        self.recovery_summary = {
+            "jobs": len(todo),
+            "adopted": outcomes.count("adopted"),
+            "awaiting": outcomes.count("awaiting"),
+            "restarted": outcomes.count("restarted"),
+            "failed": outcomes.count("failed"),
+            "dirty_cleanups": dirty,
+        }
+        self.recovered_at = time.time()
+        log.info(
+            "recovery done epoch=%d seconds=%.3f %s",
+            self.epoch,
+            time.monotonic() - started,
+            " ".join(f"{k}={v}" for k, v in self.recovery_summary.items()),
+        )
+
+    def _recover_one(self, job_id: str, leases: dict[str, Any]) -> str:
+        """Recover one job; never raises for a problem of this job alone (rule 6)."""
+        try:
+            pointer = self._graphs.pointer(job_id)
+            graph = self._graphs.get(job_id)
+        except JobNotFoundError:
+            return "gone"  # removed meanwhile (cannot happen under our fence, but harmless)
+        except FencedError:
+            raise
+        except StewardError as exc:
+            error = ErrorInfo(
+                type="steward.RecoveryError",
+                message=f"job graph of {job_id!r} could not be recovered: {exc}",
+            )
+            self._fail_unrecoverable(job_id, error)
+            return "failed"
+        record = self._statuses.find_quietly(job_id)
+        master = JobMaster(graph.spec, pointer, graph.submitted_at, record=record)
+        master.is_recovery = record is not None
+        lease = leases.get(job_id)
+        with self._lock:
+            self._jobs[job_id] = master
+            if lease is not None:
+                master.adopt(lease.taskmanager, lease.attempt, lease.epoch, self.epoch)
+                self._rm.assign(lease.taskmanager, job_id, lease.attempt, graph.spec.slots)
+                self._persist(master)
+                log.info(
+                    "attempt adopted job=%s attempt=%d tm=%s lease_epoch=%d epoch=%d",
+                    job_id,
+                    lease.attempt,
+                    lease.taskmanager,
+                    lease.epoch,
+                    self.epoch,
+                )
+                return "adopted"
+            last = master.attempts[-1] if master.attempts else None
+            if last is not None and not last.state.is_final:
+                if self._rm.is_registered(last.taskmanager):
+                    # Its lease is gone but its TaskManager lives: it may hold the outcome.
+                    until = time.monotonic() + 3 * self.config.heartbeat_interval + 5.0
+                    master.await_report(last.number, last.taskmanager, last.epoch, until)
+                    self._rm.assign(last.taskmanager, job_id, last.number, graph.spec.slots)
+                    return "awaiting"
+                cause = ErrorInfo(
+                    type="steward.TaskManagerLost",
+                    message=f"TaskManager {last.taskmanager} left while the leader changed",
+                )
+                terminal = master.lost(
+                    last.number, cause, now=time.monotonic(), grace=self._grace()
+                )
+                if terminal is not None:
+                    self._terminate(master, terminal)
+                    return "failed"
+            self._start_initialize(master)
+            return "restarted"
+
+    def _fail_unrecoverable(self, job_id: str, error: ErrorInfo) -> None:
+        entry = JobResultEntry(
+            job_id=job_id,
+            state=TerminalState.FAILED,
+            error=error,
+            finished_at=time.time(),
+            epoch=self.epoch,
+        )
+        with contextlib.suppress(JobExistsError):  # recorded before: the first result stands
+            self._results.create_dirty(self.fence, entry)
+        log.error("job failed in recovery job=%s cause=%s", job_id, error.message)
+        self._cleanups.put(job_id)
+
+    # ------------------------------------------------------------------ submission
+
+    def submit(self, spec: JobSpec, graph: JobGraph) -> JobView:
+        """Persist a new job's graph and schedule it. Raises JobTerminatedError, JobExistsError."""
+        self._check_ready()
+        job_id = spec.job_id
+        with self._lock:
+            existing = self._results.find(job_id)
+            if existing is not None:
+                raise JobTerminatedError(existing)
+            if job_id in self._jobs:
+                raise JobExistsError(job_id, "running submission")
+            try:
+                pointer = self._graphs.put(self.fence, graph)
+            except FencedError as exc:
+                self._fenced(exc)
+                raise
+            master = JobMaster(spec, pointer, graph.submitted_at)
+            self._jobs[job_id] = master
+            self._persist(master)
+            self._start_initialize(master)
+            log.info("job submitted job=%s name=%r epoch=%d", job_id, spec.name, self.epoch)
+            return self._view(master)
+
+    def cancel(self, job_id: str) -> JobView:
+        self._check_ready()
+        with self._lock:
+            master = self._jobs.get(job_id)
+            if master is None:
+                pending = self._pending_results.get(job_id)
+                if pending is not None:
+                    return self._view(pending.master)
+                result = self._results.find(job_id)
+                if result is not None:
+                    raise JobTerminatedError(result)
+                raise JobNotFoundError(job_id, "job")
+            if master.cancel_requested:
+                return self._view(master)
+            current = master.current
+            terminal = master.cancel()
+            self._hooks.cancel(job_id)
+            if terminal is not None:
+                self._terminate(master, terminal)
+            elif current is not None:
+                if not current.reported and self._rm.withdraw_start(
+                    current.taskmanager, job_id, current.number
+                ):
+                    # Never collected by its TaskManager: nothing runs.
+                    self._rm.release(current.taskmanager, job_id, current.number)
+                    master.current = None
+                    finished = master.cancel()
+                    if finished is not None:
+                        self._terminate(master, finished)
+                else:
+                    self._send_cancel(master)
+                    self._persist(master)
+            log.info("job cancel requested job=%s state=%s", job_id, master.state)
+            return self._view(master)
+
+    def _send_cancel(self, master: JobMaster) -> None:
+        current = master.current
+        if current is None or current.cancel_sent:
+            return
+        current.cancel_sent = True
+        grace = float(self.config["jobmanager.cancel-grace"])
+        self._rm.enqueue(
+            current.taskmanager,
+            CancelAttempt(
+                job_id=master.job_id, attempt=current.number, epoch=self.epoch, grace=grace
+            ),
+        )
+
+    def _check_ready(self) -> None:
+        if self._stopped.is_set():
+            raise NotReadyError("this JobManager is no longer the leader")
+        if not self._ready.is_set():
+            raise NotReadyError("the leader is recovering its jobs")
+
+    # ------------------------------------------------------------------ initialize hooks
+
+    def _start_initialize(self, master: JobMaster) -> None:
+        master.initializing()
+        self._persist(master)
+        self._hooks.submit(
+            master.job_id,
+            master.pointer,
+            checkpoint_dir(self.config, master.job_id),
+            is_recovery=master.is_recovery,
+            attempt=master.attempt_count + 1,
+            epoch=self.epoch,
+            on_done=self._initialized,
+        )
+
+    def _initialized(self, job_id: str, outcome: FinishedEvent | FailedEvent) -> None:
+        with self._lock:
+            master = self._jobs.get(job_id)
+            if master is None or master.state is not JobState.INITIALIZING or self.stopped:
+                return
+            terminal = master.initialized(outcome)
+            if terminal is not None:
+                self._terminate(master, terminal)
+            else:
+                self._persist(master)
+        self._wakeup.set()
+
+    # ------------------------------------------------------------------ heartbeats
+
+    def heartbeat(self, beat: Heartbeat) -> HeartbeatReply:
+        """Take a TaskManager's reports; answer with acknowledgements and its commands."""
+        with self._lock:
+            state = self._rm.heartbeat(beat)
+            acks: list[Ack] = []
+            if self._ready.is_set() and not self._stopped.is_set():
+                for report in beat.attempts:
+                    acks.extend(self._on_report(beat.taskmanager, report))
+                self._expire_uncollected(beat)
+                commands = self._rm.take_commands(beat.taskmanager)
+            else:
+                commands = []
+            wake = state.wake
+        if not commands and not acks and beat.wait > 0 and not self._stopped.is_set():
+            wake.wait(min(beat.wait, 30.0))
+            with self._lock:
+                if self._ready.is_set() and not self._stopped.is_set():
+                    commands = self._rm.take_commands(beat.taskmanager)
+        for command in commands:
+            if isinstance(command, StartAttempt):
+                self._mark_collected(command.job_id, command.attempt)
+        return HeartbeatReply(epoch=self.epoch, leader=self.id, commands=commands, acks=acks)
+
+    def _mark_collected(self, job_id: str, attempt: int) -> None:
+        with self._lock:
+            master = self._jobs.get(job_id)
+            if master and master.current and master.current.number == attempt:
+                master.current.collected_at = time.monotonic()
+
+    def _expire_uncollected(self, beat: Heartbeat) -> None:
+        # A start command its TaskManager collected but never mentions (the reply was lost):
+        # it never ran, so it is a rejection, not a failure.
+        listed = {(r.job_id, r.attempt) for r in beat.attempts}
+        horizon = 2 * self.config.heartbeat_interval + 5.0
+        now = time.monotonic()
+        for master in list(self._jobs.values()):
+            current = master.current
+            if (
+                current is None
+                or current.taskmanager != beat.taskmanager
+                or current.reported
+                or current.collected_at is None
+                or now - current.collected_at < horizon
+                or (master.job_id, current.number) in listed
+            ):
+                continue
+            log.warning(
+                "start command lost job=%s attempt=%d tm=%s",
+                master.job_id,
+                current.number,
+                beat.taskmanager,
+            )
+            self._rm.release(current.taskmanager, master.job_id, current.number)
+            master.rejected(
+                current.number,
+                _NOT_TAKEN,
+                "the TaskManager never took the attempt",
+                now=now,
+            )
+            self._persist(master)
+
+    def _on_report(self, tm_id: str, report: AttemptReport) -> list[Ack]:
+        seq = max((c.seq for c in report.checkpoints), default=0)
+        settled = report.phase in (AttemptPhase.ENDED, AttemptPhase.REJECTED)
+        master = self._jobs.get(report.job_id)
+        current = master.current if master else None
+        if (
+            master is None
+            or current is None
+            or current.number != report.attempt
+            or current.taskmanager != tm_id
+        ):
+            # Not the attempt this job is waiting for: an old one, or one of a job that is
+            # terminated or unknown. If it still runs, it must stop; either way, forget it.
+            pending = self._pending_results.get(report.job_id)
+            if pending is not None and settled:
+                return []  # its outcome is being recorded: acknowledge once it is
+            if not settled:
+                self._cancel_stray(tm_id, report)
+            return [
+                Ack(
+                    job_id=report.job_id,
+                    attempt=report.attempt,
+                    checkpoint_seq=seq,
+                    outcome=settled,
+                )
+            ]
+        assert master is not None
+        if report.phase is AttemptPhase.REJECTED:
+            self._rm.release(tm_id, master.job_id, report.attempt)
+            master.rejected(
+                report.attempt,
+                report.rejection or _NOT_TAKEN,
+                report.rejection_message or "refused",
+                now=time.monotonic(),
+            )
+            self._persist(master)
+            self._wakeup.set()
+            return [Ack(job_id=report.job_id, attempt=report.attempt, outcome=True)]
+        acked = self._record_checkpoints(master, report)
+        if report.progress is not None:
+            master.progress = report.progress
+        if report.phase is not AttemptPhase.ENDED:
+            if master.running(report.attempt, report.started_at) or master.cancel_requested:
+                if master.cancel_requested:
+                    self._send_cancel(master)
+                self._persist(master)
+            return [Ack(job_id=report.job_id, attempt=report.attempt, checkpoint_seq=acked)]
+        outcome = report.outcome or lost_outcome("the TaskManager reported no outcome")
+        self._rm.release(tm_id, master.job_id, report.attempt)
+        master.running(report.attempt, report.started_at)
+        terminal = master.ended(report.attempt, outcome, now=time.monotonic())
+        if terminal is not None:
+            done = self._terminate(master, terminal)
+        else:
+            done = self._persist(master)
+            self._wakeup.set()
+        log.info(
+            "attempt ended job=%s attempt=%d tm=%s outcome=%s job_state=%s",
+            master.job_id,
+            report.attempt,
+            tm_id,
+            outcome.event,
+            master.state,
+        )
+        return [
+            Ack(job_id=report.job_id, attempt=report.attempt, checkpoint_seq=acked, outcome=done)
+        ]
+
+    def _cancel_stray(self, tm_id: str, report: AttemptReport) -> None:
+        state = self._rm.get(tm_id)
+        key = f"{report.job_id}/{report.attempt}"
+        if state is None or key in state.stray_cancelled:
+            return
+        state.stray_cancelled.add(key)
+        log.warning(
+            "cancelling a stray attempt job=%s attempt=%d tm=%s",
+            report.job_id,
+            report.attempt,
+            tm_id,
+        )
+        self._rm.enqueue(
+            tm_id,
+            CancelAttempt(
+                job_id=report.job_id,
+                attempt=report.attempt,
+                epoch=self.epoch,
+                grace=float(self.config["jobmanager.cancel-grace"]),
+            ),
+        )
+
+    def _record_checkpoints(self, master: JobMaster, report: AttemptReport) -> int:
+        current = master.current
+        assert current is not None
+        for reported in sorted(report.checkpoints, key=lambda c: c.seq):
+            if reported.seq <= current.checkpoint_acked:
+                continue
+            try:
+                cid = CheckpointIDCounter(self.session, master.job_id).get_and_increment(self.fence)
+                self._checkpoints(master.job_id).add(
+                    self.fence,
+                    CompletedCheckpoint(
+                        job_id=master.job_id,
+                        checkpoint_id=cid,
+                        attempt=report.attempt,
+                        created_at=reported.event.at,
+                        metadata=reported.event.metadata,
+                    ),
+                )
+            except FencedError as exc:
+                self._fenced(exc)
+                break
+            except (StewardError, KazooException) as exc:
+                log.warning("checkpoint not recorded yet job=%s error=%r", master.job_id, exc)
+                break
+            current.checkpoint_acked = reported.seq
+        return current.checkpoint_acked
+
+    def _checkpoints(self, job_id: str) -> CompletedCheckpointStore:
+        return CompletedCheckpointStore(
+            self.session, self._blobs, job_id, self.config.checkpoints_retained
+        )
+
+    # ------------------------------------------------------------------ scheduling
+
+    def _schedule_loop(self) -> None:
+        while not self._stopped.is_set():
+            self._wakeup.wait(TICK)
+            self._wakeup.clear()
+            if self._stopped.is_set():
+                return
+            try:
+                if self._members_changed.is_set():
+                    self._members_changed.clear()
+                    self._refresh_members()
+                with self._lock:
+                    self._schedule_once()
+            except FencedError as exc:
+                self._fenced(exc)
+                return
+            except (StewardError, KazooException) as exc:
+                log.warning("scheduling pass failed, retrying error=%r", exc)
+            except Exception:
+                log.exception("scheduling pass crashed, retrying")
+
+    def _refresh_members(self) -> None:
+        layout = self.session.layout
+        members: dict[str, TaskManagerInfo] = {}
+        for tm_id in zk.children(self.session.client, layout.taskmanagers):
+            found = zk.read(self.session.client, layout.taskmanager(tm_id))
+            if found is None:
+                continue
+            try:
+                members[tm_id] = TaskManagerInfo.from_json(found[0])
+            except StewardError as exc:
+                log.warning("unreadable TaskManager registration tm=%s error=%s", tm_id, exc)
+        with self._lock:
+            gone = self._rm.set_members(members)
+            for tm_id in gone:
+                log.warning("taskmanager gone tm=%s", tm_id)
+                self._taskmanager_lost(tm_id)
+
+    def _taskmanager_lost(self, tm_id: str) -> None:
+        now = time.monotonic()
+        for master in list(self._jobs.values()):
+            current = master.current
+            if current is None or current.taskmanager != tm_id:
+                continue
+            cause = ErrorInfo(
+                type="steward.TaskManagerLost",
+                message=f"TaskManager {tm_id} lost its ZooKeeper session (and the attempt's"
+                " lease) before the attempt reported an outcome",
+            )
+            terminal = master.lost(current.number, cause, now=now, grace=self._grace())
+            if terminal is not None:
+                self._terminate(master, terminal)
+            else:
+                self._persist(master)
+
+    def _grace(self) -> float:
+        return float(self.config["jobmanager.replacement-grace"])
+
+    def _schedule_once(self) -> None:
+        now = time.monotonic()
+        for job_id, pending in list(self._pending_results.items()):
+            del self._pending_results[job_id]
+            self._terminate(pending.master, pending.terminal)
+        for job_id in list(self._unpersisted):
+            master = self._jobs.get(job_id)
+            self._unpersisted.discard(job_id)
+            if master is not None:
+                self._persist(master)
+        for master in sorted(self._jobs.values(), key=lambda m: m.submitted_at):
+            current = master.current
+            if (
+                current is not None
+                and current.await_report_until is not None
+                and now > current.await_report_until
+            ):
+                self._rm.release(current.taskmanager, master.job_id, current.number)
+                cause = ErrorInfo(
+                    type="steward.AttemptLost",
+                    message=f"TaskManager {current.taskmanager} no longer knows attempt"
+                    f" {current.number}",
+                )
+                terminal = master.lost(current.number, cause, now=now, grace=self._grace())
+                if terminal is not None:
+                    self._terminate(master, terminal)
+                    continue
+                self._start_initialize(master)
+                continue
+            if master.wants_slot(now):
+                self._deploy(master)
+
+    def _deploy(self, master: JobMaster) -> None:
+        tm_id = self._rm.allocate(master.spec.slots)
+        if tm_id is None:
+            if master.waiting(self._rm.shortage(master.spec.slots)):
+                self._persist(master)
+            return
+        deployment = master.deploy(tm_id, self.epoch)
+        self._rm.assign(tm_id, master.job_id, deployment.number, master.spec.slots)
+        self._persist(master)
+        latest = self._checkpoints(master.job_id).latest().checkpoint
+        metadata = latest.metadata if latest else None
+        self._rm.enqueue(
+            tm_id,
+            StartAttempt(
+                job_id=master.job_id,
+                attempt=deployment.number,
+                epoch=self.epoch,
+                job_graph_blob=master.pointer.blob,
+                job_graph_sha256=master.pointer.sha256,
+                checkpoint_dir=checkpoint_dir(self.config, master.job_id),
+                is_recovery=master.is_recovery or deployment.number > 1,
+                completed_stages=completed_stages_of(metadata),
+                last_checkpoint=metadata,
+            ),
+        )
+        log.info(
+            "attempt deployed job=%s attempt=%d tm=%s epoch=%d",
+            master.job_id,
+            deployment.number,
+            tm_id,
+            self.epoch,
+        )
+
+    # ------------------------------------------------------------------ results, cleanup
+
+    def _persist(self, master: JobMaster) -> bool:
+        """Write the job's status record; False (retried later) if ZooKeeper is unreachable."""
+        try:
+            self._statuses.write(self.fence, master.record(self.epoch))
+        except FencedError as exc:
+            self._fenced(exc)
+            return False
+        except (StewardError, KazooException) as exc:
+            log.warning("job status not persisted yet job=%s error=%r", master.job_id, exc)
+            self._unpersisted.add(master.job_id)
+            return False
+        return True
+
+    def _terminate(self, master: JobMaster, terminal: Terminal) -> bool:
+        """Record the job's result (DIRTY), then hand it to cleanup. False: retried later."""
+        job_id = master.job_id
+        entry = JobResultEntry(
+            job_id=job_id,
+            state=terminal.state,
+            value=terminal.value,
+            error=terminal.error,
+            submitted_at=master.submitted_at,
+            finished_at=time.time(),
+            epoch=self.epoch,
+        )
+        try:
+            try:
+                self._results.create_dirty(self.fence, entry)
+            except ResultTooLargeError as exc:
+                error = ErrorInfo(type="steward.ResultTooLarge", message=str(exc))
+                entry = entry.model_copy(
+                    update={"state": TerminalState.FAILED, "value": None, "error": error}
+                )
+                self._results.create_dirty(self.fence, entry)
+        except JobExistsError:
+            pass  # recorded before (by us, or by an earlier leader): the first result stands
+        except FencedError as exc:
+            self._fenced(exc)
+            return False
+        except (StewardError, KazooException) as exc:
+            log.warning("result not recorded yet job=%s error=%r", job_id, exc)
+            self._pending_results[job_id] = _PendingResult(master, terminal)
+            return False
+        self._jobs.pop(job_id, None)
+        self._hooks.cancel(job_id)
+        if master.current is not None:
+            self._rm.release(master.current.taskmanager, job_id, master.current.number)
+        self._cleanups.put(job_id)
+        log.info("job terminated job=%s state=%s epoch=%d", job_id, terminal.state, self.epoch)
+        return True
+
+    def _cleanup_loop(self) -> None:
+        delays: dict[str, float] = {}
+        while not self._stopped.is_set():
+            job_id = self._cleanups.get()
+            if not job_id or self._stopped.is_set():
+                continue
+            try:
+                self._cleanup(job_id)
+                delays.pop(job_id, None)
+            except FencedError as exc:
+                self._fenced(exc)
+                return
+            except (StewardError, KazooException, OSError) as exc:
+                delay = min(30.0, delays.get(job_id, 0.5) * 2)
+                delays[job_id] = delay
+                log.warning("cleanup failed job=%s retry_in=%.1fs error=%r", job_id, delay, exc)
+                timer = threading.Timer(delay, self._cleanups.put, args=(job_id,))
+                timer.daemon = True
+                timer.start()
+
+    def _cleanup(self, job_id: str) -> None:
+        """Remove a terminated job's HA data (rule 7); idempotent; then mark its result CLEAN."""
+        with self._lock:
+            if job_id in self._jobs:
+                return  # not terminated (a stale queue entry)
+        self._statuses.remove(self.fence, job_id)
+        self._graphs.remove(self.fence, job_id)
+        self._checkpoints(job_id).remove_all(self.fence)
+        storage.remove(checkpoint_dir(self.config, job_id))
+        self._results.mark_clean(self.fence, job_id)
+        log.info("job cleaned up job=%s epoch=%d", job_id, self.epoch)
+
+    # ------------------------------------------------------------------ reads
+
+    def job_ids(self) -> list[str]:
+        with self._lock:
+            return list(self._jobs)
+
+    def view(self, job_id: str, *, with_checkpoints: bool = True) -> JobView | None:
+        """The live job's view, or None if this leader has no such live job."""
+        with self._lock:
+            master = self._jobs.get(job_id)
+            if master is None:
+                pending = self._pending_results.get(job_id)
+                master = pending.master if pending else None
+            if master is None:
+                return None
+            view = self._view(master)
+        if with_checkpoints:
+            view = view.model_copy(update={"checkpoints": self._checkpoint_views(job_id)})
+        return view
+
+    def views(self) -> list[JobView]:
+        with self._lock:
+            return [self._view(m) for m in self._jobs.values()]
+
+    def taskmanagers(self) -> list[TaskManagerView]:
+        with self._lock:
+            return self._rm.views()
+
+    def _view(self, master: JobMaster) -> JobView:
+        return JobView(
+            job_id=master.job_id,
+            name=master.spec.name,
+            state=master.state,
+            reason=master.reason,
+            submitted_at=master.submitted_at,
+            updated_at=master.updated_at,
+            attempts=list(master.attempts),
+            attempt_count=master.attempt_count,
+            failures=master.failures,
+            progress=master.progress,
+            served_by=self.id,
+        )
+
+    def _checkpoint_views(self, job_id: str) -> list[CheckpointView]:
+        store = self._checkpoints(job_id)
+        views = []
+        try:
+            for cid in store.checkpoint_ids():
+                with contextlib.suppress(StewardError):
+                    cp = store.get(cid)
+                    views.append(
+                        CheckpointView(
+                            checkpoint_id=cp.checkpoint_id,
+                            created_at=cp.created_at,
+                            attempt=cp.attempt,
+                            metadata=cp.metadata,
+                        )
+                    )
+        except (StewardError, KazooException) as exc:
+            log.warning("checkpoints unreadable job=%s error=%r", job_id, exc)
+        return views
+
+    def result(self, job_id: str) -> ResultView | None:
+        entry = self._results.find(job_id)
+        return ResultView.of(entry) if entry else None
+
+
+def new_job_id(stem: str = "job") -> str:
+    return f"{stem}-{uuid.uuid4().hex[:12]}"
+
+
+__all__ = ["AttemptState", "Dispatcher", "JobTerminatedError", "NotReadyError", "new_job_id"]

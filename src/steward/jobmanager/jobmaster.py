@@ -1,0 +1,321 @@
+"""One job's life on the leader: its attempts, its restart budget, cancellation.
+
+A :class:`JobMaster` is a state machine with no I/O. The Dispatcher feeds it what happened
+(an attempt deployed, running, ended, lost, rejected; a cancel) and carries out what it
+answers: persist the status record, send a command, record a result. Keeping it pure keeps
+every decision unit-testable, and keeps ZooKeeper and HTTP in one place (the Dispatcher).
+
+Rules it owns:
+
+- an attempt that fails or is lost spends one restart of the job's strategy; one that is
+  rejected (no slot, the lease still held by a previous attempt, a stale epoch) spends none,
+  and the job waits in SCHEDULED with the reason shown (DESIGN rule 9);
+- a replacement for a lost attempt is never due before ``replacement_grace`` has passed
+  (DESIGN rule 4: the old lease is gone, plus a grace period);
+- a cancel ends the job CANCELED, unless the attempt already finished: then it is FINISHED.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from steward.heartbeat import Rejection
+from steward.model import ErrorInfo, JobGraphPointer, JobSpec, JsonValue, TerminalState
+from steward.runtime.protocol import AttemptCancelled, FailedEvent, FinishedEvent, error_type_name
+from steward.status import (
+    MAX_ATTEMPTS_KEPT,
+    AttemptRecord,
+    AttemptState,
+    JobState,
+    JobStatusRecord,
+    trim_cause,
+)
+
+from .restart import restart_delay, restarts_allowed
+
+REJECTION_BACKOFF = 1.0
+"""Seconds before a rejected attempt is tried again."""
+
+_CANCELLED_TYPE = error_type_name(AttemptCancelled)
+
+
+@dataclass(frozen=True)
+class Terminal:
+    """The job is globally terminal: record this result."""
+
+    state: TerminalState
+    value: JsonValue = None
+    error: ErrorInfo | None = None
+
+
+@dataclass
+class Deployment:
+    """The attempt in flight: sent to a TaskManager, running there, or being cancelled."""
+
+    number: int
+    taskmanager: str
+    epoch: int
+    deployed_at: float = field(default_factory=time.monotonic)
+    reported: bool = False
+    """A TaskManager has reported this attempt to the current leader."""
+    cancel_sent: bool = False
+    collected_at: float | None = None
+    """When (monotonic) a heartbeat collected the start command."""
+    checkpoint_acked: int = 0
+    await_report_until: float | None = None
+    """Recovered without a lease: wait this long (monotonic) for its TaskManager's report."""
+
+
+class JobMaster:
+    """The state of one live job on the leader."""
+
+    def __init__(
+        self,
+        spec: JobSpec,
+        pointer: JobGraphPointer,
+        submitted_at: float,
+        *,
+        record: JobStatusRecord | None = None,
+    ) -> None:
+        self.spec = spec
+        self.pointer = pointer
+        self.submitted_at = submitted_at
+        self.state = JobState.SUBMITTED
+        self.reason: str | None = None
+        self.attempts: list[AttemptRecord] = []
+        self.attempt_count = 0
+        self.failures = 0
+        self.current: Deployment | None = None
+        self.not_before = 0.0
+        self.cancel_requested = False
+        self.is_recovery = False
+        self.progress: dict[str, JsonValue] | None = None
+        self.updated_at = time.time()
+        if record is not None:
+            self.attempts = list(record.attempts)
+            self.attempt_count = max(record.attempt_count, len(record.attempts))
+            self.failures = record.failures
+            self.submitted_at = record.submitted_at
+            self.is_recovery = True
+
+    @property
+    def job_id(self) -> str:
+        return self.spec.job_id
+
+    # ------------------------------------------------------------------ queries
+
+    def wants_slot(self, now: float) -> bool:
+        """Waiting for a TaskManager: SCHEDULED or RESTARTING, past any delay, nothing in flight."""
+        return (
+            self.state in (JobState.SCHEDULED, JobState.RESTARTING)
+            and self.current is None
+            and not self.cancel_requested
+            and now >= self.not_before
+        )
+
+    def record(self, epoch: int) -> JobStatusRecord:
+        return JobStatusRecord(
+            job_id=self.job_id,
+            name=self.spec.name,
+            state=self.state,
+            reason=self.reason,
+            submitted_at=self.submitted_at,
+            updated_at=self.updated_at,
+            attempts=self.attempts[-MAX_ATTEMPTS_KEPT:],
+            attempt_count=self.attempt_count,
+            failures=self.failures,
+            epoch=epoch,
+        )
+
+    def attempt(self, number: int) -> AttemptRecord | None:
+        for record in reversed(self.attempts):
+            if record.number == number:
+                return record
+        return None
+
+    # ------------------------------------------------------------------ transitions
+
+    def initializing(self) -> None:
+        self._set(JobState.INITIALIZING, "running the initialize hook")
+
+    def initialized(self, outcome: FinishedEvent | FailedEvent) -> Terminal | None:
+        """The initialize hook ended: the job may be scheduled, or it failed for good."""
+        if isinstance(outcome, FailedEvent):
+            self._set(JobState.FAILED, f"initialize failed: {outcome.error.message}")
+            return Terminal(TerminalState.FAILED, error=outcome.error)
+        if self.cancel_requested:
+            self._set(JobState.CANCELED, "cancelled")
+            return Terminal(TerminalState.CANCELED)
+        self.schedule("waiting for a free slot")
+        return None
+
+    def schedule(self, reason: str) -> None:
+        if self.state not in (JobState.RESTARTING,):
+            self._set(JobState.SCHEDULED, reason)
+        else:
+            self.reason = reason
+
+    def waiting(self, reason: str) -> bool:
+        """No slot now: show why. True if the reason changed (worth persisting)."""
+        if self.reason == reason:
+            return False
+        self.reason = reason
+        self.updated_at = time.time()
+        return True
+
+    def deploy(self, taskmanager: str, epoch: int) -> Deployment:
+        """Start the next attempt on ``taskmanager``."""
+        self.attempt_count += 1
+        deployment = Deployment(self.attempt_count, taskmanager, epoch)
+        self.current = deployment
+        self.attempts.append(
+            AttemptRecord(
+                number=deployment.number,
+                taskmanager=taskmanager,
+                epoch=epoch,
+                state=AttemptState.DEPLOYING,
+            )
+        )
+        self._set(JobState.SCHEDULED, f"deploying attempt {deployment.number} to {taskmanager}")
+        return deployment
+
+    def adopt(self, taskmanager: str, number: int, lease_epoch: int, epoch: int) -> Deployment:
+        """A new leader found this attempt's lease: it keeps running (DESIGN rule 8)."""
+        existing = self.attempt(number)
+        if existing is None:
+            existing = AttemptRecord(
+                number=number,
+                taskmanager=taskmanager,
+                epoch=lease_epoch,
+                state=AttemptState.RUNNING,
+                started_at=None,
+            )
+            self.attempts.append(existing)
+        adopted = existing.model_copy(
+            update={
+                "state": AttemptState.RUNNING,
+                "taskmanager": taskmanager,
+                "adopted_by": [*existing.adopted_by, epoch],
+            }
+        )
+        self._replace(adopted)
+        self.attempt_count = max(self.attempt_count, number)
+        self.current = Deployment(number, taskmanager, lease_epoch, reported=False)
+        self._set(JobState.RUNNING, None)
+        return self.current
+
+    def await_report(self, number: int, taskmanager: str, epoch: int, until: float) -> None:
+        """Recovered an attempt with no lease that its TaskManager may still report ended."""
+        self.current = Deployment(number, taskmanager, epoch, await_report_until=until)
+        self._set(JobState.RUNNING, f"waiting for {taskmanager} to report attempt {number}")
+
+    def running(self, number: int, started_at: float | None) -> bool:
+        """The attempt is reported running; True if that is news worth persisting."""
+        if self.current is None or self.current.number != number:
+            return False
+        self.current.reported = True
+        self.current.await_report_until = None
+        record = self.attempt(number)
+        if record is None or (record.state is AttemptState.RUNNING and record.started_at):
+            return False
+        self._replace(
+            record.model_copy(
+                update={"state": AttemptState.RUNNING, "started_at": started_at or time.time()}
+            )
+        )
+        if not self.cancel_requested:
+            self._set(JobState.RUNNING, None)
+        return True
+
+    def ended(
+        self, number: int, outcome: FinishedEvent | FailedEvent, *, now: float
+    ) -> Terminal | None:
+        """The attempt's process group is gone with this outcome."""
+        if isinstance(outcome, FinishedEvent):
+            self._finish_attempt(number, AttemptState.FINISHED, None, outcome.at)
+            self._set(JobState.FINISHED, None)
+            return Terminal(TerminalState.FINISHED, value=outcome.value)
+        cancelled = outcome.error.type == _CANCELLED_TYPE
+        state = AttemptState.CANCELED if cancelled else AttemptState.FAILED
+        self._finish_attempt(number, state, outcome.error, outcome.at)
+        return self._after_failure(outcome.error, now=now, grace=0.0)
+
+    def lost(self, number: int, cause: ErrorInfo, *, now: float, grace: float) -> Terminal | None:
+        """The attempt's TaskManager is gone (its lease with it) without an outcome."""
+        self._finish_attempt(number, AttemptState.LOST, cause, time.time())
+        return self._after_failure(cause, now=now, grace=grace)
+
+    def rejected(self, number: int, rejection: Rejection, message: str, *, now: float) -> None:
+        """The TaskManager refused the attempt: it never ran and spends no restart."""
+        if self.current is None or self.current.number != number:
+            return
+        self.current = None
+        self.attempts = [a for a in self.attempts if a.number != number]
+        self.attempt_count = max((a.number for a in self.attempts), default=0)
+        self.attempt_count = max(self.attempt_count, number - 1)
+        self.not_before = now + REJECTION_BACKOFF
+        self._set(JobState.SCHEDULED, f"attempt {number} refused ({rejection.value}): {message}")
+
+    def cancel(self) -> Terminal | None:
+        """Cancel: terminal at once unless an attempt is in flight (then CANCELLING)."""
+        self.cancel_requested = True
+        if self.current is None:
+            self._set(JobState.CANCELED, "cancelled")
+            return Terminal(TerminalState.CANCELED)
+        self._set(JobState.CANCELLING, "cancelling the running attempt")
+        return None
+
+    def fail(self, error: ErrorInfo) -> Terminal:
+        """The job cannot go on (its graph or state is unusable): FAILED with ``error``."""
+        self._set(JobState.FAILED, error.message)
+        return Terminal(TerminalState.FAILED, error=error)
+
+    # ------------------------------------------------------------------ helpers
+
+    def _after_failure(self, error: ErrorInfo, *, now: float, grace: float) -> Terminal | None:
+        self.current = None
+        if self.cancel_requested:
+            self._set(JobState.CANCELED, "cancelled")
+            return Terminal(TerminalState.CANCELED)
+        self.failures += 1
+        delay = restart_delay(self.spec.restart_strategy, self.failures)
+        if delay is None:
+            allowed = restarts_allowed(self.spec.restart_strategy)
+            self._set(
+                JobState.FAILED,
+                f"attempt failed and the restart strategy allows {allowed} restart(s)",
+            )
+            return Terminal(TerminalState.FAILED, error=error)
+        self.not_before = now + max(delay, grace)
+        self._set(
+            JobState.RESTARTING,
+            f"restart {self.failures} of {restarts_allowed(self.spec.restart_strategy)}"
+            f" in {max(delay, grace):.1f}s after: {error.type}: {error.message}"[:500],
+        )
+        return None
+
+    def _finish_attempt(
+        self, number: int, state: AttemptState, cause: ErrorInfo | None, at: float
+    ) -> None:
+        record = self.attempt(number)
+        if record is not None:
+            self._replace(
+                record.model_copy(
+                    update={"state": state, "ended_at": at, "cause": trim_cause(cause)}
+                )
+            )
+        if self.current is not None and self.current.number == number:
+            self.current = None
+
+    def _replace(self, record: AttemptRecord) -> None:
+        for index in range(len(self.attempts) - 1, -1, -1):
+            if self.attempts[index].number == record.number:
+                self.attempts[index] = record
+                return
+        self.attempts.append(record)
+
+    def _set(self, state: JobState, reason: str | None) -> None:
+        self.state = state
+        self.reason = reason
+        self.updated_at = time.time()

@@ -1,0 +1,202 @@
+"""The JobManager process: one ZooKeeper session, the election, the REST server, the Dispatcher.
+
+Every JobManager serves the REST API. The one that leads also runs a :class:`Dispatcher` for
+the term of its leadership; the others serve reads from ZooKeeper and forward writes to the
+leader. A graceful stop (SIGTERM) releases leadership first, so a standby takes over at once
+instead of waiting for the session to expire; running attempts are never stopped by a
+JobManager going away (the next leader adopts them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import socket
+import threading
+from pathlib import Path
+from types import FrameType
+
+import uvicorn
+
+from steward.config import Configuration
+from steward.errors import StewardError
+from steward.ha.election import LeaderElection, Leadership
+from steward.ha.retrieval import LeaderRetrieval
+from steward.ha.session import Session
+from steward.model import LeaderInfo
+from steward.store.blob import BlobStore
+
+from .api import create_app
+from .dispatcher import Dispatcher
+from .hooks import HookRunner
+from .reads import ClusterReader
+
+log = logging.getLogger(__name__)
+
+
+class JobManager:
+    def __init__(self, config: Configuration, jobmanager_id: str) -> None:
+        self.config = config
+        self.id = jobmanager_id
+        self.session = Session.from_config(config, name=jobmanager_id)
+        self.blobs = BlobStore(config.storage_dir)
+        self._socket = _bind(str(config["jobmanager.bind-host"]), int(config["jobmanager.port"]))
+        host, port = self._socket.getsockname()[:2]
+        self.address = str(config["jobmanager.advertised-address"]) or f"http://{host}:{port}"
+        self.reader = ClusterReader(self.session, jobmanager_id)
+        self.retrieval = LeaderRetrieval(self.session)
+        self.election = LeaderElection(
+            self.session,
+            jobmanager_id,
+            self.address,
+            tolerate_suspended=config.tolerate_suspended,
+            on_granted=self._granted,
+            on_revoked=self._revoked,
+        )
+        self._lock = threading.Lock()
+        self._dispatcher: Dispatcher | None = None
+        self._server: uvicorn.Server | None = None
+        self._server_thread: threading.Thread | None = None
+        self._stopping = threading.Event()
+        self._workdir = Path(str(config["taskmanager.workdir"])) / jobmanager_id
+
+    # ------------------------------------------------------------------ state
+
+    @property
+    def dispatcher(self) -> Dispatcher | None:
+        return self._dispatcher
+
+    @property
+    def is_leader(self) -> bool:
+        dispatcher = self._dispatcher
+        return dispatcher is not None and not dispatcher.stopped
+
+    def leader(self) -> LeaderInfo | None:
+        return self.retrieval.leader
+
+    def cluster_id(self) -> str:
+        return self.config.cluster_id
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> JobManager:
+        self.session.start()
+        self._start_server()
+        self.retrieval.start()
+        self.election.start()
+        log.info("jobmanager started id=%s address=%s", self.id, self.address)
+        return self
+
+    def stop(self) -> None:
+        """Graceful: give up leadership first (a standby takes over now), then shut down."""
+        if self._stopping.is_set():
+            return
+        self._stopping.set()
+        log.info("jobmanager stopping id=%s", self.id)
+        self.election.stop()
+        with self._lock:
+            dispatcher, self._dispatcher = self._dispatcher, None
+        if dispatcher is not None:
+            dispatcher.stop()
+        self.retrieval.stop()
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._server_thread is not None:
+            self._server_thread.join(timeout=5)
+        self.session.close()
+        log.info("jobmanager stopped id=%s", self.id)
+
+    def _granted(self, leadership: Leadership) -> None:
+        log.info("leadership granted id=%s epoch=%d", self.id, leadership.epoch)
+        hooks = HookRunner(
+            self.config,
+            self.blobs,
+            self._workdir / "hooks",
+            int(self.config["jobmanager.recovery-parallelism"]),
+        )
+        dispatcher = Dispatcher(
+            self.session,
+            leadership,
+            self.config,
+            blobs=self.blobs,
+            jobmanager_id=self.id,
+            hooks=hooks,
+            on_fenced=self._fenced,
+        )
+        with self._lock:
+            previous, self._dispatcher = self._dispatcher, dispatcher
+        if previous is not None:
+            previous.stop()
+        dispatcher.start()
+
+    def _revoked(self, leadership: Leadership) -> None:
+        log.warning("leadership revoked id=%s epoch=%d", self.id, leadership.epoch)
+        with self._lock:
+            dispatcher = self._dispatcher
+            if dispatcher is not None and dispatcher.epoch == leadership.epoch:
+                self._dispatcher = None
+            else:
+                dispatcher = None
+        if dispatcher is not None:
+            dispatcher.stop()
+
+    def _fenced(self) -> None:
+        # A fenced write means another leader exists: the election notices too (its epoch
+        # watch), and grants us again only through a new compare-and-set.
+        with self._lock:
+            dispatcher = self._dispatcher
+            if dispatcher is not None and dispatcher.stopped:
+                self._dispatcher = None
+
+    # ------------------------------------------------------------------ REST server
+
+    def _start_server(self) -> None:
+        app = create_app(self)
+        config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
+        server = uvicorn.Server(config)
+        self._server = server
+
+        def serve() -> None:
+            asyncio.run(server.serve(sockets=[self._socket]))
+
+        self._server_thread = threading.Thread(target=serve, name=f"{self.id}-rest", daemon=True)
+        self._server_thread.start()
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise StewardError(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc} (set jobmanager.port,"
+            " or 0 for any free port)"
+        ) from exc
+    sock.listen(128)
+    sock.set_inheritable(False)
+    return sock
+
+
+def run(config: Configuration, jobmanager_id: str) -> int:
+    """Run a JobManager in the foreground until SIGTERM or SIGINT; returns the exit code."""
+    done = threading.Event()
+
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        log.info("signal received signal=%s", signal.Signals(signum).name)
+        done.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    manager = JobManager(config, jobmanager_id).start()
+    print(f"jobmanager {jobmanager_id} serving on {manager.address} pid={os.getpid()}", flush=True)
+    try:
+        while not done.wait(1.0):
+            pass
+    finally:
+        manager.stop()
+    return 0

@@ -1,0 +1,127 @@
+"""What any JobManager can answer from ZooKeeper alone: jobs, results and the cluster.
+
+A standby serves reads from here (the leader persists every job's status record), so
+``GET /v1/jobs`` and ``GET /v1/cluster`` keep answering while there is no leader. The leader
+answers live jobs from memory and everything else from here.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from steward.errors import StewardError
+from steward.ha.election import LATCH_PREFIX
+from steward.ha.session import Session
+from steward.model import ContenderInfo, JobResultEntry, LeaderInfo, TaskManagerInfo
+from steward.status import (
+    JobManagerView,
+    JobState,
+    JobStatusRecord,
+    JobView,
+    ResultView,
+    TaskManagerView,
+)
+from steward.store import zk
+from steward.store.results import JobResultStore
+from steward.store.statuses import JobStatusStore
+
+log = logging.getLogger(__name__)
+
+
+def result_view(entry: JobResultEntry, served_by: str) -> JobView:
+    """A terminated job as a JobView: its state and result from the JobResultStore."""
+    return JobView(
+        job_id=entry.job_id,
+        state=JobState.of(entry.state),
+        submitted_at=entry.submitted_at,
+        updated_at=entry.finished_at,
+        reason=entry.error.message if entry.error else None,
+        result=ResultView.of(entry),
+        served_by=served_by,
+    )
+
+
+def status_view(record: JobStatusRecord, served_by: str) -> JobView:
+    return JobView(
+        job_id=record.job_id,
+        name=record.name,
+        state=record.state,
+        reason=record.reason,
+        submitted_at=record.submitted_at,
+        updated_at=record.updated_at,
+        attempts=record.attempts,
+        attempt_count=record.attempt_count,
+        failures=record.failures,
+        served_by=served_by,
+    )
+
+
+class ClusterReader:
+    def __init__(self, session: Session, served_by: str) -> None:
+        self._session = session
+        self._statuses = JobStatusStore(session)
+        self._results = JobResultStore(session)
+        self.served_by = served_by
+
+    def result(self, job_id: str) -> JobResultEntry | None:
+        return self._results.find(job_id)
+
+    def terminated(self) -> list[JobView]:
+        return [result_view(entry, self.served_by) for entry in self._results.entries()]
+
+    def job(self, job_id: str) -> JobView | None:
+        entry = self._results.find(job_id)
+        if entry is not None:
+            return result_view(entry, self.served_by)
+        record = self._statuses.find_quietly(job_id)
+        return status_view(record, self.served_by) if record else None
+
+    def jobs(self) -> list[JobView]:
+        views = {view.job_id: view for view in self.terminated()}
+        for job_id in self._statuses.job_ids():
+            if job_id in views:
+                continue
+            record = self._statuses.find_quietly(job_id)
+            if record is not None:
+                views[job_id] = status_view(record, self.served_by)
+        return sorted(views.values(), key=lambda v: v.submitted_at or 0.0)
+
+    def leader(self) -> LeaderInfo | None:
+        found = zk.read(self._session.client, self._session.layout.leader_info)
+        if not found:
+            return None
+        try:
+            return LeaderInfo.from_json(found[0])
+        except StewardError:
+            return None
+
+    def jobmanagers(self, leader: LeaderInfo | None) -> list[JobManagerView]:
+        client, layout = self._session.client, self._session.layout
+        views = []
+        for name in sorted(zk.children(client, layout.leader_latch)):
+            if not name.startswith(LATCH_PREFIX):
+                continue
+            found = zk.read(client, f"{layout.leader_latch}/{name}")
+            if not found:
+                continue
+            try:
+                info = ContenderInfo.from_json(found[0])
+            except StewardError:
+                continue
+            is_leader = leader is not None and leader.contender == info.contender
+            views.append(JobManagerView(id=info.contender, address=info.address, leader=is_leader))
+        return views
+
+    def taskmanagers(self) -> list[TaskManagerView]:
+        client, layout = self._session.client, self._session.layout
+        views = []
+        for tm_id in sorted(zk.children(client, layout.taskmanagers)):
+            found = zk.read(client, layout.taskmanager(tm_id))
+            if not found:
+                continue
+            try:
+                info = TaskManagerInfo.from_json(found[0])
+            except StewardError:
+                continue
+            views.append(TaskManagerView(id=tm_id, address=info.address, slots=info.slots))
+        return views

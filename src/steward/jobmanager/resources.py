@@ -1,0 +1,176 @@
+"""The ResourceManager: which TaskManagers are alive, their slots, and their command queues.
+
+Membership comes from ZooKeeper (``taskmanagers/<id>``, ephemeral): a TaskManager is alive
+exactly as long as its session, which is also what owns its execution leases. Heartbeats add
+what ZooKeeper does not know: the attempts a TaskManager runs. Commands wait in a per-TaskManager
+queue until its next heartbeat collects them; a heartbeat waiting for commands (long polling)
+is woken as soon as one is queued.
+
+Not thread-safe on its own: the Dispatcher calls it under its lock. Only
+:meth:`wait_for_commands` is meant to be called without that lock.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+
+from steward.heartbeat import AttemptPhase, AttemptReport, CancelAttempt, Command, Heartbeat
+from steward.model import TaskManagerInfo
+from steward.status import TaskManagerView
+
+
+@dataclass
+class TaskManagerState:
+    id: str
+    address: str
+    slots: int
+    registered: bool = False
+    last_heartbeat: float | None = None
+    reports: dict[str, AttemptReport] = field(default_factory=dict)
+    """The attempts its last heartbeat listed, by job id."""
+    assigned: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """Attempts this leader placed here: job id -> (attempt, slots)."""
+    commands: list[Command] = field(default_factory=list)
+    wake: threading.Event = field(default_factory=threading.Event)
+    stray_cancelled: set[str] = field(default_factory=set)
+    """``job/attempt`` of stray attempts a cancel was already sent for."""
+
+    def used_slots(self) -> int:
+        used = sum(slots for _attempt, slots in self.assigned.values())
+        # Attempts it runs that this leader did not place (e.g. of a job it does not know):
+        # they occupy a slot until they are gone.
+        for job_id, report in self.reports.items():
+            if job_id not in self.assigned and report.phase in (
+                AttemptPhase.STARTING,
+                AttemptPhase.RUNNING,
+            ):
+                used += 1
+        return used
+
+    def free_slots(self) -> int:
+        return max(0, self.slots - self.used_slots())
+
+
+class ResourceManager:
+    def __init__(self) -> None:
+        self._tms: dict[str, TaskManagerState] = {}
+
+    # ------------------------------------------------------------------ membership
+
+    def set_members(self, members: dict[str, TaskManagerInfo]) -> list[str]:
+        """The registered TaskManagers now; returns the ids that are no longer registered."""
+        gone = [tm for tm, state in self._tms.items() if state.registered and tm not in members]
+        for tm_id, info in members.items():
+            state = self._tms.get(tm_id)
+            if state is None:
+                self._tms[tm_id] = TaskManagerState(tm_id, info.address, info.slots, True)
+            else:
+                state.registered = True
+                state.address, state.slots = info.address, info.slots
+        for tm_id in gone:
+            state = self._tms.pop(tm_id)
+            state.wake.set()
+        return gone
+
+    def is_registered(self, tm_id: str) -> bool:
+        state = self._tms.get(tm_id)
+        return state is not None and state.registered
+
+    def get(self, tm_id: str) -> TaskManagerState | None:
+        return self._tms.get(tm_id)
+
+    def heartbeat(self, beat: Heartbeat) -> TaskManagerState:
+        state = self._tms.get(beat.taskmanager)
+        if state is None:
+            # Heartbeat before the membership watch saw its registration: known, not schedulable.
+            state = TaskManagerState(beat.taskmanager, beat.address, beat.slots, registered=False)
+            self._tms[beat.taskmanager] = state
+        state.address, state.slots = beat.address, beat.slots
+        state.last_heartbeat = time.monotonic()
+        state.reports = {report.job_id: report for report in beat.attempts}
+        return state
+
+    # ------------------------------------------------------------------ slots
+
+    def allocate(self, slots: int) -> str | None:
+        """The registered TaskManager with the most free slots (at least ``slots``), or None."""
+        best: TaskManagerState | None = None
+        for state in sorted(self._tms.values(), key=lambda s: s.id):
+            if not state.registered or state.free_slots() < slots:
+                continue
+            if best is None or state.free_slots() > best.free_slots():
+                best = state
+        return best.id if best else None
+
+    def assign(self, tm_id: str, job_id: str, attempt: int, slots: int) -> None:
+        state = self._tms.get(tm_id)
+        if state is not None:
+            state.assigned[job_id] = (attempt, slots)
+
+    def release(self, tm_id: str, job_id: str, attempt: int) -> None:
+        state = self._tms.get(tm_id)
+        if state is not None and state.assigned.get(job_id, (None,))[0] == attempt:
+            del state.assigned[job_id]
+
+    def shortage(self, slots: int) -> str:
+        """Why no TaskManager can take ``slots`` slots now, for the job's reason."""
+        registered = [s for s in self._tms.values() if s.registered]
+        if not registered:
+            return "waiting for a TaskManager to register"
+        free = ", ".join(f"{s.id}={s.free_slots()}/{s.slots}" for s in registered)
+        return f"waiting for {slots} free slot(s) on one TaskManager (free: {free})"
+
+    # ------------------------------------------------------------------ commands
+
+    def enqueue(self, tm_id: str, command: Command) -> None:
+        state = self._tms.get(tm_id)
+        if state is None:
+            return
+        state.commands.append(command)
+        state.wake.set()
+
+    def withdraw_start(self, tm_id: str, job_id: str, attempt: int) -> bool:
+        """Remove a start command not yet collected; True if it was still queued."""
+        state = self._tms.get(tm_id)
+        if state is None:
+            return False
+        before = len(state.commands)
+        state.commands = [
+            c
+            for c in state.commands
+            if isinstance(c, CancelAttempt) or (c.job_id, c.attempt) != (job_id, attempt)
+        ]
+        return len(state.commands) < before
+
+    def take_commands(self, tm_id: str) -> list[Command]:
+        state = self._tms.get(tm_id)
+        if state is None:
+            return []
+        commands, state.commands = state.commands, []
+        state.wake.clear()
+        return commands
+
+    def wake_event(self, tm_id: str) -> threading.Event | None:
+        state = self._tms.get(tm_id)
+        return state.wake if state else None
+
+    def wake_all(self) -> None:
+        for state in self._tms.values():
+            state.wake.set()
+
+    # ------------------------------------------------------------------ views
+
+    def views(self) -> list[TaskManagerView]:
+        return [
+            TaskManagerView(
+                id=s.id,
+                address=s.address,
+                slots=s.slots,
+                free_slots=s.free_slots(),
+                attempts=sorted(set(s.assigned) | set(s.reports)),
+            )
+            for s in sorted(self._tms.values(), key=lambda s: s.id)
+            if s.registered
+        ]

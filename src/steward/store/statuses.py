@@ -1,0 +1,81 @@
+"""Job status records in ``jobs/<job-id>/status``: written by the leader through its fence.
+
+A status record is the durable part of a live job's bookkeeping (state, attempts, failures):
+it lets a standby answer reads and a new leader continue where the old one stopped. It is a
+convenience next to the real safety state (the job graph pointer, the execution lease, the
+result): a missing or unreadable record costs history, never a job.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from steward.errors import CorruptStateError, NodeExistsError, NoNodeError
+from steward.ha.fencing import Fence
+from steward.ha.session import Session
+from steward.model import check_job_id
+from steward.status import JobStatusRecord
+from steward.store import zk
+from steward.store.checkpoints import ensure_job_node
+
+log = logging.getLogger(__name__)
+
+
+class JobStatusStore:
+    """Read and (fenced) write the status records of live jobs."""
+
+    def __init__(self, session: Session) -> None:
+        self._client = session.client
+        self._layout = session.layout
+
+    def write(self, fence: Fence, record: JobStatusRecord) -> None:
+        """Create or overwrite the job's record; raises FencedError for a deposed leader."""
+        path = self._layout.job_status(record.job_id)
+        data = record.to_json()
+        if zk.read(self._client, path) is not None:
+            fence.transaction().set_data(path, data).commit()
+            return
+        ensure_job_node(self._client, self._layout, fence, record.job_id)
+        try:
+            fence.transaction().create(path, data).commit()
+        except NodeExistsError:
+            fence.transaction().set_data(path, data).commit()
+
+    def remove(self, fence: Fence, job_id: str) -> bool:
+        """Delete the job's record (cleanup); False if there was none."""
+        path = self._layout.job_status(job_id)
+        if zk.read(self._client, path) is None:
+            return False
+        try:
+            fence.transaction().delete(path).commit()
+        except NoNodeError:
+            return False
+        return True
+
+    def find(self, job_id: str) -> JobStatusRecord | None:
+        """The job's record, or None if it has none; CorruptStateError if unreadable."""
+        found = zk.read(self._client, self._layout.job_status(job_id))
+        if found is None:
+            return None
+        record = JobStatusRecord.from_json(found[0])
+        if record.job_id != job_id:
+            raise CorruptStateError(f"status of {job_id!r} holds job {record.job_id!r}")
+        return record
+
+    def find_quietly(self, job_id: str) -> JobStatusRecord | None:
+        """Like :meth:`find`, but an unreadable record is logged and read as None."""
+        try:
+            return self.find(job_id)
+        except CorruptStateError as exc:
+            log.warning("unreadable job status ignored job=%s error=%s", job_id, exc)
+            return None
+
+    def job_ids(self) -> list[str]:
+        """Ids under ``jobs/`` (live jobs, and terminated ones whose cleanup is not done)."""
+        ids = []
+        for name in zk.children(self._client, self._layout.jobs):
+            try:
+                ids.append(check_job_id(name))
+            except ValueError:
+                log.warning("ignoring a znode that is not a job id name=%s", name)
+        return ids
