@@ -118,6 +118,10 @@ def _quorum(value: str) -> str | None:
     return None
 
 
+LOCAL_CLUSTER_CONFIG = Path(".steward/steward.toml")
+"""Written by ``steward cluster start``; read when no other configuration file is given, so
+every command run beside a local cluster finds it."""
+
 FENCE_AFTER_SHARE = 0.6
 """taskmanager.fence-after defaults to this share of the session timeout."""
 
@@ -450,7 +454,8 @@ def load(
     overrides: Mapping[str, object] | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> Configuration:
-    """Merge defaults, ``config_file`` (or ./steward.toml if present), env and overrides."""
+    """Merge defaults, ``config_file`` (else $STEWARD_CONFIG, else ./steward.toml, else the
+    local cluster's ./.steward/steward.toml, the first that exists), env and overrides."""
     environ = os.environ if environ is None else environ
     raw: dict[str, object] = {}
     sources: dict[str, str] = {}
@@ -459,6 +464,8 @@ def load(
         path = Path(environ["STEWARD_CONFIG"])
     if path is None and Path("steward.toml").is_file():
         path = Path("steward.toml")
+    if path is None and LOCAL_CLUSTER_CONFIG.is_file():
+        path = LOCAL_CLUSTER_CONFIG
     if path is not None:
         for key, value in read_toml(path).items():
             raw[key], sources[key] = value, str(path)

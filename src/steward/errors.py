@@ -22,10 +22,25 @@ these, keeping the original as ``__cause__``::
     │   ├── JobExistsError            the job id is already taken
     │   └── CorruptStateError         a payload is malformed, truncated or fails its checksum
     │       └── UnsupportedSchemaError  written by a newer Steward (schema too high)
-    └── JobRejectedError              a submission is invalid; nothing was stored
+    ├── JobRejectedError              a submission is invalid; nothing was stored
+    ├── ApiError                      a JobManager answered with an error (status, code)
+    │   ├── JobTerminatedError        the job already has a result (carried as .result)
+    │   └── NoLeaderError             no leader was elected (503 no_leader) until the deadline
+    ├── ClusterUnreachableError       no JobManager answered within the client's deadline
+    ├── WaitTimeoutError              a job did not terminate within the time waited for it
+    └── LocalClusterError             the local cluster (steward cluster) cannot start or stop
+        └── LocalClusterStartError    a process failed to come up; what was started is stopped
+
+The client raises ``JobNotFoundError`` and ``JobExistsError`` for the API's ``job_not_found``
+and ``job_exists`` answers too, so a caller catches one class whatever layer noticed.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from steward.status import ResultView
 
 
 class StewardError(Exception):
@@ -129,3 +144,45 @@ class UnsupportedSchemaError(CorruptStateError):
 
 class JobRejectedError(StewardError):
     """A job submission is invalid (bad spec or artifact); nothing was stored."""
+
+
+class ApiError(StewardError):
+    """A JobManager answered a request with an error: its HTTP status, code and message."""
+
+    def __init__(self, message: str, *, status: int, code: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+
+
+class JobTerminatedError(ApiError):
+    """The job already terminated (it has a result), so it cannot be submitted or cancelled."""
+
+    def __init__(self, message: str, *, result: ResultView | None, status: int = 409) -> None:
+        super().__init__(message, status=status, code="job_terminated")
+        self.result = result
+
+
+class NoLeaderError(ApiError):
+    """The JobManagers answered, but none leads (503 ``no_leader``) until the deadline."""
+
+    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+        super().__init__(message, status=503, code="no_leader")
+        self.retry_after = retry_after
+
+
+class ClusterUnreachableError(StewardError):
+    """No JobManager could be found or answered within the client's deadline."""
+
+
+class WaitTimeoutError(StewardError):
+    """A job did not reach a terminal state within the time a caller waited for it."""
+
+
+class LocalClusterError(StewardError):
+    """The local cluster of ``steward cluster`` could not be started, stopped or read."""
+
+
+class LocalClusterStartError(LocalClusterError):
+    """A process of the local cluster failed, or the cluster was not ready in time; everything
+    the start started has been stopped again. The message names the process and its log."""

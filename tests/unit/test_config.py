@@ -119,6 +119,20 @@ def test_steward_toml_in_working_directory_is_read(_isolated_cwd: Path) -> None:
     assert config[CLUSTER_ID] == "from-cwd"
 
 
+def test_local_cluster_config_is_read_only_without_another_file(_isolated_cwd: Path) -> None:
+    # Given the steward.toml a local cluster wrote into ./.steward
+    (_isolated_cwd / ".steward").mkdir()
+    write_toml(_isolated_cwd / ".steward" / "steward.toml", f'"{CLUSTER_ID}" = "local"\n')
+    # When loading without naming a file, it is used
+    assert load(environ={})[CLUSTER_ID] == "local"
+    # But a ./steward.toml, STEWARD_CONFIG or --config wins over it
+    other = write_toml(_isolated_cwd / "other.toml", f'"{CLUSTER_ID}" = "named"\n')
+    assert load(environ={"STEWARD_CONFIG": str(other)})[CLUSTER_ID] == "named"
+    assert load(other, environ={})[CLUSTER_ID] == "named"
+    write_toml(_isolated_cwd / "steward.toml", f'"{CLUSTER_ID}" = "from-cwd"\n')
+    assert load(environ={})[CLUSTER_ID] == "from-cwd"
+
+
 def test_with_overrides_changes_only_the_overridden_key() -> None:
     # Given a configuration with explicit durations
     config = load(

@@ -22,7 +22,8 @@ from steward.errors import StewardError
     "--config",
     "config_file",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="steward.toml to read (default: $STEWARD_CONFIG, else ./steward.toml if present).",
+    help="steward.toml to read (default: $STEWARD_CONFIG, else ./steward.toml, else the local"
+    " cluster's ./.steward/steward.toml, if present).",
 )
 @click.option(
     "-D", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a configuration key."
@@ -41,10 +42,24 @@ def cli(
 
 def _register() -> None:
     from steward.cli.demo import demo
+    from steward.cli.jobmanager import jobmanager
+    from steward.cli.taskmanager import taskmanager
     from steward.cli.zookeeper import zookeeper
 
     cli.add_command(zookeeper)
     cli.add_command(demo)
+    _register_jobs_and_cluster()
+    cli.add_command(jobmanager)
+    cli.add_command(taskmanager)
+
+
+def _register_jobs_and_cluster() -> None:
+    from steward.cli.cluster import cluster
+    from steward.cli.jobs import COMMANDS
+
+    for command in COMMANDS:
+        cli.add_command(command)
+    cli.add_command(cluster)
 
 
 _register()

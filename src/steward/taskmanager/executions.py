@@ -18,7 +18,13 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from steward.errors import FencedError, StewardError
+from steward.errors import (
+    CoordinationError,
+    FencedError,
+    NodeExistsError,
+    StewardError,
+    StoreError,
+)
 from steward.model import ExecutionLease
 from steward.taskmanager.leases import ExecutionLeases, LeaseHeldError
 from steward.taskmanager.process_group import ProcessGroup
@@ -27,6 +33,9 @@ log = logging.getLogger(__name__)
 
 OnExit = Callable[[str, int, int | None], None]
 """``on_exit(job_id, attempt, returncode)``; returncode is the runner's (negative: signal)."""
+OnReleased = Callable[[str, int], None]
+"""``on_released(job_id, attempt)``: the attempt is gone and its lease no longer held by us."""
+Spawn = Callable[[], ProcessGroup]
 
 
 @dataclass
@@ -53,10 +62,18 @@ class Executions:
     """The registry of this TaskManager's attempts, with the monitor that cleans up after them."""
 
     def __init__(
-        self, leases: ExecutionLeases, on_exit: OnExit, *, poll_interval: float = 0.1
+        self,
+        leases: ExecutionLeases,
+        on_exit: OnExit,
+        *,
+        poll_interval: float = 0.1,
+        on_released: OnReleased | None = None,
     ) -> None:
         self._leases = leases
         self._on_exit = on_exit
+        self._on_released = on_released
+        self._orphans: set[tuple[str, int]] = set()
+        self._refusing: str | None = None
         self._poll_interval = poll_interval
         self._lock = threading.Lock()
         self._running: dict[str, Execution] = {}
@@ -94,17 +111,34 @@ class Executions:
         Raises :class:`FencedError` (stale epoch, or this TaskManager fenced itself meanwhile),
         :class:`LeaseHeldError`, or :class:`SpawnError` (the lease is released again).
         """
+        return self.start_with(
+            job_id,
+            attempt,
+            epoch,
+            lambda: ProcessGroup.spawn(argv, cwd=cwd, env=env, log_path=log_path),
+        )
+
+    def start_with(self, job_id: str, attempt: int, epoch: int, spawn: Spawn) -> Execution:
+        """Like :meth:`start`, with ``spawn()`` starting the process group once the lease is ours.
+
+        ``spawn`` runs under this registry's lock, after the lease was acquired, and only if no
+        :meth:`kill_all` ran meanwhile (the runner driver passes its own, which also sets up
+        the events pipe). If the outcome of the lease's creation is unknown (the connection
+        dropped), its release is retried by the monitor so no orphan lease blocks the job.
+        """
         with self._lock:
+            self._refuse_if_refusing(job_id, epoch)
             self._refuse_if_present(job_id)
             generation = self._kill_generation
-        lease = self._leases.acquire(job_id, attempt, epoch)
         try:
-            execution = self._register(
-                lease,
-                job_id,
-                generation,
-                lambda: ProcessGroup.spawn(argv, cwd=cwd, env=env, log_path=log_path),
-            )
+            lease = self._leases.acquire(job_id, attempt, epoch)
+        except (CoordinationError, StoreError) as exc:
+            if not isinstance(exc, LeaseHeldError | NodeExistsError):
+                with self._lock:
+                    self._orphans.add((job_id, attempt))
+            raise
+        try:
+            execution = self._register(lease, job_id, generation, spawn)
         except BaseException:
             self._release_quietly(job_id, attempt)
             raise
@@ -131,10 +165,33 @@ class Executions:
                 raise FencedError(
                     f"TaskManager fenced itself while starting job {job_id!r}", epoch=lease.epoch
                 )
+            self._refuse_if_refusing(job_id, lease.epoch)
             self._refuse_if_present(job_id)
             execution = Execution(job_id, lease, spawn())
             self._running[job_id] = execution
             return execution
+
+    def _refuse_if_refusing(self, job_id: str, epoch: int) -> None:
+        if self._refusing is not None:
+            raise FencedError(f"not starting job {job_id!r}: {self._refusing}", epoch=epoch)
+
+    def refuse_starts(self, reason: str) -> None:
+        """Refuse every start (FencedError) until :meth:`accept_starts`: self-fencing, stop.
+
+        A start already past its lease acquisition when this is called is refused too, as
+        long as it has not spawned yet; one that has spawned is what :meth:`kill_all` is for.
+        """
+        with self._lock:
+            self._refusing = reason
+
+    def accept_starts(self) -> None:
+        with self._lock:
+            self._refusing = None
+
+    @property
+    def refusing(self) -> str | None:
+        """Why starts are refused now, or None."""
+        return self._refusing
 
     def _refuse_if_present(self, job_id: str) -> None:
         # A previous attempt whose group or lease is not yet cleaned up: rule 3 holds on this
@@ -142,13 +199,18 @@ class Executions:
         previous = self._running.get(job_id)
         if previous is not None:
             raise LeaseHeldError(job_id, previous.lease)
+        if any(orphan == job_id for orphan, _attempt in self._orphans):
+            # A lease of ours may exist from a start whose reply was lost: release it first.
+            raise LeaseHeldError(job_id, None)
 
     def _release_quietly(self, job_id: str, attempt: int) -> None:
         try:
             self._leases.release(job_id, attempt)
         except StewardError as exc:
-            # The lease stays until our session ends; nothing runs under it.
+            # Nothing runs under it; the monitor retries until it is gone (or our session is).
             log.warning("could not release lease job=%s attempt=%d cause=%r", job_id, attempt, exc)
+            with self._lock:
+                self._orphans.add((job_id, attempt))
 
     # ------------------------------------------------------------------ queries, kill
 
@@ -199,6 +261,32 @@ class Executions:
                 with self._lock:
                     if self._running.get(execution.job_id) is execution:
                         del self._running[execution.job_id]
+                self._report_released(execution)
+        self._release_orphans()
+
+    def _report_released(self, execution: Execution) -> None:
+        if self._on_released is None:
+            return
+        try:
+            self._on_released(execution.job_id, execution.attempt)
+        except Exception:
+            log.exception("on_released callback failed job=%s", execution.job_id)
+
+    def _release_orphans(self) -> None:
+        # Leases whose creation may have happened although its reply was lost: release() deletes
+        # only a lease of this session and attempt, so a lease that was never made is left be.
+        with self._lock:
+            pending = sorted(self._orphans)
+        for job_id, attempt in pending:
+            try:
+                self._leases.release(job_id, attempt)
+            except StewardError as exc:
+                log.info(
+                    "orphan lease release deferred job=%s attempt=%d cause=%r", job_id, attempt, exc
+                )
+                continue
+            with self._lock:
+                self._orphans.discard((job_id, attempt))
 
     def _report_exit(self, execution: Execution) -> None:
         returncode = execution.group.returncode

@@ -94,12 +94,26 @@ class ProcessGroup:
         """The direct child's exit status (negative: killed by that signal); None while it runs."""
         return self._popen.poll()
 
+    def wait_exit(self, timeout: float) -> int | None:
+        """Wait for the direct child to exit and be reaped; its returncode, None if it runs.
+
+        A group can look gone a moment before its leader is reapable (a multi-threaded process
+        shows as a zombie while its other threads are still being torn down).
+        """
+        try:
+            return self._popen.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
     def alive(self) -> bool:
         """True while any non-zombie process of the group exists, grandchildren included."""
         if self._gone:
             return False
         # Reap our direct child: an unreaped zombie would keep the group "existing" forever.
-        self._popen.poll()
+        if self._popen.poll() is None:
+            # The leader itself lives (or another thread is reaping it right now): alive, and
+            # no need for the scan of every process below on each monitor pass.
+            return True
         try:
             os.killpg(self.pgid, 0)
         except ProcessLookupError:

@@ -4,18 +4,29 @@
 session on the same cluster root; ``leases(name)`` is that TaskManager's
 :class:`ExecutionLeases`. Everything is closed at the end of the test, and every process group
 a test spawned through ``groups`` is killed, so no ``sleep`` outlives its test.
+
+For whole TaskManagers: ``tm_config(**keys)`` is a configuration of this test's cluster (its
+own storage and work directories under tmp_path), ``blobs`` its blob storage,
+``scripted(name)`` a started :class:`ScriptedLeader`, and ``taskmanager(tm_id, **keys)`` a
+started in-process :class:`TaskManager`, stopped after the test.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, suppress
+from pathlib import Path
 
 import pytest
+from scripted_leader import ScriptedLeader
 
+from steward import config
+from steward.config import Configuration
 from steward.ha.election import LeaderElection, Leadership
 from steward.ha.session import Session
+from steward.store.blob import BlobStore
 from steward.taskmanager.leases import ExecutionLeases
+from steward.taskmanager.process import TaskManager
 from steward.taskmanager.process_group import ProcessGroup
 from support import ZK_TEST_ROOT, wait_until
 
@@ -85,3 +96,67 @@ def groups() -> Iterator[list[ProcessGroup]]:
         with suppress(Exception):
             group.kill()
             group.wait_gone(10.0)
+
+
+# ---------------------------------------------------------------- whole TaskManagers
+
+TM_KEYS = {
+    "high-availability.zookeeper.session-timeout": "6s",
+    "high-availability.zookeeper.connection-timeout": "10s",
+    "taskmanager.fence-after": "3s",
+    "taskmanager.deadman-timeout": "2s",
+    "taskmanager.numberOfTaskSlots": "2",
+    "heartbeat.interval": "500ms",
+}
+
+
+@pytest.fixture
+def tm_config(zk_quorum: str, cluster_id: str, tmp_path: Path) -> Callable[..., Configuration]:
+    """A configuration of this test's cluster; keyword arguments override keys by name."""
+
+    def _config(quorum: str = zk_quorum, **keys: str) -> Configuration:
+        values = {
+            **TM_KEYS,
+            "high-availability.zookeeper.quorum": quorum,
+            "high-availability.zookeeper.root": ZK_TEST_ROOT,
+            "high-availability.cluster-id": cluster_id,
+            "high-availability.storage-dir": f"file://{tmp_path / 'storage'}",
+            "taskmanager.workdir": str(tmp_path / "work"),
+            **keys,
+        }
+        empty = tmp_path / "steward.toml"
+        empty.touch()
+        # An explicit (empty) file: neither ./steward.toml nor STEWARD_* may leak in.
+        return config.load(empty, values, environ={})
+
+    return _config
+
+
+@pytest.fixture
+def blobs(tm_config: Callable[..., Configuration]) -> BlobStore:
+    return BlobStore(tm_config().storage_dir)
+
+
+@pytest.fixture
+def scripted(
+    tm_session: Callable[..., Session], closing: ExitStack
+) -> Callable[..., ScriptedLeader]:
+    def _start(name: str = "jm-scripted", *, wait: bool = True) -> ScriptedLeader:
+        leader = ScriptedLeader(tm_session(name), name)
+        closing.callback(leader.close)
+        return leader.start() if wait else leader.contend()
+
+    return _start
+
+
+@pytest.fixture
+def taskmanager(
+    tm_config: Callable[..., Configuration], closing: ExitStack
+) -> Callable[..., TaskManager]:
+    def _start(tm_id: str = "tm-1", **keys: str) -> TaskManager:
+        manager = TaskManager(tm_config(**keys), tm_id)
+        manager.start()
+        closing.callback(manager.stop, 1.0)
+        return manager
+
+    return _start

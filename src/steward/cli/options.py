@@ -1,0 +1,83 @@
+"""Parsing the job commands' option values: ``--restart`` strategies and ``key=value`` pairs.
+
+Pure functions raising ``click.BadParameter`` (a usage error, exit code 2) with a sentence that
+says what was expected, so they are tested without a cluster.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+
+import click
+from pydantic import TypeAdapter, ValidationError
+
+from steward.config import parse_duration
+from steward.model import RestartStrategy
+
+RESTART_HELP = (
+    "none | fixed-delay[:attempts=3,delay=10s] |"
+    " exponential-delay[:initial=1s,max=60s,multiplier=2,max-attempts=10]"
+)
+
+_BARE_NUMBER = re.compile(r"\s*\d+(\.\d+)?\s*")
+
+
+def _duration(text: str) -> float:
+    # parse_duration reads a bare number as milliseconds (as in steward.toml); on a command
+    # line "delay=10" is too easily meant as seconds, so a unit is required here.
+    if _BARE_NUMBER.fullmatch(text):
+        raise ValueError(f"{text!r} needs a unit, e.g. {text.strip()}s or {text.strip()}ms")
+    return parse_duration(text)
+
+
+# Per strategy: the option names a user writes, and how each becomes a model field.
+_PARAMETERS: dict[str, dict[str, tuple[str, Callable[[str], object]]]] = {
+    "none": {},
+    "fixed-delay": {"attempts": ("attempts", int), "delay": ("delay", _duration)},
+    "exponential-delay": {
+        "initial": ("initial", _duration),
+        "max": ("max", _duration),
+        "multiplier": ("multiplier", float),
+        "max-attempts": ("max_attempts", int),
+    },
+}
+
+_RESTART = TypeAdapter[RestartStrategy](RestartStrategy)
+
+
+def parse_restart(text: str) -> RestartStrategy:
+    """``kind[:name=value,...]`` -> a restart strategy (see :data:`RESTART_HELP`)."""
+    kind, _, rest = text.strip().partition(":")
+    if kind not in _PARAMETERS:
+        raise click.BadParameter(f"unknown restart strategy {kind!r}; expected {RESTART_HELP}")
+    fields: dict[str, object] = {"kind": kind}
+    known = _PARAMETERS[kind]
+    for pair in filter(None, (part.strip() for part in rest.split(","))):
+        name, sep, value = pair.partition("=")
+        name = name.strip()
+        if not sep or name not in known:
+            allowed = ", ".join(known) or "no parameters"
+            raise click.BadParameter(f"{kind} takes {allowed}; got {pair!r}")
+        field, convert = known[name]
+        try:
+            fields[field] = convert(value.strip())
+        except ValueError as exc:
+            raise click.BadParameter(f"{kind}: bad {name}={value.strip()!r}: {exc}") from exc
+    try:
+        return _RESTART.validate_python(fields)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = str(first["loc"][-1]).replace("_", "-") if first["loc"] else kind
+        raise click.BadParameter(f"{kind}: {where}: {first['msg']}") from exc
+
+
+def parse_pairs(pairs: Iterable[str], option: str) -> dict[str, str]:
+    """``key=value`` arguments of a repeatable option (``--conf``, ``--label``)."""
+    result: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise click.BadParameter(f"expected key=value, got {pair!r}", param_hint=option)
+        result[key.strip()] = value
+    return result

@@ -1,0 +1,170 @@
+"""How the job commands show jobs to a person: status lines, tables and results (rich).
+
+``--json`` output does not come from here: it is the REST views themselves, dumped.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+
+from steward.model import ErrorInfo, JsonValue
+from steward.status import AttemptRecord, ClusterView, JobView, ResultView
+
+
+def timestamp(seconds: float | None, *, short: bool = False) -> str:
+    """A local wall-clock time (``short``: without the year), or '-'."""
+    if seconds is None:
+        return "-"
+    return time.strftime(
+        "%m-%d %H:%M:%S" if short else "%Y-%m-%d %H:%M:%S", time.localtime(seconds)
+    )
+
+
+def latest_attempt(view: JobView) -> AttemptRecord | None:
+    return max(view.attempts, key=lambda attempt: attempt.number, default=None)
+
+
+def progress_text(progress: dict[str, JsonValue] | None) -> str:
+    if not progress:
+        return ""
+    return " ".join(f"{key}={value}" for key, value in progress.items())
+
+
+def cause_text(cause: ErrorInfo | None) -> str:
+    if cause is None:
+        return ""
+    first = cause.message.splitlines()[0] if cause.message else ""
+    return f"{cause.type}: {first}" if first else cause.type
+
+
+def status_line(view: JobView, elapsed: float | None = None) -> Text:
+    """One line: id, state, attempt and TaskManager, reason, progress (the live follow line)."""
+    line = Text()
+    line.append(view.job_id, style="bold")
+    line.append("  ")
+    line.append(view.state.value, style=_state_style(view.state.value))
+    attempt = latest_attempt(view)
+    if attempt is not None:
+        line.append(f"  attempt {attempt.number} on {attempt.taskmanager}")
+    if view.reason:
+        line.append(f"  ({view.reason})", style="dim")
+    progress = progress_text(view.progress)
+    if progress:
+        line.append(f"  {progress}")
+    if elapsed is not None:
+        line.append(f"  {elapsed:.0f}s", style="dim")
+    return line
+
+
+def jobs_table(views: list[JobView], width: int = 80) -> Table:
+    """``steward list``. Every column keeps its full width (ids and times get copied) except
+    the reason, which gives way to a narrow terminal; name and reason only when some job has
+    one."""
+    names = any(view.name for view in views)
+    reasons = any(view.reason for view in views)
+    headers = ["job", *["name"] * names, "state", "attempts", "taskmanager", "submitted"]
+    rows = []
+    for view in sorted(views, key=lambda v: v.submitted_at or 0.0):
+        attempt = latest_attempt(view)
+        rows.append(
+            [
+                view.job_id,
+                *[view.name or "-"] * names,
+                view.state.value,
+                str(view.attempt_count),
+                attempt.taskmanager if attempt else "-",
+                timestamp(view.submitted_at, short=True),
+            ]
+        )
+    table = Table()
+    used = 1  # the left border; each column adds its padding and a border
+    for index, header in enumerate(headers):
+        column_width = max([len(header), *(len(row[index]) for row in rows)])
+        table.add_column(header, no_wrap=True, min_width=column_width)
+        used += column_width + 3
+    if reasons:
+        left = max(width - used - 3, len("reason"))
+        table.add_column("reason", no_wrap=True, overflow="ellipsis", max_width=left)
+    state_index = headers.index("state")
+    for view, row in zip(sorted(views, key=lambda v: v.submitted_at or 0.0), rows, strict=True):
+        cells: list[str | Text] = list(row)
+        cells[state_index] = Text(row[state_index], style=_state_style(row[state_index]))
+        reason = (view.reason or "").split("\n", 1)[0]
+        table.add_row(*cells, *[reason] * reasons)
+    return table
+
+
+def job_details(view: JobView) -> Group:
+    """``steward status``: the job's fields, then its attempts."""
+    fields = Table.grid(padding=(0, 2))
+    fields.add_row("job", view.job_id)
+    if view.name:
+        fields.add_row("name", view.name)
+    fields.add_row("state", Text(view.state.value, style=_state_style(view.state.value)))
+    if view.reason:
+        fields.add_row("reason", view.reason)
+    fields.add_row("submitted", timestamp(view.submitted_at))
+    fields.add_row("updated", timestamp(view.updated_at))
+    fields.add_row("attempts", f"{view.attempt_count} ({view.failures} failed)")
+    if view.progress:
+        fields.add_row("progress", progress_text(view.progress))
+    if view.checkpoints:
+        newest = max(view.checkpoints, key=lambda c: c.checkpoint_id)
+        fields.add_row("checkpoint", f"{newest.checkpoint_id} at {timestamp(newest.created_at)}")
+    if view.result is not None:
+        fields.add_row("result", result_summary(view.result))
+    attempts = Table("#", "taskmanager", "epoch", "state", "start", "end", "cause")
+    for attempt in sorted(view.attempts, key=lambda a: a.number):
+        attempts.add_row(
+            str(attempt.number),
+            attempt.taskmanager,
+            str(attempt.epoch),
+            attempt.state.value,
+            timestamp(attempt.started_at),
+            timestamp(attempt.ended_at),
+            cause_text(attempt.cause),
+        )
+    return Group(fields, attempts) if view.attempts else Group(fields)
+
+
+def result_summary(result: ResultView) -> str:
+    if result.error is not None:
+        return f"{result.state.value}: {cause_text(result.error)}"
+    if result.state.value == "FINISHED":
+        return f"{result.state.value}: {json.dumps(result.value)}"
+    return result.state.value
+
+
+def print_result(console: Console, result: ResultView) -> None:
+    """A result for a person: its state and value, or the error with its traceback."""
+    state = result.state.value
+    console.print(Text(f"{state}  {result.job_id}", style=_state_style(state)))
+    if result.error is not None:
+        console.print(Text(cause_text(result.error)))
+        if result.error.traceback:
+            console.print(Text(result.error.traceback.rstrip(), style="dim"))
+    elif state == "FINISHED":
+        console.print(Text(f"value: {json.dumps(result.value, indent=2)}"))
+
+
+def cluster_leader_line(cluster: ClusterView) -> str:
+    leader = cluster.leader
+    if leader is None:
+        return f"cluster {cluster.cluster_id}: no leader"
+    return f"{leader.id}  {leader.address}  epoch {leader.epoch}"
+
+
+def _state_style(state: str) -> str:
+    return {
+        "FINISHED": "green",
+        "RUNNING": "cyan",
+        "FAILED": "red",
+        "CANCELED": "yellow",
+        "CANCELLING": "yellow",
+        "RESTARTING": "magenta",
+    }.get(state, "")

@@ -1,0 +1,60 @@
+"""``steward taskmanager``: run one TaskManager in the foreground.
+
+SIGTERM or SIGINT stops it gracefully (attempts cancelled, their leases released,
+deregistered); SIGKILL leaves its runners to their dead-man's switch.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+from types import FrameType
+
+import click
+
+from steward.config import Configuration
+
+log = logging.getLogger(__name__)
+
+
+@click.command()
+@click.option("--id", "taskmanager_id", help="This TaskManager's id (default: tm-<host>-<pid>).")
+@click.pass_obj
+def taskmanager(config: Configuration, taskmanager_id: str | None) -> int:
+    """Run a TaskManager: register, heartbeat to the leader, run attempts (foreground)."""
+    from steward.errors import ConfigurationError
+    from steward.taskmanager.process import check_id, default_id
+
+    chosen = taskmanager_id or default_id()
+    try:
+        check_id(chosen)
+    except ConfigurationError as exc:
+        raise click.BadParameter(str(exc), param_hint="--id") from None
+    return run(config, chosen)
+
+
+def run(config: Configuration, taskmanager_id: str) -> int:
+    """Run a TaskManager until SIGTERM or SIGINT; returns the exit code."""
+    from steward.taskmanager.process import TaskManager
+
+    # A server process: its own INFO lines are its log, unless -v asked for more.
+    if logging.getLogger().getEffectiveLevel() > logging.INFO:
+        logging.getLogger("steward").setLevel(logging.INFO)
+    done = threading.Event()
+
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        log.info("signal received signal=%s", signal.Signals(signum).name)
+        done.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    manager = TaskManager(config, taskmanager_id).start()
+    click.echo(f"taskmanager {taskmanager_id} started pid={os.getpid()} slots={manager.slots}")
+    try:
+        while not done.wait(1.0):
+            pass
+    finally:
+        manager.stop()
+    return 0

@@ -1,0 +1,331 @@
+"""``steward.Client``: the Python client of the JobManagers' REST API.
+
+Any JobManager answers (standbys serve reads and forward writes to the leader); the client
+sends every request through :class:`steward.failover.Failover`, which tries each address and
+retries them all with backoff until the client's ``timeout``.
+
+A submission is the one request that is not naturally safe to repeat: a POST whose answer was
+lost may have been accepted. The client therefore always sends a job id (``<stem>-<8 hex>``
+when the caller gives none), and a retried submission that is answered "job exists" (or "job
+terminated") for that id after an attempt that may have reached a JobManager counts as
+success: it returns that job.
+
+Errors are Steward's exception tree, with the server's message: ``JobNotFoundError``,
+``JobExistsError``, ``JobTerminatedError`` (with the result), ``JobRejectedError`` (a bad spec,
+artifact or size), ``NoLeaderError``, ``ClusterUnreachableError``, otherwise ``ApiError``.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self, TypeVar
+
+import httpx
+from pydantic import BaseModel, ValidationError
+
+from steward import packaging
+from steward.config import Configuration, load
+from steward.discovery import discover_addresses, normalize_address
+from steward.errors import (
+    ApiError,
+    JobExistsError,
+    JobNotFoundError,
+    JobRejectedError,
+    JobTerminatedError,
+    NoLeaderError,
+    StewardError,
+    WaitTimeoutError,
+)
+from steward.failover import (
+    DEFAULT_BACKOFF,
+    DEFAULT_REQUEST_TIMEOUTS,
+    Backoff,
+    Failover,
+    Rediscover,
+    RequestTimeouts,
+    error_body,
+    retry_after_seconds,
+)
+from steward.model import JobKind, JobSpec, RestartStrategy, check_job_id
+from steward.status import (
+    ArtifactUpload,
+    ClusterView,
+    ErrorBody,
+    JobList,
+    JobView,
+    LeaderView,
+    ResultView,
+    SubmitRequest,
+)
+
+log = logging.getLogger(__name__)
+
+_sleep = time.sleep  # tests replace it to poll without waiting
+
+V = TypeVar("V", bound=BaseModel)
+
+
+class Client:
+    """Talks to a Steward cluster. Use as a context manager, or call :meth:`close`.
+
+    ``addresses``: JobManager URLs; None finds them (:func:`steward.discovery`) from ``config``
+    (default: :func:`steward.config.load`) and the working directory. ``timeout``: how long
+    one call keeps trying every address before it gives up.
+    """
+
+    def __init__(
+        self,
+        addresses: Sequence[str] | None = None,
+        *,
+        config: Configuration | None = None,
+        timeout: float = 30.0,
+        transport: httpx.BaseTransport | None = None,
+        backoff: Backoff = DEFAULT_BACKOFF,
+        request_timeouts: RequestTimeouts = DEFAULT_REQUEST_TIMEOUTS,
+    ) -> None:
+        rediscover = None
+        if addresses is None:
+            config = config if config is not None else load()
+            addresses = discover_addresses(config, Path.cwd())
+            rediscover = _rediscovery(config, Path.cwd())
+        self._failover = Failover(
+            [normalize_address(address) for address in addresses],
+            timeout=timeout,
+            transport=transport,
+            backoff=backoff,
+            request_timeouts=request_timeouts,
+            rediscover=rediscover,
+        )
+
+    @classmethod
+    def discover(
+        cls,
+        config: Configuration,
+        workdir: Path | None = None,
+        *,
+        timeout: float = 30.0,
+        transport: httpx.BaseTransport | None = None,
+    ) -> Client:
+        """A client for the cluster ``config`` names, as seen from ``workdir`` (default: cwd):
+        ``rest.address``, else ``<workdir>/.steward/cluster.json``, else ZooKeeper."""
+        workdir = Path.cwd() if workdir is None else workdir
+        client = cls(
+            discover_addresses(config, workdir), config=config, timeout=timeout, transport=transport
+        )
+        client._failover.rediscover = _rediscovery(config, workdir)
+        return client
+
+    @property
+    def addresses(self) -> list[str]:
+        """The JobManager URLs, the one that answered last first."""
+        return list(self._failover.addresses)
+
+    @property
+    def timeout(self) -> float:
+        """How long one call keeps trying every address before it gives up."""
+        return self._failover.timeout
+
+    # ------------------------------------------------------------------ jobs
+
+    def submit(
+        self,
+        pipeline: Path | str,
+        *,
+        args: Sequence[str] = (),
+        name: str | None = None,
+        job_id: str | None = None,
+        slots: int | None = None,
+        restart: RestartStrategy | Mapping[str, Any] | None = None,
+        spark_conf: Mapping[str, str] | None = None,
+        entrypoint: str | None = None,
+        kind: JobKind | str | None = None,
+        labels: Mapping[str, str] | None = None,
+    ) -> JobView:
+        """Submit the pipeline at ``pipeline`` (a .py file, a folder or a .zip).
+
+        Unset options take the server's defaults. A bad path or spec is a
+        :class:`JobRejectedError` before any request is made.
+        """
+        path = Path(pipeline)
+        artifact = packaging.package(path)
+        spec: dict[str, Any] = {
+            "job_id": job_id if job_id is not None else packaging.default_job_id(path),
+            "args": list(args),
+        }
+        if restart is not None:
+            spec["restart_strategy"] = (
+                restart.model_dump(mode="json") if isinstance(restart, BaseModel) else restart
+            )
+        optional = {
+            "name": name,
+            "slots": slots,
+            "spark_conf": spark_conf,
+            "entrypoint": entrypoint,
+            "kind": kind,
+            "labels": labels,
+        }
+        spec.update({key: value for key, value in optional.items() if value is not None})
+        return self.submit_raw(_checked_spec(spec), artifact.filename, artifact.data)
+
+    def submit_raw(self, spec: Mapping[str, Any], filename: str, data: bytes) -> JobView:
+        """Submit ``spec`` (JobSpec fields) and the artifact bytes as they are.
+
+        The spec is not checked here (the server answers a bad one with JobRejectedError);
+        only a missing ``job_id`` is filled in, so that a retry is recognised.
+        """
+        spec = dict(spec)
+        job_id = str(spec.setdefault("job_id", packaging.default_job_id(filename)))
+        request = SubmitRequest(
+            spec=spec,
+            artifact=ArtifactUpload(
+                filename=filename, data_b64=base64.b64encode(data).decode("ascii")
+            ),
+        )
+        response, maybe_accepted = self._failover.send(
+            "POST", "/v1/jobs", request.model_dump(mode="json")
+        )
+        if response.status_code == httpx.codes.CREATED:
+            return _decode(JobView, response)
+        error = error_body(response)
+        if maybe_accepted and error.code in ("job_exists", "job_terminated"):
+            # Our own earlier attempt got through before its answer was lost.
+            log.info("submission was accepted by an earlier attempt job=%s", job_id)
+            return self.job(job_id)
+        raise _api_error(response, error, job_id)
+
+    def jobs(self) -> list[JobView]:
+        """Every job the cluster knows: live ones and those with a result."""
+        return _decode(JobList, self._call("GET", "/v1/jobs")).jobs
+
+    def job(self, job_id: str) -> JobView:
+        return _decode(JobView, self._call("GET", _job_path(job_id), job_id=job_id))
+
+    def cancel(self, job_id: str) -> JobView:
+        """Ask the cluster to cancel the job; returns at once (CANCELLING) with its view."""
+        return _decode(JobView, self._call("POST", f"{_job_path(job_id)}/cancel", job_id=job_id))
+
+    def result(self, job_id: str) -> ResultView:
+        """The outcome of a terminated job; :class:`ApiError` ``job_not_terminated`` before."""
+        return _decode(ResultView, self._call("GET", f"{_job_path(job_id)}/result", job_id=job_id))
+
+    def wait(
+        self,
+        job_id: str,
+        timeout: float | None = None,
+        poll: float = 0.5,
+        on_update: Callable[[JobView], None] | None = None,
+    ) -> ResultView:
+        """Poll the job until it terminates and return its result.
+
+        ``on_update`` gets every view polled. :class:`WaitTimeoutError` after ``timeout``
+        seconds (None: wait as long as it takes).
+        """
+        deadline = time.monotonic() + (float("inf") if timeout is None else timeout)
+        while True:
+            view = self.job(job_id)
+            if on_update is not None:
+                on_update(view)
+            if view.state.is_terminal:
+                return view.result if view.result is not None else self.result(job_id)
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise WaitTimeoutError(f"job {job_id!r} is still {view.state} after {timeout}s")
+            _sleep(min(poll, remaining))
+
+    # ------------------------------------------------------------------ cluster
+
+    def cluster(self) -> ClusterView:
+        return _decode(ClusterView, self._call("GET", "/v1/cluster"))
+
+    def leader(self) -> LeaderView | None:
+        """The leading JobManager, or None while there is none."""
+        return self.cluster().leader
+
+    def close(self) -> None:
+        self._failover.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        _type: type[BaseException] | None,
+        _value: BaseException | None,
+        _traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ transport
+
+    def _call(
+        self, method: str, path: str, body: Any = None, *, job_id: str | None = None
+    ) -> httpx.Response:
+        """A successful (2xx) answer from any JobManager, or the mapped error."""
+        response, _maybe_accepted = self._failover.send(method, path, body)
+        if response.is_success:
+            return response
+        raise _api_error(response, error_body(response), job_id)
+
+
+def _rediscovery(config: Configuration, workdir: Path) -> Rediscover:
+    def rediscover(timeout: float) -> list[str]:
+        return discover_addresses(config, workdir, zookeeper_timeout=timeout)
+
+    return rediscover
+
+
+def _checked_spec(spec: dict[str, Any]) -> dict[str, Any]:
+    """``spec`` validated as a JobSpec, as JSON, with only the fields the caller set."""
+    try:
+        model = JobSpec.model_validate(spec)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "spec"
+        raise JobRejectedError(f"invalid job spec: {where}: {first['msg']}") from exc
+    return model.model_dump(mode="json", exclude_unset=True)
+
+
+def _job_path(job_id: str) -> str:
+    try:
+        return f"/v1/jobs/{check_job_id(job_id)}"
+    except ValueError as exc:
+        # No job can have this id, and it must not reach a URL path ("../x") unchecked.
+        not_found = JobNotFoundError(job_id)
+        not_found.args = (f"no job {job_id!r}: {exc}",)
+        raise not_found from exc
+
+
+def _decode(model: type[V], response: httpx.Response) -> V:
+    try:
+        return model.model_validate_json(response.content)
+    except ValidationError as exc:
+        raise ApiError(
+            f"unexpected answer from {response.request.url}: {exc.errors()[0]['msg']}",
+            status=response.status_code,
+            code="bad_response",
+        ) from exc
+
+
+def _api_error(response: httpx.Response, error: ErrorBody, job_id: str | None) -> StewardError:
+    status = response.status_code
+    exc: JobNotFoundError | JobExistsError
+    if error.code == "job_not_found" and job_id is not None:
+        exc = JobNotFoundError(job_id)
+    elif error.code == "job_exists" and job_id is not None:
+        exc = JobExistsError(job_id)
+    elif error.code == "job_terminated":
+        return JobTerminatedError(error.message, result=error.result, status=status)
+    elif error.code == "no_leader":
+        return NoLeaderError(error.message, retry_after=retry_after_seconds(response) or None)
+    elif error.code in ("bad_request", "too_large") and response.request.method == "POST":
+        return JobRejectedError(error.message)
+    else:
+        return ApiError(error.message, status=status, code=error.code)
+    # The store's classes word their own message from the id; the server's sentence says more.
+    exc.args = (error.message,)
+    return exc

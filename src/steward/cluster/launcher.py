@@ -1,0 +1,133 @@
+"""Starting the local cluster's JobManagers and TaskManagers in the background, and stopping
+exactly those processes.
+
+Each runs ``python -m steward.cli --config .steward/steward.toml [-D jobmanager.port=P]
+jobmanager|taskmanager --id <id>`` in a session of its own (closing the terminal or the end of
+the CLI does not stop it), its output appended to ``.steward/logs/<role>-<n>.log``. A recorded
+process counts as ours only while its pid, its create time and its config path in argv all
+match (:mod:`steward.zookeeper.process`), so ``stop`` never signals a process that merely
+reuses a recorded pid.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import psutil
+
+from steward.cluster.workdir import ProcessEntry, Role, StateDir
+from steward.errors import LocalClusterError, ManagedZooKeeperError
+from steward.zookeeper.layout import LOOPBACK, port_is_free
+from steward.zookeeper.process import LOG_START_MARKER, find_live, spawn, terminate
+
+log = logging.getLogger(__name__)
+
+# Below Linux's ephemeral range (32768-60999), so that no outgoing connection takes the port
+# of a stopped JobManager before it starts again.
+_PORT_RANGE = (15000, 32000)
+_LOG_TAIL_LINES = 25
+
+
+_ID_PREFIX = {Role.JOBMANAGER: "jm", Role.TASKMANAGER: "tm", Role.ZOOKEEPER: "zk"}
+
+
+def process_id(role: Role, number: int) -> str:
+    """``jm-1``, ``tm-2``: the ``--id`` of the n-th process of a role."""
+    return f"{_ID_PREFIX[role]}-{number}"
+
+
+def command(config: Path, role: Role, proc_id: str, port: int | None = None) -> list[str]:
+    argv = [sys.executable, "-m", "steward.cli", "--config", str(config)]
+    if port is not None:
+        argv += ["-D", f"jobmanager.port={port}"]
+    return [*argv, role.value, "--id", proc_id]
+
+
+def launch(
+    state_dir: StateDir,
+    role: Role,
+    number: int,
+    *,
+    port: int | None = None,
+    host: str = LOOPBACK,
+) -> tuple[subprocess.Popen[bytes], ProcessEntry]:
+    """Start the n-th JobManager (on ``port``) or TaskManager; returns its handle and record."""
+    proc_id = process_id(role, number)
+    log_path = state_dir.log(role, number)
+    argv = command(state_dir.config, role, proc_id, port)
+    child, record = spawn(argv, log_path, marker=str(state_dir.config))
+    address = f"http://{host}:{port}" if port is not None else None
+    entry = ProcessEntry(
+        role=role,
+        id=proc_id,
+        pid=record.pid,
+        create_time=record.create_time,
+        marker=record.marker,
+        address=address,
+        log=str(log_path),
+    )
+    log.info("started role=%s id=%s pid=%d", role, proc_id, record.pid)
+    return child, entry
+
+
+def live_process(entry: ProcessEntry) -> psutil.Process | None:
+    """The recorded process if it still runs and is still the one started, else None."""
+    return find_live(entry.record)
+
+
+def stop(entries: Sequence[ProcessEntry], *, timeout: float) -> list[ProcessEntry]:
+    """SIGTERM the recorded processes that are still ours, SIGKILL after ``timeout``; wait
+    until they are gone. Returns those that were running."""
+    running = [(entry, process) for entry in entries if (process := live_process(entry))]
+    try:
+        terminate([process for _entry, process in running], graceful=True, timeout=timeout)
+    except ManagedZooKeeperError as exc:  # terminate() is shared with the managed ZooKeeper
+        raise LocalClusterError(str(exc)) from exc
+    return [entry for entry, _process in running]
+
+
+def choose_ports(required: Sequence[int | None], remembered: Sequence[int]) -> list[int]:
+    """One free port per JobManager: the one ``required`` (masters file) if given, which must be
+    free; else the one it had before if free (stable addresses); else any free one."""
+    chosen: list[int] = []
+    for index, port in enumerate(required):
+        if port is not None:
+            if not port_is_free(port):
+                raise LocalClusterError(
+                    f"port {port} of JobManager {index + 1} (masters file) is in use;"
+                    " `ss -ltnp 'sport = :{port}'` names the process"
+                )
+            chosen.append(port)
+        elif index < len(remembered) and _usable(remembered[index], chosen):
+            chosen.append(remembered[index])
+        else:
+            chosen.append(free_port(exclude=chosen))
+    return chosen
+
+
+def free_port(exclude: Sequence[int] = ()) -> int:
+    """A port on 127.0.0.1 that is free now, outside the ephemeral range."""
+    for _ in range(200):
+        port = random.randrange(*_PORT_RANGE)
+        if _usable(port, exclude):
+            return port
+    raise LocalClusterError(f"no free port found between {_PORT_RANGE[0]} and {_PORT_RANGE[1]}")
+
+
+def log_tail(path: Path, lines: int = _LOG_TAIL_LINES) -> str:
+    """The last lines a process wrote since its latest start."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return "(no log written)"
+    latest = text[text.rfind(LOG_START_MARKER) :] if LOG_START_MARKER in text else text
+    return "\n".join(latest.splitlines()[-lines:])
+
+
+def _usable(port: int, taken: Sequence[int]) -> bool:
+    return port not in taken and port_is_free(port)

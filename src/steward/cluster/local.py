@@ -1,0 +1,392 @@
+"""``LocalCluster``: start, inspect and stop a whole Steward cluster on this machine.
+
+``start`` runs a managed standalone ZooKeeper (unless the user configured a quorum), N
+JobManagers and M TaskManagers in the background, records every process in ``cluster.json``
+as it starts it, and returns once a leader is elected and every TaskManager is registered.
+If anything fails first, it stops everything it started and raises
+:class:`LocalClusterStartError` naming the process and the tail of its log.
+
+Starting over a cluster whose processes are all gone (it crashed, or was stopped) reuses its
+cluster id, its ZooKeeper data and its storage, so the new leader recovers its jobs. Starting
+while any of its processes is alive is an error. ``stop`` signals exactly the processes
+``start`` started and keeps the data; ``stop(purge=True)`` also deletes ``.steward``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import secrets
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+from pydantic import ValidationError
+
+from steward.cluster import launcher
+from steward.cluster.hosts import Topology
+from steward.cluster.settings import CLUSTER_ID, QUORUM, UserSettings, cluster_settings, write_toml
+from steward.cluster.workdir import (
+    ClusterState,
+    ProcessEntry,
+    Role,
+    StateDir,
+    load_state,
+    save_state,
+)
+from steward.config import load
+from steward.errors import LocalClusterError, LocalClusterStartError, PortInUseError, StewardError
+from steward.ha.directory import read_directory
+from steward.status import ClusterView
+from steward.zookeeper.layout import LOOPBACK, port_is_free
+from steward.zookeeper.managed import ManagedEnsemble
+from steward.zookeeper.state import load_state as load_ensemble_state
+
+log = logging.getLogger(__name__)
+
+READY_TIMEOUT = 60.0
+STOP_GRACE = 10.0
+_POLL_INTERVAL = 0.2
+_PROBE_TIMEOUT = 1.0
+_ZOOKEEPER_PORT_ATTEMPTS = 3
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class StartOptions:
+    topology: Topology
+    user: UserSettings
+    slots: int | None = None
+    timeout: float = READY_TIMEOUT
+
+
+@dataclass(frozen=True)
+class ProcessStatus:
+    role: Role
+    id: str
+    pid: int | None
+    alive: bool
+    address: str | None
+    log: str
+    leader: bool = False
+    mode: str | None = None  # a ZooKeeper server's mode (standalone, leader, follower)
+
+
+@dataclass(frozen=True)
+class ClusterStatus:
+    state_dir: StateDir
+    state: ClusterState | None
+    processes: list[ProcessStatus] = field(default_factory=list)
+    leader: str | None = None
+
+    @property
+    def healthy(self) -> bool:
+        return self.state is not None and all(process.alive for process in self.processes)
+
+
+class LocalCluster:
+    """The cluster whose state lives in ``<workdir>/.steward``."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.state_dir = StateDir.of(workdir)
+        # Handles of the processes this object started, so that their exit is collected.
+        self._children: list[subprocess.Popen[bytes]] = []
+
+    # ------------------------------------------------------------------ start
+
+    def start(self, options: StartOptions, progress: Progress = lambda _m: None) -> ClusterState:
+        deadline = time.monotonic() + options.timeout
+        with self.state_dir.locked():
+            previous = load_state(self.state_dir)
+            if previous is not None:
+                self._refuse_if_running(previous)
+            state = self._new_state(options.user, previous)
+            try:
+                state = self._start_all(state, previous, options, deadline, progress)
+            except BaseException:
+                self._abort(load_state(self.state_dir) or state)
+                raise
+        return state
+
+    def _new_state(self, user: UserSettings, previous: ClusterState | None) -> ClusterState:
+        quorum = user.configured(QUORUM)
+        cluster_id = user.configured(CLUSTER_ID) or (
+            previous.cluster_id if previous else f"local-{secrets.token_hex(4)}"
+        )
+        return ClusterState(
+            cluster_id=cluster_id,
+            quorum=quorum or "",
+            managed_zookeeper=quorum is None,
+            config=str(self.state_dir.config),
+            started_at=time.time(),
+        )
+
+    def _start_all(
+        self,
+        state: ClusterState,
+        previous: ClusterState | None,
+        options: StartOptions,
+        deadline: float,
+        progress: Progress,
+    ) -> ClusterState:
+        ports = launcher.choose_ports(options.topology.jobmanager_ports, _ports(previous))
+        if state.managed_zookeeper:
+            progress("starting ZooKeeper")
+            state = self._start_zookeeper(state, deadline)
+        settings = cluster_settings(
+            options.user,
+            state_root=self.state_dir.root,
+            quorum=state.quorum,
+            cluster_id=state.cluster_id,
+            slots=options.slots,
+        )
+        write_toml(self.state_dir.config, settings, header=_TOML_HEADER)
+        config = load(self.state_dir.config)  # the processes will read it so: fail here first
+        host = _reachable_host(str(config["jobmanager.bind-host"]))
+        for directory in (self.state_dir.storage, self.state_dir.work, self.state_dir.logs):
+            directory.mkdir(parents=True, exist_ok=True)
+        for number, port in enumerate(ports, start=1):
+            state = self._launch(state, Role.JOBMANAGER, number, port=port, host=host)
+        for number in range(1, options.topology.taskmanagers + 1):
+            state = self._launch(state, Role.TASKMANAGER, number)
+        self._await_ready(state, deadline, options.timeout, progress)
+        return state
+
+    def _launch(
+        self,
+        state: ClusterState,
+        role: Role,
+        number: int,
+        *,
+        port: int | None = None,
+        host: str = LOOPBACK,
+    ) -> ClusterState:
+        child, entry = launcher.launch(self.state_dir, role, number, port=port, host=host)
+        self._children.append(child)
+        state = state.model_copy(update={"processes": [*state.processes, entry]})
+        save_state(self.state_dir, state)  # at once: an interrupted start can still be stopped
+        return state
+
+    def _start_zookeeper(self, state: ClusterState, deadline: float) -> ClusterState:
+        ensemble = ManagedEnsemble(self.state_dir.zookeeper)
+        previous = load_ensemble_state(self.state_dir.zookeeper)
+        port = previous.client_port if previous and port_is_free(previous.client_port) else None
+        for attempt in range(_ZOOKEEPER_PORT_ATTEMPTS):
+            try:
+                ensemble.start(1, port or launcher.free_port(), timeout=_left(deadline))
+                break
+            except PortInUseError:
+                # Taken between our check and the start; nothing was started.
+                if attempt == _ZOOKEEPER_PORT_ATTEMPTS - 1:
+                    raise
+                port = None
+        entries = _zookeeper_entries(ensemble)
+        state = state.model_copy(
+            update={"quorum": ensemble.connect_string, "processes": [*state.processes, *entries]}
+        )
+        save_state(self.state_dir, state)
+        return state
+
+    def _await_ready(
+        self, state: ClusterState, deadline: float, timeout: float, progress: Progress
+    ) -> None:
+        jobmanagers = state.of_role(Role.JOBMANAGER)
+        wanted = {entry.id for entry in state.of_role(Role.TASKMANAGER)}
+        while True:
+            for entry in [*jobmanagers, *state.of_role(Role.TASKMANAGER)]:
+                if launcher.live_process(entry) is None:
+                    raise LocalClusterStartError(_failure(entry, "exited while starting"))
+            views = {entry.id: _probe(entry.address) for entry in jobmanagers}
+            leader = next((v.leader for v in views.values() if v and v.leader), None)
+            registered = _registered(views.values()) & wanted
+            answering = sum(view is not None for view in views.values())
+            progress(
+                f"{answering}/{len(jobmanagers)} JobManagers answering,"
+                f" leader: {leader.id if leader else 'none yet'},"
+                f" {len(registered)}/{len(wanted)} TaskManagers registered"
+            )
+            if answering == len(jobmanagers) and leader is not None and registered == wanted:
+                return
+            if time.monotonic() >= deadline:
+                laggard = next(
+                    (e for e in jobmanagers if views[e.id] is None or leader is None), None
+                )
+                laggard = laggard or next(
+                    e for e in state.of_role(Role.TASKMANAGER) if e.id not in registered
+                )
+                raise LocalClusterStartError(
+                    _failure(laggard, f"was not ready within {timeout:g}s")
+                )
+            time.sleep(_POLL_INTERVAL)
+
+    def _abort(self, state: ClusterState) -> None:
+        """Stop whatever this start started (a failed or interrupted start)."""
+        log.info("start failed; stopping what it started cluster=%s", state.cluster_id)
+        with contextlib.suppress(StewardError):
+            launcher.stop(_workers(state), timeout=STOP_GRACE)
+        if state.managed_zookeeper:
+            with contextlib.suppress(StewardError):
+                ManagedEnsemble(self.state_dir.zookeeper).stop(timeout=STOP_GRACE)
+
+    def _refuse_if_running(self, previous: ClusterState) -> None:
+        alive = [entry for entry in _workers(previous) if launcher.live_process(entry)]
+        names = [f"{entry.id} (pid {entry.pid})" for entry in alive]
+        if previous.managed_zookeeper and ManagedEnsemble(self.state_dir.zookeeper).is_running():
+            names.append("ZooKeeper")
+        if names:
+            raise LocalClusterError(
+                f"the local cluster in {self.state_dir.root} is running: {', '.join(names)};"
+                " `steward cluster status` shows it, `steward cluster stop` stops it"
+            )
+
+    # ------------------------------------------------------------------ status
+
+    def status(self) -> ClusterStatus:
+        state = load_state(self.state_dir)
+        if state is None:
+            return ClusterStatus(self.state_dir, None)
+        processes = self._zookeeper_status() if state.managed_zookeeper else []
+        alive = {entry.id: launcher.live_process(entry) is not None for entry in _workers(state)}
+        zookeeper_down = state.managed_zookeeper and not any(p.alive for p in processes)
+        leader = self._leader(state, alive, ask_zookeeper=not zookeeper_down)
+        processes += [
+            ProcessStatus(
+                role=entry.role,
+                id=entry.id,
+                pid=entry.pid,
+                alive=alive[entry.id],
+                address=entry.address,
+                log=entry.log,
+                leader=entry.id == leader,
+            )
+            for entry in _workers(state)
+        ]
+        return ClusterStatus(self.state_dir, state, processes, leader)
+
+    def _zookeeper_status(self) -> list[ProcessStatus]:
+        ensemble = ManagedEnsemble(self.state_dir.zookeeper)
+        return [
+            ProcessStatus(
+                role=Role.ZOOKEEPER,
+                id=launcher.process_id(Role.ZOOKEEPER, server.server_id),
+                pid=server.pid,
+                alive=server.running,
+                address=f"{LOOPBACK}:{server.client_port}",
+                log=str(ensemble.log_path(server.server_id)),
+                mode=server.mode.value if server.mode else ("frozen" if server.frozen else None),
+            )
+            for server in ensemble.status()
+        ]
+
+    def _leader(
+        self, state: ClusterState, alive: dict[str, bool], *, ask_zookeeper: bool
+    ) -> str | None:
+        """The leader's id, from a live JobManager, else from ZooKeeper's leader/info."""
+        for entry in state.of_role(Role.JOBMANAGER):
+            view = _probe(entry.address) if alive[entry.id] else None
+            if view is not None:
+                return view.leader.id if view.leader else None
+        if not ask_zookeeper:
+            return None
+        try:
+            config = load(Path(state.config))
+            directory = read_directory(state.quorum, config.zookeeper_root, timeout=2.0)
+        except StewardError as exc:
+            log.debug("no leader info from ZooKeeper: %s", exc)
+            return None
+        return directory.leader.contender if directory.leader else None
+
+    # ------------------------------------------------------------------ stop
+
+    def stop(self, *, timeout: float = STOP_GRACE, purge: bool = False) -> list[ProcessEntry]:
+        """Stop every process ``start`` started (and nothing else); returns those that ran.
+
+        The data is kept (a later start recovers the jobs) unless ``purge``.
+        """
+        stopped: list[ProcessEntry] = []
+        with self.state_dir.locked():
+            state = load_state(self.state_dir)
+            if state is not None:
+                stopped = launcher.stop(_workers(state), timeout=timeout)
+                ensemble = ManagedEnsemble(self.state_dir.zookeeper)
+                if state.managed_zookeeper and ensemble.is_running():
+                    ensemble.stop(timeout=timeout)
+                    stopped += state.of_role(Role.ZOOKEEPER)
+        if purge and self.state_dir.root.exists():
+            shutil.rmtree(self.state_dir.root)
+        return stopped
+
+
+_TOML_HEADER = """Written by `steward cluster start` at every start: edit the -D's you pass instead.
+Every process of the local cluster reads this file, and so does every steward command run in
+the folder that holds .steward/ when it is given no other configuration."""
+
+
+def _workers(state: ClusterState) -> list[ProcessEntry]:
+    """The JobManagers and TaskManagers (the ZooKeeper servers are the ensemble's own)."""
+    return [*state.of_role(Role.JOBMANAGER), *state.of_role(Role.TASKMANAGER)]
+
+
+def _zookeeper_entries(ensemble: ManagedEnsemble) -> list[ProcessEntry]:
+    recorded = load_ensemble_state(ensemble.data_dir)
+    servers = recorded.servers if recorded else ()
+    return [
+        ProcessEntry(
+            role=Role.ZOOKEEPER,
+            id=launcher.process_id(Role.ZOOKEEPER, server.ports.server_id),
+            pid=server.process.pid,
+            create_time=server.process.create_time,
+            marker=server.process.marker,
+            address=f"{LOOPBACK}:{server.ports.client_port}",
+            log=str(ensemble.log_path(server.ports.server_id)),
+        )
+        for server in servers
+        if server.process is not None
+    ]
+
+
+def _probe(address: str | None) -> ClusterView | None:
+    """``GET /v1/cluster`` of one JobManager, or None if it does not answer (yet)."""
+    if address is None:
+        return None
+    try:
+        response = httpx.get(f"{address}/v1/cluster", timeout=_PROBE_TIMEOUT)
+        if response.status_code != httpx.codes.OK:
+            return None
+        return ClusterView.model_validate_json(response.content)
+    except (httpx.HTTPError, ValidationError):
+        return None
+
+
+def _registered(views: Iterable[ClusterView | None]) -> set[str]:
+    return {tm.id for view in views if view is not None for tm in view.taskmanagers}
+
+
+def _failure(entry: ProcessEntry, what: str) -> str:
+    return (
+        f"{entry.role.value} {entry.id} (pid {entry.pid}) {what}; last lines of {entry.log}:\n"
+        f"{launcher.log_tail(Path(entry.log))}"
+    )
+
+
+def _reachable_host(bind_host: str) -> str:
+    return LOOPBACK if bind_host in ("", "0.0.0.0", "::") else bind_host
+
+
+def _ports(previous: ClusterState | None) -> list[int]:
+    """The REST ports the JobManagers had in the previous run, in order."""
+    if previous is None:
+        return []
+    urls = [
+        httpx.URL(entry.address) for entry in previous.of_role(Role.JOBMANAGER) if entry.address
+    ]
+    return [url.port for url in urls if url.port is not None]
+
+
+def _left(deadline: float) -> float:
+    return max(deadline - time.monotonic(), 1.0)

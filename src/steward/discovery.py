@@ -1,0 +1,102 @@
+"""Where a client finds the JobManagers' REST addresses.
+
+In this order, the first that gives any:
+
+1. ``rest.address`` (comma-separated URLs), when configured;
+2. the local cluster's ``<workdir>/.steward/cluster.json`` (``steward cluster start``); if
+   none of its JobManagers runs, that is said at once instead of retrying dead addresses;
+3. ZooKeeper: ``leader/info`` and the contenders' latch nodes under the configured
+   ``<root>/<cluster-id>`` (a short-lived, read-only session, connected within at most
+   :data:`ZOOKEEPER_LOOKUP_TIMEOUT`: a client should not hang on a wrong quorum).
+
+Any JobManager answers REST, so every address is useful, the leader's merely first.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import httpx
+
+from steward.cluster.launcher import live_process
+from steward.cluster.workdir import ClusterState, Role, StateDir, load_state
+from steward.config import Configuration
+from steward.errors import ClusterUnreachableError, ConfigurationError, CoordinationError
+from steward.ha.directory import read_directory
+
+log = logging.getLogger(__name__)
+
+ZOOKEEPER_LOOKUP_TIMEOUT = 5.0
+
+
+def discover_addresses(
+    config: Configuration, workdir: Path, *, zookeeper_timeout: float | None = None
+) -> list[str]:
+    """The REST base URLs of the cluster ``config`` names, or :class:`ClusterUnreachableError`.
+
+    ``zookeeper_timeout`` bounds the ZooKeeper connection (default: the configured
+    connection timeout, at most :data:`ZOOKEEPER_LOOKUP_TIMEOUT`).
+    """
+    configured = str(config["rest.address"]).strip()
+    if configured:
+        return parse_addresses(configured)
+    state_dir = StateDir.of(workdir)
+    state = load_state(state_dir)
+    if state is not None and state.jobmanager_addresses:
+        return _from_local_cluster(state_dir, state)
+    if zookeeper_timeout is None:
+        zookeeper_timeout = min(config.connection_timeout, ZOOKEEPER_LOOKUP_TIMEOUT)
+    return _from_zookeeper(config, zookeeper_timeout)
+
+
+def parse_addresses(text: str) -> list[str]:
+    """``rest.address``: comma-separated URLs (``http://`` is assumed when no scheme is given)."""
+    addresses = [normalize_address(part) for part in text.split(",") if part.strip()]
+    if not addresses:
+        raise ConfigurationError("rest.address lists no address", key="rest.address")
+    return addresses
+
+
+def normalize_address(address: str) -> str:
+    """``host:port`` or a URL -> ``http(s)://host:port`` without a trailing slash."""
+    text = address.strip().rstrip("/")
+    if "://" not in text:
+        text = f"http://{text}"
+    try:
+        url = httpx.URL(text)
+    except httpx.InvalidURL as exc:
+        raise ConfigurationError(f"{address!r} is not a JobManager URL: {exc}") from exc
+    if url.scheme not in ("http", "https") or not url.host:
+        raise ConfigurationError(
+            f"{address!r} is not a JobManager URL (expected e.g. http://127.0.0.1:8081)"
+        )
+    return text
+
+
+def _from_local_cluster(state_dir: StateDir, state: ClusterState) -> list[str]:
+    jobmanagers = state.of_role(Role.JOBMANAGER)
+    if not any(live_process(entry) for entry in jobmanagers):
+        raise ClusterUnreachableError(
+            f"the local cluster in {state_dir.root} is not running (none of its JobManagers"
+            " is alive); start it with `steward cluster start`"
+        )
+    return [normalize_address(address) for address in state.jobmanager_addresses]
+
+
+def _from_zookeeper(config: Configuration, timeout: float) -> list[str]:
+    quorum, root = config.zookeeper_quorum, config.zookeeper_root
+    try:
+        directory = read_directory(quorum, root, timeout=timeout)
+    except CoordinationError as exc:
+        raise ClusterUnreachableError(
+            f"cannot find a JobManager: {exc}. Set rest.address, run the command where"
+            " `steward cluster start` ran, or start ZooKeeper"
+        ) from exc
+    if not directory.addresses:
+        raise ClusterUnreachableError(
+            f"no JobManager is registered in ZooKeeper at {quorum} under {root}:"
+            " is the cluster running (and is high-availability.cluster-id right)?"
+        )
+    log.debug("found jobmanagers addresses=%s", directory.addresses)
+    return [normalize_address(address) for address in directory.addresses]

@@ -1,0 +1,190 @@
+"""Sending one request to whichever JobManager answers: the client's failover.
+
+Any JobManager answers REST (standbys serve reads and forward writes), so :class:`Failover`
+keeps a list of addresses: on a connection error, a timeout or a 502/503/504 it tries the next
+one, and when a whole round failed it waits (exponential backoff, at least the server's
+``Retry-After``), looks the addresses up again if it can, and tries them all again, until its
+timeout. The address that answered last is tried first next time.
+
+It also reports whether an earlier attempt of a request may have reached a JobManager (anything
+but a refused connection or a ``no_leader`` answer), which is what lets the client tell its own
+retried submission from somebody else's job.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+from pydantic import ValidationError
+
+from steward.errors import ClusterUnreachableError, NoLeaderError, StewardError
+from steward.status import ErrorBody
+
+log = logging.getLogger(__name__)
+
+_RETRYABLE_STATUS = frozenset({502, 503, 504})
+# Connection failures that prove the request never reached a server.
+_NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout)
+_sleep = time.sleep  # tests replace it to run the backoff without waiting
+
+Rediscover = Callable[[float], list[str]]
+"""Looks the addresses up again, within the given seconds."""
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """Waits between rounds over every address: ``initial``, times ``multiplier``, capped."""
+
+    initial: float = 0.2
+    maximum: float = 2.0
+    multiplier: float = 2.0
+
+    def after(self, delay: float) -> float:
+        return min(delay * self.multiplier, self.maximum)
+
+
+@dataclass(frozen=True)
+class RequestTimeouts:
+    """Per request: how long to wait for a connection, and for the whole answer."""
+
+    connect: float = 3.0
+    answer: float = 15.0
+
+
+DEFAULT_BACKOFF = Backoff()
+DEFAULT_REQUEST_TIMEOUTS = RequestTimeouts()
+
+
+class Failover:
+    """An ``httpx.Client`` over several JobManager addresses; see the module docstring."""
+
+    def __init__(
+        self,
+        addresses: Sequence[str],
+        *,
+        timeout: float,
+        transport: httpx.BaseTransport | None = None,
+        backoff: Backoff = DEFAULT_BACKOFF,
+        request_timeouts: RequestTimeouts = DEFAULT_REQUEST_TIMEOUTS,
+        rediscover: Rediscover | None = None,
+    ) -> None:
+        if not addresses:
+            raise ClusterUnreachableError("no JobManager address to talk to")
+        self.addresses = list(addresses)
+        self.timeout = timeout
+        self.rediscover = rediscover
+        self._backoff = backoff
+        self._request_timeouts = request_timeouts
+        self._http = httpx.Client(transport=transport, follow_redirects=False)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def send(self, method: str, path: str, body: Any = None) -> tuple[httpx.Response, bool]:
+        """The first answer that is not "unavailable", and whether an earlier attempt may have
+        been carried out; :class:`ClusterUnreachableError` or :class:`NoLeaderError` after the
+        timeout."""
+        deadline = time.monotonic() + self.timeout
+        delay = self._backoff.initial
+        failures: dict[str, str] = {}
+        maybe_accepted = False
+        unavailable: httpx.Response | None = None
+        while True:
+            retry_after = 0.0
+            for address in list(self.addresses):
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 and failures:
+                    break
+                try:
+                    response = self._http.request(
+                        method, address + path, json=body, timeout=self._timeouts(remaining)
+                    )
+                except httpx.TransportError as exc:
+                    failures[address] = _describe(exc)
+                    maybe_accepted |= not isinstance(exc, _NOT_SENT)
+                    continue
+                if response.status_code not in _RETRYABLE_STATUS:
+                    self._prefer(address)
+                    return response, maybe_accepted
+                unavailable = response
+                code = error_body(response).code
+                failures[address] = f"{response.status_code} {code}"
+                maybe_accepted |= code != "no_leader"
+                retry_after = max(retry_after, retry_after_seconds(response))
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise _gave_up(self.timeout, failures, unavailable)
+            _sleep(min(max(delay, retry_after), remaining))
+            delay = self._backoff.after(delay)
+            self._refresh(deadline - time.monotonic())
+
+    def _timeouts(self, remaining: float) -> httpx.Timeout:
+        remaining = max(remaining, 0.1)
+        limits = self._request_timeouts
+        return httpx.Timeout(min(limits.answer, remaining), connect=min(limits.connect, remaining))
+
+    def _prefer(self, address: str) -> None:
+        if self.addresses[0] != address:
+            self.addresses.remove(address)
+            self.addresses.insert(0, address)
+
+    def _refresh(self, remaining: float) -> None:
+        """Look the addresses up again (JobManagers may have moved), keeping the old on error."""
+        if self.rediscover is None or remaining <= 0:
+            return
+        try:
+            found = self.rediscover(min(remaining, 2.0))
+        except StewardError as exc:
+            log.debug("rediscovery failed: %s", exc)
+            return
+        known = [address for address in self.addresses if address in found]
+        self.addresses = known + [address for address in found if address not in known]
+
+
+def error_body(response: httpx.Response) -> ErrorBody:
+    """The response's ErrorBody; a body that is not one (a proxy's page) becomes one."""
+    try:
+        return ErrorBody.model_validate_json(response.content)
+    except ValidationError:
+        text = response.text.strip().splitlines()[0][:200] if response.text.strip() else ""
+        message = f"HTTP {response.status_code} {response.reason_phrase}" + (
+            f": {text}" if text else ""
+        )
+        return ErrorBody(code=f"http_{response.status_code}", message=message)
+
+
+def retry_after_seconds(response: httpx.Response) -> float:
+    """The Retry-After header in seconds (0 when absent or not a number of seconds)."""
+    try:
+        return max(float(response.headers.get("retry-after", "0")), 0.0)
+    except ValueError:
+        return 0.0
+
+
+def _gave_up(
+    timeout: float, failures: Mapping[str, str], unavailable: httpx.Response | None
+) -> StewardError:
+    tried = "; ".join(f"{address}: {why}" for address, why in failures.items())
+    if unavailable is not None and error_body(unavailable).code == "no_leader":
+        message = error_body(unavailable).message
+        return NoLeaderError(
+            f"{message} (still no leader after {timeout:g}s; tried {tried})",
+            retry_after=retry_after_seconds(unavailable) or None,
+        )
+    return ClusterUnreachableError(
+        f"no JobManager answered within {timeout:g}s ({tried}); is the cluster running?"
+        " (steward cluster status)"
+    )
+
+
+def _describe(exc: httpx.TransportError) -> str:
+    if isinstance(exc, httpx.TimeoutException):
+        return "timed out"
+    if isinstance(exc, httpx.ConnectError):
+        return "connection refused" if "refused" in str(exc).lower() else f"cannot connect ({exc})"
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__

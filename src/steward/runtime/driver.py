@@ -1,0 +1,350 @@
+"""The parent's side of the runner protocol: start one runner process and drive it to its end.
+
+:class:`RunnerProcess` is what a TaskManager (and a JobManager running an ``initialize`` hook)
+uses instead of talking to the pipe by hand. It follows :mod:`steward.runtime.protocol`:
+
+- :meth:`RunnerProcess.spawn` creates the events pipe, starts ``runner_command(fd)`` as the
+  leader of a new process group (stdin a pipe, stdout/stderr to the log file, cwd the
+  attempt's folder, ``pass_fds=(fd,)``), closes the parent's copy of the write end (EOF on the
+  read end then means every writer is gone) and starts reading events on a thread, handing
+  each to ``on_event``;
+- :meth:`RunnerProcess.begin` writes the launch document and starts feeding the dead-man's
+  switch a byte every ``deadman_timeout / 3`` from a thread;
+- :meth:`RunnerProcess.outcome` is the runner's final event or, when it exited without one,
+  :func:`steward.heartbeat.lost_outcome` ("runner exited with code C without a final event");
+- :meth:`RunnerProcess.cancel` SIGTERMs the runner's pid only (the pipeline gets
+  ``AttemptCancelled``; the Spark JVM is left to the runner) and SIGKILLs the whole group
+  after a grace period.
+
+``spawn`` and ``begin`` are separate so a TaskManager can spawn inside
+:meth:`steward.taskmanager.executions.Executions.start_with`, after the execution lease is
+taken (DESIGN rule 3); :meth:`RunnerProcess.start` does both for callers without a lease.
+:func:`run_to_completion` runs one runner to its end with a deadline (the leader's way of
+running a job's ``initialize`` hook outside its own process, DESIGN rule 6).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import IO
+
+from steward.errors import StewardError
+from steward.heartbeat import lost_outcome
+from steward.model import ErrorInfo
+from steward.runtime.protocol import (
+    FailedEvent,
+    FinalEvent,
+    FinishedEvent,
+    LaunchDocument,
+    RunMode,
+    RunnerEvent,
+    StartedEvent,
+    decode_event,
+    runner_command,
+)
+from steward.taskmanager.process_group import ProcessGroup
+
+log = logging.getLogger(__name__)
+
+OnEvent = Callable[[RunnerEvent], None]
+
+HEARTBEAT_BYTE = b"\n"
+INITIALIZE_TIMEOUT_ERROR = "steward.InitializeTimeout"
+ATTEMPT_TIMEOUT_ERROR = "steward.AttemptTimeout"
+_EVENTS_DRAIN_TIMEOUT = 5.0
+_KILL_WAIT = 10.0
+
+
+class RunnerProcess:
+    """One runner process: its process group, its events and its dead-man's switch feed."""
+
+    def __init__(
+        self,
+        launch: LaunchDocument,
+        *,
+        cwd: Path,
+        log_path: Path,
+        on_event: OnEvent | None = None,
+        env: Mapping[str, str] | None = None,
+        python: str | None = None,
+        heartbeat_interval: float | None = None,
+    ) -> None:
+        self.launch = launch
+        self.cwd = cwd
+        self.log_path = log_path
+        self._on_event = on_event
+        self._env = env
+        self._python = python
+        self.heartbeat_interval = (
+            heartbeat_interval if heartbeat_interval is not None else launch.deadman_timeout / 3
+        )
+        self._group: ProcessGroup | None = None
+        self._final: FinalEvent | None = None
+        self._started: StartedEvent | None = None
+        self._bad_lines = 0
+        self._feeding = threading.Event()
+        self._closed = threading.Event()
+        self._stdin_lock = threading.Lock()
+        self._reader: threading.Thread | None = None
+        self._feeder: threading.Thread | None = None
+        self._kill_timer: threading.Timer | None = None
+        self._name = f"{launch.job_id}-{launch.attempt}"
+
+    # ------------------------------------------------------------------ starting
+
+    def spawn(self) -> ProcessGroup:
+        """Start the runner process and read its events; raises :class:`SpawnError`."""
+        if self._group is not None:
+            raise RuntimeError("runner already spawned")
+        self.cwd.mkdir(parents=True, exist_ok=True)
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        read_end, write_end = os.pipe()
+        try:
+            group = ProcessGroup.spawn(
+                runner_command(write_end, self._python),
+                cwd=self.cwd,
+                env=self._env,
+                log_path=self.log_path,
+                pass_fds=(write_end,),
+            )
+        except BaseException:
+            os.close(read_end)
+            raise
+        finally:
+            os.close(write_end)
+        self._group = group
+        self._reader = threading.Thread(
+            target=self._read_events, args=(read_end,), name=f"{self._name}-events", daemon=True
+        )
+        self._reader.start()
+        return group
+
+    def begin(self) -> None:
+        """Send the launch document and start feeding the dead-man's switch."""
+        if not self._write(self.launch.to_json() + b"\n"):
+            log.warning("could not send the launch document job=%s", self._name)
+            return
+        self._feeding.set()
+        self._feeder = threading.Thread(target=self._feed, name=f"{self._name}-feed", daemon=True)
+        self._feeder.start()
+
+    def start(self) -> RunnerProcess:
+        """:meth:`spawn` then :meth:`begin`, for a caller that holds no execution lease."""
+        self.spawn()
+        self.begin()
+        return self
+
+    # ------------------------------------------------------------------ observing
+
+    @property
+    def group(self) -> ProcessGroup:
+        if self._group is None:
+            raise RuntimeError("runner not spawned yet")
+        return self._group
+
+    @property
+    def pid(self) -> int | None:
+        return self._group.pid if self._group is not None else None
+
+    @property
+    def final(self) -> FinalEvent | None:
+        """The runner's final event, once it arrived."""
+        return self._final
+
+    @property
+    def events_closed(self) -> bool:
+        """Every writer of the events pipe is gone and every event was handed on."""
+        return self._closed.is_set()
+
+    def wait_events_closed(self, timeout: float) -> bool:
+        return self._closed.wait(timeout)
+
+    def outcome(self, returncode: int | None = None) -> FinalEvent:
+        """The final event, or the failed event that stands for a missing one.
+
+        Call once the runner has exited; waits (a few seconds at most) for the pipe to drain.
+        """
+        self.wait_events_closed(_EVENTS_DRAIN_TIMEOUT)
+        if self._final is not None:
+            return self._final
+        if returncode is None and self._group is not None:
+            returncode = self._group.wait_exit(_EVENTS_DRAIN_TIMEOUT)
+        return lost_outcome(f"runner exited with code {returncode} without a final event")
+
+    # ------------------------------------------------------------------ feeding
+
+    def stop_feeding(self) -> None:
+        """Stop the heartbeats while leaving stdin open (a frozen parent, for tests)."""
+        self._feeding.clear()
+
+    def close_stdin(self) -> None:
+        """Close the runner's stdin: its dead-man's switch fires at once."""
+        self._feeding.clear()
+        with self._stdin_lock:
+            if self._group is not None:
+                self._group.close_stdin()
+
+    def _feed(self) -> None:
+        while not self._closed.wait(self.heartbeat_interval):
+            if not self._feeding.is_set():
+                continue
+            if not self._write(HEARTBEAT_BYTE):
+                return
+
+    def _write(self, data: bytes) -> bool:
+        stdin = self._group.stdin if self._group is not None else None
+        if stdin is None:
+            return False
+        with self._stdin_lock:
+            try:
+                stdin.write(data)
+                stdin.flush()
+            except (OSError, ValueError):  # runner gone (EPIPE) or stdin closed by us
+                return False
+        return True
+
+    # ------------------------------------------------------------------ events
+
+    def _read_events(self, fd: int) -> None:
+        try:
+            with os.fdopen(fd, "rb") as stream:
+                self._consume(stream)
+        except Exception:
+            log.exception("reading runner events failed job=%s", self._name)
+        finally:
+            self._feeding.clear()
+            self._closed.set()
+
+    def _consume(self, stream: IO[bytes]) -> None:
+        for line in stream:
+            if not line.strip():
+                continue
+            try:
+                event = decode_event(line)
+            except StewardError as exc:
+                self._bad_lines += 1
+                log.warning("malformed runner event ignored job=%s cause=%s", self._name, exc)
+                continue
+            if self._final is not None:
+                log.warning("runner event after the final one ignored job=%s", self._name)
+                continue
+            if isinstance(event, StartedEvent):
+                self._started = event
+            elif isinstance(event, FinishedEvent | FailedEvent):
+                self._final = event
+            if self._on_event is not None:
+                try:
+                    self._on_event(event)
+                except Exception:
+                    log.exception("runner event callback failed job=%s", self._name)
+
+    # ------------------------------------------------------------------ ending
+
+    def cancel(self, grace: float) -> None:
+        """SIGTERM the runner (a graceful cancel), SIGKILL its group ``grace`` seconds later.
+
+        Returns at once; the group's end is observed as usual (``group.alive()``).
+        """
+        group = self._group
+        if group is None or not group.alive():
+            return
+        log.info("cancelling runner job=%s pid=%d grace=%.1fs", self._name, group.pid, grace)
+        if group.returncode is None:
+            # The pid only: signalled as a group, the Spark JVM would stop under the pipeline.
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(group.pid, signal.SIGTERM)
+        timer = threading.Timer(grace, self._kill_after_grace)
+        timer.name = f"{self._name}-cancel"
+        timer.daemon = True
+        if self._kill_timer is not None:
+            self._kill_timer.cancel()
+        self._kill_timer = timer
+        timer.start()
+
+    def _kill_after_grace(self) -> None:
+        if self._group is not None and self._group.alive():
+            log.warning("runner outlived its cancel grace; killing job=%s", self._name)
+            self._group.kill()
+
+    def kill(self) -> None:
+        """SIGKILL the whole process group."""
+        if self._group is not None:
+            self._group.kill()
+
+    def wait_gone(self, timeout: float) -> bool:
+        """Wait until the whole process group is gone; False if it still lives."""
+        return self._group is None or self._group.wait_gone(timeout)
+
+    def close(self) -> None:
+        """Stop feeding and the cancel timer; the process is left as it is (kill it first)."""
+        self._feeding.clear()
+        if self._kill_timer is not None:
+            self._kill_timer.cancel()
+        with self._stdin_lock:
+            if self._group is not None and not self._group.alive():
+                self._group.close_stdin()
+
+
+def run_to_completion(
+    launch: LaunchDocument,
+    *,
+    cwd: Path,
+    log_path: Path,
+    timeout: float,
+    env: Mapping[str, str] | None = None,
+    python: str | None = None,
+) -> FinalEvent:
+    """Run one runner process to its end, at most ``timeout`` seconds; return its outcome.
+
+    For a leader running a job's ``initialize`` hook (``launch.mode`` = initialize) in a child
+    process: whatever the hook does, it cannot take the caller down. On timeout the whole
+    process group is killed and the outcome is a failed event of type
+    ``steward.InitializeTimeout`` (``steward.AttemptTimeout`` in main mode). A runner that
+    exits without a final event gives :func:`~steward.heartbeat.lost_outcome`. Raises
+    :class:`~steward.taskmanager.process_group.SpawnError` only if no process could start.
+    """
+    runner = RunnerProcess(launch, cwd=cwd, log_path=log_path, env=env, python=python)
+    deadline = time.monotonic() + timeout
+    runner.start()
+    try:
+        # EOF on the events pipe first (the runner exited; cheap to wait for), then the group.
+        runner.wait_events_closed(max(0.0, deadline - time.monotonic()))
+        if runner.wait_gone(max(0.0, deadline - time.monotonic())):
+            return runner.outcome()
+        final = runner.final
+        runner.kill()
+        if not runner.wait_gone(_KILL_WAIT):
+            log.error("runner group survived SIGKILL job=%s pgid=%d", launch.job_id, runner.pid)
+        if final is not None:
+            return final  # the hook did end; only the clean-up after it was slow
+        log.warning(
+            "runner timed out job=%s attempt=%d mode=%s timeout=%.1fs",
+            launch.job_id,
+            launch.attempt,
+            launch.mode,
+            timeout,
+        )
+        return _timeout_outcome(launch, timeout)
+    finally:
+        runner.close()
+
+
+def _timeout_outcome(launch: LaunchDocument, timeout: float) -> FailedEvent:
+    if launch.mode is RunMode.INITIALIZE:
+        kind, what = INITIALIZE_TIMEOUT_ERROR, "the initialize hook"
+    else:
+        kind, what = ATTEMPT_TIMEOUT_ERROR, f"entrypoint {launch.spec.entrypoint}"
+    return FailedEvent(
+        error=ErrorInfo(
+            type=kind,
+            message=f"{what} of job {launch.job_id} did not finish within {timeout:g}s;"
+            " its processes were killed",
+        )
+    )

@@ -1,0 +1,167 @@
+"""The TaskManager's heartbeats: its attempts' reports to the leader, the leader's reply back.
+
+This module owns the HTTP side of :mod:`steward.heartbeat`. Two threads share one
+``httpx.Client``:
+
+- the poller heartbeats continuously, asking the leader to hold each request up to
+  ``heartbeat.interval`` (long polling), so a command reaches an idle TaskManager at once; it
+  never starts two heartbeats within one interval unless the reply carried commands (a leader
+  that answers at once must not get a busy loop);
+- the notifier sends a heartbeat at once whenever :attr:`Attempts.changed` is set (an attempt
+  changed phase, has a new checkpoint, released its lease) or the leader changed.
+
+The leader is whoever :class:`~steward.ha.retrieval.LeaderRetrieval` says. A JobManager that
+answers 409 or 503 is not (or not yet) the leader: retrieval will say who is. While no leader
+is known nothing is sent, and the attempts keep running; their reports are sent to the next
+leader. Replies go to ``on_reply``, which must be thread-safe (both threads call it).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+import httpx
+
+from steward.errors import StewardError
+from steward.ha.retrieval import LeaderRetrieval
+from steward.heartbeat import HEARTBEAT_PATH, Heartbeat, HeartbeatReply
+from steward.model import LeaderInfo
+from steward.taskmanager.attempts import Attempts
+
+log = logging.getLogger(__name__)
+
+MAX_WAIT = 60.0
+"""The most a heartbeat may ask the leader to hold it (the contract's bound)."""
+REQUEST_SLACK = 5.0
+"""A heartbeat's HTTP timeout is its ``wait`` plus this."""
+NOT_LEADER = frozenset({409, 503})
+
+
+class Heartbeater:
+    """Sends this TaskManager's heartbeats to the current leader."""
+
+    def __init__(
+        self,
+        *,
+        tm_id: str,
+        address: str,
+        slots: int,
+        interval: float,
+        attempts: Attempts,
+        retrieval: LeaderRetrieval,
+        newest_epoch: Callable[[], int],
+        on_reply: Callable[[HeartbeatReply], None],
+        client: httpx.Client | None = None,
+    ) -> None:
+        self.tm_id = tm_id
+        self.address = address
+        self.slots = slots
+        self.interval = interval
+        self._attempts = attempts
+        self._retrieval = retrieval
+        self._newest_epoch = newest_epoch
+        self._on_reply = on_reply
+        self._client = client or httpx.Client(headers={"content-type": "application/json"})
+        self._stop = threading.Event()
+        self._leader_changed = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self.sent = 0
+        """Heartbeats answered with 200 (for status and tests)."""
+
+    def start(self) -> Heartbeater:
+        for name, target in (("poll", self._poll), ("notify", self._notify)):
+            thread = threading.Thread(target=target, name=f"{self.tm_id}-hb-{name}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        return self
+
+    def stop(self) -> None:
+        """Stop sending at once; an outstanding long poll is abandoned, not waited for."""
+        self._stop.set()
+        self._attempts.changed.set()
+        self._leader_changed.set()
+        self._client.close()
+
+    def leader_changed(self, _info: LeaderInfo | None = None) -> None:
+        """A retrieval listener: report to the new leader at once."""
+        self._leader_changed.set()
+        self._attempts.changed.set()
+
+    # ------------------------------------------------------------------ loops
+
+    def _poll(self) -> None:
+        while not self._stop.is_set():
+            leader = self._retrieval.leader
+            if leader is None:
+                self._leader_changed.clear()
+                self._leader_changed.wait(self.interval)
+                continue
+            started = time.monotonic()
+            reply = self.send(leader, wait=min(self.interval, MAX_WAIT))
+            if reply is not None and reply.commands:
+                continue  # there may be more: ask again at once
+            pause = self.interval if reply is None else started + self.interval - time.monotonic()
+            if pause > 0:
+                self._leader_changed.clear()
+                self._leader_changed.wait(pause)
+
+    def _notify(self) -> None:
+        changed = self._attempts.changed
+        while not self._stop.is_set():
+            changed.wait()
+            changed.clear()
+            if self._stop.is_set():
+                return
+            leader = self._retrieval.leader
+            if leader is not None:
+                self.send(leader, wait=0.0)
+
+    # ------------------------------------------------------------------ one heartbeat
+
+    def heartbeat(self, wait: float) -> Heartbeat:
+        return Heartbeat(
+            taskmanager=self.tm_id,
+            address=self.address,
+            slots=self.slots,
+            epoch=self._newest_epoch(),
+            attempts=self._attempts.reports(),
+            wait=wait,
+        )
+
+    def send(self, leader: LeaderInfo, wait: float) -> HeartbeatReply | None:
+        """One heartbeat to ``leader``; the reply (already handed to ``on_reply``) or None."""
+        url = leader.address.rstrip("/") + HEARTBEAT_PATH
+        beat = self.heartbeat(wait)
+        try:
+            response = self._client.post(url, content=beat.to_json(), timeout=wait + REQUEST_SLACK)
+        except (httpx.HTTPError, RuntimeError) as exc:  # RuntimeError: client closed by stop()
+            if not self._stop.is_set():
+                log.warning("heartbeat failed leader=%s epoch=%d cause=%r", url, leader.epoch, exc)
+            return None
+        if response.status_code in NOT_LEADER:
+            log.info(
+                "heartbeat refused: not the leader url=%s status=%d", url, response.status_code
+            )
+            return None
+        if response.status_code != 200:
+            log.warning(
+                "heartbeat rejected url=%s status=%d body=%s",
+                url,
+                response.status_code,
+                response.text[:500],
+            )
+            return None
+        try:
+            reply = HeartbeatReply.from_json(response.content)
+        except StewardError as exc:
+            log.warning("malformed heartbeat reply url=%s cause=%s", url, exc)
+            return None
+        self.sent += 1
+        try:
+            self._on_reply(reply)
+        except Exception:
+            log.exception("handling a heartbeat reply failed url=%s", url)
+        return reply

@@ -1,0 +1,95 @@
+"""From a leader's start command to a runner's launch document.
+
+This module owns the slow, fallible half of starting an attempt, which runs on a launch
+worker (never on the heartbeat thread): fetch the job graph blob (checked against the
+command's sha256), unpack its artifact under ``<workdir>/<job-id>/<attempt>/artifact``, and
+build the :class:`~steward.runtime.protocol.LaunchDocument`. Anything wrong with the job's
+data is a :class:`~steward.errors.StewardError` whose message says what; the caller turns it
+into the attempt's failed outcome.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from steward.config import Configuration
+from steward.errors import CorruptStateError
+from steward.heartbeat import StartAttempt
+from steward.model import JobGraph, JobSpec
+from steward.runtime.protocol import LaunchDocument, RunMode
+from steward.runtime.unpack import materialize
+from steward.store.blob import BlobRef, BlobStore
+
+log = logging.getLogger(__name__)
+
+SPARK_MASTER_CONF = "spark.master"
+LOG_FILE = "runner.log"
+
+
+@dataclass(frozen=True)
+class Launch:
+    """Everything a runner process of one attempt needs."""
+
+    document: LaunchDocument
+    attempt_dir: Path
+    log_path: Path
+    spec: JobSpec
+
+
+class Launcher:
+    """Prepares attempts of this TaskManager under ``workdir`` (``<taskmanager.workdir>/<id>``)."""
+
+    def __init__(self, config: Configuration, blobs: BlobStore, workdir: Path) -> None:
+        self._blobs = blobs
+        self._workdir = workdir
+        self._spark_master = str(config["spark.master"])
+        self._deadman_timeout = config.deadman_timeout
+
+    def attempt_dir(self, job_id: str, attempt: int) -> Path:
+        return self._workdir / job_id / str(attempt)
+
+    def prepare(self, command: StartAttempt) -> Launch:
+        """Fetch, check and unpack the job; raises BlobStoreError, CorruptStateError or
+        ArtifactRejectedError."""
+        payload = self._blobs.get(BlobRef(command.job_graph_blob, command.job_graph_sha256))
+        graph = JobGraph.from_json(payload)
+        spec = graph.spec
+        if spec.job_id != command.job_id:
+            raise CorruptStateError(
+                f"job graph {command.job_graph_blob} is of job {spec.job_id!r},"
+                f" not {command.job_id!r}"
+            )
+        attempt_dir = self.attempt_dir(command.job_id, command.attempt)
+        artifact_path = materialize(graph.artifact, attempt_dir / "artifact", spec.entrypoint)
+        try:
+            document = LaunchDocument(
+                job_id=command.job_id,
+                attempt=command.attempt,
+                epoch=command.epoch,
+                mode=RunMode.MAIN,
+                is_recovery=command.is_recovery,
+                spec=spec,
+                artifact_path=str(artifact_path),
+                checkpoint_dir=command.checkpoint_dir,
+                spark_master=spec.spark_conf.get(SPARK_MASTER_CONF) or self._spark_master,
+                completed_stages=command.completed_stages,
+                last_checkpoint=command.last_checkpoint,
+                deadman_timeout=self._deadman_timeout,
+            )
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"]) or "launch document"
+            raise CorruptStateError(
+                f"cannot launch job {command.job_id!r}: {where}: {first['msg']}"
+            ) from exc
+        log.info(
+            "attempt prepared job=%s attempt=%d artifact=%s",
+            command.job_id,
+            command.attempt,
+            artifact_path,
+        )
+        return Launch(document, attempt_dir, attempt_dir / LOG_FILE, spec)

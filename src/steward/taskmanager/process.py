@@ -1,0 +1,387 @@
+"""The TaskManager process (``steward taskmanager``): runs the attempts the leader asks for.
+
+This module wires the TaskManager's parts together and owns its reactions:
+
+- start: ZooKeeper session, registration (``taskmanagers/<id>``), leader retrieval, the
+  execution monitor, self-fencing (SUSPENDED/LOST events *and* the liveness probe), the
+  heartbeats;
+- a heartbeat reply: ignore it if its epoch is older than the newest seen; apply its acks;
+  carry out its commands. A start command is admitted (or rejected: fenced, stale epoch, no
+  slot) at once, then prepared and spawned on a launch worker so heartbeats keep flowing;
+  the lease is taken before the spawn (:meth:`Executions.start_with`, DESIGN rule 3);
+- runner events and the execution monitor turn into the attempts' reports (progress,
+  checkpoints, outcome once the whole group is gone, lease released);
+- self-fencing (DESIGN rule 4): kill every attempt, report each ENDED as
+  ``steward.SelfFenced``, refuse starts until a ZooKeeper round trip works again;
+- a graceful stop: stop heartbeating, cancel then kill the attempts, wait for their groups and
+  leases to go, deregister, close the session.
+
+A new leader changes nothing for running attempts: they are reported to it, and its reply
+(with a newer epoch) adopts them (DESIGN rule 8).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import socket
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from steward.config import Configuration
+from steward.errors import (
+    ConfigurationError,
+    CoordinationError,
+    FencedError,
+    StewardError,
+)
+from steward.ha.retrieval import LeaderRetrieval
+from steward.ha.session import ConnectionState, Session
+from steward.heartbeat import (
+    CancelAttempt,
+    HeartbeatReply,
+    Rejection,
+    StartAttempt,
+)
+from steward.model import ErrorInfo, LeaderInfo, TaskManagerInfo
+from steward.runtime.driver import RunnerProcess
+from steward.runtime.protocol import (
+    AttemptCancelled,
+    CheckpointEvent,
+    FailedEvent,
+    ProgressEvent,
+    RunnerEvent,
+    error_type_name,
+)
+from steward.store.blob import BlobStore
+from steward.taskmanager.attempts import Attempt, Attempts
+from steward.taskmanager.executions import Executions
+from steward.taskmanager.heartbeater import Heartbeater
+from steward.taskmanager.launcher import Launcher
+from steward.taskmanager.leases import ExecutionLeases, LeaseHeldError
+from steward.taskmanager.liveness import LivenessProbe
+from steward.taskmanager.process_group import SpawnError
+from steward.taskmanager.registration import Registration
+from steward.taskmanager.self_fencing import SelfFencing
+
+log = logging.getLogger(__name__)
+
+SELF_FENCED_ERROR = "steward.SelfFenced"
+_TM_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}")
+_STOP_KILL_WAIT = 10.0
+
+
+def default_id() -> str:
+    """``tm-<hostname>-<pid>``, made a valid znode name."""
+    host = re.sub(r"[^A-Za-z0-9_.\-]", "-", socket.gethostname().split(".")[0]) or "host"
+    return f"tm-{host}-{os.getpid()}"[:128]
+
+
+def check_id(tm_id: str) -> str:
+    if not _TM_ID.fullmatch(tm_id):
+        raise ConfigurationError(
+            f"invalid TaskManager id {tm_id!r}: use 1-128 letters, digits, '.', '_' or '-',"
+            " starting with a letter or digit"
+        )
+    return tm_id
+
+
+class TaskManager:
+    """One TaskManager: ``start()``, then ``stop()`` (or let it be killed)."""
+
+    def __init__(
+        self, config: Configuration, tm_id: str | None = None, *, address: str | None = None
+    ) -> None:
+        self.config = config
+        self.id = check_id(tm_id or default_id())
+        self.address = address or socket.gethostname()
+        self.slots = config.taskmanager_slots
+        self.workdir = (Path(str(config["taskmanager.workdir"])) / self.id).resolve()
+        self.session = Session.from_config(config, name=self.id)
+        self.leases = ExecutionLeases(self.session, self.id)
+        self.attempts = Attempts(self.slots)
+        self.executions = Executions(self.leases, self._on_exit, on_released=self.attempts.released)
+        self._launcher = Launcher(config, BlobStore(config.storage_dir), self.workdir)
+        self._workers = ThreadPoolExecutor(
+            max(2, self.slots), thread_name_prefix=f"{self.id}-launch"
+        )
+        self.registration = Registration(
+            self.session, self.id, TaskManagerInfo(address=self.address, slots=self.slots)
+        )
+        self.retrieval = LeaderRetrieval(self.session, self._leader_changed)
+        self.heartbeater = Heartbeater(
+            tm_id=self.id,
+            address=self.address,
+            slots=self.slots,
+            interval=config.heartbeat_interval,
+            attempts=self.attempts,
+            retrieval=self.retrieval,
+            newest_epoch=lambda: self.leases.newest_epoch,
+            on_reply=self.on_reply,
+        )
+        self.self_fencing = SelfFencing(self.session, config.fence_after, self._fence)
+        self.probe = LivenessProbe(self.session, config.fence_after, self._fence, self._alive)
+        self._fence_lock = threading.Lock()
+        self._fenced_at: float | None = None
+        self._stopping = False
+
+    # ------------------------------------------------------------------ life cycle
+
+    def start(self) -> TaskManager:
+        """Connect, register and start heartbeating; raises on a ZooKeeper that cannot be
+        reached or an id another live TaskManager holds."""
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.session.start()
+        try:
+            self.registration.register(timeout=2 * self.session.session_timeout + 5.0)
+        except StewardError:
+            self.session.close()
+            raise
+        self.registration.start()
+        self.executions.start_monitor()
+        self.self_fencing.start()
+        self.probe.start()
+        self.session.add_listener(self._on_connection)
+        self.retrieval.start()
+        self.heartbeater.start()
+        log.info(
+            "taskmanager started tm=%s address=%s slots=%d workdir=%s fence_after=%.1fs"
+            " deadman_timeout=%.1fs",
+            self.id,
+            self.address,
+            self.slots,
+            self.workdir,
+            self.config.fence_after,
+            self.config.deadman_timeout,
+        )
+        return self
+
+    def stop(self, grace: float = 3.0) -> None:
+        """Stop gracefully: no more heartbeats, attempts cancelled then killed, their groups
+        gone and leases released, deregistered, session closed."""
+        self._stopping = True
+        log.info("taskmanager stopping tm=%s attempts=%d", self.id, len(self.attempts.active()))
+        self.heartbeater.stop()
+        self.retrieval.stop()
+        self.executions.refuse_starts("the TaskManager is stopping")
+        self._workers.shutdown(wait=False, cancel_futures=True)
+        for attempt in self.attempts.active():
+            if attempt.runner is not None:
+                attempt.runner.cancel(grace)
+        if not self._wait_all_gone(grace + 1.0):
+            self.executions.kill_all("taskmanager stopping")
+            if not self._wait_all_gone(_STOP_KILL_WAIT):
+                log.error("attempts left behind on stop tm=%s", self.id)
+        self.probe.stop()
+        self.self_fencing.stop()
+        self.executions.close()
+        self.registration.stop()
+        self.registration.deregister()
+        self.session.close()
+        log.info("taskmanager stopped tm=%s", self.id)
+
+    def _wait_all_gone(self, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while self.executions.running():
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.05)
+        return True
+
+    # ------------------------------------------------------------------ heartbeat replies
+
+    def on_reply(self, reply: HeartbeatReply) -> None:
+        """Apply a leader's reply: acks first (they may free an attempt), then commands."""
+        if not self.leases.observe_epoch(reply.epoch):
+            log.warning(
+                "reply of a deposed leader ignored leader=%s epoch=%d", reply.leader, reply.epoch
+            )
+            return
+        for ack in reply.acks:
+            self.attempts.acknowledge(ack)
+        for command in reply.commands:
+            if isinstance(command, StartAttempt):
+                self._start(command)
+            else:
+                self._cancel(command)
+
+    def _start(self, command: StartAttempt) -> None:
+        refusal, message = None, ""
+        if self.fenced:
+            refusal, message = Rejection.FENCED, "the TaskManager is fencing itself"
+        elif not self.leases.observe_epoch(command.epoch):
+            refusal = Rejection.STALE_EPOCH
+            message = f"epoch {command.epoch} is older than epoch {self.leases.newest_epoch}"
+        attempt = self.attempts.admit(command, refusal, message)
+        if attempt is None:
+            log.info("repeated start ignored job=%s attempt=%d", command.job_id, command.attempt)
+            return
+        if attempt.active:
+            log.info(
+                "attempt starting job=%s attempt=%d epoch=%d recovery=%s",
+                command.job_id,
+                command.attempt,
+                command.epoch,
+                command.is_recovery,
+            )
+            self._workers.submit(self._launch, attempt, command)
+
+    def _cancel(self, command: CancelAttempt) -> None:
+        if not self.leases.observe_epoch(command.epoch):
+            return
+        attempt = self.attempts.get(command.job_id, command.attempt)
+        if attempt is None or attempt.settled:
+            log.info(
+                "cancel of an unknown or ended attempt ignored job=%s attempt=%d",
+                command.job_id,
+                command.attempt,
+            )
+            return
+        log.info(
+            "cancel requested job=%s attempt=%d grace=%.1fs",
+            command.job_id,
+            command.attempt,
+            command.grace,
+        )
+        self.attempts.request_cancel(attempt, command.grace)
+        if attempt.runner is not None and attempt.pid is not None:
+            attempt.runner.cancel(command.grace)
+
+    # ------------------------------------------------------------------ launching
+
+    def _launch(self, attempt: Attempt, command: StartAttempt) -> None:
+        try:
+            self._launch_or_refuse(attempt, command)
+        except Exception as exc:
+            log.exception("launch failed job=%s attempt=%d", attempt.job_id, attempt.attempt)
+            self.attempts.end(attempt, _failed(exc), lease_released=True)
+
+    def _launch_or_refuse(self, attempt: Attempt, command: StartAttempt) -> None:
+        try:
+            launch = self._launcher.prepare(command)
+        except StewardError as exc:
+            log.warning(
+                "attempt cannot be prepared job=%s attempt=%d cause=%s",
+                attempt.job_id,
+                attempt.attempt,
+                exc,
+            )
+            self.attempts.end(attempt, _failed(exc), lease_released=True)
+            return
+        if not self.attempts.resize(attempt, launch.spec.slots):
+            message = f"job needs {launch.spec.slots} slot(s); this TaskManager has too few free"
+            self.attempts.reject(attempt, Rejection.NO_SLOT, message)
+            return
+        if attempt.cancel_grace is not None:
+            cancelled = AttemptCancelled("the attempt was cancelled before it started")
+            self.attempts.end(attempt, _failed(cancelled), lease_released=True)
+            return
+        runner = RunnerProcess(
+            launch.document,
+            cwd=launch.attempt_dir,
+            log_path=launch.log_path,
+            on_event=lambda event: self._on_runner_event(attempt, event),
+        )
+        self.attempts.attach(attempt, runner)
+        try:
+            execution = self.executions.start_with(
+                attempt.job_id, attempt.attempt, attempt.epoch, runner.spawn
+            )
+        except LeaseHeldError as exc:
+            self.attempts.reject(attempt, Rejection.LEASE_HELD, str(exc))
+            return
+        except FencedError as exc:
+            rejection = Rejection.FENCED if self.fenced else Rejection.STALE_EPOCH
+            self.attempts.reject(attempt, rejection, str(exc))
+            return
+        except CoordinationError as exc:
+            message = f"ZooKeeper unreachable while taking the lease: {exc}"
+            self.attempts.reject(attempt, Rejection.FENCED, message)
+            return
+        except SpawnError as exc:
+            self.attempts.end(attempt, _failed(exc), lease_released=True)
+            return
+        runner.begin()
+        grace = self.attempts.running(attempt, execution.group.pid, execution.started_at)
+        if grace is not None:
+            runner.cancel(grace)
+
+    # ------------------------------------------------------------------ attempts' ends
+
+    def _on_runner_event(self, attempt: Attempt, event: RunnerEvent) -> None:
+        if isinstance(event, ProgressEvent):
+            self.attempts.progress(attempt, event.progress)
+        elif isinstance(event, CheckpointEvent):
+            self.attempts.checkpoint(attempt, event)
+
+    def _on_exit(self, job_id: str, attempt_number: int, returncode: int | None) -> None:
+        """The execution monitor saw the attempt's whole process group gone."""
+        attempt = self.attempts.get(job_id, attempt_number)
+        if attempt is None or attempt.runner is None:
+            log.warning("exit of an unknown attempt job=%s attempt=%d", job_id, attempt_number)
+            return
+        runner = attempt.runner
+        outcome = runner.outcome(returncode)
+        if runner.final is None and attempt.fenced_reason is not None:
+            outcome = FailedEvent(
+                error=ErrorInfo(type=SELF_FENCED_ERROR, message=attempt.fenced_reason)
+            )
+        self.attempts.end(attempt, outcome)
+
+    # ------------------------------------------------------------------ self-fencing
+
+    @property
+    def fenced(self) -> bool:
+        return self._fenced_at is not None
+
+    def _fence(self, reason: str) -> None:
+        with self._fence_lock:
+            first = self._fenced_at is None
+            if first:
+                self._fenced_at = time.monotonic()
+        self.executions.refuse_starts(f"self-fenced: {reason}")
+        victims = self.attempts.mark_fenced(reason)
+        killed = self.executions.kill_all(reason)
+        if first or killed:
+            log.error(
+                "self-fenced tm=%s reason=%s attempts=%s killed=%d",
+                self.id,
+                reason,
+                [f"{a.job_id}/{a.attempt}" for a in victims],
+                killed,
+            )
+
+    def _alive(self, probe_started: float) -> None:
+        """A ZooKeeper round trip that started at ``probe_started`` succeeded."""
+        with self._fence_lock:
+            if self._fenced_at is None or probe_started <= self._fenced_at:
+                return
+            if not self.session.connected or self._stopping:
+                return
+            self._fenced_at = None
+        self.executions.accept_starts()
+        log.warning("self-fencing lifted: zookeeper answers again tm=%s", self.id)
+
+    def _on_connection(self, state: ConnectionState) -> None:
+        if state in (ConnectionState.CONNECTED, ConnectionState.RECONNECTED):
+            self.heartbeater.leader_changed()
+
+    def _leader_changed(self, info: LeaderInfo | None) -> None:
+        if info is None:
+            log.warning("no leader known; attempts keep running tm=%s", self.id)
+        else:
+            log.info(
+                "following leader tm=%s leader=%s address=%s epoch=%d",
+                self.id,
+                info.contender,
+                info.address,
+                info.epoch,
+            )
+        self.heartbeater.leader_changed()
+
+
+def _failed(exc: BaseException) -> FailedEvent:
+    return FailedEvent(error=ErrorInfo(type=error_type_name(type(exc)), message=str(exc)))

@@ -1,0 +1,170 @@
+"""End to end, with real processes and a real ZooKeeper: jobs through a Steward cluster.
+
+Ground truth comes from the pipelines themselves: each attempt appends ``start``/``end``
+lines with its attempt number and pid to a file outside Steward's stores, so "nothing ran
+twice" is checked against what really ran, not against what Steward reports.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from e2e.processes import ProcessCluster
+from steward.model import FixedDelayRestart, NoRestart
+from steward.status import JobState
+from support import wait_until
+
+pytestmark = pytest.mark.zookeeper
+
+EXAMPLES = Path(__file__).parents[3] / "examples"
+
+# Records every attempt's start and end in TRUTH (an append-only file), then ticks.
+TICKING = '''
+import os, sys, time
+
+def main(ctx):
+    truth, ticks, interval = ctx.args[0], int(ctx.args[1]), float(ctx.args[2])
+    with open(truth, "a") as out:
+        out.write(f"start {ctx.attempt} {os.getpid()} {time.monotonic()}\\n")
+    for tick in range(ticks):
+        time.sleep(interval)
+        ctx.report_progress(tick=tick + 1, pid=os.getpid())
+    with open(truth, "a") as out:
+        out.write(f"end {ctx.attempt} {os.getpid()} {time.monotonic()}\\n")
+    return {"ticks": ticks, "pid": os.getpid()}
+'''
+
+
+def _pipeline(tmp_path: Path) -> Path:
+    path = tmp_path / "ticking.py"
+    path.write_text(TICKING)
+    return path
+
+
+def _truth(path: Path) -> list[tuple[str, int, int]]:
+    if not path.exists():
+        return []
+    lines = [line.split() for line in path.read_text().splitlines() if line.strip()]
+    return [(kind, int(attempt), int(pid)) for kind, attempt, pid, _ in lines]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_submit_run_finish_and_result(process_cluster: ProcessCluster, tmp_path: Path) -> None:
+    process_cluster.start_jobmanager("jm-1")
+    process_cluster.start_taskmanager("tm-1")
+    process_cluster.wait_ready(taskmanagers=1)
+    truth = tmp_path / "truth.log"
+    with process_cluster.client() as client:
+        job = client.submit(_pipeline(tmp_path), args=[str(truth), "2", "0.1"], job_id="tick-1")
+        assert job.job_id == "tick-1"
+        result = client.wait("tick-1", timeout=60)
+        assert result.state.value == "FINISHED"
+        assert result.value["ticks"] == 2
+        view = client.job("tick-1")
+        assert view.state is JobState.FINISHED
+        # The result outlives the job's cleanup: HA data gone, the entry CLEAN.
+        wait_until(lambda: client.result("tick-1").cleanup == "CLEAN", 20)
+    assert [kind for kind, _, _ in _truth(truth)] == ["start", "end"]
+    process_cluster.check_alive()
+
+
+def test_cancel_stops_the_attempt(process_cluster: ProcessCluster, tmp_path: Path) -> None:
+    process_cluster.start_jobmanager("jm-1")
+    process_cluster.start_taskmanager("tm-1")
+    process_cluster.wait_ready(taskmanagers=1)
+    truth = tmp_path / "truth.log"
+    with process_cluster.client() as client:
+        client.submit(_pipeline(tmp_path), args=[str(truth), "100000", "0.2"], job_id="forever")
+        wait_until(lambda: _truth(truth), 30, message="attempt started")
+        pid = _truth(truth)[0][2]
+        wait_until(lambda: client.job("forever").state is JobState.RUNNING, 20)
+        client.cancel("forever")
+        result = client.wait("forever", timeout=30)
+        assert result.state.value == "CANCELED"
+    wait_until(lambda: not _alive(pid), 15, message="runner gone after cancel")
+    process_cluster.check_alive()
+
+
+def test_failing_pipeline_is_restarted_then_failed(
+    process_cluster: ProcessCluster,
+) -> None:
+    process_cluster.start_jobmanager("jm-1")
+    process_cluster.start_taskmanager("tm-1")
+    process_cluster.wait_ready(taskmanagers=1)
+    with process_cluster.client() as client:
+        client.submit(
+            EXAMPLES / "failing.py",
+            job_id="fails",
+            restart=FixedDelayRestart(attempts=2, delay=0.2),
+        )
+        result = client.wait("fails", timeout=60)
+        assert result.state.value == "FAILED"
+        assert result.error is not None
+        assert result.error.type.endswith("ReportValidationError")
+        assert "negative amount" in result.error.message
+        assert result.error.traceback and "validate(ROWS)" in result.error.traceback
+        view = client.job("fails")
+        assert view.state is JobState.FAILED
+    process_cluster.check_alive()
+
+
+def test_bad_pipeline_fails_alone(process_cluster: ProcessCluster, tmp_path: Path) -> None:
+    """A pipeline that cannot even be imported fails its job; the cluster is unharmed."""
+    process_cluster.start_jobmanager("jm-1")
+    process_cluster.start_taskmanager("tm-1")
+    process_cluster.wait_ready(taskmanagers=1)
+    broken = tmp_path / "broken.py"
+    broken.write_text("import definitely_not_a_module_anywhere\n\ndef main(ctx):\n    pass\n")
+    truth = tmp_path / "truth.log"
+    with process_cluster.client() as client:
+        client.submit(broken, job_id="broken", restart=NoRestart())
+        client.submit(_pipeline(tmp_path), args=[str(truth), "1", "0.1"], job_id="fine")
+        broken_result = client.wait("broken", timeout=60)
+        assert broken_result.state.value == "FAILED"
+        assert broken_result.error is not None
+        assert "definitely_not_a_module_anywhere" in broken_result.error.message
+        assert client.wait("fine", timeout=60).state.value == "FINISHED"
+    process_cluster.check_alive()
+
+
+def test_leader_sigkill_running_attempt_is_adopted(
+    process_cluster: ProcessCluster, tmp_path: Path
+) -> None:
+    """DESIGN rule 8: the new leader adopts the running attempt; it is not restarted."""
+    process_cluster.start_jobmanager("jm-1")
+    process_cluster.start_jobmanager("jm-2")
+    process_cluster.start_taskmanager("tm-1")
+    process_cluster.start_taskmanager("tm-2")
+    leader = process_cluster.wait_ready(taskmanagers=2)
+    truth = tmp_path / "truth.log"
+    with process_cluster.client(timeout=60) as client:
+        client.submit(_pipeline(tmp_path), args=[str(truth), "40", "0.25"], job_id="adopted")
+        wait_until(lambda: client.job("adopted").state is JobState.RUNNING, 30)
+        epoch_before = client.cluster().leader
+        assert epoch_before is not None
+        leader.signal(signal.SIGKILL)
+        new_leader = process_cluster.wait_ready(taskmanagers=2, timeout=30)
+        assert new_leader.id != leader.id
+        view = client.job("adopted")
+        assert view.state is JobState.RUNNING, view
+        assert view.attempt_count == 1
+        assert view.attempts[-1].adopted_by, "the new leader did not adopt the attempt"
+        result = client.wait("adopted", timeout=60)
+        assert result.state.value == "FINISHED"
+        final = client.job("adopted")
+    starts = [entry for entry in _truth(truth) if entry[0] == "start"]
+    assert len(starts) == 1, f"the attempt ran more than once: {_truth(truth)}"
+    assert result.value["pid"] == starts[0][2]
+    assert final.result is not None
+    process_cluster.check_alive(expect_dead=(leader,))

@@ -1,0 +1,139 @@
+"""``steward cluster start|status|stop`` with the real processes, driven through the CLI as a
+user would: start, see every process and one leader, submit and follow a job, stop (nothing
+left running), start over (the result is still there). The 2+2 variant also kills the leading
+JobManager and keeps using the cluster through the standby.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from steward.cluster.launcher import live_process
+from steward.cluster.local import LocalCluster
+from steward.cluster.workdir import StateDir, load_state
+from support import wait_until
+
+pytestmark = pytest.mark.zookeeper
+
+LONG_RUNNING = Path(__file__).resolve().parents[3] / "examples" / "long_running.py"
+FAST = ("-D", "high-availability.zookeeper.session-timeout=4s", "-D", "heartbeat.interval=200ms")
+
+
+def steward(cwd: Path, *args: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STEWARD_")}
+    return subprocess.run(
+        [sys.executable, "-m", "steward.cli", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def ok(result: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[str]:
+    assert result.returncode == 0, f"exit {result.returncode}\n{result.stdout}\n{result.stderr}"
+    return result
+
+
+def document(result: subprocess.CompletedProcess[str]) -> Any:
+    return json.loads(ok(result).stdout)
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Iterator[Path]:
+    try:
+        yield tmp_path
+    finally:
+        LocalCluster(tmp_path).stop(timeout=10.0)
+
+
+def nothing_runs(workdir: Path) -> bool:
+    state = load_state(StateDir.of(workdir))
+    assert state is not None
+    return all(live_process(entry) is None for entry in state.processes)
+
+
+def test_a_one_plus_one_cluster_runs_a_job_and_keeps_its_result_across_a_restart(
+    workdir: Path,
+) -> None:
+    # Given a started cluster of 1 JobManager and 1 TaskManager
+    ok(steward(workdir, *FAST, "cluster", "start", "--jobmanagers", "1", "--taskmanagers", "1"))
+    # Then status shows every process alive, and the JobManager leads
+    status = document(steward(workdir, "cluster", "status", "--json"))
+    assert [(p["role"], p["alive"]) for p in status["processes"]] == [
+        ("zookeeper", True),
+        ("jobmanager", True),
+        ("taskmanager", True),
+    ]
+    assert status["leader"] == "jm-1"
+    # When a job is submitted and followed (no options: the cluster is found from .steward)
+    result = document(
+        steward(workdir, "submit", str(LONG_RUNNING), "--json", "--", "--ticks", "2",
+                "--interval", "0.2")
+    )  # fmt: skip
+    # Then it finished with its result
+    assert result["state"] == "FINISHED"
+    assert result["value"] == {"ticks": 2}
+    job_id = result["job_id"]
+    # When the cluster is stopped, nothing it started runs any more
+    ok(steward(workdir, "cluster", "stop"))
+    assert nothing_runs(workdir)
+    assert steward(workdir, "cluster", "status").returncode == 1
+    # When it is started again, the result is still there
+    ok(steward(workdir, *FAST, "cluster", "start", "--jobmanagers", "1", "--taskmanagers", "1"))
+    again = document(steward(workdir, "result", job_id, "--json"))
+    assert (again["state"], again["value"]) == ("FINISHED", {"ticks": 2})
+    listed = document(steward(workdir, "list", "--json"))
+    assert [job["job_id"] for job in listed] == [job_id]
+    ok(steward(workdir, "cluster", "stop"))
+    assert nothing_runs(workdir)
+
+
+def test_a_two_plus_two_cluster_survives_the_loss_of_its_leader(workdir: Path) -> None:
+    # Given a cluster of 2 JobManagers and 2 TaskManagers
+    ok(steward(workdir, *FAST, "cluster", "start"))
+    status = document(steward(workdir, "cluster", "status", "--json"))
+    jobmanagers = [p for p in status["processes"] if p["role"] == "jobmanager"]
+    assert len(jobmanagers) == 2
+    assert sum(p["leader"] for p in status["processes"]) == 1
+    assert sum(p["role"] == "taskmanager" and p["alive"] for p in status["processes"]) == 2
+    leader = next(p for p in jobmanagers if p["leader"])
+    # And a finished job
+    result = document(
+        steward(workdir, "submit", str(LONG_RUNNING), "--json", "--", "--ticks", "1",
+                "--interval", "0.1")
+    )  # fmt: skip
+    assert result["state"] == "FINISHED"
+    # When the leading JobManager is killed
+    psutil.Process(leader["pid"]).send_signal(signal.SIGKILL)
+    # Then the standby answers at once, and leads after the session timeout
+    listed = document(steward(workdir, "list", "--json"))
+    assert [job["job_id"] for job in listed] == [result["job_id"]]
+
+    def new_leader() -> str | None:
+        answer = steward(workdir, "leader", "--json")
+        found = json.loads(answer.stdout) if answer.returncode == 0 else None
+        return found["id"] if found and found["id"] != leader["id"] else None
+
+    survivor = wait_until(new_leader, 30, interval=0.5, message="a standby takes over")
+    assert survivor in {p["id"] for p in jobmanagers}
+    # And status says a process is down
+    down = steward(workdir, "cluster", "status", "--json")
+    assert down.returncode == 1
+    assert not next(p for p in json.loads(down.stdout)["processes"] if p["pid"] == leader["pid"])[
+        "alive"
+    ]
+    ok(steward(workdir, "cluster", "stop"))
+    assert nothing_runs(workdir)

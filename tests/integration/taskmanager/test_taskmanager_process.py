@@ -1,0 +1,167 @@
+"""``steward taskmanager`` as a real process: a graceful stop, and a SIGKILL.
+
+Given a TaskManager process running an attempt for a scripted leader: SIGTERM stops it
+gracefully (the attempt is cancelled, its lease released and the TaskManager deregistered at
+once, exit code 0); SIGKILL leaves the runner to its dead-man's switch (it dies within
+deadman-timeout) and the lease to the session (it vanishes with it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+from scripted_leader import ScriptedLeader, start_command
+
+from steward.config import Configuration
+from steward.ha.session import Session
+from steward.store.blob import BlobStore
+from steward.taskmanager.leases import ExecutionLeases
+from support import wait_until
+
+pytestmark = pytest.mark.zookeeper
+
+SESSION_TIMEOUT = 4.0
+DEADMAN_TIMEOUT = 2.0
+
+
+def alive(pid: int) -> bool:
+    try:
+        return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
+    except psutil.NoSuchProcess:
+        return False
+
+
+@pytest.fixture
+def tm_process(
+    tmp_path: Path, tm_config: Callable[..., Configuration]
+) -> Iterator[Callable[..., subprocess.Popen[bytes]]]:
+    """Start ``python -m steward.cli ... taskmanager --id ID``; killed after the test."""
+    started: list[subprocess.Popen[bytes]] = []
+
+    def _start(tm_id: str, **keys: str) -> subprocess.Popen[bytes]:
+        cfg = tm_config(**keys)
+        overrides = [
+            arg
+            for key in (
+                "high-availability.zookeeper.quorum",
+                "high-availability.zookeeper.root",
+                "high-availability.cluster-id",
+                "high-availability.zookeeper.session-timeout",
+                "taskmanager.fence-after",
+                "taskmanager.deadman-timeout",
+                "heartbeat.interval",
+                "taskmanager.workdir",
+                "high-availability.storage-dir",
+            )
+            for arg in ("-D", f"{key}={_raw(cfg, key)}")
+        ]
+        env = {k: v for k, v in os.environ.items() if not k.startswith("STEWARD_")}
+        with (tmp_path / f"{tm_id}.log").open("ab") as log:
+            process = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "steward.cli",
+                    "--config",
+                    str(tmp_path / "steward.toml"),
+                    *overrides,
+                    "taskmanager",
+                    "--id",
+                    tm_id,
+                ],
+                cwd=tmp_path,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        started.append(process)
+        return process
+
+    yield _start
+    for process in started:
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+        process.wait(timeout=10)
+
+
+def _raw(cfg: Configuration, key: str) -> str:
+    value = cfg[key]
+    if key.endswith(("timeout", "fence-after", "interval")):
+        return f"{round(float(value) * 1000)}ms"
+    return str(value)
+
+
+def registered(session: Session, tm_id: str) -> bool:
+    return session.client.exists(session.layout.taskmanager(tm_id)) is not None
+
+
+def start_attempt(
+    tmp_path: Path, leader: ScriptedLeader, blobs: BlobStore, observer: Session, tm_id: str
+) -> int:
+    wait_until(lambda: registered(observer, tm_id), 30, message=f"{tm_id} registered")
+    leader.command(start_command(blobs, "job-p", leader.epoch, args=[str(tmp_path / "never")]))
+    report = leader.wait_report(lambda r: r.progress is not None, "job-p", timeout=30)
+    assert report.pid is not None and alive(report.pid)
+    return report.pid
+
+
+def test_sigterm_stops_gracefully(
+    tmp_path: Path,
+    scripted: Callable[..., ScriptedLeader],
+    tm_process: Callable[..., subprocess.Popen[bytes]],
+    tm_session: Callable[..., Session],
+    blobs: BlobStore,
+) -> None:
+    leader = scripted()
+    observer = tm_session("observer")
+    process = tm_process("tm-term", **{"high-availability.zookeeper.session-timeout": "20s"})
+    runner = start_attempt(tmp_path, leader, blobs, observer, "tm-term")
+    stopped = time.monotonic()
+
+    process.send_signal(signal.SIGTERM)
+
+    assert process.wait(timeout=15) == 0, (tmp_path / "tm-term.log").read_text()
+    # Well within the 20 s session timeout: released and deregistered, not expired.
+    assert time.monotonic() - stopped < 10
+    assert not alive(runner)
+    assert ExecutionLeases(observer, "reader").held("job-p") is None
+    assert not registered(observer, "tm-term")
+    assert "taskmanager stopped" in (tmp_path / "tm-term.log").read_text()
+
+
+def test_sigkill_leaves_the_runner_to_its_deadman_switch_and_the_lease_to_the_session(
+    tmp_path: Path,
+    scripted: Callable[..., ScriptedLeader],
+    tm_process: Callable[..., subprocess.Popen[bytes]],
+    tm_session: Callable[..., Session],
+    blobs: BlobStore,
+) -> None:
+    leader = scripted()
+    observer = tm_session("observer")
+    process = tm_process(
+        "tm-kill",
+        **{
+            "high-availability.zookeeper.session-timeout": f"{SESSION_TIMEOUT:g}s",
+            "taskmanager.deadman-timeout": f"{DEADMAN_TIMEOUT:g}s",
+        },
+    )
+    runner = start_attempt(tmp_path, leader, blobs, observer, "tm-kill")
+    reader = ExecutionLeases(observer, "reader")
+    assert reader.held("job-p") is not None
+
+    killed = time.monotonic()
+    process.send_signal(signal.SIGKILL)
+
+    wait_until(lambda: not alive(runner), DEADMAN_TIMEOUT + 1.0, message="runner gone")
+    wait_until(lambda: reader.held("job-p") is None, SESSION_TIMEOUT + 5.0, message="lease gone")
+    assert time.monotonic() - killed >= SESSION_TIMEOUT * 0.5, "the lease went with the session"
+    assert not registered(observer, "tm-kill")

@@ -1,0 +1,261 @@
+"""The job commands: --restart parsing, the --json documents, exit codes, one-line errors.
+
+The commands run in-process through ``steward.cli.main.main`` (the real error handling), with
+the client pointed at a fake JobManager (tests/unit/fake_jobmanager.py).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+import pytest
+
+from steward.cli import jobs
+from steward.cli.options import parse_pairs, parse_restart
+from steward.client import Client
+from steward.config import Configuration
+from steward.model import ExponentialDelayRestart, FixedDelayRestart, NoRestart
+from unit.fake_jobmanager import FakeJobManagers, attempt_json, job_json, result_json
+from unit.steward_cli import run_steward
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+PIPELINE = str(EXAMPLES / "long_running.py")
+
+FINISHED = job_json(
+    "x",
+    "FINISHED",
+    attempts=[attempt_json(1, "FINISHED", started_at=1.0, ended_at=2.0)],
+    attempt_count=1,
+    result=result_json("x", value={"ticks": 2}),
+)
+FAILED = job_json(
+    "x",
+    "FAILED",
+    result=result_json(
+        "x",
+        "FAILED",
+        error={"type": "ValueError", "message": "bad input", "traceback": "Traceback: line 3"},
+    ),
+)
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> FakeJobManagers:
+    monkeypatch.chdir(tmp_path)  # no steward.toml, no .steward: nothing but the fake
+    api = FakeJobManagers()
+
+    def open_client(_config: Configuration) -> Client:
+        return Client(["http://jm-a:8081"], timeout=0.5, transport=api.transport())
+
+    monkeypatch.setattr(jobs, "open_client", open_client)
+    monkeypatch.setattr("steward.client._sleep", lambda _s: None)
+    monkeypatch.setattr("steward.failover._sleep", lambda _s: None)
+    return api
+
+
+Run = Any  # the steward() helper, bound to the test's fixtures
+
+
+@pytest.fixture
+def run(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Run:
+    return lambda *args: run_steward(monkeypatch, capsys, *args)
+
+
+# ---------------------------------------------------------------- --restart
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("none", NoRestart()),
+        ("fixed-delay", FixedDelayRestart()),
+        ("fixed-delay:attempts=5,delay=2s", FixedDelayRestart(attempts=5, delay=2.0)),
+        ("fixed-delay:delay=500ms", FixedDelayRestart(delay=0.5)),
+        ("exponential-delay", ExponentialDelayRestart()),
+        (
+            "exponential-delay:initial=500ms,max=1m,multiplier=3,max-attempts=4",
+            ExponentialDelayRestart(initial=0.5, max=60.0, multiplier=3.0, max_attempts=4),
+        ),
+    ],
+)
+def test_restart_strategies_parse(text: str, expected: object) -> None:
+    assert parse_restart(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("sometimes", "unknown restart strategy 'sometimes'"),
+        ("fixed-delay:tries=3", "fixed-delay takes attempts, delay"),
+        ("fixed-delay:delay=10", "needs a unit"),
+        ("fixed-delay:attempts=three", "bad attempts='three'"),
+        ("fixed-delay:attempts=-1", "attempts"),
+        ("exponential-delay:multiplier=0.5", "multiplier"),
+        ("none:attempts=1", "none takes no parameters"),
+    ],
+)
+def test_bad_restart_strategies_say_what_is_expected(text: str, needle: str) -> None:
+    with pytest.raises(click.BadParameter, match=needle):
+        parse_restart(text)
+
+
+def test_pairs_need_an_equals_sign() -> None:
+    assert parse_pairs(["a=1", "b=x=y"], "--conf") == {"a": "1", "b": "x=y"}
+    with pytest.raises(click.BadParameter, match="key=value"):
+        parse_pairs(["novalue"], "--conf")
+
+
+def test_bad_restart_on_the_command_line_is_a_usage_error(fake: FakeJobManagers, run: Run) -> None:
+    code, _out, err = run("submit", PIPELINE, "--restart", "fixed-delay:delay=10")
+    assert code == 2
+    assert "needs a unit" in err
+    assert "Traceback" not in err
+    assert fake.requests == []
+
+
+# ---------------------------------------------------------------- submit
+
+
+def test_submit_detach_json_prints_the_job_with_its_id(fake: FakeJobManagers, run: Run) -> None:
+    code, out, _err = run(
+        "submit", PIPELINE, "--detach", "--json", "--name", "ticker", "--conf", "a.b=c",
+        "--restart", "none", "--", "--ticks", "2",
+    )  # fmt: skip
+    assert code == 0
+    document = json.loads(out)
+    assert document["job_id"].startswith("long_running-")
+    assert document["state"] == "SUBMITTED"
+    (posted,) = fake.posts()
+    assert posted["spec"]["args"] == ["--ticks", "2"]
+    assert posted["spec"]["name"] == "ticker"
+    assert posted["spec"]["spark_conf"] == {"a.b": "c"}
+    assert posted["spec"]["restart_strategy"] == {"kind": "none"}
+
+
+def test_submit_follows_until_finished_and_prints_the_result(
+    fake: FakeJobManagers, run: Run
+) -> None:
+    fake.run = [job_json("x", "RUNNING", progress={"ticks": 1}), FINISHED]
+    code, out, _err = run("submit", PIPELINE, "--job-id", "ticks", "--", "--ticks", "2")
+    assert code == 0
+    assert "FINISHED" in out
+    assert '"ticks": 2' in out
+
+
+def test_submit_json_follows_and_prints_the_result_document(
+    fake: FakeJobManagers, run: Run
+) -> None:
+    fake.run = [job_json("x", "RUNNING"), FAILED]
+    code, out, _err = run("submit", PIPELINE, "--json")
+    assert code == 1
+    document = json.loads(out)
+    assert document["state"] == "FAILED"
+    assert document["job_id"].startswith("long_running-")
+    assert document["error"]["type"] == "ValueError"
+
+
+def test_a_failed_job_shows_its_error_and_traceback_and_exits_1(
+    fake: FakeJobManagers, run: Run
+) -> None:
+    fake.run = [FAILED]
+    code, out, _err = run("submit", PIPELINE)
+    assert code == 1
+    assert "ValueError: bad input" in out
+    assert "Traceback: line 3" in out
+
+
+def test_submitting_a_missing_pipeline_is_one_line(fake: FakeJobManagers, run: Run) -> None:
+    code, out, err = run("submit", "nowhere/pipeline.py")
+    assert code == 2
+    assert err.strip() == "error: pipeline nowhere/pipeline.py does not exist"
+    assert out == ""
+    assert fake.requests == []
+
+
+# ---------------------------------------------------------------- list, status, result, ...
+
+
+def test_list_json_has_one_entry_per_job(fake: FakeJobManagers, run: Run) -> None:
+    fake.add_job("a")
+    fake.add_job("b", FINISHED | {"job_id": "b"})
+    code, out, _err = run("list", "--json")
+    assert code == 0
+    assert [job["job_id"] for job in json.loads(out)] == ["a", "b"]
+
+
+def test_list_text_shows_a_table(fake: FakeJobManagers, run: Run) -> None:
+    fake.add_job("a")
+    code, out, _err = run("list")
+    assert code == 0
+    assert "a" in out
+    assert "RUNNING" in out
+
+
+def test_status_json_is_the_job_view_with_attempts(fake: FakeJobManagers, run: Run) -> None:
+    fake.add_job("x", FINISHED)
+    code, out, _err = run("status", "x", "--json")
+    assert code == 0
+    document = json.loads(out)
+    assert document["state"] == "FINISHED"
+    assert document["attempts"][0]["taskmanager"] == "tm-1"
+
+
+def test_status_text_shows_the_attempts_table(fake: FakeJobManagers, run: Run) -> None:
+    fake.add_job("x", FINISHED)
+    code, out, _err = run("status", "x")
+    assert code == 0
+    assert "tm-1" in out
+    assert "taskmanager" in out
+
+
+def test_an_unknown_job_is_one_line_and_exit_2(fake: FakeJobManagers, run: Run) -> None:
+    code, out, err = run("status", "nope", "--json")
+    assert code == 2
+    assert err.strip() == "error: no job 'nope' in this cluster"
+    assert out == ""
+
+
+def test_result_json_has_state_value_and_error(fake: FakeJobManagers, run: Run) -> None:
+    fake.add_job("x")
+    fake.results["x"] = result_json("x", value={"ticks": 2})
+    code, out, _err = run("result", "x", "--json")
+    assert code == 0
+    document = json.loads(out)
+    assert (document["state"], document["value"], document["error"]) == (
+        "FINISHED",
+        {"ticks": 2},
+        None,
+    )
+
+
+def test_result_of_a_running_job_is_an_error(fake: FakeJobManagers, run: Run) -> None:
+    fake.add_job("x")
+    code, _out, err = run("result", "x")
+    assert code == 2
+    assert "has not terminated" in err
+
+
+def test_cancel_json_is_the_job_view(fake: FakeJobManagers, run: Run) -> None:
+    fake.add_job("x")
+    code, out, _err = run("cancel", "x", "--json")
+    assert code == 0
+    assert json.loads(out)["state"] == "CANCELLING"
+
+
+def test_leader_json_and_no_leader(fake: FakeJobManagers, run: Run) -> None:
+    code, out, _err = run("leader", "--json")
+    assert (code, json.loads(out)["id"]) == (0, "jm-1")
+    fake.leader = None
+    code, out, _err = run("leader", "--json")
+    assert (code, json.loads(out)) == (1, None)
+
+
+def test_an_unreachable_cluster_is_one_line_and_exit_2(fake: FakeJobManagers, run: Run) -> None:
+    fake.down.add("http://jm-a:8081")
+    code, _out, err = run("list")
+    assert code == 2
+    assert err.startswith("error: no JobManager answered within 0.5s")
+    assert len(err.strip().splitlines()) == 1
