@@ -14,6 +14,8 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any, NoReturn
 
+import anyio
+import anyio.to_thread
 import httpx
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -28,7 +30,7 @@ from steward.errors import (
     StewardError,
 )
 from steward.heartbeat import HEARTBEAT_PATH, Heartbeat, HeartbeatReply
-from steward.model import JobGraph, JobSpec
+from steward.model import JobGraph, JobSpec, check_job_id
 from steward.runtime.unpack import build_artifact
 from steward.status import (
     ClusterView,
@@ -49,6 +51,8 @@ log = logging.getLogger(__name__)
 
 MAX_ARTIFACT_BYTES = 64 * 1024 * 1024
 RETRY_AFTER = "1"
+HEARTBEAT_THREADS = 1024
+"""Threads for TaskManager heartbeats (each may wait up to heartbeat.interval)."""
 _FORWARD_TIMEOUT = 30.0
 
 
@@ -79,6 +83,7 @@ def create_app(manager: JobManager) -> FastAPI:
         version="1",
     )
     forwarder = httpx.Client(timeout=_FORWARD_TIMEOUT)
+    heartbeat_threads = anyio.CapacityLimiter(HEARTBEAT_THREADS)
 
     @app.exception_handler(ApiError)
     async def api_error(_request: Request, exc: ApiError) -> JSONResponse:
@@ -152,7 +157,7 @@ def create_app(manager: JobManager) -> FastAPI:
     @app.get("/v1/jobs/{job_id}", tags=["jobs"], responses={404: {"model": ErrorBody}})
     def job(job_id: str) -> JobView:
         """A job's state, attempts (TaskManager, epoch, start, end, cause) and checkpoints."""
-        return _job_view(manager, job_id)
+        return _job_view(manager, _known_form(job_id))
 
     @app.post(
         "/v1/jobs/{job_id}/cancel",
@@ -162,6 +167,7 @@ def create_app(manager: JobManager) -> FastAPI:
     )
     def cancel(job_id: str) -> Response:
         """Cancel a job: its running attempt gets SIGTERM, then SIGKILL after a grace period."""
+        _known_form(job_id)
         dispatcher = _leading(manager)
         if dispatcher is None:
             return _forward(manager, forwarder, "POST", f"/v1/jobs/{job_id}/cancel", b"")
@@ -178,7 +184,7 @@ def create_app(manager: JobManager) -> FastAPI:
     )
     def result(job_id: str) -> ResultView:
         """A terminated job's outcome, from the JobResultStore (outlives the job's cleanup)."""
-        entry = manager.reader.result(job_id)
+        entry = manager.reader.result(_known_form(job_id))
         if entry is not None:
             return ResultView.of(entry)
         view = _job_view(manager, job_id)
@@ -194,7 +200,12 @@ def create_app(manager: JobManager) -> FastAPI:
     async def heartbeat(request: Request) -> Response:
         """TaskManager heartbeat (see steward.heartbeat): reports in, commands back."""
         body = await request.body()
-        return await _run_sync(request, lambda: _heartbeat(manager, body))
+        # Heartbeats long-poll: they wait on their own threads, never on the pool that
+        # serves the API (40 waiting TaskManagers would otherwise starve /healthz).
+        response: Response = await anyio.to_thread.run_sync(
+            lambda: _heartbeat(manager, body), limiter=heartbeat_threads
+        )
+        return response
 
     return app
 
@@ -306,6 +317,14 @@ def _forward(
         media_type=answer.headers.get("content-type", "application/json"),
         headers=headers,
     )
+
+
+def _known_form(job_id: str) -> str:
+    """``job_id`` if it could name a job; any other string names no job (404, not 500)."""
+    try:
+        return check_job_id(job_id)
+    except ValueError:
+        raise ApiError(404, "job_not_found", f"no job {job_id[:200]!r}") from None
 
 
 def _job_view(manager: JobManager, job_id: str) -> JobView:

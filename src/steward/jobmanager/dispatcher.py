@@ -141,6 +141,7 @@ class Dispatcher:
         self._lock = threading.RLock()
         self._jobs: dict[str, JobMaster] = {}
         self._pending_results: dict[str, _PendingResult] = {}
+        self._submitting: set[str] = set()
         self._unpersisted: set[str] = set()
         self._rm = ResourceManager()
         self._ready = threading.Event()
@@ -248,6 +249,21 @@ class Dispatcher:
     def _recover_one(self, job_id: str, leases: dict[str, Any]) -> str:
         """Recover one job; never raises for a problem of this job alone (rule 6)."""
         try:
+            return self._recover_job(job_id, leases)
+        except FencedError:
+            raise
+        except Exception as exc:
+            log.exception("recovery of one job failed job=%s", job_id)
+            with contextlib.suppress(FencedError, StewardError, KazooException, ValueError):
+                error = ErrorInfo(
+                    type="steward.RecoveryError",
+                    message=f"job {job_id!r} could not be recovered: {exc!r}",
+                )
+                self._fail_unrecoverable(job_id, error)
+            return "failed"
+
+    def _recover_job(self, job_id: str, leases: dict[str, Any]) -> str:
+        try:
             pointer = self._graphs.pointer(job_id)
             graph = self._graphs.get(job_id)
         except JobNotFoundError:
@@ -270,6 +286,8 @@ class Dispatcher:
             if lease is not None:
                 master.adopt(lease.taskmanager, lease.attempt, lease.epoch, self.epoch)
                 self._rm.assign(lease.taskmanager, job_id, lease.attempt, graph.spec.slots)
+                if master.cancel_requested:
+                    self._send_cancel(master)
                 self._persist(master)
                 log.info(
                     "attempt adopted job=%s attempt=%d tm=%s lease_epoch=%d epoch=%d",
@@ -298,6 +316,9 @@ class Dispatcher:
                 if terminal is not None:
                     self._terminate(master, terminal)
                     return "failed"
+            if master.cancel_requested:
+                self._settle(master, master.cancel())
+                return "failed"
             self._start_initialize(master)
             return "restarted"
 
@@ -321,22 +342,32 @@ class Dispatcher:
         self._check_ready()
         job_id = spec.job_id
         with self._lock:
-            existing = self._results.find(job_id)
-            if existing is not None:
-                raise JobTerminatedError(existing)
-            if job_id in self._jobs:
-                raise JobExistsError(job_id, "running submission")
-            try:
-                pointer = self._graphs.put(self.fence, graph)
-            except FencedError as exc:
-                self._fenced(exc)
-                raise
+            self._refuse_taken(job_id)
+            self._submitting.add(job_id)
+        try:
+            # The blob is written outside the lock (it can be large); the pointer's create
+            # fails for a second submission of the same id, so no two can both succeed.
+            pointer = self._graphs.put(self.fence, graph)
+        except FencedError as exc:
+            self._fenced(exc)
+            raise
+        finally:
+            with self._lock:
+                self._submitting.discard(job_id)
+        with self._lock:
             master = JobMaster(spec, pointer, graph.submitted_at)
             self._jobs[job_id] = master
             self._persist(master)
             self._start_initialize(master)
             log.info("job submitted job=%s name=%r epoch=%d", job_id, spec.name, self.epoch)
             return self._view(master)
+
+    def _refuse_taken(self, job_id: str) -> None:
+        existing = self._results.find(job_id)
+        if existing is not None:
+            raise JobTerminatedError(existing)
+        if job_id in self._jobs or job_id in self._submitting:
+            raise JobExistsError(job_id, "running submission")
 
     def cancel(self, job_id: str) -> JobView:
         self._check_ready()
@@ -474,13 +505,13 @@ class Dispatcher:
                 beat.taskmanager,
             )
             self._rm.release(current.taskmanager, master.job_id, current.number)
-            master.rejected(
+            terminal = master.rejected(
                 current.number,
                 _NOT_TAKEN,
                 "the TaskManager never took the attempt",
                 now=now,
             )
-            self._persist(master)
+            self._settle(master, terminal)
 
     def _on_report(self, tm_id: str, report: AttemptReport) -> list[Ack]:
         seq = max((c.seq for c in report.checkpoints), default=0)
@@ -511,13 +542,13 @@ class Dispatcher:
         assert master is not None
         if report.phase is AttemptPhase.REJECTED:
             self._rm.release(tm_id, master.job_id, report.attempt)
-            master.rejected(
+            terminal = master.rejected(
                 report.attempt,
                 report.rejection or _NOT_TAKEN,
                 report.rejection_message or "refused",
                 now=time.monotonic(),
             )
-            self._persist(master)
+            self._settle(master, terminal)
             self._wakeup.set()
             return [Ack(job_id=report.job_id, attempt=report.attempt, outcome=True)]
         acked = self._record_checkpoints(master, report)
@@ -649,16 +680,20 @@ class Dispatcher:
             current = master.current
             if current is None or current.taskmanager != tm_id:
                 continue
+            if current.collected_at is None and not current.reported:
+                # The start command never left this leader: nothing ran, nothing is spent.
+                terminal = master.rejected(
+                    current.number, _NOT_TAKEN, f"TaskManager {tm_id} left", now=now
+                )
+                self._settle(master, terminal)
+                continue
             cause = ErrorInfo(
                 type="steward.TaskManagerLost",
                 message=f"TaskManager {tm_id} lost its ZooKeeper session (and the attempt's"
                 " lease) before the attempt reported an outcome",
             )
             terminal = master.lost(current.number, cause, now=now, grace=self._grace())
-            if terminal is not None:
-                self._terminate(master, terminal)
-            else:
-                self._persist(master)
+            self._settle(master, terminal)
 
     def _grace(self) -> float:
         return float(self.config["jobmanager.replacement-grace"])
@@ -742,6 +777,12 @@ class Dispatcher:
             self._unpersisted.add(master.job_id)
             return False
         return True
+
+    def _settle(self, master: JobMaster, terminal: Terminal | None) -> bool:
+        """Record ``terminal`` if the job ended, else persist its new state."""
+        if terminal is not None:
+            return self._terminate(master, terminal)
+        return self._persist(master)
 
     def _terminate(self, master: JobMaster, terminal: Terminal) -> bool:
         """Record the job's result (DIRTY), then hand it to cleanup. False: retried later."""

@@ -20,7 +20,7 @@ from pathlib import Path
 from steward.config import Configuration
 from steward.errors import StewardError
 from steward.model import ErrorInfo, JobGraph, JobGraphPointer
-from steward.runtime.driver import run_to_completion
+from steward.runtime.driver import RunnerProcess, run_to_completion
 from steward.runtime.protocol import FailedEvent, FinishedEvent, LaunchDocument, RunMode
 from steward.runtime.unpack import materialize, may_define_initialize
 from steward.store.blob import BlobRef, BlobStore
@@ -51,6 +51,8 @@ class HookRunner:
         self._pool = ThreadPoolExecutor(max_workers=parallelism, thread_name_prefix="hook")
         self._lock = threading.Lock()
         self._cancelled: set[str] = set()
+        self._running: dict[str, RunnerProcess] = {}
+        self._closed = False
 
     def submit(
         self,
@@ -70,12 +72,28 @@ class HookRunner:
         self._pool.submit(self._run, work, on_done)
 
     def cancel(self, job_id: str) -> None:
-        """Forget the job's pending hook: its outcome is no longer reported."""
+        """Forget the job's pending hook and kill its process if it runs."""
         with self._lock:
             self._cancelled.add(job_id)
+            runner = self._running.get(job_id)
+        if runner is not None:
+            runner.kill()
 
     def cancel_all(self) -> None:
+        """The term ended: kill every hook process, drop the queued ones."""
+        with self._lock:
+            self._closed = True
+            runners = list(self._running.values())
         self._pool.shutdown(wait=False, cancel_futures=True)
+        for runner in runners:
+            runner.kill()
+
+    def _spawned(self, job_id: str, runner: RunnerProcess) -> None:
+        with self._lock:
+            self._running[job_id] = runner
+            doomed = self._closed or job_id in self._cancelled
+        if doomed:
+            runner.kill()
 
     def _run(self, work: _HookWork, on_done: OnDone) -> None:
         job_id = work.job_id
@@ -127,8 +145,11 @@ class HookRunner:
                 cwd=where,
                 log_path=where / "initialize.log",
                 timeout=float(self._config["jobmanager.initialize-timeout"]),
+                on_spawned=lambda runner: self._spawned(job_id, runner),
             )
         finally:
+            with self._lock:
+                self._running.pop(job_id, None)
             shutil.rmtree(where / "artifact", ignore_errors=True)
         log.info("initialize hook ended job=%s outcome=%s", job_id, outcome.event)
         return outcome

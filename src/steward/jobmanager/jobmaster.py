@@ -98,6 +98,8 @@ class JobMaster:
             self.failures = record.failures
             self.submitted_at = record.submitted_at
             self.is_recovery = True
+            # A cancel the user was told about (202) must survive a failover.
+            self.cancel_requested = record.state is JobState.CANCELLING
 
     @property
     def job_id(self) -> str:
@@ -169,7 +171,7 @@ class JobMaster:
         self.attempt_count += 1
         deployment = Deployment(self.attempt_count, taskmanager, epoch)
         self.current = deployment
-        self.attempts.append(
+        self._append(
             AttemptRecord(
                 number=deployment.number,
                 taskmanager=taskmanager,
@@ -191,7 +193,7 @@ class JobMaster:
                 state=AttemptState.RUNNING,
                 started_at=None,
             )
-            self.attempts.append(existing)
+            self._append(existing)
         adopted = existing.model_copy(
             update={
                 "state": AttemptState.RUNNING,
@@ -202,13 +204,13 @@ class JobMaster:
         self._replace(adopted)
         self.attempt_count = max(self.attempt_count, number)
         self.current = Deployment(number, taskmanager, lease_epoch, reported=False)
-        self._set(JobState.RUNNING, None)
+        self._set_live()
         return self.current
 
     def await_report(self, number: int, taskmanager: str, epoch: int, until: float) -> None:
         """Recovered an attempt with no lease that its TaskManager may still report ended."""
         self.current = Deployment(number, taskmanager, epoch, await_report_until=until)
-        self._set(JobState.RUNNING, f"waiting for {taskmanager} to report attempt {number}")
+        self._set_live(f"waiting for {taskmanager} to report attempt {number}")
 
     def running(self, number: int, started_at: float | None) -> bool:
         """The attempt is reported running; True if that is news worth persisting."""
@@ -246,16 +248,25 @@ class JobMaster:
         self._finish_attempt(number, AttemptState.LOST, cause, time.time())
         return self._after_failure(cause, now=now, grace=grace)
 
-    def rejected(self, number: int, rejection: Rejection, message: str, *, now: float) -> None:
-        """The TaskManager refused the attempt: it never ran and spends no restart."""
+    def rejected(
+        self, number: int, rejection: Rejection, message: str, *, now: float
+    ) -> Terminal | None:
+        """The TaskManager refused the attempt (or never got it): it never ran, spends nothing.
+
+        A job being cancelled is CANCELED then: nothing of it runs any more.
+        """
         if self.current is None or self.current.number != number:
-            return
+            return None
         self.current = None
         self.attempts = [a for a in self.attempts if a.number != number]
         self.attempt_count = max((a.number for a in self.attempts), default=0)
         self.attempt_count = max(self.attempt_count, number - 1)
+        if self.cancel_requested:
+            self._set(JobState.CANCELED, "cancelled")
+            return Terminal(TerminalState.CANCELED)
         self.not_before = now + REJECTION_BACKOFF
         self._set(JobState.SCHEDULED, f"attempt {number} refused ({rejection.value}): {message}")
+        return None
 
     def cancel(self) -> Terminal | None:
         """Cancel: terminal at once unless an attempt is in flight (then CANCELLING)."""
@@ -313,7 +324,17 @@ class JobMaster:
             if self.attempts[index].number == record.number:
                 self.attempts[index] = record
                 return
+        self._append(record)
+
+    def _append(self, record: AttemptRecord) -> None:
         self.attempts.append(record)
+        del self.attempts[:-MAX_ATTEMPTS_KEPT]
+
+    def _set_live(self, reason: str | None = None) -> None:
+        if self.cancel_requested:
+            self._set(JobState.CANCELLING, "cancelling the running attempt")
+        else:
+            self._set(JobState.RUNNING, reason)
 
     def _set(self, state: JobState, reason: str | None) -> None:
         self.state = state

@@ -47,20 +47,13 @@ class JobManager:
         self.address = str(config["jobmanager.advertised-address"]) or f"http://{host}:{port}"
         self.reader = ClusterReader(self.session, jobmanager_id)
         self.retrieval = LeaderRetrieval(self.session)
-        self.election = LeaderElection(
-            self.session,
-            jobmanager_id,
-            self.address,
-            tolerate_suspended=config.tolerate_suspended,
-            on_granted=self._granted,
-            on_revoked=self._revoked,
-        )
         self._lock = threading.Lock()
         self._dispatcher: Dispatcher | None = None
         self._server: uvicorn.Server | None = None
         self._server_thread: threading.Thread | None = None
         self._stopping = threading.Event()
         self._workdir = Path(str(config["taskmanager.workdir"])) / jobmanager_id
+        self.election = self._new_election()
 
     # ------------------------------------------------------------------ state
 
@@ -143,12 +136,36 @@ class JobManager:
             dispatcher.stop()
 
     def _fenced(self) -> None:
-        # A fenced write means another leader exists: the election notices too (its epoch
-        # watch), and grants us again only through a new compare-and-set.
+        """The Dispatcher stopped itself (a fenced write, or recovery failed): step down.
+
+        Leaving the election and joining again hands leadership to a standby (or back to
+        us with a new epoch) instead of keeping a leader that does nothing.
+        """
         with self._lock:
             dispatcher = self._dispatcher
             if dispatcher is not None and dispatcher.stopped:
                 self._dispatcher = None
+        threading.Thread(target=self._rejoin, name=f"{self.id}-rejoin", daemon=True).start()
+
+    def _rejoin(self) -> None:
+        if self._stopping.is_set():
+            return
+        log.warning("leaving and rejoining the election id=%s", self.id)
+        self.election.stop()
+        if self._stopping.is_set():
+            return
+        self.election = self._new_election()
+        self.election.start()
+
+    def _new_election(self) -> LeaderElection:
+        return LeaderElection(
+            self.session,
+            self.id,
+            self.address,
+            tolerate_suspended=self.config.tolerate_suspended,
+            on_granted=self._granted,
+            on_revoked=self._revoked,
+        )
 
     # ------------------------------------------------------------------ REST server
 

@@ -5,6 +5,8 @@ Pure functions of the spec's strategy: the JobMaster counts failures, this modul
 
 from __future__ import annotations
 
+import math
+
 from steward.model import ExponentialDelayRestart, FixedDelayRestart, NoRestart
 
 
@@ -28,5 +30,10 @@ def restart_delay(
     if isinstance(strategy, FixedDelayRestart):
         return strategy.delay
     if isinstance(strategy, ExponentialDelayRestart):
-        return min(strategy.max, strategy.initial * strategy.multiplier ** (failures - 1))
+        # Compared in log space: multiplier ** 1025 overflows a float long before a job with
+        # a large max_attempts would run out of restarts.
+        exponent = (failures - 1) * math.log(strategy.multiplier)
+        if exponent >= math.log(strategy.max / strategy.initial):
+            return strategy.max
+        return min(strategy.max, strategy.initial * math.exp(exponent))
     return None  # NoRestart allows none: unreachable after the check above

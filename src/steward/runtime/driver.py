@@ -300,8 +300,12 @@ def run_to_completion(
     timeout: float,
     env: Mapping[str, str] | None = None,
     python: str | None = None,
+    on_spawned: Callable[[RunnerProcess], None] | None = None,
 ) -> FinalEvent:
     """Run one runner process to its end, at most ``timeout`` seconds; return its outcome.
+
+    ``on_spawned(runner)`` is called once the process runs, so that the caller can kill it
+    early (a cancelled job, a leader stepping down).
 
     For a leader running a job's ``initialize`` hook (``launch.mode`` = initialize) in a child
     process: whatever the hook does, it cannot take the caller down. On timeout the whole
@@ -314,6 +318,8 @@ def run_to_completion(
     deadline = time.monotonic() + timeout
     runner.start()
     try:
+        if on_spawned is not None:
+            on_spawned(runner)
         # EOF on the events pipe first (the runner exited; cheap to wait for), then the group.
         runner.wait_events_closed(max(0.0, deadline - time.monotonic()))
         if runner.wait_gone(max(0.0, deadline - time.monotonic())):
@@ -333,6 +339,9 @@ def run_to_completion(
         )
         return _timeout_outcome(launch, timeout)
     finally:
+        if not runner.wait_gone(0.0):  # an exception on the way (the caller's callback)
+            runner.kill()
+            runner.wait_gone(_KILL_WAIT)
         runner.close()
 
 

@@ -124,7 +124,7 @@ class JobGraphStore:
 
     def job_ids(self) -> list[str]:
         """Ids of every job that has a pointer, i.e. that a new leader must recover."""
-        return zk.children(self._client, self._layout.jobgraphs)
+        return zk.job_children(self._client, self._layout.jobgraphs)
 
     def contains(self, job_id: str) -> bool:
         return zk.read(self._client, self._layout.jobgraph(job_id)) is not None

@@ -95,7 +95,7 @@ class JobResultStore:
         return zk.read(self._client, self._layout.result(job_id)) is not None
 
     def job_ids(self) -> list[str]:
-        return zk.children(self._client, self._layout.results)
+        return zk.job_children(self._client, self._layout.results)
 
     def entries(self, parallelism: int = 8) -> list[JobResultEntry]:
         """Every readable entry; an unreadable one is logged and left out, never fatal."""

@@ -13,7 +13,6 @@ import logging
 from steward.errors import CorruptStateError, NodeExistsError, NoNodeError
 from steward.ha.fencing import Fence
 from steward.ha.session import Session
-from steward.model import check_job_id
 from steward.status import JobStatusRecord
 from steward.store import zk
 from steward.store.checkpoints import ensure_job_node
@@ -72,10 +71,4 @@ class JobStatusStore:
 
     def job_ids(self) -> list[str]:
         """Ids under ``jobs/`` (live jobs, and terminated ones whose cleanup is not done)."""
-        ids = []
-        for name in zk.children(self._client, self._layout.jobs):
-            try:
-                ids.append(check_job_id(name))
-            except ValueError:
-                log.warning("ignoring a znode that is not a job id name=%s", name)
-        return ids
+        return zk.job_children(self._client, self._layout.jobs)

@@ -6,6 +6,7 @@ Steward's so that nothing raw escapes the store layer.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from kazoo.client import KazooClient
@@ -13,6 +14,9 @@ from kazoo.exceptions import KazooException, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
 from steward.ha.fencing import translate
+from steward.model import check_job_id
+
+log = logging.getLogger(__name__)
 
 
 def read(client: KazooClient, path: str) -> tuple[bytes, Any] | None:
@@ -34,3 +38,18 @@ def children(client: KazooClient, path: str) -> list[str]:
         return []
     except (KazooException, KazooTimeoutError) as exc:
         raise translate(exc, path) from exc
+
+
+def job_children(client: KazooClient, path: str) -> list[str]:
+    """Child names of ``path`` that are valid job ids; a stray znode is logged and skipped.
+
+    A node someone created by hand (or a future version's helper node) must never stop a
+    leader from recovering every real job (DESIGN rule 6).
+    """
+    names = []
+    for name in children(client, path):
+        try:
+            names.append(check_job_id(name))
+        except ValueError:
+            log.warning("ignoring a znode that is not a job id path=%s/%s", path, name)
+    return names

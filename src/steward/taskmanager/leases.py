@@ -22,7 +22,7 @@ from steward.errors import CorruptStateError, FencedError, NodeExistsError, Stew
 from steward.ha.fencing import Fence, translate
 from steward.ha.session import Session
 from steward.model import ExecutionLease
-from steward.store.zk import children, read
+from steward.store.zk import job_children, read
 
 log = logging.getLogger(__name__)
 
@@ -161,7 +161,7 @@ class ExecutionLeases:
     def all(self) -> dict[str, ExecutionLease]:
         """Every readable lease of the cluster, by job id; corrupt ones are logged and left out."""
         leases: dict[str, ExecutionLease] = {}
-        for job_id in children(self._session.client, self._layout.executions):
+        for job_id in job_children(self._session.client, self._layout.executions):
             lease = self._read_quietly(job_id)
             if lease is not None:
                 leases[job_id] = lease

@@ -174,7 +174,7 @@ class TaskManager:
         if not self._wait_all_gone(grace + 1.0):
             self.executions.kill_all("taskmanager stopping")
             if not self._wait_all_gone(_STOP_KILL_WAIT):
-                log.error("attempts left behind on stop tm=%s", self.id)
+                log.error("attempts or leases left behind on stop tm=%s", self.id)
         self.probe.stop()
         self.self_fencing.stop()
         self.executions.close()
