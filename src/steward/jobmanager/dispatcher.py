@@ -465,7 +465,14 @@ class Dispatcher:
             else:
                 commands = []
             wake = state.wake
-        if not commands and not acks and beat.wait > 0 and not self._stopped.is_set():
+        # Hold the reply (long poll) unless it carries something the TaskManager waits for:
+        # commands, or acks of outcomes and checkpoints. Plain acks of running attempts do not
+        # count, or a busy TaskManager would never be held.
+        fresh = any(
+            report.checkpoints or report.phase in (AttemptPhase.ENDED, AttemptPhase.REJECTED)
+            for report in beat.attempts
+        )
+        if not commands and not fresh and beat.wait > 0 and not self._stopped.is_set():
             wake.wait(min(beat.wait, 30.0))
             with self._lock:
                 if self._ready.is_set() and not self._stopped.is_set():

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.zookeeper
 EXAMPLES = Path(__file__).parents[3] / "examples"
 
 # Records every attempt's start and end in TRUTH (an append-only file), then ticks.
-TICKING = '''
+TICKING = """
 import os, sys, time
 
 def main(ctx):
@@ -36,7 +36,7 @@ def main(ctx):
     with open(truth, "a") as out:
         out.write(f"end {ctx.attempt} {os.getpid()} {time.monotonic()}\\n")
     return {"ticks": ticks, "pid": os.getpid()}
-'''
+"""
 
 
 def _pipeline(tmp_path: Path) -> Path:

@@ -6,10 +6,6 @@ Expected counts are computed here in plain Python with the examples' definition 
 
 from __future__ import annotations
 
-import collections
-import csv
-import json
-import re
 import textwrap
 from pathlib import Path
 
@@ -17,38 +13,19 @@ import psutil
 import pytest
 from runner_harness import EXAMPLES, SAMPLE, alive, launch_document, running
 
+from e2e.wordcounts import (
+    committed_batches,
+    count_words,
+    read_csv_counts,
+    read_json_counts,
+    split_into_files,
+)
 from steward.runtime.protocol import FailedEvent, FinishedEvent, completed_stages_of
 from support import wait_until
 
 pytestmark = pytest.mark.spark
 
 SPARK_DEADLINE = 180.0
-
-
-def count_words(*texts: str) -> collections.Counter[str]:
-    counts: collections.Counter[str] = collections.Counter()
-    for text in texts:
-        counts.update(word for word in re.split(r"[^a-z]+", text.lower()) if word)
-    return counts
-
-
-def read_csv_counts(folder: Path) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for part in sorted(folder.glob("part-*.csv")):
-        with part.open(newline="") as handle:
-            for row in csv.DictReader(handle):
-                counts[row["word"]] = int(row["count"])
-    return counts
-
-
-def read_json_counts(folder: Path) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for part in sorted(folder.glob("part-*.json")):
-        for line in part.read_text().splitlines():
-            if line.strip():
-                record = json.loads(line)
-                counts[record["word"]] = int(record["count"])
-    return counts
 
 
 def test_wordcount_counts_the_sample_like_plain_python(tmp_path: Path) -> None:
@@ -133,22 +110,6 @@ def test_a_second_attempt_reuses_the_completed_stage_without_building_it(tmp_pat
         assert final.value == {"words": expected_words, "reused": ["words"]}
         assert marker.read_text() == "built by attempt 1\n"
         assert second.checkpoints() == []  # nothing new was materialised
-
-
-def split_into_files(folder: Path, parts: int) -> list[str]:
-    """Write the sample as ``parts`` files cut at paragraph breaks; return their texts."""
-    folder.mkdir()
-    paragraphs = SAMPLE.read_text().split("\n\n")
-    size = -(-len(paragraphs) // parts)
-    texts = ["\n\n".join(paragraphs[i : i + size]) for i in range(0, len(paragraphs), size)]
-    for number, text in enumerate(texts):
-        (folder / f"part-{number:03d}.txt").write_text(text)
-    return texts
-
-
-def committed_batches(query_checkpoint: Path) -> int:
-    commits = query_checkpoint / "commits"
-    return sum(1 for entry in commits.iterdir() if entry.name.isdigit()) if commits.exists() else 0
 
 
 @pytest.mark.slow
