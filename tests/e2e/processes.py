@@ -153,10 +153,10 @@ class ProcessCluster:
 
         return wait_until(ready, timeout, interval=0.1, message="cluster ready")
 
-    def check_alive(self, *, expect_dead: tuple[Proc, ...] = ()) -> None:
-        """Fail with the process's log if a process died that the test did not kill."""
+    def check_alive(self) -> None:
+        """Fail with the process's log if a process died that the test did not signal."""
         for proc in self.procs:
-            if proc not in expect_dead and not proc.signalled and not proc.alive():
+            if not proc.signalled and not proc.alive():
                 raise AssertionError(
                     f"{proc.role} {proc.id} exited with {proc.popen.returncode}:\n"
                     + proc.log_text()[-4000:]

@@ -52,6 +52,7 @@ from steward.heartbeat import (
     lost_outcome,
 )
 from steward.model import (
+    CleanupStatus,
     CompletedCheckpoint,
     ErrorInfo,
     JobGraph,
@@ -63,11 +64,9 @@ from steward.model import (
 from steward.runtime import storage
 from steward.runtime.protocol import FailedEvent, FinishedEvent, completed_stages_of
 from steward.status import (
-    AttemptState,
     CheckpointView,
     JobState,
     JobView,
-    ResultView,
     TaskManagerView,
 )
 from steward.store import zk
@@ -80,6 +79,7 @@ from steward.taskmanager.leases import ExecutionLeases
 
 from .hooks import HookRunner
 from .jobmaster import JobMaster, Terminal
+from .reads import status_view
 from .resources import ResourceManager
 
 log = logging.getLogger(__name__)
@@ -150,7 +150,6 @@ class Dispatcher:
         self._members_changed = threading.Event()
         self._cleanups: queue.Queue[str] = queue.Queue()
         self._threads: list[threading.Thread] = []
-        self.recovered_at: float | None = None
         self.recovery_summary: dict[str, int] = {}
 
     # ------------------------------------------------------------------ lifecycle
@@ -181,9 +180,6 @@ class Dispatcher:
         self._rm.wake_all()
         self._hooks.cancel_all()
         log.info("dispatcher stopped epoch=%d", self.epoch)
-
-    def wait_ready(self, timeout: float) -> bool:
-        return self._ready.wait(timeout)
 
     def _fenced(self, exc: FencedError) -> None:
         log.error("dispatcher fenced, stepping down epoch=%d cause=%s", self.epoch, exc)
@@ -216,11 +212,13 @@ class Dispatcher:
     def _recover(self) -> None:
         started = time.monotonic()
         self._refresh_members()
-        result_ids = set(self._results.job_ids())
+        entries = self._results.entries()
+        result_ids = {entry.job_id for entry in entries}
         dirty = 0
-        for entry in self._results.list_dirty():
-            self._cleanups.put(entry.job_id)
-            dirty += 1
+        for entry in entries:
+            if entry.status is CleanupStatus.DIRTY:
+                self._cleanups.put(entry.job_id)
+                dirty += 1
         leases = self._leases.all()
         graph_ids = self._graphs.job_ids()
         leftovers = [job_id for job_id in graph_ids if job_id in result_ids]
@@ -238,7 +236,6 @@ class Dispatcher:
             "failed": outcomes.count("failed"),
             "dirty_cleanups": dirty,
         }
-        self.recovered_at = time.time()
         log.info(
             "recovery done epoch=%d seconds=%.3f %s",
             self.epoch,
@@ -863,10 +860,6 @@ class Dispatcher:
 
     # ------------------------------------------------------------------ reads
 
-    def job_ids(self) -> list[str]:
-        with self._lock:
-            return list(self._jobs)
-
     def view(self, job_id: str, *, with_checkpoints: bool = True) -> JobView | None:
         """The live job's view, or None if this leader has no such live job."""
         with self._lock:
@@ -890,19 +883,9 @@ class Dispatcher:
             return self._rm.views()
 
     def _view(self, master: JobMaster) -> JobView:
-        return JobView(
-            job_id=master.job_id,
-            name=master.spec.name,
-            state=master.state,
-            reason=master.reason,
-            submitted_at=master.submitted_at,
-            updated_at=master.updated_at,
-            attempts=list(master.attempts),
-            attempt_count=master.attempt_count,
-            failures=master.failures,
-            progress=master.progress,
-            served_by=self.id,
-        )
+        # The same view a standby builds from the persisted record, plus live progress.
+        view = status_view(master.record(self.epoch), self.id)
+        return view.model_copy(update={"progress": master.progress})
 
     def _checkpoint_views(self, job_id: str) -> list[CheckpointView]:
         store = self._checkpoints(job_id)
@@ -923,13 +906,6 @@ class Dispatcher:
             log.warning("checkpoints unreadable job=%s error=%r", job_id, exc)
         return views
 
-    def result(self, job_id: str) -> ResultView | None:
-        entry = self._results.find(job_id)
-        return ResultView.of(entry) if entry else None
-
 
 def new_job_id(stem: str = "job") -> str:
     return f"{stem}-{uuid.uuid4().hex[:12]}"
-
-
-__all__ = ["AttemptState", "Dispatcher", "JobTerminatedError", "NotReadyError", "new_job_id"]

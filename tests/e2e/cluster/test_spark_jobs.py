@@ -16,7 +16,6 @@ from e2e.wordcounts import (
     split_into_files,
 )
 from steward.model import JobKind
-from steward.status import JobState
 from support import wait_until
 
 pytestmark = [pytest.mark.zookeeper, pytest.mark.spark]
@@ -84,4 +83,3 @@ def test_streaming_taskmanager_killed_resumes_on_the_other_taskmanager(
     survivor = next(tm for tm in taskmanagers if tm != victim)
     log = (process_cluster.workdir / "logs" / "jm-1.log").read_text()
     assert f"attempt deployed job=stream attempt=2 tm={survivor}" in log
-    assert JobState.FINISHED.value == result.state.value
