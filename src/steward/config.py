@@ -170,6 +170,17 @@ OPTIONS: tuple[Option, ...] = (
         " LOST. Safe because every leader write is fenced by its epoch (DESIGN rule 5).",
     ),
     Option(
+        "high-availability.crash-detection",
+        _to_duration,
+        "500ms",
+        "A standby that finds the leader's REST port refusing every connection for this long"
+        " removes the leader's latch, so a crashed leader process is replaced without waiting"
+        " for its session to expire. Only a refused connection counts (a frozen process or a"
+        " dead host is left to the session timeout); fencing makes a wrong guess harmless."
+        " 0 turns it off.",
+        lambda v: None if v >= 0 else "must not be negative",
+    ),
+    Option(
         "high-availability.storage-dir",
         _to_str,
         "file://./.steward/storage",
@@ -336,6 +347,10 @@ class Configuration:
     @property
     def tolerate_suspended(self) -> bool:
         return bool(self["high-availability.zookeeper.tolerate-suspended-connections"])
+
+    @property
+    def crash_detection(self) -> float:
+        return float(self["high-availability.crash-detection"])
 
     @property
     def storage_dir(self) -> str:

@@ -172,9 +172,10 @@ class Contender:
         *,
         tolerate_suspended: bool = True,
         session_timeout: float = SESSION_TIMEOUT,
+        address: str = "",
     ) -> None:
         self.name = name
-        self.address = f"http://{name}:8081"
+        self.address = address or f"http://{name}:8081"
         self.session = Session(
             quorum, root, session_timeout=session_timeout, connection_timeout=10.0, name=name
         )

@@ -4,7 +4,10 @@ Every JobManager serves the REST API. The one that leads also runs a :class:`Dis
 the term of its leadership; the others serve reads from ZooKeeper and forward writes to the
 leader. A graceful stop (SIGTERM) releases leadership first, so a standby takes over at once
 instead of waiting for the session to expire; running attempts are never stopped by a
-JobManager going away (the next leader adopts them).
+JobManager going away (the next leader adopts them). A standby also runs a
+:class:`CrashDetector`: when the leader's process has died but its host lives (its port
+refuses connections), the standby removes the dead leader's latch and takes over without
+waiting for the session to expire either.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import uvicorn
 
 from steward.config import Configuration
 from steward.errors import StewardError
+from steward.ha.crash_detection import CrashDetector
 from steward.ha.election import LeaderElection, Leadership
 from steward.ha.retrieval import LeaderRetrieval
 from steward.ha.session import Session
@@ -54,6 +58,15 @@ class JobManager:
         self._stopping = threading.Event()
         self._workdir = Path(str(config["taskmanager.workdir"])) / jobmanager_id
         self.election = self._new_election()
+        self.crash_detector: CrashDetector | None = None
+        if config.crash_detection > 0:
+            self.crash_detector = CrashDetector(
+                self.session,
+                jobmanager_id,
+                refused_for=config.crash_detection,
+                current_leader=self.leader,
+                is_leader=lambda: self.is_leader,
+            )
 
     # ------------------------------------------------------------------ state
 
@@ -79,6 +92,8 @@ class JobManager:
         self._start_server()
         self.retrieval.start()
         self.election.start()
+        if self.crash_detector is not None:
+            self.crash_detector.start()
         log.info("jobmanager started id=%s address=%s", self.id, self.address)
         return self
 
@@ -88,6 +103,8 @@ class JobManager:
             return
         self._stopping.set()
         log.info("jobmanager stopping id=%s", self.id)
+        if self.crash_detector is not None:
+            self.crash_detector.stop()
         self.election.stop()
         with self._lock:
             dispatcher, self._dispatcher = self._dispatcher, None

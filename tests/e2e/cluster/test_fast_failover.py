@@ -1,0 +1,104 @@
+"""Fast crash detection with real processes: a SIGKILLed leader is replaced long before its
+10 s session expires, and a frozen (SIGSTOPped) leader is never mistaken for a dead one.
+
+The session timeout is 10 s here, so a takeover in under 4 s can only come from the standby's
+crash detector (``high-availability.crash-detection``): the test fails without it.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from e2e.cluster.test_jobs import _pipeline, _truth
+from e2e.processes import ProcessCluster
+from steward.status import JobState
+from support import wait_until
+
+pytestmark = pytest.mark.zookeeper
+
+SESSION_TIMEOUT = 10.0
+
+
+@pytest.fixture
+def cluster(tmp_path: Path, zk_quorum: str, cluster_id: str) -> Iterator[ProcessCluster]:
+    cluster = ProcessCluster(tmp_path, zk_quorum, cluster_id, session_timeout="10s")
+    try:
+        cluster.start_jobmanager("jm-1")
+        cluster.wait_ready(taskmanagers=0)
+        cluster.start_jobmanager("jm-2")
+        cluster.start_taskmanager("tm-1")
+        cluster.wait_ready(taskmanagers=1)
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def test_sigkilled_leader_is_replaced_well_within_the_session_timeout(
+    cluster: ProcessCluster, tmp_path: Path
+) -> None:
+    truth = tmp_path / "truth.log"
+    with cluster.client(timeout=60) as client:
+        client.submit(_pipeline(tmp_path), args=[str(truth), "120", "0.25"], job_id="kept")
+        wait_until(lambda: client.job("kept").state is JobState.RUNNING, 30)
+        leader = cluster.leader()
+        before = client.cluster().leader
+        assert leader is not None and before is not None
+        # When the leader's process dies (its host, this machine, lives on)
+        started = time.monotonic()
+        leader.signal(signal.SIGKILL)
+        new_leader = cluster.wait_ready(taskmanagers=1, timeout=SESSION_TIMEOUT * 3)
+        took = time.monotonic() - started
+        # Then the standby leads and serves long before the dead session could expire
+        assert new_leader.id != leader.id
+        assert took < SESSION_TIMEOUT * 0.4, f"takeover took {took:.2f}s"
+        after = client.cluster().leader
+        assert after is not None and after.epoch > before.epoch
+        assert "refuses connections" in new_leader.log_text()
+        # And the running attempt was adopted, not restarted
+        view = client.job("kept")
+        assert view.state is JobState.RUNNING and view.attempt_count == 1, view
+        assert view.attempts[-1].adopted_by
+        client.cancel("kept")
+    assert [entry[0] for entry in _truth(truth)] == ["start"]
+    cluster.check_alive()
+
+
+def test_frozen_leader_keeps_its_term_while_its_port_still_accepts(
+    cluster: ProcessCluster, tmp_path: Path
+) -> None:
+    truth = tmp_path / "truth.log"
+    with cluster.client(timeout=60) as client:
+        client.submit(_pipeline(tmp_path), args=[str(truth), "120", "0.25"], job_id="kept")
+        wait_until(lambda: client.job("kept").state is JobState.RUNNING, 30)
+        leader = cluster.leader()
+        before = client.cluster().leader
+        assert leader is not None and before is not None
+        standby = next(p for p in cluster.jobmanagers() if p.id != leader.id)
+        # When the leader is frozen for several crash-detection windows, under its session
+        leader.signal(signal.SIGSTOP)
+        frozen_until = time.monotonic() + SESSION_TIMEOUT * 0.3
+        try:
+            # Then, the whole time, the standby reports the same leader and epoch
+            while time.monotonic() < frozen_until:
+                view = cluster.get(standby, "/v1/cluster")
+                assert view["leader"]["id"] == leader.id, view
+                assert view["leader"]["epoch"] == before.epoch, view
+                time.sleep(0.1)  # pacing of the observation, not synchronisation
+        finally:
+            leader.signal(signal.SIGCONT)
+        leader.signalled = False  # resumed: from here on it must stay alive
+        # And after it resumes it still leads under the same epoch; the job was not touched
+        assert cluster.wait_ready(taskmanagers=1, timeout=30).id == leader.id
+        after = client.cluster().leader
+        assert after is not None and (after.id, after.epoch) == (before.id, before.epoch)
+        view = client.job("kept")
+        assert view.state is JobState.RUNNING and view.attempt_count == 1, view
+        client.cancel("kept")
+    assert "refuses connections" not in standby.log_text()
+    assert [entry[0] for entry in _truth(truth)] == ["start"]
+    cluster.check_alive()

@@ -1,0 +1,60 @@
+"""The crash detector's decision rule and its probe, on real sockets."""
+
+from __future__ import annotations
+
+import socket
+
+from steward.ha.crash_detection import ProbeOutcome, RefusalWindow, probe
+from steward.model import LeaderInfo
+
+LEADER = LeaderInfo(contender="jm-1", address="http://127.0.0.1:9", epoch=3)
+REFUSED, ACCEPTED, UNKNOWN = ProbeOutcome.REFUSED, ProbeOutcome.ACCEPTED, ProbeOutcome.UNKNOWN
+
+
+def test_dead_only_after_refusals_for_the_whole_window_and_enough_of_them() -> None:
+    window = RefusalWindow(refused_for=1.0, min_refusals=3)
+    assert not window.observe(LEADER, REFUSED, 0.0)
+    assert not window.observe(LEADER, REFUSED, 0.5)
+    # A full window but only two refusals is not enough.
+    window2 = RefusalWindow(refused_for=1.0, min_refusals=3)
+    assert not window2.observe(LEADER, REFUSED, 0.0)
+    assert not window2.observe(LEADER, REFUSED, 5.0)
+    # Three refusals spanning the window are.
+    assert window.observe(LEADER, REFUSED, 1.0)
+
+
+def test_anything_but_a_refusal_starts_the_window_over() -> None:
+    for interruption in (ACCEPTED, UNKNOWN):
+        window = RefusalWindow(refused_for=1.0, min_refusals=3)
+        window.observe(LEADER, REFUSED, 0.0)
+        window.observe(LEADER, REFUSED, 0.5)
+        window.observe(LEADER, interruption, 0.6)
+        assert not window.observe(LEADER, REFUSED, 1.0)
+        assert not window.observe(LEADER, REFUSED, 1.5)
+        assert window.observe(LEADER, REFUSED, 2.0)
+
+
+def test_a_new_leader_or_epoch_starts_the_window_over() -> None:
+    window = RefusalWindow(refused_for=1.0, min_refusals=3)
+    window.observe(LEADER, REFUSED, 0.0)
+    window.observe(LEADER, REFUSED, 0.5)
+    successor = LEADER.model_copy(update={"epoch": 4})
+    assert not window.observe(successor, REFUSED, 1.0)
+    assert not window.observe(successor, REFUSED, 1.5)
+    assert window.observe(successor, REFUSED, 2.0)
+
+
+def test_probe_tells_a_refused_port_from_a_listening_one() -> None:
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen(8)
+        port = listening.getsockname()[1]
+        assert probe(f"http://127.0.0.1:{port}", timeout=1.0) is ACCEPTED
+    # The port is closed now: nothing listens there.
+    assert probe(f"http://127.0.0.1:{port}", timeout=1.0) is REFUSED
+
+
+def test_probe_of_an_unusable_address_is_unknown_never_refused() -> None:
+    assert probe("http://no-such-host.invalid:8081", timeout=0.5) is UNKNOWN
+    assert probe("not a url", timeout=0.5) is UNKNOWN
+    assert probe("http://127.0.0.1:99999", timeout=0.5) is UNKNOWN
