@@ -103,10 +103,13 @@ class ProcessCluster:
         proc.address = f"http://127.0.0.1:{port}"
         return proc
 
-    def start_taskmanager(self, tm_id: str, slots: int = 2) -> Proc:
-        argv = self._argv(
-            "-v", "taskmanager", "--id", tm_id, **{"taskmanager.numberOfTaskSlots": str(slots)}
-        )
+    def start_taskmanager(self, tm_id: str, slots: int = 2, *, quorum: str | None = None) -> Proc:
+        """``quorum`` overrides the ZooKeeper connect string for this TaskManager alone (a
+        test can keep it off a server it is about to break)."""
+        overrides = {"taskmanager.numberOfTaskSlots": str(slots)}
+        if quorum is not None:
+            overrides["high-availability.zookeeper.quorum"] = quorum
+        argv = self._argv("-v", "taskmanager", "--id", tm_id, **overrides)
         return self._spawn("taskmanager", tm_id, argv)
 
     # ------------------------------------------------------------------ queries
@@ -161,6 +164,11 @@ class ProcessCluster:
                     f"{proc.role} {proc.id} exited with {proc.popen.returncode}:\n"
                     + proc.log_text()[-4000:]
                 )
+
+    def forget_stopped(self) -> None:
+        """Drop the records of processes that have exited (after :meth:`stop`, say), so the
+        same namespace and storage can host a fresh set of processes ("restart the cluster")."""
+        self.procs = [proc for proc in self.procs if proc.alive()]
 
     def stop(self) -> None:
         for proc in self.procs:

@@ -1,0 +1,52 @@
+"""Fixtures of the incident tests: a process cluster on the standalone or the 3-server
+ZooKeeper, a kazoo view of its namespace, and the ground-truth log of its pipelines."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from e2e.incidents.truth import GroundTruth
+from e2e.incidents.zkview import ZkView
+from e2e.processes import ProcessCluster
+from support import ZK_TEST_ROOT
+
+
+@pytest.fixture
+def cluster(tmp_path: Path, zk_quorum: str, cluster_id: str) -> Iterator[ProcessCluster]:
+    """A process cluster (no processes yet) on the session's standalone ZooKeeper."""
+    processes = ProcessCluster(tmp_path, zk_quorum, cluster_id)
+    try:
+        yield processes
+    finally:
+        processes.stop()
+
+
+@pytest.fixture
+def cluster3(tmp_path: Path, zk_quorum3: str, cluster_id: str) -> Iterator[ProcessCluster]:
+    """A process cluster (no processes yet) on the session's 3-server ensemble."""
+    processes = ProcessCluster(tmp_path, zk_quorum3, cluster_id)
+    try:
+        yield processes
+    finally:
+        processes.stop()
+
+
+@pytest.fixture
+def zk_view(zk_quorum: str, cluster_id: str) -> Iterator[ZkView]:
+    with ZkView(zk_quorum, f"{ZK_TEST_ROOT}/{cluster_id}") as view:
+        yield view
+
+
+@pytest.fixture
+def zk_view3(zk_quorum3: str, cluster_id: str) -> Iterator[ZkView]:
+    with ZkView(zk_quorum3, f"{ZK_TEST_ROOT}/{cluster_id}") as view:
+        yield view
+
+
+@pytest.fixture
+def truth(tmp_path: Path) -> Iterator[GroundTruth]:
+    with GroundTruth(tmp_path / "truth.jsonl") as ground_truth:
+        yield ground_truth

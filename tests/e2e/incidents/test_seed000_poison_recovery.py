@@ -1,0 +1,142 @@
+"""Seed 000: one job that cannot be recovered must not take the cluster down.
+
+In Flink, a job whose recovery threw (its InitializeOnMaster hook refused an existing
+output) made every JobManager exit in turn, and a restart of the cluster failed the same way
+until the job graph store was destroyed. Steward recovers each job on its own (DESIGN rule 6):
+the poisoned job becomes FAILED with its cause, every other job is adopted where it runs, no
+process exits, and a full restart of the cluster comes up.
+
+Three poisons: the job's ``initialize`` hook raises on recovery (its output exists), its job
+graph blob is deleted from the storage dir, or the blob's bytes are overwritten.
+"""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+import pytest
+
+from e2e.incidents import kit
+from e2e.incidents.truth import GroundTruth, pid_gone
+from e2e.incidents.zkview import ZkView
+from e2e.processes import ProcessCluster
+from steward.status import JobState
+from support import wait_until
+
+pytestmark = pytest.mark.zookeeper
+
+GOOD = ["good-1", "good-2", "good-3"]
+BAD = "poisoned"
+DEADLINE = 60.0  # several session timeouts (4 s) on a loaded 2-core machine
+
+CAUSES = {
+    "initialize-raises": "already exists",
+    "blob-deleted": "missing",
+    "blob-corrupted": "header",
+}
+
+
+def _blob_path(tmp_path: Path, zk_view: ZkView, job_id: str) -> Path:
+    pointer = zk_view.json(zk_view.layout.jobgraph(job_id))
+    assert pointer is not None, f"{job_id} has no job graph pointer"
+    return tmp_path / "storage" / pointer["blob"]
+
+
+def _poison(poison: str, tmp_path: Path, zk_view: ZkView) -> None:
+    if poison == "initialize-raises":
+        return  # the output the first initialize created is the poison
+    blob = _blob_path(tmp_path, zk_view, BAD)
+    assert blob.exists(), blob
+    if poison == "blob-deleted":
+        blob.unlink()
+    else:
+        blob.write_bytes(b"\x00garbage\xff" * 64)
+
+
+@pytest.mark.parametrize(
+    "poison",
+    [
+        pytest.param(name, marks=[pytest.mark.slow] if name == "blob-deleted" else [])
+        for name in CAUSES
+    ],
+)
+def test_unrecoverable_job_fails_alone_and_cluster_restarts(
+    poison: str,
+    cluster: ProcessCluster,
+    zk_view: ZkView,
+    truth: GroundTruth,
+    tmp_path: Path,
+) -> None:
+    # Given: 2 JobManagers, 2 TaskManagers (2 slots each), three healthy long-running jobs
+    # and one that will not survive recovery.
+    leader = kit.start(cluster, jobmanagers=2, taskmanagers=2)
+    output = tmp_path / "output.txt"
+    with cluster.client(timeout=60) as client:
+        for job_id in GOOD:
+            kit.submit(client, truth, job_id)
+        if poison == "initialize-raises":
+            # 3 slots fit no TaskManager: it waits (SCHEDULED) with no attempt to adopt, so
+            # the new leader must run its initialize hook again, which refuses the output.
+            kit.submit(client, truth, BAD, "--init-output", str(output), slots=3)
+            wait_until(output.exists, DEADLINE, message="first initialize ran")
+            wait_until(lambda: kit.job_state(client, BAD) is JobState.SCHEDULED, DEADLINE)
+        else:
+            kit.submit(client, truth, BAD)
+        kit.wait_running(
+            client, truth, GOOD if poison == "initialize-raises" else [*GOOD, BAD], DEADLINE
+        )
+        epoch_before = zk_view.epoch()
+        _poison(poison, tmp_path, zk_view)
+
+        # When: the leader is SIGKILLed.
+        leader.signal(signal.SIGKILL)
+        new_leader = cluster.wait_ready(taskmanagers=2, timeout=DEADLINE)
+        assert new_leader.id != leader.id
+        assert zk_view.epoch() > epoch_before
+
+        # Then: only the poisoned job is FAILED, with a cause that names the problem.
+        kit.wait_state(cluster, client, BAD, JobState.FAILED, DEADLINE)
+        result = client.result(BAD)
+        assert result.state.value == "FAILED"
+        assert result.error is not None
+        assert CAUSES[poison] in result.error.message, result.error
+        # Every other job was adopted: same attempt, still running, never started again.
+        for job_id in GOOD:
+            view = client.job(job_id)
+            assert view.state is JobState.RUNNING, view
+            assert view.attempt_count == 1, view
+            assert view.attempts[-1].adopted_by, f"{job_id} was not adopted: {view}"
+            truth.assert_started_once(job_id)
+        # The poisoned job's result is cleaned up: no pointer (it must not be recovered).
+        wait_until(lambda: client.result(BAD).cleanup == "CLEAN", DEADLINE)
+        assert not zk_view.pointer(BAD)
+        if poison != "initialize-raises":
+            # Its attempt was running: a FAILED job must not keep running somewhere.
+            (run,) = truth.runs(BAD)
+            wait_until(lambda: pid_gone(run.pid), DEADLINE, message="poisoned attempt stopped")
+            wait_until(lambda: zk_view.lease(BAD) is None, DEADLINE, message="lease freed")
+        cluster.check_alive()
+
+    # When: the whole cluster is stopped and started again (new processes, same namespace
+    # and storage).
+    cluster.stop()
+    cluster.forget_stopped()
+    kit.start(cluster, jobmanagers=2, taskmanagers=2, tag="r")
+
+    # Then: it comes up, the poisoned job stays FAILED, the others run again.
+    with cluster.client(timeout=60) as client:
+        # Their attempts ended with their TaskManagers: each is started again, once.
+        def restarted() -> bool:
+            return all(
+                kit.job_state(client, job_id) is JobState.RUNNING and len(truth.starts(job_id)) == 2
+                for job_id in GOOD
+            )
+
+        wait_until(restarted, DEADLINE, interval=0.1, message="healthy jobs recovered")
+        assert client.job(BAD).state is JobState.FAILED
+        assert client.result(BAD).error is not None
+        assert not truth.starts(BAD) or len(truth.starts(BAD)) == 1
+        for job_id in GOOD:
+            truth.assert_no_overlap(job_id)
+        cluster.check_alive()
