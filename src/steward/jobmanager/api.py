@@ -21,8 +21,10 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from pydantic import ValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from steward.errors import (
+    BlobStoreError,
     FencedError,
     JobExistsError,
     JobNotFoundError,
@@ -54,6 +56,7 @@ RETRY_AFTER = "1"
 HEARTBEAT_THREADS = 1024
 """Threads for TaskManager heartbeats (each may wait up to heartbeat.interval)."""
 _FORWARD_TIMEOUT = 30.0
+_HTTP_CODES = {404: "not_found", 405: "method_not_allowed"}
 
 
 class ApiError(Exception):
@@ -85,19 +88,7 @@ def create_app(manager: JobManager) -> FastAPI:
     forwarder = httpx.Client(timeout=_FORWARD_TIMEOUT)
     heartbeat_threads = anyio.CapacityLimiter(HEARTBEAT_THREADS)
 
-    @app.exception_handler(ApiError)
-    async def api_error(_request: Request, exc: ApiError) -> JSONResponse:
-        return JSONResponse(
-            exc.body.model_dump(mode="json", exclude_none=True),
-            status_code=exc.status,
-            headers=exc.headers,
-        )
-
-    @app.exception_handler(RequestValidationError)
-    async def bad_request(_request: Request, exc: RequestValidationError) -> JSONResponse:
-        body = ErrorBody(code="bad_request", message=_describe(exc.errors()))
-        return JSONResponse(body.model_dump(mode="json", exclude_none=True), status_code=400)
-
+    _add_error_handlers(app)
     _add_health_routes(app, manager)
 
     # ------------------------------------------------------------------ cluster
@@ -131,6 +122,7 @@ def create_app(manager: JobManager) -> FastAPI:
             409: {"model": ErrorBody},
             413: {"model": ErrorBody},
             503: {"model": ErrorBody},
+            507: {"model": ErrorBody},
         },
     )
     async def submit(request: Request) -> Response:
@@ -211,6 +203,36 @@ def create_app(manager: JobManager) -> FastAPI:
 
 
 # ---------------------------------------------------------------------- handlers
+
+
+def _add_error_handlers(app: FastAPI) -> None:
+    """Every error answer is an ErrorBody ``{code, message}``, whatever raised it."""
+
+    @app.exception_handler(ApiError)
+    async def api_error(_request: Request, exc: ApiError) -> JSONResponse:
+        return JSONResponse(
+            exc.body.model_dump(mode="json", exclude_none=True),
+            status_code=exc.status,
+            headers=exc.headers,
+        )
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        # Routing errors (no such path, e.g. a job id with a "/" in it; wrong method) would
+        # otherwise be FastAPI's {"detail": ...}, not the ErrorBody every client expects.
+        code = _HTTP_CODES.get(exc.status_code, "http_error")
+        message = f"{exc.detail}: {request.method} {request.url.path[:200]}"
+        body = ErrorBody(code=code, message=message)
+        return JSONResponse(
+            body.model_dump(mode="json", exclude_none=True),
+            status_code=exc.status_code,
+            headers=getattr(exc, "headers", None),
+        )
+
+    @app.exception_handler(RequestValidationError)
+    async def bad_request(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        body = ErrorBody(code="bad_request", message=_describe(exc.errors()))
+        return JSONResponse(body.model_dump(mode="json", exclude_none=True), status_code=400)
 
 
 def _add_health_routes(app: FastAPI, manager: JobManager) -> None:
@@ -348,6 +370,12 @@ def _raise_for(exc: StewardError) -> NoReturn:
         raise ApiError(404, "job_not_found", str(exc)) from None
     if isinstance(exc, JobRejectedError):
         raise ApiError(400, "bad_request", str(exc)) from None
+    if isinstance(exc, BlobStoreError):
+        # Full, read-only or unreachable storage: not answered 503, which clients retry for
+        # their whole timeout and then report as "no JobManager answered"; the user needs
+        # the storage's own error now. Nothing was written (see JobGraphStore.put).
+        log.warning("blob storage refused a write error=%s", exc)
+        raise ApiError(507, "storage_unavailable", str(exc)) from None
     if isinstance(exc, NotReadyError | FencedError):
         raise ApiError(503, "not_ready", str(exc), headers={"Retry-After": RETRY_AFTER}) from None
     log.warning("request failed error=%r", exc)
