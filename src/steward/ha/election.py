@@ -228,7 +228,9 @@ class LeaderElection:
             self._events.put(_Event.EVALUATE)
             return
         leadership = Leadership(
-            self.contender_id, epoch, Fence(client, self._layout.leader_epoch, epoch)
+            self.contender_id,
+            epoch,
+            Fence(client, self._layout.leader_epoch, epoch, self._session.session_timeout),
         )
         try:
             self._publish_info(leadership)

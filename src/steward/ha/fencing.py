@@ -5,6 +5,13 @@ The epoch is the version of the ``leader/epoch`` znode: each grant of leadership
 one with a compare-and-set, so ``check(leader/epoch, version=epoch)`` holds exactly while no
 newer leader has been granted. A deposed leader, or one whose session is gone, gets a
 :class:`FencedError` and nothing of its transaction is applied.
+
+A write never waits for a lost connection to come back: kazoo queues a request made while
+the connection is down until it reconnects, which can be a whole session timeout, and the
+leader makes many writes under its lock. A write is refused at once while the connection is
+not CONNECTED (nothing sent: definitely not applied) and given up after ``timeout`` once
+sent (outcome unknown; every caller treats it as "retry later", which is safe because
+creates answer NodeExists and overwrites are idempotent).
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from kazoo.exceptions import (
 from kazoo.exceptions import NodeExistsError as KazooNodeExists
 from kazoo.exceptions import NoNodeError as KazooNoNode
 from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.protocol.states import KazooState
 
 from steward.errors import (
     ConcurrentModificationError,
@@ -60,6 +68,8 @@ class Fence:
     client: KazooClient
     epoch_path: str
     epoch: int
+    timeout: float = 10.0
+    """How long a sent write may wait for its answer (the session timeout is a good value)."""
 
     def transaction(self) -> FencedTransaction:
         return FencedTransaction(self)
@@ -67,8 +77,8 @@ class Fence:
     def is_current(self) -> bool:
         """Whether ``leader/epoch`` is still at this fence's epoch (a read; may be stale)."""
         try:
-            _data, stat = self.client.get(self.epoch_path)
-        except KazooException as exc:
+            _data, stat = self.client.get_async(self.epoch_path).get(timeout=self.timeout)
+        except (KazooException, KazooTimeoutError) as exc:
             raise translate(exc, self.epoch_path) from exc
         return bool(stat.version == self.epoch)
 
@@ -108,12 +118,17 @@ class FencedTransaction:
         error of the first operation that failed (nothing applied either).
         """
         fence = self.fence
+        if fence.client.state != KazooState.CONNECTED:
+            first = self._ops[0][1] if self._ops else fence.epoch_path
+            raise ZooKeeperUnavailableError(
+                f"not connected to ZooKeeper; the write of {first} was not sent"
+            )
         txn = fence.client.transaction()
         txn.check(fence.epoch_path, fence.epoch)
         for op, path, args in self._ops:
             getattr(txn, op)(path, *args)
         try:
-            results: list[Any] = txn.commit()
+            results: list[Any] = txn.commit_async().get(timeout=fence.timeout)
         except KazooException as exc:
             raise translate(exc, fence.epoch_path) from exc
         except KazooTimeoutError as exc:

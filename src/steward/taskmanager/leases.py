@@ -95,7 +95,9 @@ class ExecutionLeases:
             )
         lease = ExecutionLease(taskmanager=self.tm_id, attempt=attempt, epoch=epoch)
         path = self._layout.execution(job_id)
-        fence = Fence(self._session.client, self._layout.leader_epoch, epoch)
+        fence = Fence(
+            self._session.client, self._layout.leader_epoch, epoch, self._session.session_timeout
+        )
         try:
             fence.transaction().create(path, lease.to_json(), ephemeral=True).commit()
         except NodeExistsError as exc:
