@@ -37,6 +37,7 @@ from steward.errors import (
     JobExistsError,
     JobNotFoundError,
     StewardError,
+    ZooKeeperUnavailableError,
 )
 from steward.ha.election import Leadership
 from steward.ha.session import Session
@@ -63,6 +64,7 @@ from steward.model import (
 )
 from steward.runtime import storage
 from steward.runtime.protocol import FailedEvent, FinishedEvent, completed_stages_of
+from steward.runtime.unpack import may_define_initialize
 from steward.status import (
     CheckpointView,
     JobState,
@@ -143,6 +145,10 @@ class Dispatcher:
         self._pending_results: dict[str, _PendingResult] = {}
         self._submitting: set[str] = set()
         self._unpersisted: set[str] = set()
+        self._hookless: set[str] = set()
+        self._deferred: set[str] | None = None
+        """While recovering: jobs whose status record is written in batches before ready."""
+        """Jobs whose pipeline cannot define ``initialize``: no hook round, one status write."""
         self._rm = ResourceManager()
         self._ready = threading.Event()
         self._stopped = threading.Event()
@@ -226,8 +232,11 @@ class Dispatcher:
             self._cleanups.put(job_id)
         todo = [job_id for job_id in graph_ids if job_id not in result_ids]
         parallelism = int(self.config["jobmanager.recovery-parallelism"])
+        with self._lock:
+            self._deferred = set()
         with ThreadPoolExecutor(max_workers=parallelism, thread_name_prefix="recover") as pool:
             outcomes = list(pool.map(lambda j: self._recover_one(j, leases), todo))
+        self._flush_deferred()
         self.recovery_summary = {
             "jobs": len(todo),
             "adopted": outcomes.count("adopted"),
@@ -261,8 +270,7 @@ class Dispatcher:
 
     def _recover_job(self, job_id: str, leases: dict[str, Any]) -> str:
         try:
-            pointer = self._graphs.pointer(job_id)
-            graph = self._graphs.get(job_id)
+            pointer, graph = self._graphs.get_with_pointer(job_id)
         except JobNotFoundError:
             return "gone"  # removed meanwhile (cannot happen under our fence, but harmless)
         except FencedError:
@@ -278,8 +286,11 @@ class Dispatcher:
         master = JobMaster(graph.spec, pointer, graph.submitted_at, record=record)
         master.is_recovery = record is not None
         lease = leases.get(job_id)
+        hookless = not may_define_initialize(graph.artifact)
         with self._lock:
             self._jobs[job_id] = master
+            if hookless:
+                self._hookless.add(job_id)
             if lease is not None:
                 master.adopt(lease.taskmanager, lease.attempt, lease.epoch, self.epoch)
                 self._rm.assign(lease.taskmanager, job_id, lease.attempt, graph.spec.slots)
@@ -348,16 +359,40 @@ class Dispatcher:
         except FencedError as exc:
             self._fenced(exc)
             raise
+        except JobExistsError:
+            self._take_up_orphan(job_id)
+            raise
         finally:
             with self._lock:
                 self._submitting.discard(job_id)
+        hookless = not may_define_initialize(graph.artifact)
         with self._lock:
             master = JobMaster(spec, pointer, graph.submitted_at)
             self._jobs[job_id] = master
-            self._persist(master)
+            if hookless:
+                self._hookless.add(job_id)
+            # _start_initialize persists the job's first record (one status write, not two).
             self._start_initialize(master)
             log.info("job submitted job=%s name=%r epoch=%d", job_id, spec.name, self.epoch)
             return self._view(master)
+
+    def _take_up_orphan(self, job_id: str) -> None:
+        """A pointer exists that this term has no JobMaster for: take the job up.
+
+        It is our own earlier create whose answer was lost (ZooKeeper unreachable: the client
+        got 503 and retried); without this the job would wait for the next failover's
+        recovery. Called while ``job_id`` is in ``_submitting``, so nothing races it.
+        """
+        with self._lock:
+            if job_id in self._jobs or job_id in self._pending_results:
+                return
+        log.warning("job graph found without a job master; recovering it job=%s", job_id)
+        try:
+            self._recover_one(job_id, self._leases.all())
+        except FencedError as exc:
+            self._fenced(exc)
+        except (StewardError, KazooException) as exc:  # the next failover recovers it
+            log.warning("could not take up job=%s error=%r", job_id, exc)
 
     def _refuse_taken(self, job_id: str) -> None:
         existing = self._results.find(job_id)
@@ -373,12 +408,14 @@ class Dispatcher:
             if master is None:
                 pending = self._pending_results.get(job_id)
                 if pending is not None:
+                    self._require_stored(pending.master)
                     return self._view(pending.master)
                 result = self._results.find(job_id)
                 if result is not None:
                     raise JobTerminatedError(result)
                 raise JobNotFoundError(job_id, "job")
             if master.cancel_requested:
+                self._require_stored(master)
                 return self._view(master)
             current = master.current
             terminal = master.cancel()
@@ -399,7 +436,25 @@ class Dispatcher:
                     self._send_cancel(master)
                     self._persist(master)
             log.info("job cancel requested job=%s state=%s", job_id, master.state)
+            self._require_stored(master)
             return self._view(master)
+
+    def _require_stored(self, master: JobMaster) -> None:
+        """Answer a cancel only once ZooKeeper holds it, so no next leader can lose it.
+
+        Raises ZooKeeperUnavailableError (503: the client retries) while the job's status
+        record or result could not be written; the retry writes it again.
+        """
+        job_id = master.job_id
+        if self._stopped.is_set():  # fenced while writing it: the next leader decides
+            raise NotReadyError("this JobManager is no longer the leader")
+        if job_id in self._unpersisted:
+            self._unpersisted.discard(job_id)
+            self._persist(master)  # adds it back if ZooKeeper is still unreachable
+        if job_id in self._unpersisted or job_id in self._pending_results:
+            raise ZooKeeperUnavailableError(
+                f"the cancel of job {job_id!r} is not stored yet: ZooKeeper is unreachable; retry"
+            )
 
     def _send_cancel(self, master: JobMaster) -> None:
         current = master.current
@@ -424,6 +479,12 @@ class Dispatcher:
 
     def _start_initialize(self, master: JobMaster) -> None:
         master.initializing()
+        if master.job_id in self._hookless:
+            # No hook can run: schedule now. Skipping the hook round saves a status write, a
+            # blob read and a second trip through the lock per job (recovery is bound by it).
+            self._settle(master, master.initialized(FinishedEvent()))
+            self._wakeup.set()
+            return
         self._persist(master)
         self._hooks.submit(
             master.job_id,
@@ -740,11 +801,13 @@ class Dispatcher:
             if master.waiting(self._rm.shortage(master.spec.slots)):
                 self._persist(master)
             return
+        # Read before anything changes: if this read fails the pass is retried with the job
+        # still waiting; failing after deploy() would strand it with no start command sent.
+        latest = self._checkpoints(master.job_id).latest().checkpoint
+        metadata = latest.metadata if latest else None
         deployment = master.deploy(tm_id, self.epoch)
         self._rm.assign(tm_id, master.job_id, deployment.number, master.spec.slots)
         self._persist(master)
-        latest = self._checkpoints(master.job_id).latest().checkpoint
-        metadata = latest.metadata if latest else None
         self._rm.enqueue(
             tm_id,
             StartAttempt(
@@ -770,7 +833,15 @@ class Dispatcher:
     # ------------------------------------------------------------------ results, cleanup
 
     def _persist(self, master: JobMaster) -> bool:
-        """Write the job's status record; False (retried later) if ZooKeeper is unreachable."""
+        """Write the job's status record; False (retried later) if ZooKeeper is unreachable.
+
+        During recovery the write is only noted: :meth:`_flush_deferred` writes every noted
+        record in a few batched transactions before the leader is ready (one write per job,
+        made under the lock, used to bound recovery and so failover).
+        """
+        if self._deferred is not None:
+            self._deferred.add(master.job_id)
+            return True
         try:
             self._statuses.write(self.fence, master.record(self.epoch))
         except FencedError as exc:
@@ -781,6 +852,19 @@ class Dispatcher:
             self._unpersisted.add(master.job_id)
             return False
         return True
+
+    def _flush_deferred(self) -> None:
+        """Write the status records noted during recovery; FencedError propagates."""
+        with self._lock:
+            deferred, self._deferred = self._deferred or set(), None
+            masters = [self._jobs[job_id] for job_id in sorted(deferred) if job_id in self._jobs]
+            try:
+                self._statuses.write_many(self.fence, [m.record(self.epoch) for m in masters])
+            except FencedError:
+                raise
+            except (StewardError, KazooException) as exc:
+                log.warning("recovered job statuses not persisted yet error=%r", exc)
+                self._unpersisted.update(m.job_id for m in masters)
 
     def _settle(self, master: JobMaster, terminal: Terminal | None) -> bool:
         """Record ``terminal`` if the job ended, else persist its new state."""
@@ -819,6 +903,7 @@ class Dispatcher:
             self._pending_results[job_id] = _PendingResult(master, terminal)
             return False
         self._jobs.pop(job_id, None)
+        self._hookless.discard(job_id)
         self._hooks.cancel(job_id)
         if master.current is not None:
             self._rm.release(master.current.taskmanager, job_id, master.current.number)

@@ -137,6 +137,10 @@ class JobGraphStore:
 
     def get(self, job_id: str) -> JobGraph:
         """Read a job's graph. Raises JobNotFoundError, CorruptStateError or BlobStoreError."""
+        return self.get_with_pointer(job_id)[1]
+
+    def get_with_pointer(self, job_id: str) -> tuple[JobGraphPointer, JobGraph]:
+        """The job's pointer and the graph it names, reading the pointer once."""
         pointer = self.pointer(job_id)
         try:
             graph = JobGraph.from_json(self._blobs.get(BlobRef(pointer.blob, pointer.sha256)))
@@ -150,7 +154,7 @@ class JobGraphStore:
             raise CorruptStateError(
                 f"job graph of {job_id!r} holds the spec of job {graph.spec.job_id!r}"
             )
-        return graph
+        return pointer, graph
 
     def recover_all(self, parallelism: int = 8) -> list[RecoveredJobGraph]:
         """Read every job graph, each on its own; one bad entry never fails the others."""

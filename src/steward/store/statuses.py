@@ -19,6 +19,10 @@ from steward.store.checkpoints import ensure_job_node
 
 log = logging.getLogger(__name__)
 
+BATCH = 50
+"""Records per transaction of :meth:`JobStatusStore.write_many` (about 1 KB each, far below
+ZooKeeper's 1 MB request limit)."""
+
 
 class JobStatusStore:
     """Read and (fenced) write the status records of live jobs."""
@@ -31,14 +35,32 @@ class JobStatusStore:
         """Create or overwrite the job's record; raises FencedError for a deposed leader."""
         path = self._layout.job_status(record.job_id)
         data = record.to_json()
-        if zk.read(self._client, path) is not None:
+        # Overwrite first: nearly every write is of an existing record, and this is one round
+        # trip instead of a read and a write (the leader makes these under its lock).
+        try:
             fence.transaction().set_data(path, data).commit()
             return
+        except NoNodeError:
+            pass
         ensure_job_node(self._client, self._layout, fence, record.job_id)
         try:
             fence.transaction().create(path, data).commit()
         except NodeExistsError:
             fence.transaction().set_data(path, data).commit()
+
+    def write_many(self, fence: Fence, records: list[JobStatusRecord]) -> None:
+        """Write many records, :data:`BATCH` overwrites per fenced transaction (one round trip
+        each); a batch that meets a missing record is written record by record instead."""
+        for start in range(0, len(records), BATCH):
+            chunk = records[start : start + BATCH]
+            transaction = fence.transaction()
+            for record in chunk:
+                transaction.set_data(self._layout.job_status(record.job_id), record.to_json())
+            try:
+                transaction.commit()
+            except NoNodeError:
+                for record in chunk:
+                    self.write(fence, record)
 
     def remove(self, fence: Fence, job_id: str) -> bool:
         """Delete the job's record (cleanup); False if there was none."""
