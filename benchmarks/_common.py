@@ -287,3 +287,45 @@ def _interrupt(signum: int, _frame: object) -> None:
     if signum == signal.SIGINT:
         raise KeyboardInterrupt
     raise SystemExit(128 + signum)
+
+
+# ------------------------------------------------------------------------------ cluster suite
+
+
+def summary_row(
+    figure: str,
+    steward_value: float | None,
+    unit: str,
+    *,
+    goal: str,
+    met: bool | None,
+    note: str = "",
+    peer: float | None = None,
+    digits: int = 3,
+) -> Json:
+    """One row of a cluster benchmark's ``summary``: the contract the report renders.
+
+    ``ratio`` is Steward's figure over the peer's when both are known; ``met`` is None when
+    the figure has no goal (or could not be measured).
+    """
+    value = None if steward_value is None else round(steward_value, digits)
+    ratio = None
+    if steward_value is not None and peer:
+        ratio = round(steward_value / peer, 3)
+    return {
+        "figure": figure,
+        "steward": value,
+        "peer": peer,
+        "unit": unit,
+        "ratio": ratio,
+        "goal": goal,
+        "met": met,
+        "note": note,
+    }
+
+
+def cluster_document(
+    name: str, parameters: Json, results: Json, rows: list[Json], zookeeper: TempZooKeeper
+) -> Json:
+    """The JSON document a cluster benchmark prints: :func:`document` plus its ``summary``."""
+    return {**document(name, parameters, results, zookeeper), "summary": rows}

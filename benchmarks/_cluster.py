@@ -1,0 +1,315 @@
+"""A Steward cluster of real processes for the cluster benchmarks (no imports from tests/).
+
+JobManagers and TaskManagers run as ``python -m steward.cli -D key=value ... jobmanager|
+taskmanager`` against the benchmark's own ZooKeeper, each in its own process group with its
+log in the work directory; benchmarks kill them with real signals. The REST helpers use raw
+JSON over one keep-alive ``httpx.Client`` so that polling costs little and measures the server,
+not the client's models.
+
+:data:`TICKING` is the long-running pipeline of the failover benchmarks: it never touches
+Spark (no JVM) and defines no ``initialize`` (no hook process), and appends one ground-truth
+line per second of progress to a file outside Steward, so a restarted attempt and any replayed
+output show in the file whatever Steward reports.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psutil
+
+from _common import _free_port, progress, wait_until
+
+ZK_ROOT = "/steward-bench"
+
+TICKING = '''"""Benchmark pipeline: one ground-truth line per second of progress, no Spark."""
+
+import os
+import time
+
+
+def main(ctx):
+    truth, seconds = ctx.args[0], float(ctx.args[1])
+    deadline = time.monotonic() + seconds
+    tick = 0
+    with open(truth, "a", buffering=1) as out:
+        out.write(f"start {ctx.attempt} {os.getpid()}\\n")
+        while time.monotonic() < deadline:
+            time.sleep(1.0)
+            tick += 1
+            out.write(f"tick {ctx.attempt} {tick}\\n")
+    return {"ticks": tick}
+'''
+
+QUICK = '''"""Benchmark pipeline: returns at once, no Spark."""
+
+
+def main(ctx):
+    return {"ok": True}
+'''
+
+
+@dataclass
+class Proc:
+    """One Steward process the benchmark started."""
+
+    role: str
+    id: str
+    popen: subprocess.Popen[bytes]
+    log: Path
+    address: str = ""
+    signalled: bool = False
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    def alive(self) -> bool:
+        return self.popen.poll() is None
+
+    def signal(self, signum: int) -> None:
+        self.signalled = True
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.popen.pid, signum)
+
+    def rss_bytes(self, children: bool = False) -> int:
+        """Resident memory of the process (plus its descendants' if ``children``)."""
+        process = psutil.Process(self.pid)
+        total = int(process.memory_info().rss)
+        if children:
+            for child in process.children(recursive=True):
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    total += int(child.memory_info().rss)
+        return total
+
+
+@dataclass
+class BenchCluster:
+    """JobManagers and TaskManagers in one namespace of one ZooKeeper."""
+
+    workdir: Path
+    quorum: str
+    cluster_id: str
+    session_timeout: float = 4.0
+    extra: dict[str, str] = field(default_factory=dict)
+    procs: list[Proc] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.http = httpx.Client(timeout=5.0)
+
+    @property
+    def settings(self) -> dict[str, str]:
+        return {
+            "high-availability.zookeeper.quorum": self.quorum,
+            "high-availability.zookeeper.root": ZK_ROOT,
+            "high-availability.cluster-id": self.cluster_id,
+            "high-availability.zookeeper.session-timeout": f"{self.session_timeout:g}s",
+            "high-availability.storage-dir": f"file://{self.workdir / 'storage'}",
+            "taskmanager.workdir": str(self.workdir / "work"),
+            **self.extra,
+        }
+
+    # ------------------------------------------------------------------ processes
+
+    def _spawn(self, role: str, proc_id: str, tail: list[str], **overrides: str) -> Proc:
+        argv = [sys.executable, "-m", "steward.cli"]
+        for key, value in {**self.settings, **overrides}.items():
+            argv += ["-D", f"{key}={value}"]
+        log = self.workdir / "logs" / f"{proc_id}.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with log.open("ab") as out:
+            popen = subprocess.Popen(
+                [*argv, "-v", *tail],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                cwd=self.workdir,
+            )
+        proc = Proc(role, proc_id, popen, log)
+        self.procs.append(proc)
+        return proc
+
+    def start_jobmanager(self, jm_id: str) -> Proc:
+        port = _free_port()
+        proc = self._spawn(
+            "jobmanager", jm_id, ["jobmanager", "--id", jm_id], **{"jobmanager.port": str(port)}
+        )
+        proc.address = f"http://127.0.0.1:{port}"
+        return proc
+
+    def start_taskmanager(self, tm_id: str, slots: int) -> Proc:
+        return self._spawn(
+            "taskmanager",
+            tm_id,
+            ["taskmanager", "--id", tm_id],
+            **{"taskmanager.numberOfTaskSlots": str(slots)},
+        )
+
+    def jobmanagers(self) -> list[Proc]:
+        return [p for p in self.procs if p.role == "jobmanager" and p.alive()]
+
+    def check_alive(self) -> None:
+        """Fail with the log's tail if a process died that the benchmark did not signal."""
+        for proc in self.procs:
+            if not proc.signalled and not proc.alive():
+                raise RuntimeError(
+                    f"{proc.role} {proc.id} exited with {proc.popen.returncode}:\n"
+                    + proc.log.read_text(errors="replace")[-3000:]
+                )
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            if proc.alive():
+                proc.signal(signal.SIGTERM)
+                proc.signal(signal.SIGCONT)  # a frozen one must run to see its SIGTERM
+        deadline = time.monotonic() + 15
+        for proc in self.procs:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.popen.wait(max(0.1, deadline - time.monotonic()))
+        for proc in self.procs:
+            # Attempts (runner process groups) outlive a TaskManager by design: kill every
+            # process group we started, and every runner left behind.
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.popen.wait(5)
+        self._kill_runners()
+        self.http.close()
+
+    def _kill_runners(self) -> None:
+        marker = str(self.workdir / "work")
+        for process in psutil.process_iter(["cmdline", "cwd"]):
+            with contextlib.suppress(psutil.Error):
+                cwd = process.info.get("cwd") or ""
+                line = " ".join(process.info.get("cmdline") or [])
+                if cwd.startswith(marker) or marker in line:
+                    process.kill()
+
+    # ------------------------------------------------------------------ REST
+
+    def get(self, proc: Proc, path: str, timeout: float = 5.0) -> httpx.Response:
+        return self.http.get(proc.address + path, timeout=timeout)
+
+    def get_json(self, proc: Proc, path: str) -> Any | None:
+        """The JSON of a 200 answer, else None (errors and refusals included)."""
+        with contextlib.suppress(httpx.HTTPError, ValueError):
+            answer = self.get(proc, path)
+            if answer.status_code == 200:
+                return answer.json()
+        return None
+
+    def serving_leader(self, proc: Proc) -> bool:
+        """``proc`` leads and has recovered: /readyz answers 200 with role leader."""
+        ready = self.get_json(proc, "/readyz")
+        return bool(ready and ready.get("role") == "leader")
+
+    def leader(self) -> Proc | None:
+        for proc in self.jobmanagers():
+            if self.serving_leader(proc):
+                return proc
+        return None
+
+    def wait_leader(self, timeout: float) -> Proc:
+        def found() -> Proc | None:
+            self.check_alive()
+            return self.leader()
+
+        return wait_until(found, timeout, "a serving leader", interval=0.05)
+
+    def cluster_view(self, proc: Proc) -> Any | None:
+        return self.get_json(proc, "/v1/cluster")
+
+    def wait_taskmanagers(self, count: int, timeout: float) -> None:
+        def enough() -> bool:
+            self.check_alive()
+            leader = self.leader()
+            view = self.cluster_view(leader) if leader else None
+            return bool(view and len(view["taskmanagers"]) >= count)
+
+        wait_until(enough, timeout, f"{count} TaskManager(s) registered", interval=0.1)
+
+    def wait_jobmanagers(self, count: int, timeout: float) -> None:
+        """Wait until exactly ``count`` JobManagers contend (dead ones' latches expired)."""
+
+        def settled() -> bool:
+            self.check_alive()
+            views = [self.cluster_view(p) for p in self.jobmanagers()]
+            return bool(views) and all(v and len(v["jobmanagers"]) == count for v in views)
+
+        wait_until(settled, timeout, f"{count} JobManagers contending", interval=0.1)
+
+    def jobs(self, proc: Proc) -> list[dict[str, Any]] | None:
+        found = self.get_json(proc, "/v1/jobs")
+        return None if found is None else list(found["jobs"])
+
+
+@contextmanager
+def bench_cluster(
+    workdir: Path, quorum: str, cluster_id: str, session_timeout: float, **extra: str
+) -> Iterator[BenchCluster]:
+    """A :class:`BenchCluster` whose processes are all stopped on the way out."""
+    cluster = BenchCluster(workdir / cluster_id, quorum, cluster_id, session_timeout, dict(extra))
+    cluster.workdir.mkdir(parents=True, exist_ok=True)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+        progress(f"cluster {cluster_id} stopped")
+
+
+# ------------------------------------------------------------------------------ ground truth
+
+
+def read_truth(path: Path) -> list[tuple[str, int, int]]:
+    """The pipeline's lines as (kind, attempt, value): start lines carry the pid, tick lines
+    the tick number."""
+    if not path.exists():
+        return []
+    entries = []
+    for line in path.read_text().splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[0] in ("start", "tick"):
+            entries.append((parts[0], int(parts[1]), int(parts[2])))
+    return entries
+
+
+def replayed_ticks(path: Path) -> int:
+    """Ticks a later attempt emitted again (its tick number was reached by an earlier one)."""
+    reached: dict[int, int] = {}
+    replayed = 0
+    for kind, attempt, value in read_truth(path):
+        if kind != "tick":
+            continue
+        earlier = max((t for a, t in reached.items() if a < attempt), default=0)
+        if value <= earlier:
+            replayed += 1
+        reached[attempt] = max(reached.get(attempt, 0), value)
+    return replayed
+
+
+def tick_count(path: Path) -> int:
+    """How many tick lines every attempt together has written."""
+    return sum(1 for kind, _, _ in read_truth(path) if kind == "tick")
+
+
+def configured_default(key: str) -> object | None:
+    """The default of a Steward setting, None if this Steward has no such setting."""
+    from steward.config import OPTIONS
+
+    return next((option.default for option in OPTIONS if option.key == key), None)
+
+
+def rss_mib(value: int) -> float:
+    return round(value / 2**20, 1)

@@ -1,0 +1,190 @@
+"""Footprint: memory of idle JobManagers and TaskManager; ZooKeeper bytes per job.
+
+A cluster of real processes (2 JobManagers, 1 TaskManager). Memory is the resident set
+(RSS, psutil) of each process, sampled ``--samples`` times over a few seconds once the cluster
+is ready, highest sample reported:
+
+- idle: the leader, the standby and the TaskManager, each process alone (an idle process
+  has no children: a JobManager's hook processes and a TaskManager's runners exist only for
+  jobs);
+- loaded: the same with ``--jobs`` long-running :data:`_cluster.TICKING` pipelines, the
+  TaskManager both alone and with its descendants (the runner processes, one per attempt).
+
+ZooKeeper bytes per job: the server's ``mntr`` ``zk_approximate_data_size`` (data plus path
+bytes of every znode) and ``zk_znode_count``, before and after the jobs were submitted and
+run, divided by the number of jobs: a job graph pointer, a status record and an execution
+lease each.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import psutil
+
+from _cluster import TICKING, BenchCluster, Proc, bench_cluster, rss_mib, tick_count
+from _common import (
+    Json,
+    TempZooKeeper,
+    cluster_document,
+    parser,
+    progress,
+    run_main,
+    summary_row,
+    temp_zookeeper,
+    wait_until,
+)
+from steward.client import Client
+
+
+def rss(procs: dict[str, tuple[Proc, bool]], samples: int) -> dict[str, float]:
+    """Highest RSS in MiB of each named process (``True``: with its descendants)."""
+    seen: dict[str, list[int]] = {name: [] for name in procs}
+    for _ in range(samples):
+        for name, (proc, children) in procs.items():
+            seen[name].append(proc.rss_bytes(children=children))
+        time.sleep(0.5)  # spread the samples over a few seconds (not synchronisation)
+    return {name: rss_mib(max(values)) for name, values in seen.items()}
+
+
+def zk_counts(zookeeper: TempZooKeeper) -> tuple[int, int]:
+    mntr = zookeeper.monitor()
+    return int(mntr["zk_approximate_data_size"]), int(mntr["zk_znode_count"])
+
+
+def run(zookeeper: TempZooKeeper, parameters: Json) -> Json:
+    pipeline = zookeeper.workdir / "ticking.py"
+    pipeline.write_text(TICKING)
+    jobs, samples = parameters["jobs"], parameters["samples"]
+    with bench_cluster(zookeeper.workdir, zookeeper.connect_string, "footprint", 4.0) as cluster:
+        first = cluster.start_jobmanager("jm-1")
+        cluster.wait_leader(60)
+        second = cluster.start_jobmanager("jm-2")
+        tm = cluster.start_taskmanager("tm-1", slots=jobs)
+        cluster.wait_taskmanagers(1, 60)
+        cluster.wait_jobmanagers(2, 60)
+        leader = cluster.wait_leader(60)
+        standby = second if leader is first else first
+        idle = rss(
+            {"leader": (leader, False), "standby": (standby, False), "taskmanager": (tm, False)},
+            samples,
+        )
+        progress(f"idle RSS MiB: {idle}")
+        data_before, znodes_before = zk_counts(zookeeper)
+        procs = {"leader": leader, "standby": standby, "taskmanager": tm}
+        loaded = _with_jobs(cluster, procs, parameters, pipeline)
+        data_after, znodes_after = zk_counts(zookeeper)
+    per_job = {
+        "zk_approximate_data_size_bytes_per_job": round((data_after - data_before) / jobs, 1),
+        "zk_znodes_per_job": round((znodes_after - znodes_before) / jobs, 2),
+    }
+    progress(f"loaded RSS MiB: {loaded}; ZooKeeper per job: {per_job}")
+    return {"idle_rss_mib": idle, "loaded_rss_mib": loaded, **per_job}
+
+
+def _with_jobs(
+    cluster: BenchCluster, procs: dict[str, Proc], parameters: Json, pipeline: Path
+) -> dict[str, float]:
+    leader, tm = procs["leader"], procs["taskmanager"]
+    jobs = parameters["jobs"]
+    truth = cluster.workdir / "truth"
+    truth.mkdir()
+    with Client([leader.address], timeout=60) as client:
+        for n in range(jobs):
+            job_id = f"footprint-{n:03d}"
+            client.submit(pipeline, args=[str(truth / f"{job_id}.log"), "86400"], job_id=job_id)
+    wait_until(
+        lambda: (
+            cluster.check_alive()
+            or all(tick_count(truth / f"footprint-{n:03d}.log") for n in range(jobs))
+        ),
+        60 + 2.0 * jobs,
+        "every job ticking",
+        interval=0.2,
+    )
+    loaded = rss(
+        {
+            "leader": (leader, False),
+            "standby": (procs["standby"], False),
+            "taskmanager": (tm, False),
+            "taskmanager_with_runners": (tm, True),
+        },
+        parameters["samples"],
+    )
+    runners = [c.memory_info().rss for c in psutil.Process(tm.pid).children(recursive=True)]
+    loaded["runner_median"] = rss_mib(int(statistics.median(runners))) if runners else 0.0
+    return loaded
+
+
+def rows(results: Json, jobs: int) -> list[Json]:
+    idle, loaded = results["idle_rss_mib"], results["loaded_rss_mib"]
+    return [
+        summary_row(
+            "idle JobManager RSS, leader",
+            idle["leader"],
+            "MiB",
+            goal="",
+            met=None,
+            note=f"process alone (no children when idle); standby {idle['standby']} MiB",
+            digits=1,
+        ),
+        summary_row(
+            "idle TaskManager RSS",
+            idle["taskmanager"],
+            "MiB",
+            goal="",
+            met=None,
+            note="process alone (no runners when idle)",
+            digits=1,
+        ),
+        summary_row(
+            f"leader RSS with {jobs} running jobs",
+            loaded["leader"],
+            "MiB",
+            goal="",
+            met=None,
+            note=f"TaskManager alone {loaded['taskmanager']} MiB, with its runners "
+            f"{loaded['taskmanager_with_runners']} MiB (median runner "
+            f"{loaded['runner_median']} MiB)",
+            digits=1,
+        ),
+        summary_row(
+            "ZooKeeper bytes per running job",
+            results["zk_approximate_data_size_bytes_per_job"],
+            "B",
+            goal="",
+            met=None,
+            note=f"zk_approximate_data_size delta / {jobs} jobs; "
+            f"{results['zk_znodes_per_job']} znodes per job",
+            digits=1,
+        ),
+    ]
+
+
+def main() -> int:
+    cli = parser(__doc__)
+    cli.add_argument("--jobs", type=int, default=None, help="running jobs for the loaded figures")
+    cli.add_argument("--samples", type=int, default=None, help="RSS samples per process (6)")
+    args = cli.parse_args()
+    parameters: Json = {
+        "jobs": args.jobs or (3 if args.quick else 20),
+        "samples": args.samples or (2 if args.quick else 6),
+        "rss": "psutil memory_info().rss; idle processes alone",
+        "quick": args.quick,
+    }
+
+    def body() -> Json:
+        with temp_zookeeper("footprint") as zookeeper:
+            results = run(zookeeper, parameters)
+            return cluster_document(
+                "footprint", parameters, results, rows(results, parameters["jobs"]), zookeeper
+            )
+
+    return run_main(body, args.verbose)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
