@@ -214,6 +214,15 @@ OPTIONS: tuple[Option, ...] = (
         _positive,
     ),
     Option(
+        "taskmanager.spark.prewarm-runners",
+        _to_int,
+        0,
+        "How many warm spare runners (Python + a Spark JVM with a ready SparkSession) a"
+        " TaskManager keeps for the next attempts, never more than its free slots. 0: every"
+        " attempt starts cold.",
+        lambda v: None if v >= 0 else "must not be negative (0 turns spares off)",
+    ),
+    Option(
         "taskmanager.workdir",
         _to_str,
         "./.steward/work",
@@ -371,6 +380,10 @@ class Configuration:
     @property
     def deadman_timeout(self) -> float:
         return float(self["taskmanager.deadman-timeout"])
+
+    @property
+    def prewarm_runners(self) -> int:
+        return int(self["taskmanager.spark.prewarm-runners"])
 
     @property
     def heartbeat_interval(self) -> float:

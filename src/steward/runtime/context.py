@@ -16,7 +16,9 @@ and per-query streaming checkpoint locations (``streaming_checkpoint_location``)
 completed micro-batch of a streaming query is reported as a checkpoint on its own.
 
 This module does not import pyspark: :mod:`steward.runtime.spark` is imported on first use
-of ``ctx.spark``, so a pipeline that never touches Spark starts no JVM.
+of ``ctx.spark``, so a pipeline that never touches Spark starts no JVM. On a warm spare
+runner the session already exists: ``ctx.spark`` then adopts it (the job's SQL conf, the
+listener) instead of starting a JVM.
 """
 
 from __future__ import annotations
@@ -73,6 +75,7 @@ class JobContext:
         events: EventSink,
         *,
         modules: Sequence[ModuleType] = (),
+        warm_session: SparkSession | None = None,
     ) -> None:
         self._launch = launch
         self._events = events
@@ -80,6 +83,8 @@ class JobContext:
         self._lock = threading.Lock()  # guards _stages
         self._spark_lock = threading.Lock()  # held while a JVM starts; separate on purpose
         self._spark: SparkSession | None = None
+        # A warm spare's session, adopted on the first use of ctx.spark (stopped in any case).
+        self._warm: SparkSession | None = warm_session
         # Cumulative: earlier attempts' stages plus this attempt's, sent with every checkpoint.
         self._stages: dict[str, str] = dict(launch.completed_stages)
 
@@ -140,6 +145,17 @@ class JobContext:
     def spark(self) -> SparkSession:
         """The attempt's SparkSession, built on first use and stopped when the attempt ends."""
         with self._spark_lock:
+            if self._spark is None and self._warm is not None:
+                from steward.runtime import spark as spark_support
+
+                self._spark = spark_support.adopt_warm_session(
+                    self._warm,
+                    name=spark_support.app_name(self.job_id, self.attempt),
+                    conf=self.spec.spark_conf,
+                    on_micro_batch=self._emit_checkpoint,
+                    modules=self._modules,
+                )
+                self._warm = None
             if self._spark is None:
                 from steward.runtime import spark as spark_support
 
@@ -229,7 +245,8 @@ class JobContext:
     def close(self) -> None:
         """Stop the SparkSession, if one was built. Called by the runner, after the outcome."""
         with self._spark_lock:
-            session, self._spark = self._spark, None
+            session, self._spark = self._spark or self._warm, None
+            self._warm = None
         if session is not None:
             from steward.runtime import spark as spark_support
 

@@ -95,10 +95,12 @@ class DeadmanSwitch:
         timeout: float,
         *,
         fire: Callable[[str], object] | None = None,
+        on_data: Callable[[bytes], object] | None = None,
     ) -> None:
         self._fd = fd
         self._timeout = timeout
         self._fire = fire or kill_process_group
+        self._on_data = on_data
         self._thread = threading.Thread(target=self._watch, name="steward-deadman", daemon=True)
 
     def start(self) -> None:
@@ -124,6 +126,46 @@ class DeadmanSwitch:
                 self._fire("stdin closed by the parent")
                 return
             last_beat = time.monotonic()
+            if self._on_data is not None:
+                self._on_data(chunk)
+
+
+class LaunchLineCollector:
+    """Finds a warm spare's launch document in what its dead-man's switch reads.
+
+    A spare's stdin carries heartbeats (empty lines) from the start, so one thread (the
+    switch's) reads it all and hands each chunk here; the first non-empty line is the launch
+    document and everything after it only counts as heartbeats.
+    """
+
+    def __init__(self) -> None:
+        self._buffer = bytearray()
+        self._line: bytes | None = None
+        self._error: str | None = None
+        self._done = threading.Event()
+
+    def feed(self, chunk: bytes) -> None:
+        if self._done.is_set():
+            return
+        self._buffer += chunk
+        self._buffer[:] = self._buffer.lstrip(b"\r\n")
+        newline = self._buffer.find(b"\n")
+        if newline >= 0:
+            self._line = bytes(self._buffer[:newline])
+            self._buffer.clear()
+            self._done.set()
+        elif len(self._buffer) > MAX_LAUNCH_LINE:
+            self._error = f"launch document longer than {MAX_LAUNCH_LINE} bytes"
+            self._buffer.clear()
+            self._done.set()
+
+    def wait(self, timeout: float | None = None) -> bytes:
+        """The launch line; LaunchError if it is too long or not there within ``timeout``."""
+        if not self._done.wait(timeout):
+            raise LaunchError(f"no launch document on stdin within {timeout:g}s")
+        if self._line is None:
+            raise LaunchError(self._error or "no launch document")
+        return self._line
 
 
 def kill_process_group(reason: str) -> NoReturn:

@@ -16,6 +16,12 @@ uses instead of talking to the pipe by hand. It follows :mod:`steward.runtime.pr
   ``AttemptCancelled``; the Spark JVM is left to the runner) and SIGKILLs the whole group
   after a grace period.
 
+A *spare* (:meth:`RunnerProcess.spare`) is a runner started before its attempt is known: it
+is spawned with ``--prewarm``, fed heartbeats at once, warms a SparkSession and reports
+``ready``; :meth:`RunnerProcess.assign` later gives it its attempt (launch document, log,
+event callback) and :meth:`RunnerProcess.begin` sends the document, exactly where a cold
+runner would have been spawned.
+
 ``spawn`` and ``begin`` are separate so a TaskManager can spawn inside
 :meth:`steward.taskmanager.executions.Executions.start_with`, after the execution lease is
 taken (DESIGN rule 3); :meth:`RunnerProcess.start` does both for callers without a lease.
@@ -43,11 +49,13 @@ from steward.runtime.protocol import (
     FinalEvent,
     FinishedEvent,
     LaunchDocument,
+    ReadyEvent,
     RunMode,
     RunnerEvent,
     StartedEvent,
     decode_event,
     runner_command,
+    spare_command,
 )
 from steward.taskmanager.process_group import ProcessGroup
 
@@ -67,7 +75,7 @@ class RunnerProcess:
 
     def __init__(
         self,
-        launch: LaunchDocument,
+        launch: LaunchDocument | None,
         *,
         cwd: Path,
         log_path: Path,
@@ -75,16 +83,28 @@ class RunnerProcess:
         env: Mapping[str, str] | None = None,
         python: str | None = None,
         heartbeat_interval: float | None = None,
+        spare_of: tuple[str, float] | None = None,
     ) -> None:
+        """``launch`` is None only for a spare, whose ``spare_of`` is (master, deadman)."""
+        if (launch is None) == (spare_of is None):
+            raise ValueError("a runner has a launch document, or is a spare; not both")
         self.launch = launch
         self.cwd = cwd
         self.log_path = log_path
         self._on_event = on_event
         self._env = env
         self._python = python
+        self._spare_of = spare_of
+        if launch is not None:
+            deadman = launch.deadman_timeout
+        else:
+            assert spare_of is not None
+            deadman = spare_of[1]
         self.heartbeat_interval = (
-            heartbeat_interval if heartbeat_interval is not None else launch.deadman_timeout / 3
+            heartbeat_interval if heartbeat_interval is not None else deadman / 3
         )
+        self._ready: ReadyEvent | None = None
+        self._ready_set = threading.Event()
         self._group: ProcessGroup | None = None
         self._final: FinalEvent | None = None
         self._started: StartedEvent | None = None
@@ -95,7 +115,28 @@ class RunnerProcess:
         self._reader: threading.Thread | None = None
         self._feeder: threading.Thread | None = None
         self._kill_timer: threading.Timer | None = None
-        self._name = f"{launch.job_id}-{launch.attempt}"
+        self._name = f"{launch.job_id}-{launch.attempt}" if launch is not None else "spare"
+
+    @classmethod
+    def spare(
+        cls,
+        *,
+        spark_master: str,
+        deadman_timeout: float,
+        cwd: Path,
+        log_path: Path,
+        env: Mapping[str, str] | None = None,
+        python: str | None = None,
+    ) -> RunnerProcess:
+        """A warm spare, not yet spawned: :meth:`spawn` it, then :meth:`assign` an attempt."""
+        return cls(
+            None,
+            cwd=cwd,
+            log_path=log_path,
+            env=env,
+            python=python,
+            spare_of=(spark_master, deadman_timeout),
+        )
 
     # ------------------------------------------------------------------ starting
 
@@ -106,9 +147,16 @@ class RunnerProcess:
         self.cwd.mkdir(parents=True, exist_ok=True)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         read_end, write_end = os.pipe()
+        if self._spare_of is not None:
+            master, deadman = self._spare_of
+            argv = spare_command(
+                write_end, spark_master=master, deadman_timeout=deadman, python=self._python
+            )
+        else:
+            argv = runner_command(write_end, self._python)
         try:
             group = ProcessGroup.spawn(
-                runner_command(write_end, self._python),
+                argv,
                 cwd=self.cwd,
                 env=self._env,
                 log_path=self.log_path,
@@ -124,16 +172,42 @@ class RunnerProcess:
             target=self._read_events, args=(read_end,), name=f"{self._name}-events", daemon=True
         )
         self._reader.start()
+        if self._spare_of is not None:
+            self._start_feeding()  # a spare's switch is armed at once: feed it from now
         return group
+
+    def assign(self, launch: LaunchDocument, *, log_path: Path, on_event: OnEvent | None) -> None:
+        """Make this spare the runner of ``launch``, working in ``log_path``'s folder (the
+        runner moves there when the document arrives); call :meth:`begin` next.
+
+        The spare's log file is renamed to ``log_path``: the runner and its JVM keep writing
+        to the same open file, now the attempt's log.
+        """
+        if self._spare_of is None or self.launch is not None:
+            raise RuntimeError("only an unassigned spare can be assigned an attempt")
+        workdir = log_path.parent
+        os.replace(self.log_path, log_path)
+        self.launch = launch.model_copy(update={"workdir": str(workdir)})
+        self.cwd, self.log_path = workdir, log_path
+        self._name = f"{launch.job_id}-{launch.attempt}"
+        self._on_event = on_event
 
     def begin(self) -> None:
         """Send the launch document and start feeding the dead-man's switch."""
+        if self.launch is None:
+            raise RuntimeError("a spare needs an attempt (assign) before begin")
         if not self._write(self.launch.to_json() + b"\n"):
             log.warning("could not send the launch document job=%s", self._name)
             return
+        self._start_feeding()
+
+    def _start_feeding(self) -> None:
         self._feeding.set()
-        self._feeder = threading.Thread(target=self._feed, name=f"{self._name}-feed", daemon=True)
-        self._feeder.start()
+        if self._feeder is None:
+            self._feeder = threading.Thread(
+                target=self._feed, name=f"{self._name}-feed", daemon=True
+            )
+            self._feeder.start()
 
     def start(self) -> RunnerProcess:
         """:meth:`spawn` then :meth:`begin`, for a caller that holds no execution lease."""
@@ -152,6 +226,27 @@ class RunnerProcess:
     @property
     def pid(self) -> int | None:
         return self._group.pid if self._group is not None else None
+
+    @property
+    def is_spare(self) -> bool:
+        """Started as a spare (assigned or not)."""
+        return self._spare_of is not None
+
+    @property
+    def spare_master(self) -> str | None:
+        return self._spare_of[0] if self._spare_of is not None else None
+
+    @property
+    def assigned(self) -> bool:
+        return self.launch is not None
+
+    @property
+    def ready(self) -> ReadyEvent | None:
+        """A spare's ``ready`` event, once its SparkSession is warm."""
+        return self._ready
+
+    def wait_ready(self, timeout: float) -> bool:
+        return self._ready_set.wait(timeout) and self._ready is not None
 
     @property
     def final(self) -> FinalEvent | None:
@@ -221,6 +316,7 @@ class RunnerProcess:
         finally:
             self._feeding.clear()
             self._closed.set()
+            self._ready_set.set()  # wake waiters: no ready event can come any more
 
     def _consume(self, stream: IO[bytes]) -> None:
         for line in stream:
@@ -235,7 +331,10 @@ class RunnerProcess:
             if self._final is not None:
                 log.warning("runner event after the final one ignored job=%s", self._name)
                 continue
-            if isinstance(event, StartedEvent):
+            if isinstance(event, ReadyEvent):
+                self._ready = event
+                self._ready_set.set()
+            elif isinstance(event, StartedEvent):
                 self._started = event
             elif isinstance(event, FinishedEvent | FailedEvent):
                 self._final = event

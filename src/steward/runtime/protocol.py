@@ -62,6 +62,16 @@ Exit codes
     unusable (nothing could be reported; details in the log); -9 (SIGKILL) after the
     dead-man's switch or an external kill; anything else: user code called ``os._exit``.
 
+Warm runners
+    ``--prewarm --spark-master M --deadman-timeout S`` starts a *spare*: the runner arms its
+    dead-man's switch at once (the parent feeds stdin from the start), builds a SparkSession
+    on master M with the default conf, runs a trivial query so the JVM is warm, reports
+    ``ready`` and then does nothing until its launch document arrives (empty lines before it
+    are heartbeats). From then on it is an ordinary attempt, except that ``ctx.spark`` is the
+    warm session, given the job's runtime-settable SQL conf (:mod:`steward.runtime.warm`
+    says which jobs may use a spare). A spare that cannot warm reports ``failed`` and exits.
+    The stream of a spare is: ``ready``, then the attempt's stream from ``started`` on.
+
 Cancelling
     SIGTERM to the runner's pid is a graceful cancel: :class:`AttemptCancelled` is raised in
     the pipeline's main thread, so ``finally`` blocks run, and the attempt ends with ``failed``
@@ -116,6 +126,20 @@ def runner_command(events_fd: int, python: str | None = None) -> list[str]:
     return [python or sys.executable, "-m", RUNNER_MODULE, "--events-fd", str(events_fd)]
 
 
+def spare_command(
+    events_fd: int, *, spark_master: str, deadman_timeout: float, python: str | None = None
+) -> list[str]:
+    """The argv of a warm spare runner (see "Warm runners" in the module docstring)."""
+    return [
+        *runner_command(events_fd, python),
+        "--prewarm",
+        "--spark-master",
+        spark_master,
+        "--deadman-timeout",
+        repr(float(deadman_timeout)),
+    ]
+
+
 # ---------------------------------------------------------------- errors
 
 
@@ -129,6 +153,10 @@ class LaunchError(RunnerError):
 
 class ArtifactError(RunnerError):
     """The pipeline cannot be found in its artifact: no file, no entry module, no function."""
+
+
+class WarmupError(RunnerError):
+    """A spare runner could not build or warm its SparkSession (it never ran an attempt)."""
 
 
 class ResultError(RunnerError):
@@ -183,6 +211,8 @@ class LaunchDocument(Payload):
     completed_stages: dict[str, str] = Field(default_factory=dict)
     last_checkpoint: dict[str, JsonValue] | None = None
     deadman_timeout: float = Field(gt=0)
+    workdir: str | None = None
+    """The attempt's work directory: a warm spare, started elsewhere, moves there at handover."""
 
     @field_validator("job_id")
     @classmethod
@@ -233,6 +263,14 @@ class StartedEvent(BaseEvent):
     pgid: int
 
 
+class ReadyEvent(BaseEvent):
+    """A spare runner's SparkSession is built and warm; it waits for its launch document."""
+
+    event: Literal["ready"] = "ready"
+    pid: int
+    seconds: float = Field(ge=0, description="how long warming took")
+
+
 class ProgressEvent(BaseEvent):
     """What the pipeline passed to ``ctx.report_progress(...)``."""
 
@@ -262,7 +300,7 @@ class FailedEvent(BaseEvent):
 
 
 RunnerEvent: TypeAlias = Annotated[
-    StartedEvent | ProgressEvent | CheckpointEvent | FinishedEvent | FailedEvent,
+    StartedEvent | ReadyEvent | ProgressEvent | CheckpointEvent | FinishedEvent | FailedEvent,
     Field(discriminator="event"),
 ]
 FinalEvent: TypeAlias = FinishedEvent | FailedEvent

@@ -20,6 +20,12 @@ Started by a TaskManager as ``python -m steward.runtime.runner --events-fd N``; 
 Whatever user code does, it cannot write anything but well-formed events to fd N: every
 exception (BaseException included) becomes ``failed`` with its type, message and traceback.
 ``kill -USR1 <runner pid>`` writes the stack of every thread to the attempt's log.
+
+With ``--prewarm`` the runner is a warm spare (see "Warm runners" in
+:mod:`steward.runtime.protocol`): :func:`run_spare` arms the dead-man's switch first, builds
+and warms a SparkSession, reports ``ready``, waits for its launch document, moves to the
+attempt's folder, and from there runs the attempt like any runner, with the warm session
+behind ``ctx.spark``.
 """
 
 from __future__ import annotations
@@ -32,11 +38,12 @@ import logging
 import os
 import signal
 import sys
+import time
 import traceback
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import FrameType, TracebackType
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from steward.errors import CorruptStateError
 from steward.model import ErrorInfo, JsonValue
@@ -45,6 +52,7 @@ from steward.runtime.channel import EventChannel
 from steward.runtime.context import JobContext
 from steward.runtime.deadman import (
     DeadmanSwitch,
+    LaunchLineCollector,
     detach_stdin,
     ensure_own_process_group,
     kill_leftovers,
@@ -62,12 +70,17 @@ from steward.runtime.protocol import (
     FinishedEvent,
     LaunchDocument,
     LaunchError,
+    ReadyEvent,
     ResultError,
     RunMode,
     RunnerError,
     StartedEvent,
+    WarmupError,
     error_type_name,
 )
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 # Named explicitly: run with -m, __name__ is "__main__".
 log = logging.getLogger("steward.runtime.runner")
@@ -88,7 +101,12 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
     ensure_own_process_group()
     _drop_workdir_from_path()
     try:
-        code = run_attempt(channel, launch_timeout=args.launch_timeout)
+        if args.prewarm:
+            code = run_spare(
+                channel, spark_master=args.spark_master, deadman_timeout=args.deadman_timeout
+            )
+        else:
+            code = run_attempt(channel, launch_timeout=args.launch_timeout)
     except BaseException as exc:
         # A bug of the runner itself: still an outcome for the parent, never a bare traceback.
         log.exception("runner error")
@@ -110,6 +128,62 @@ def run_attempt(channel: EventChannel, *, launch_timeout: float) -> int:
         channel.emit(FailedEvent(error=describe_error(exc)))
         return EXIT_FAILED
     DeadmanSwitch(stdin, launch.deadman_timeout).start()
+    return _run_launched(channel, launch)
+
+
+def run_spare(channel: EventChannel, *, spark_master: str, deadman_timeout: float) -> int:
+    """A warm spare: warm a SparkSession, report ``ready``, then run the attempt it is given."""
+    stdin = detach_stdin()
+    collector = LaunchLineCollector()
+    # Armed before the JVM starts: a spare must die with its TaskManager like an attempt.
+    DeadmanSwitch(stdin, deadman_timeout, on_data=collector.feed).start()
+    began = time.monotonic()
+    try:
+        session = _warm_session(spark_master)
+    except Exception as exc:
+        log.exception("spare could not warm a SparkSession master=%s", spark_master)
+        error = WarmupError(f"could not warm a SparkSession on {spark_master}: {exc!r}")
+        channel.emit(FailedEvent(error=describe_error(error)))
+        return EXIT_FAILED
+    seconds = time.monotonic() - began
+    log.info("spare ready master=%s warmed_in=%.2fs", spark_master, seconds)
+    channel.emit(ReadyEvent(pid=os.getpid(), seconds=seconds))
+    try:
+        launch = _handed_over(collector, spark_master)
+    except (LaunchError, OSError) as exc:
+        log.error("launch rejected: %s", exc)
+        channel.emit(FailedEvent(error=describe_error(exc)))
+        return EXIT_FAILED
+    return _run_launched(channel, launch, warm_session=session)
+
+
+def _handed_over(collector: LaunchLineCollector, spark_master: str) -> LaunchDocument:
+    """Wait (no deadline: the dead-man's switch covers the parent) for the launch document."""
+    launch = _parse_launch(collector.wait())
+    if launch.spark_master != spark_master:
+        raise LaunchError(
+            f"job {launch.job_id} needs master {launch.spark_master!r};"
+            f" this spare warmed {spark_master!r}"
+        )
+    if launch.workdir is not None:
+        os.chdir(launch.workdir)
+    return launch
+
+
+def _warm_session(spark_master: str) -> SparkSession:
+    from steward.runtime import spark as spark_support
+
+    session = spark_support.new_session(
+        master=spark_master, name=spark_support.spare_app_name(), conf={}
+    )
+    spark_support.warm_up(session)
+    return session
+
+
+def _run_launched(
+    channel: EventChannel, launch: LaunchDocument, warm_session: SparkSession | None = None
+) -> int:
+    """Run the launched attempt to its final event (steps 3 to 6 after the launch line)."""
     log.info(
         "attempt starting job=%s attempt=%d epoch=%d mode=%s recovery=%s",
         launch.job_id,
@@ -119,7 +193,7 @@ def run_attempt(channel: EventChannel, *, launch_timeout: float) -> int:
         launch.is_recovery,
     )
     channel.emit(StartedEvent(pid=os.getpid(), pgid=os.getpgrp()))
-    outcome, context = _run_hook(launch, channel)
+    outcome, context = _run_hook(launch, channel, warm_session)
     if os.getpid() != channel.owner_pid:
         # The child of a pipeline's os.fork() returned from the hook: it must neither report
         # nor clean up (stopping Spark or killing the group would hit the real runner).
@@ -158,6 +232,10 @@ def _emit_final(channel: EventChannel, outcome: FinalEvent) -> FinalEvent:
 
 def _read_launch(fd: int, timeout: float) -> LaunchDocument:
     line, _ = read_launch_line(fd, timeout)  # bytes after the line are early heartbeats
+    return _parse_launch(line)
+
+
+def _parse_launch(line: bytes) -> LaunchDocument:
     try:
         return LaunchDocument.from_json(line)
     except CorruptStateError as exc:
@@ -165,13 +243,15 @@ def _read_launch(fd: int, timeout: float) -> LaunchDocument:
 
 
 def _run_hook(
-    launch: LaunchDocument, channel: EventChannel
+    launch: LaunchDocument, channel: EventChannel, warm_session: SparkSession | None = None
 ) -> tuple[FinalEvent, JobContext | None]:
     context: JobContext | None = None
     try:
         with _sigterm_cancels():
             pipeline = load_pipeline(launch.artifact_path, launch.spec.entrypoint)
-            context = JobContext(launch, channel, modules=[pipeline.module])
+            context = JobContext(
+                launch, channel, modules=[pipeline.module], warm_session=warm_session
+            )
             hook = pipeline.hook(launch.mode)
             value = None if hook is None else hook(context)
             what = launch.spec.entrypoint if launch.mode is RunMode.MAIN else "initialize"
@@ -273,10 +353,27 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=DEFAULT_LAUNCH_TIMEOUT,
         help="seconds to wait for the launch document on stdin",
     )
+    parser.add_argument(
+        "--prewarm",
+        action="store_true",
+        help="be a warm spare: build a SparkSession first, then wait for a launch document",
+    )
+    parser.add_argument("--spark-master", default="local[*]", help="the spare's Spark master")
+    parser.add_argument(
+        "--deadman-timeout",
+        type=float,
+        default=None,
+        help="a spare's dead-man's switch (seconds without a byte on stdin)",
+    )
     try:
-        return parser.parse_args(argv)
+        args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits 2 on bad usage; keep our own exit path
         _exit(EXIT_USAGE if exc.code else EXIT_FINISHED)
+    if args.prewarm and not (args.deadman_timeout and args.deadman_timeout > 0):
+        parser.print_usage(sys.stderr)
+        print("--prewarm needs a positive --deadman-timeout", file=sys.stderr)
+        _exit(EXIT_USAGE)
+    return args
 
 
 def _configure_logging() -> None:

@@ -9,6 +9,10 @@ starts a JVM.
   ``builder.remote``); the job's ``spark_conf`` is applied first, so the cluster's master and
   the app name ``steward-<job_id>-<attempt>`` win over it. Console progress bars are off
   (stdout is the attempt's log file) unless ``spark_conf`` turns them on.
+- A warm spare runner builds its session early (:func:`new_session`, :func:`warm_up`) and
+  hands it to its attempt with :func:`adopt_warm_session`: the job's SQL conf is set on the
+  live session, and the app name stays the spare's (``spark.job.description`` names the
+  attempt instead).
 - The pipeline's modules are registered with cloudpickle to be pickled by value: Spark's
   Python workers cannot import a module that exists only in the attempt's artifact.
 - A :class:`MicroBatchListener` turns every completed micro-batch of every streaming query
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 from collections.abc import Callable, Iterable, Mapping
 from types import ModuleType
 from typing import Any
@@ -33,18 +38,26 @@ from pyspark.sql.streaming.listener import (
     StreamingQueryListener,
 )
 
+from steward.runtime.warm import CONNECT_SCHEME, DEFAULT_CONF, runtime_conf
+
 log = logging.getLogger(__name__)
 
-CONNECT_SCHEME = "sc://"
 # Durations a progress report has only when its trigger ran a batch and committed it; an idle
 # trigger reports only latestOffset and triggerExecution.
 _BATCH_DURATIONS = ("addBatch", "commitOffsets")
 
 MicroBatchCallback = Callable[[dict[str, Any]], None]
+# Each trivial job of a young JVM is faster than the one before (class loading, then JIT).
+_WARM_UP_JOBS = 5
 
 
 def app_name(job_id: str, attempt: int) -> str:
     return f"steward-{job_id}-{attempt}"
+
+
+def spare_app_name() -> str:
+    """A spare's session is built before its job is known."""
+    return f"steward-spare-{os.getpid()}"
 
 
 def build_session(
@@ -56,21 +69,90 @@ def build_session(
     modules: Iterable[ModuleType] = (),
 ) -> SparkSession:
     """Create the attempt's SparkSession and attach the micro-batch listener."""
-    for module in modules:
-        cloudpickle.register_pickle_by_value(module)  # type: ignore[no-untyped-call]  # untyped
+    return attach(new_session(master=master, name=name, conf=conf), on_micro_batch, modules)
+
+
+def new_session(*, master: str, name: str, conf: Mapping[str, str]) -> SparkSession:
+    """A SparkSession on ``master`` with Steward's defaults, then ``conf``, named ``name``."""
     builder = SparkSession.builder
     # stdout is a log file, not a terminal: no progress bars unless the job asks for them.
-    builder = builder.config("spark.ui.showConsoleProgress", "false")
-    for key, value in conf.items():
+    for key, value in {**DEFAULT_CONF, **conf}.items():
         builder = builder.config(key, value)
     if master.startswith(CONNECT_SCHEME):
         builder = builder.remote(master)
     else:
         builder = builder.master(master)
     log.info("starting SparkSession master=%s app=%s", master, name)
-    session = builder.appName(name).getOrCreate()
+    return builder.appName(name).getOrCreate()
+
+
+def attach(
+    session: SparkSession,
+    on_micro_batch: MicroBatchCallback,
+    modules: Iterable[ModuleType] = (),
+) -> SparkSession:
+    """Make ``session`` the attempt's: pickle its modules by value, report its micro-batches."""
+    for module in modules:
+        cloudpickle.register_pickle_by_value(module)  # type: ignore[no-untyped-call]  # untyped
     session.streams.addListener(MicroBatchListener(on_micro_batch))
     return session
+
+
+def warm_up(session: SparkSession) -> None:
+    """Pay now what a JVM's first jobs cost (seconds of class loading and JIT compiling).
+
+    A few trivial jobs (a scan, a shuffle), plus what :func:`adopt_warm_session` will need:
+    py4j's callback server (the micro-batch listener lives in Python) and the local file
+    system. Nothing is written anywhere.
+    """
+    from pyspark.java_gateway import ensure_callback_server_started
+
+    session.range(16).selectExpr("id % 2 AS k").groupBy("k").count().collect()
+    for _ in range(_WARM_UP_JOBS):
+        session.range(1).count()
+    ensure_callback_server_started(session.sparkContext._gateway)  # type: ignore[no-untyped-call]
+    _follow_cwd(session)
+
+
+def adopt_warm_session(
+    session: SparkSession,
+    *,
+    name: str,
+    conf: Mapping[str, str],
+    on_micro_batch: MicroBatchCallback,
+    modules: Iterable[ModuleType] = (),
+) -> SparkSession:
+    """Give a spare's warm session to the attempt ``name``: its SQL conf, its listener.
+
+    The TaskManager hands a spare only to jobs whose ``spark_conf`` a live session can take
+    (:func:`steward.runtime.warm.cold_reason`); a key Spark still refuses is an error of
+    that rule, reported as the attempt's failure rather than silently ignored.
+    """
+    for key, value in runtime_conf(conf).items():
+        session.conf.set(key, value)
+    _follow_cwd(session)
+    # The SparkContext's name is fixed at start; jobs of the main thread carry the attempt's.
+    session.sparkContext.setLocalProperty("spark.job.description", name)
+    log.info("warm SparkSession adopted app=%s conf_keys=%s", name, sorted(runtime_conf(conf)))
+    return attach(session, on_micro_batch, modules)
+
+
+def _follow_cwd(session: SparkSession) -> None:
+    """Resolve the JVM's relative paths against the attempt's folder, as in a cold runner.
+
+    The JVM started in the spare's folder; Hadoop qualifies relative paths with the local
+    file system's working directory, which comes from ``user.dir``.
+    """
+    cwd = os.getcwd()
+    try:
+        jvm = session.sparkContext._jvm
+        assert jvm is not None
+        jvm.java.lang.System.setProperty("user.dir", cwd)
+        hadoop_conf = session.sparkContext._jsc.hadoopConfiguration()
+        local = jvm.org.apache.hadoop.fs.FileSystem.getLocal(hadoop_conf)
+        local.setWorkingDirectory(jvm.org.apache.hadoop.fs.Path(cwd))
+    except Exception as exc:
+        log.warning("relative paths of the JVM stay in the spare's folder: %s", exc)
 
 
 class MicroBatchListener(StreamingQueryListener):

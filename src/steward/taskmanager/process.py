@@ -14,7 +14,10 @@ This module wires the TaskManager's parts together and owns its reactions:
 - self-fencing (DESIGN rule 4): kill every attempt, report each ENDED as
   ``steward.SelfFenced``, refuse starts until a ZooKeeper round trip works again;
 - a graceful stop: stop heartbeating, cancel then kill the attempts, wait for their groups and
-  leases to go, deregister, close the session.
+  leases to go, deregister, close the session;
+- warm spares (``taskmanager.spark.prewarm-runners``, :mod:`steward.taskmanager.spares`): an
+  attempt whose job can use one is handed a spare where a cold runner would be spawned,
+  after its lease is taken.
 
 A new leader changes nothing for running attempts: they are reported to it, and its reply
 (with a newer epoch) adopts them (DESIGN rule 8).
@@ -28,6 +31,7 @@ import re
 import socket
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -60,12 +64,13 @@ from steward.store.blob import BlobStore
 from steward.taskmanager.attempts import Attempt, Attempts
 from steward.taskmanager.executions import Executions
 from steward.taskmanager.heartbeater import Heartbeater
-from steward.taskmanager.launcher import Launcher
+from steward.taskmanager.launcher import Launch, Launcher
 from steward.taskmanager.leases import ExecutionLeases, LeaseHeldError
 from steward.taskmanager.liveness import LivenessProbe
-from steward.taskmanager.process_group import SpawnError
+from steward.taskmanager.process_group import ProcessGroup, SpawnError
 from steward.taskmanager.registration import Registration
 from steward.taskmanager.self_fencing import SelfFencing
+from steward.taskmanager.spares import SparePool
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +108,16 @@ class TaskManager:
         self.session = Session.from_config(config, name=self.id)
         self.leases = ExecutionLeases(self.session, self.id)
         self.attempts = Attempts(self.slots)
-        self.executions = Executions(self.leases, self._on_exit, on_released=self.attempts.released)
+        self.executions = Executions(self.leases, self._on_exit, on_released=self._released)
+        self.spares: SparePool | None = None
+        if config.prewarm_runners > 0:
+            self.spares = SparePool(
+                limit=config.prewarm_runners,
+                spark_master=str(config["spark.master"]),
+                deadman_timeout=config.deadman_timeout,
+                folder=self.workdir / ".spares",
+                free_slots=self._slots_without_runner,
+            )
         self._launcher = Launcher(config, BlobStore(config.storage_dir), self.workdir)
         self._workers = ThreadPoolExecutor(
             max(2, self.slots), thread_name_prefix=f"{self.id}-launch"
@@ -142,6 +156,8 @@ class TaskManager:
             raise
         self.registration.start()
         self.executions.start_monitor()
+        if self.spares is not None:
+            self.spares.start()
         self.self_fencing.start()
         self.probe.start()
         self.session.add_listener(self._on_connection)
@@ -168,6 +184,8 @@ class TaskManager:
         self.retrieval.stop()
         self.executions.refuse_starts("the TaskManager is stopping")
         self._workers.shutdown(wait=False, cancel_futures=True)
+        if self.spares is not None:
+            self.spares.stop()
         for attempt in self.attempts.active():
             if attempt.runner is not None:
                 attempt.runner.cancel(grace)
@@ -288,7 +306,7 @@ class TaskManager:
         self.attempts.attach(attempt, runner)
         try:
             execution = self.executions.start_with(
-                attempt.job_id, attempt.attempt, attempt.epoch, runner.spawn
+                attempt.job_id, attempt.attempt, attempt.epoch, self._spawner(attempt, launch)
             )
         except LeaseHeldError as exc:
             self.attempts.reject(attempt, Rejection.LEASE_HELD, str(exc))
@@ -304,10 +322,60 @@ class TaskManager:
         except SpawnError as exc:
             self.attempts.end(attempt, _failed(exc), lease_released=True)
             return
+        runner = attempt.runner or runner  # a warm spare, if one was handed out
         runner.begin()
         grace = self.attempts.running(attempt, execution.group.pid, execution.started_at)
         if grace is not None:
             runner.cancel(grace)
+
+    def _spawner(self, attempt: Attempt, launch: Launch) -> Callable[[], ProcessGroup]:
+        """What starts the attempt's process once its lease is ours: a warm spare or a cold
+        runner (already attached to the attempt)."""
+
+        def spawn() -> ProcessGroup:
+            pool, spare = self.spares, None
+            if pool is not None:
+                spare = pool.take(launch.spec.spark_conf, launch.document.spark_master)
+            if pool is None or spare is None:
+                assert attempt.runner is not None
+                return attempt.runner.spawn()
+            try:
+                spare.assign(
+                    launch.document,
+                    log_path=launch.log_path,
+                    on_event=lambda event: self._on_runner_event(attempt, event),
+                )
+            except OSError as exc:  # its log could not move: use a cold runner instead
+                log.warning("warm spare not usable, going cold pid=%s cause=%s", spare.pid, exc)
+                spare.kill()
+                assert attempt.runner is not None
+                return attempt.runner.spawn()
+            self.attempts.attach(attempt, spare)
+            pool.wake()  # warm its replacement now
+            log.info(
+                "attempt on a warm spare job=%s attempt=%d pid=%s",
+                attempt.job_id,
+                attempt.attempt,
+                spare.pid,
+            )
+            return spare.group
+
+        return spawn
+
+    def _slots_without_runner(self) -> int:
+        """Free slots, counting a starting attempt as free until its runner process exists:
+        its spare must not be killed for want of a slot just before it is handed over."""
+        taken = sum(
+            a.slots
+            for a in self.attempts.active()
+            if a.runner is not None and a.runner.pid is not None
+        )
+        return self.slots - taken
+
+    def _released(self, job_id: str, attempt_number: int) -> None:
+        self.attempts.released(job_id, attempt_number)
+        if self.spares is not None:
+            self.spares.wake()  # a slot is free again: warm its spare now
 
     # ------------------------------------------------------------------ attempts' ends
 

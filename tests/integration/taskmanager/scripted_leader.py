@@ -229,10 +229,11 @@ def start_command(
     attempt: int = 1,
     checkpoint_dir: str = "/tmp/steward-test-checkpoints",
     slots: int = 1,
+    spark_conf: dict[str, str] | None = None,
 ) -> StartAttempt:
     """Store a job graph for ``source`` and return the command that starts it."""
     artifact = build_artifact("gated_job.py", textwrap.dedent(source).encode())
-    spec = JobSpec(job_id=job_id, args=args, slots=slots)
+    spec = JobSpec(job_id=job_id, args=args, slots=slots, spark_conf=spark_conf or {})
     graph = JobGraph(spec=spec, artifact=artifact, submitted_at=time.time())
     ref = blobs.put(blobs.unique_key(f"jobgraphs/{job_id}"), graph.to_json())
     return StartAttempt(

@@ -1,0 +1,248 @@
+"""Warm spare runners in a real TaskManager, with real PySpark, against a scripted leader.
+
+Given a TaskManager with ``taskmanager.spark.prewarm-runners`` = 1: an attempt of a job whose
+spark_conf a live session can take runs in the spare's process (the pid the spare had before
+the start command) and gets a working SparkSession with the job's SQL conf; the spare is
+replaced by a new one; a job with a start-up-only conf gets a cold runner while the spare
+waits on; a cancelled attempt on a spare is gone with its JVM; and a SIGKILLed TaskManager
+process takes its spare and the spare's JVM with it (dead-man's switch, DESIGN rule 4).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+from scripted_leader import GATED, ScriptedLeader, start_command
+
+from steward.config import Configuration
+from steward.heartbeat import AttemptPhase, CancelAttempt
+from steward.runtime.protocol import AttemptCancelled, FailedEvent, FinishedEvent, error_type_name
+from steward.store.blob import BlobStore
+from steward.taskmanager.process import TaskManager
+from support import wait_until
+
+# Each test starts one JVM (~10 s on an idle machine), the first two (plus a replacement).
+pytestmark = [pytest.mark.zookeeper, pytest.mark.spark]
+
+# A JVM start takes ~10 s on an idle 2-core machine; several times that when it is shared.
+WARM_DEADLINE = 240.0
+PREWARM = {"taskmanager.spark.prewarm-runners": "1", "spark.master": "local[1]"}
+
+SPARK_PROBE = """
+import os
+
+def main(ctx):
+    spark = ctx.spark
+    count = spark.range(5).count()
+    spark.range(3).write.parquet("relative-output")
+    return {
+        "pid": os.getpid(),
+        "count": count,
+        "partitions": spark.conf.get("spark.sql.shuffle.partitions"),
+        "relative": os.path.isdir(os.path.join(os.getcwd(), "relative-output")),
+        "cwd": os.getcwd(),
+    }
+"""
+
+SPARK_GATED = """
+import os
+import time
+
+def main(ctx):
+    ctx.spark.range(1).count()
+    ctx.report_progress(pid=os.getpid())
+    while not os.path.exists(ctx.args[0]):
+        time.sleep(0.05)
+"""
+
+
+def alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def java_children(pid: int) -> list[int]:
+    with contextlib.suppress(psutil.Error):
+        return [
+            child.pid
+            for child in psutil.Process(pid).children(recursive=True)
+            if child.name() == "java"
+        ]
+    return []
+
+
+def ready_spare(manager: TaskManager) -> int:
+    assert manager.spares is not None
+    pool = manager.spares
+    pids = wait_until(pool.ready_pids, WARM_DEADLINE, message="a warm spare")
+    return pids[0]
+
+
+@pytest.mark.slow
+def test_a_compatible_job_runs_on_the_warm_spare_which_is_replaced_and_others_go_cold(
+    tmp_path: Path,
+    scripted: Callable[..., ScriptedLeader],
+    taskmanager: Callable[..., TaskManager],
+    blobs: BlobStore,
+) -> None:
+    leader = scripted()
+    manager = taskmanager("tm-warm", **PREWARM)
+    spare = ready_spare(manager)
+
+    leader.command(
+        start_command(
+            blobs,
+            "job-warm",
+            leader.epoch,
+            args=[],
+            source=SPARK_PROBE,
+            spark_conf={"spark.sql.shuffle.partitions": "3", "spark.master": "local[1]"},
+        )
+    )
+    report = leader.wait_phase("job-warm", AttemptPhase.ENDED, timeout=WARM_DEADLINE)
+
+    assert isinstance(report.outcome, FinishedEvent), report.outcome
+    value = report.outcome.value
+    assert isinstance(value, dict)
+    assert value["pid"] == spare, "the attempt ran in the spare's process"
+    assert value["count"] == 5
+    assert value["partitions"] == "3", "the job's SQL conf was set on the warm session"
+    assert value["relative"] is True, "relative paths resolve in the attempt's folder"
+    assert value["cwd"] == str(manager.workdir / "job-warm" / "1")
+    assert "spare ready" in (manager.workdir / "job-warm" / "1" / "runner.log").read_text()
+
+    replacement = wait_until(
+        lambda: [pid for pid in manager.spares.ready_pids() if pid != spare],  # type: ignore[union-attr]
+        WARM_DEADLINE,
+        message="a new warm spare",
+    )[0]
+    assert not alive(spare)
+
+    # spark.driver.memory is read when the JVM starts: a live session cannot take it.
+    gate = tmp_path / "gate"
+    leader.command(
+        start_command(
+            blobs,
+            "job-cold",
+            leader.epoch,
+            args=[str(gate)],
+            source=GATED,
+            spark_conf={"spark.driver.memory": "1g"},
+        )
+    )
+    cold = leader.wait_report(lambda r: r.progress is not None, "job-cold", timeout=60)
+    assert cold.pid is not None and cold.pid != replacement
+    assert manager.spares.ready_pids() == [replacement], "the spare waits on"  # type: ignore[union-attr]
+    gate.touch()
+    ended = leader.wait_phase("job-cold", AttemptPhase.ENDED, timeout=60)
+    assert isinstance(ended.outcome, FinishedEvent)
+
+
+def test_a_cancelled_attempt_on_a_warm_spare_is_gone_with_its_jvm(
+    tmp_path: Path,
+    scripted: Callable[..., ScriptedLeader],
+    taskmanager: Callable[..., TaskManager],
+    blobs: BlobStore,
+) -> None:
+    leader = scripted()
+    manager = taskmanager("tm-cancel", **PREWARM)
+    spare = ready_spare(manager)
+    jvms = java_children(spare)
+    assert jvms, "the spare's JVM runs"
+
+    command = start_command(
+        blobs, "job-c", leader.epoch, args=[str(tmp_path / "never")], source=SPARK_GATED
+    )
+    leader.command(command)
+    running = leader.wait_report(lambda r: r.progress is not None, "job-c", timeout=60)
+    assert running.pid == spare
+
+    leader.command(CancelAttempt(job_id="job-c", attempt=1, epoch=leader.epoch, grace=5.0))
+    report = leader.wait_phase("job-c", AttemptPhase.ENDED, timeout=60)
+
+    assert isinstance(report.outcome, FailedEvent)
+    assert report.outcome.error.type == error_type_name(AttemptCancelled)
+    assert not alive(spare)
+    assert not any(alive(pid) for pid in jvms), "the spare's JVM went with the attempt"
+
+
+# ---------------------------------------------------------------- a TaskManager process
+
+
+@pytest.fixture
+def tm_process(
+    tmp_path: Path, tm_config: Callable[..., Configuration]
+) -> Iterator[Callable[..., subprocess.Popen[bytes]]]:
+    started: list[subprocess.Popen[bytes]] = []
+
+    def _start(tm_id: str, **keys: str) -> subprocess.Popen[bytes]:
+        cfg = tm_config(**keys)
+        values = {
+            "high-availability.zookeeper.quorum": cfg.zookeeper_quorum,
+            "high-availability.zookeeper.root": cfg["high-availability.zookeeper.root"],
+            "high-availability.cluster-id": cfg.cluster_id,
+            "high-availability.storage-dir": cfg.storage_dir,
+            "taskmanager.workdir": str(cfg["taskmanager.workdir"]),
+            "high-availability.zookeeper.session-timeout": "6s",
+            "taskmanager.fence-after": "3s",
+            "taskmanager.deadman-timeout": "2s",
+            **keys,
+        }
+        overrides = [arg for key, value in values.items() for arg in ("-D", f"{key}={value}")]
+        env = {k: v for k, v in os.environ.items() if not k.startswith("STEWARD_")}
+        with (tmp_path / f"{tm_id}.log").open("ab") as log:
+            process = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "steward.cli",
+                    "--config",
+                    str(tmp_path / "steward.toml"),
+                    *overrides,
+                    "taskmanager",
+                    "--id",
+                    tm_id,
+                ],
+                cwd=tmp_path,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        started.append(process)
+        return process
+
+    yield _start
+    for process in started:
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+        process.wait(timeout=10)
+
+
+def test_a_sigkilled_taskmanager_takes_its_spare_and_the_spares_jvm_with_it(
+    tmp_path: Path, tm_process: Callable[..., subprocess.Popen[bytes]]
+) -> None:
+    process = tm_process("tm-k", **PREWARM)
+    spare_log = tmp_path / "work" / "tm-k" / ".spares" / "spare-1" / "runner.log"
+    wait_until(
+        lambda: spare_log.is_file() and "spare ready" in spare_log.read_text(),
+        WARM_DEADLINE,
+        message="the spare is warm",
+    )
+    family = [child.pid for child in psutil.Process(process.pid).children(recursive=True)]
+    assert any(java_children(pid) for pid in family), "a spare with a JVM"
+
+    process.send_signal(signal.SIGKILL)
+    process.wait(timeout=10)
+
+    # The spare's dead-man's switch (2 s) fires on EOF at once; generous for a loaded machine.
+    wait_until(lambda: not any(alive(pid) for pid in family), 60.0, message="spare and JVM gone")
