@@ -518,7 +518,7 @@ class Dispatcher:
             if self._ready.is_set() and not self._stopped.is_set():
                 for report in beat.attempts:
                     acks.extend(self._on_report(beat.taskmanager, report))
-                self._expire_uncollected(beat)
+                self._expire_uncollected(beat, state.assigned)
                 commands = self._rm.take_commands(beat.taskmanager)
             else:
                 commands = []
@@ -546,16 +546,19 @@ class Dispatcher:
             if master and master.current and master.current.number == attempt:
                 master.current.collected_at = time.monotonic()
 
-    def _expire_uncollected(self, beat: Heartbeat) -> None:
+    def _expire_uncollected(self, beat: Heartbeat, assigned: dict[str, tuple[int, int]]) -> None:
         # A start command its TaskManager collected but never mentions (the reply was lost):
-        # it never ran, so it is a rejection, not a failure.
+        # it never ran, so it is a rejection, not a failure. Only the attempts placed on this
+        # TaskManager are looked at, so a heartbeat costs the same with 10 jobs or 10,000.
         listed = {(r.job_id, r.attempt) for r in beat.attempts}
         horizon = 2 * self.config.heartbeat_interval + 5.0
         now = time.monotonic()
-        for master in list(self._jobs.values()):
-            current = master.current
+        for job_id in list(assigned):
+            master = self._jobs.get(job_id)
+            current = master.current if master is not None else None
             if (
-                current is None
+                master is None
+                or current is None
                 or current.taskmanager != beat.taskmanager
                 or current.reported
                 or current.collected_at is None
