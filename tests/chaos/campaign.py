@@ -1,0 +1,395 @@
+"""One chaos campaign: start a cluster, run the workload under the nemesis, quiesce, check.
+
+    PYTHONPATH=tests python -m chaos.campaign --seed 7 --duration 30m --out summary.json
+
+(scripts/chaos.sh does exactly that with the project's venv.) Prints progress while it runs
+(faults as they happen, jobs as they end), writes the JSON summary, and exits 1 if any
+invariant was violated, 2 on bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import logging
+import re
+import secrets
+import shutil
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from chaos.checker import Observations, Violation, check
+from chaos.cluster import ChaosCluster, StorageFreezer, start_ensemble
+from chaos.hastate import HaState, read_state
+from chaos.nemesis import INFRA_KINDS, PROCESS_KINDS, Nemesis, NemesisSettings
+from chaos.truth import DeathWatcher, GroundTruth, prepare, still_running
+from chaos.workload import Workload, WorkloadSettings
+from steward.client import Client
+from steward.errors import StewardError
+from support import ZK_TEST_ROOT
+
+Report = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class CampaignSettings:
+    seed: int
+    duration: float
+    workdir: Path | None = None
+    session_timeout: float = 4.0
+    jobmanagers: int = 3
+    taskmanagers: int = 3
+    slots: int = 2
+    workload: WorkloadSettings = field(default_factory=WorkloadSettings)
+    fault_interval: float = 8.0
+    kinds: tuple[str, ...] = PROCESS_KINDS + INFRA_KINDS
+    quiesce_timeout: float = 300.0
+    keep_workdir: bool = False
+
+
+class Campaign:
+    def __init__(self, settings: CampaignSettings, report: Report) -> None:
+        self.settings = settings
+        self.started = time.monotonic()
+        self._report = report
+        self._owned_workdir = settings.workdir is None
+        self.workdir = settings.workdir or Path(
+            tempfile.mkdtemp(prefix=f"steward-chaos-{settings.seed}-")
+        )
+        self.truth_dir = self.workdir / "truth"
+        self.cluster_id = f"chaos-{settings.seed}-{secrets.token_hex(3)}"
+
+    def report(self, message: str) -> None:
+        self._report(f"[{time.monotonic() - self.started:8.1f}s] {message}")
+
+    # ------------------------------------------------------------------ the run
+
+    def run(self) -> dict[str, Any]:
+        s = self.settings
+        prepare(self.truth_dir)
+        self.report(f"workdir {self.workdir}; starting a 3-server ZooKeeper ensemble")
+        ensemble = start_ensemble(self.workdir / "zookeeper", servers=3)
+        cluster = ChaosCluster(
+            self.workdir,
+            ensemble.connect_string,
+            self.cluster_id,
+            session_timeout=f"{s.session_timeout}s",
+        )
+        storage = StorageFreezer(self.workdir / "storage")
+        watcher = DeathWatcher(self.truth_dir)
+        try:
+            for index in range(s.jobmanagers):
+                cluster.start_jobmanager(f"jm-{index + 1}")
+            for index in range(s.taskmanagers):
+                cluster.start_taskmanager(f"tm-{index + 1}", slots=s.slots)
+            cluster.wait_ready(taskmanagers=s.taskmanagers, timeout=120.0)
+            self.report(f"cluster {self.cluster_id} ready; workload and nemesis start")
+            return self._campaign(cluster, ensemble.connect_string, storage, watcher, ensemble)
+        finally:
+            storage.thaw()
+            watcher.stop()
+            cluster.stop()
+            ensemble.stop()
+            if self._owned_workdir and not s.keep_workdir:
+                shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def _campaign(
+        self,
+        cluster: ChaosCluster,
+        quorum: str,
+        storage: StorageFreezer,
+        watcher: DeathWatcher,
+        ensemble: Any,
+    ) -> dict[str, Any]:
+        s = self.settings
+        addresses = [p.address for p in cluster.jobmanagers()]
+        workload = Workload(addresses, self.truth_dir, s.seed, s.workload, self.report)
+        nemesis = Nemesis(
+            cluster,
+            ensemble,
+            storage=storage,
+            watcher=watcher,
+            seed=s.seed,
+            settings=NemesisSettings(
+                session_timeout=s.session_timeout, mean_interval=s.fault_interval, kinds=s.kinds
+            ),
+            report=self.report,
+        )
+        for kind, reason in nemesis.skipped.items():
+            self.report(f"{kind}: {reason}")
+        watcher.start()
+        workload.start()
+        nemesis.start()
+        began = time.monotonic()
+        crashes_seen = 0
+        ticker = threading.Event()
+        while time.monotonic() - began < s.duration:
+            ticker.wait(min(10.0, max(0.0, s.duration - (time.monotonic() - began))))
+            crashes_seen = self._restart_crashed(cluster, crashes_seen)
+            self._progress(workload, nemesis)
+        ran = time.monotonic() - began
+        self.report("duration reached: faults stop, everything is healed (quiesce)")
+        workload.stop_submitting()
+        nemesis.stop()
+        self._quiesce(workload)
+        last_views = self._views(addresses, workload.open_jobs())
+        workload.stop()
+        state = self._settle(quorum, workload)
+        truth = self._settle_attempts(watcher)
+        failures = cluster.failures()
+        exits = cluster.stop_all()
+        failures += [
+            {"process": name, "exit_code_after_sigterm": code}
+            for name, code in exits.items()
+            if code != 0
+        ]
+        observations = Observations(
+            accepted=dict(workload.accepted),
+            results=state.results,
+            truth=truth,
+            still_running=[a for a in truth.attempts.values() if still_running(self.truth_dir, a)],
+            pointers=state.pointers,
+            leases=state.leases,
+            process_failures=failures,
+            reported=dict(workload.terminal),
+            last_views=last_views,
+        )
+        violations = check(observations)
+        return self._summary(
+            ran,
+            workload=workload,
+            nemesis=nemesis,
+            obs=observations,
+            violations=violations,
+            cluster=cluster,
+        )
+
+    # ------------------------------------------------------------------ phases
+
+    def _restart_crashed(self, cluster: ChaosCluster, seen: int) -> int:
+        failures = cluster.failures(scan_logs=False)
+        for failure in failures[seen:]:
+            self.report(f"VIOLATION: {failure['process']} exited ({failure['exit_code']})")
+        for proc in list(cluster.procs):
+            if not proc.signalled and not proc.alive() and cluster.member(proc.id) is proc:
+                cluster.restart(proc)
+        return len(failures)
+
+    def _progress(self, workload: Workload, nemesis: Nemesis) -> None:
+        done = list(workload.terminal.values())
+        self.report(
+            f"progress: accepted {len(workload.accepted)}, finished {done.count('FINISHED')},"
+            f" failed {done.count('FAILED')}, canceled {done.count('CANCELED')},"
+            f" open {len(workload.open_jobs())}, faults {len(nemesis.faults)}"
+        )
+
+    def _quiesce(self, workload: Workload) -> None:
+        deadline = time.monotonic() + self.settings.quiesce_timeout
+        ticker = threading.Event()
+        while time.monotonic() < deadline:
+            if not workload.open_jobs() and workload.submitting() == 0:
+                self.report("quiesced: every accepted job is terminal")
+                return
+            ticker.wait(1.0)
+        self.report(f"quiesce deadline: still open {workload.open_jobs()}")
+
+    def _views(self, addresses: list[str], jobs: list[str]) -> dict[str, Any]:
+        """The REST views of jobs still open, as evidence of where they got stuck."""
+        views: dict[str, Any] = {}
+        with Client(addresses, timeout=10.0) as client:
+            for job in jobs:
+                try:
+                    views[job] = client.job(job).model_dump(mode="json")
+                except StewardError as exc:
+                    views[job] = {"error": repr(exc)}
+        return views
+
+    def _settle(self, quorum: str, workload: Workload) -> HaState:
+        """Wait (bounded) until every accepted job's result is CLEAN and no lease is left."""
+        root = f"{ZK_TEST_ROOT}/{self.cluster_id}"
+        deadline = time.monotonic() + max(60.0, 10 * self.settings.session_timeout)
+        ticker = threading.Event()
+        while True:
+            state = read_state(quorum, root)
+            clean = all(
+                job in state.results and state.results[job].status == "CLEAN"
+                for job in workload.accepted
+            )
+            if (clean and not state.leases) or time.monotonic() > deadline:
+                return state
+            ticker.wait(1.0)
+
+    def _settle_attempts(self, watcher: DeathWatcher) -> GroundTruth:
+        """Give the last runners time to exit (bounded), then take the ground truth."""
+        deadline = time.monotonic() + 5 * self.settings.session_timeout
+        ticker = threading.Event()
+        while time.monotonic() < deadline:
+            watcher.read_new()
+            truth = watcher.snapshot()
+            if not any(still_running(self.truth_dir, a) for a in truth.attempts.values()):
+                break
+            ticker.wait(0.5)
+        watcher.stop()
+        return watcher.snapshot()
+
+    # ------------------------------------------------------------------ the summary
+
+    def _summary(
+        self,
+        ran: float,
+        *,
+        workload: Workload,
+        nemesis: Nemesis,
+        obs: Observations,
+        violations: list[Violation],
+        cluster: ChaosCluster,
+    ) -> dict[str, Any]:
+        states = [obs.results[j].state for j in obs.accepted if j in obs.results]
+        times = sorted(f.seconds for f in nemesis.failovers if f.seconds is not None)
+        attempts = list(obs.truth.attempts.values())
+        modes = [a.mode for a in obs.accepted.values()]
+        return {
+            "seed": self.settings.seed,
+            "cluster_id": self.cluster_id,
+            "duration_s": round(ran, 1),
+            "wall_s": round(time.monotonic() - self.started, 1),
+            "settings": _settings_json(self.settings),
+            "jobs": {
+                "accepted": len(obs.accepted),
+                "finished": states.count("FINISHED"),
+                "failed": states.count("FAILED"),
+                "canceled": states.count("CANCELED"),
+                "spark": modes.count("spark"),
+                "never_accepted": len(workload.never_accepted),
+                "submit_retries": workload.submit_retries,
+                "attempts": len(attempts),
+                "attempts_restarted": len(attempts) - len({a.job for a in attempts}),
+            },
+            "ground_truth": _truth_figures(obs.truth),
+            "faults_by_kind": nemesis.counts(),
+            "faults_total": len(nemesis.faults),
+            "faults_not_injected": nemesis.skipped,
+            "fault_errors": nemesis.errors,
+            "failover_s": {
+                **_spread(times),
+                "by_trigger": {
+                    trigger: _spread(
+                        sorted(
+                            f.seconds
+                            for f in nemesis.failovers
+                            if f.trigger == trigger and f.seconds is not None
+                        )
+                    )
+                    for trigger in sorted({f.trigger for f in nemesis.failovers})
+                },
+                "no_new_leader": sum(1 for f in nemesis.failovers if f.new_leader is None),
+                "all": [asdict(f) for f in nemesis.failovers],
+            },
+            "tracebacks_in_logs": cluster.traceback_count(),
+            "violations": [v.to_json() for v in violations],
+            "faults": [f.to_json(self.started) for f in nemesis.faults],
+        }
+
+
+def _truth_figures(truth: GroundTruth) -> dict[str, Any]:
+    """How close the run came to the invariants: the smallest gap between an attempt's end
+    and the start of the job's next attempt (negative would be an overlap)."""
+    gaps = []
+    for job in {a.job for a in truth.attempts.values()}:
+        attempts = truth.of_job(job)
+        for before, after in itertools.pairwise(attempts):
+            if before.end_t is not None:
+                gaps.append(after.start_t - before.end_t)
+    values = list(truth.attempts.values())
+    return {
+        "attempts_stopped": sum(1 for a in values if a.stop_t is not None),
+        "attempts_died": sum(1 for a in values if a.stop_t is None),
+        "deaths_inexact": sum(1 for a in values if a.stop_t is None and not a.death_exact),
+        "successor_gap_s": _spread(sorted(gaps)),
+        "bad_lines": len(truth.bad_lines),
+    }
+
+
+def _spread(times: list[float]) -> dict[str, Any]:
+    """count, min, median, max of sorted ``times`` (None when empty)."""
+    return {
+        "count": len(times),
+        "min": round(times[0], 3) if times else None,
+        "median": round(statistics.median(times), 3) if times else None,
+        "max": round(times[-1], 3) if times else None,
+    }
+
+
+def _settings_json(settings: CampaignSettings) -> dict[str, Any]:
+    raw = asdict(settings)
+    raw["workdir"] = str(settings.workdir) if settings.workdir else None
+    return json.loads(json.dumps(raw, default=str))  # type: ignore[no-any-return]
+
+
+# ---------------------------------------------------------------------- command line
+
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)(s|m|h)?$")
+
+
+def parse_duration(text: str) -> float:
+    """``90``, ``90s``, ``30m``, ``1.5h`` -> seconds; ValueError otherwise."""
+    match = _DURATION.match(text.strip())
+    if not match:
+        raise ValueError(f"invalid duration {text!r}: use e.g. 90s, 30m or 1h")
+    return float(match.group(1)) * {"s": 1, "m": 60, "h": 3600}[match.group(2) or "s"]
+
+
+def _arguments(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="chaos.sh", description=__doc__.split("\n")[0])
+    parser.add_argument("--seed", type=int, required=True)
+    parser.add_argument("--duration", type=str, default="5m", help="e.g. 90s, 30m, 1h")
+    parser.add_argument("--out", type=Path, required=True, help="where the JSON summary goes")
+    parser.add_argument("--spark-share", type=float, default=0.05)
+    parser.add_argument("--fault-interval", type=float, default=8.0, help="mean s between faults")
+    parser.add_argument("--session-timeout", type=float, default=4.0)
+    parser.add_argument("--in-flight", type=int, default=6)
+    parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--keep-workdir", action="store_true")
+    args = parser.parse_args(argv)
+    try:
+        args.duration = parse_duration(args.duration)
+    except ValueError as exc:
+        parser.error(str(exc))
+    if not 0.0 <= args.spark_share <= 1.0:
+        parser.error("--spark-share must be between 0 and 1")
+    if args.fault_interval <= 0 or args.in_flight < 1 or args.session_timeout <= 0:
+        parser.error("--fault-interval, --session-timeout and --in-flight must be positive")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _arguments(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
+    settings = CampaignSettings(
+        seed=args.seed,
+        duration=args.duration,
+        workdir=args.workdir,
+        session_timeout=args.session_timeout,
+        workload=WorkloadSettings(in_flight=args.in_flight, spark_share=args.spark_share),
+        fault_interval=args.fault_interval,
+        keep_workdir=args.keep_workdir,
+    )
+    campaign = Campaign(settings, lambda line: print(line, flush=True))
+    summary = campaign.run()
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(summary, indent=2) + "\n")
+    print(json.dumps({k: v for k, v in summary.items() if k not in ("faults",)}, indent=2))
+    print(f"summary written to {args.out}; violations: {len(summary['violations'])}")
+    return 1 if summary["violations"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,160 @@
+"""The cluster under test: a 3-server ZooKeeper ensemble, JobManagers and TaskManagers as real
+processes, and the storage directory the nemesis can make read-only.
+
+Built on tests/e2e/processes.py (``ProcessCluster``); what chaos adds is restarting a killed
+member under its old id and port (so clients keep working and the cluster keeps its size),
+and telling expected deaths (the nemesis killed it) from crashes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from e2e.processes import Proc, ProcessCluster
+from steward.errors import PortInUseError
+from steward.zookeeper.managed import ManagedEnsemble
+from support import free_zookeeper_port
+
+# A thread that died of an uncaught exception: always a bug, even if the process lives on.
+_THREAD_DEATH = re.compile(r"^Exception in thread (.*)$", re.MULTILINE)
+
+
+def start_ensemble(data_dir: Path, servers: int = 3) -> ManagedEnsemble:
+    ensemble = ManagedEnsemble(data_dir)
+    for attempt in range(3):
+        try:
+            ensemble.start(servers, free_zookeeper_port(servers), timeout=90.0)
+            return ensemble
+        except PortInUseError:
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")
+
+
+class ChaosCluster(ProcessCluster):
+    """A ProcessCluster whose members can be restarted as themselves."""
+
+    def restart(self, old: Proc) -> Proc:
+        """Start ``old`` again: same role, id, arguments (so the same REST port)."""
+        proc = self._spawn(old.role, old.id, [str(arg) for arg in old.popen.args])  # type: ignore[union-attr]
+        proc.address = old.address
+        return proc
+
+    def current(self, role: str) -> list[Proc]:
+        """The newest process of every member of ``role``."""
+        newest: dict[str, Proc] = {}
+        for proc in self.procs:
+            if proc.role == role:
+                newest[proc.id] = proc
+        return list(newest.values())
+
+    def member(self, member_id: str) -> Proc:
+        return next(p for p in reversed(self.procs) if p.id == member_id)
+
+    def readyz(self, proc: Proc, timeout: float = 1.0) -> dict[str, Any] | None:
+        """The member's /readyz answer if it is ready, else None."""
+        try:
+            response = httpx.get(proc.address + "/readyz", timeout=timeout)
+        except httpx.HTTPError:
+            return None
+        if response.status_code != 200:
+            return None
+        with contextlib.suppress(ValueError):
+            body: dict[str, Any] = response.json()
+            return body
+        return None
+
+    def ready_leader(self, exclude: str | None = None) -> str | None:
+        """The id of a JobManager that answers /readyz as the leader (not ``exclude``)."""
+        for proc in self.current("jobmanager"):
+            if proc.id == exclude or not proc.alive():
+                continue
+            body = self.readyz(proc)
+            if body and body.get("role") == "leader":
+                return str(body.get("id"))
+        return None
+
+    def failures(self, *, scan_logs: bool = True) -> list[dict[str, Any]]:
+        """Crashes: processes that exited though nobody signalled them, and (``scan_logs``)
+        threads that died of an uncaught exception."""
+        found: list[dict[str, Any]] = []
+        for proc in self.procs:
+            if not proc.signalled and not proc.alive():
+                found.append(
+                    {
+                        "process": f"{proc.role} {proc.id}",
+                        "exit_code": proc.popen.returncode,
+                        "log_tail": proc.log_text()[-2000:],
+                    }
+                )
+        if not scan_logs:
+            return found
+        seen_logs: set[Path] = set()
+        for proc in self.procs:
+            if proc.log in seen_logs:
+                continue
+            seen_logs.add(proc.log)
+            text = proc.log_text()
+            for match in _THREAD_DEATH.finditer(text):
+                found.append(
+                    {
+                        "process": f"{proc.role} {proc.id}",
+                        "thread_died": match.group(1),
+                        "log_excerpt": text[match.start() : match.start() + 1500],
+                    }
+                )
+        return found
+
+    def traceback_count(self) -> int:
+        logs = {proc.log for proc in self.procs}
+        return sum(
+            path.read_text(errors="replace").count("Traceback") for path in logs if path.exists()
+        )
+
+    def stop_all(self) -> dict[str, int | None]:
+        """SIGTERM everything (SIGKILL stragglers); exit codes of the members never killed."""
+        spared = [p for p in self.procs if not p.signalled]
+        self.stop()
+        return {f"{p.role} {p.id} pid {p.pid}": p.popen.returncode for p in spared}
+
+
+class StorageFreezer:
+    """Makes the storage directory read-only with a read-only bind mount over itself.
+
+    chmod would not stop root; a bind mount does (EROFS for every writer).
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.mounted = False
+
+    def available(self) -> str | None:
+        """None if the mount works here, else why not."""
+        try:
+            self.freeze()
+        except (OSError, subprocess.CalledProcessError) as exc:
+            return f"read-only bind mount failed: {exc}"
+        finally:
+            self.thaw()
+        return None
+
+    def freeze(self) -> None:
+        self.path.mkdir(parents=True, exist_ok=True)
+        _run(["mount", "--bind", str(self.path), str(self.path)])
+        self.mounted = True
+        _run(["mount", "-o", "remount,ro,bind", str(self.path)])
+
+    def thaw(self) -> None:
+        if self.mounted:
+            _run(["umount", "-l", str(self.path)])
+            self.mounted = False
+
+
+def _run(argv: list[str]) -> None:
+    subprocess.run(argv, check=True, capture_output=True, timeout=30)
