@@ -1,10 +1,12 @@
-"""A Steward cluster of real processes for the cluster benchmarks (no imports from tests/).
+"""A Steward cluster of real processes for the benchmarks (no imports from tests/).
 
 JobManagers and TaskManagers run as ``python -m steward.cli -D key=value ... jobmanager|
 taskmanager`` against the benchmark's own ZooKeeper, each in its own process group with its
 log in the work directory; benchmarks kill them with real signals. The REST helpers use raw
 JSON over one keep-alive ``httpx.Client`` so that polling costs little and measures the server,
-not the client's models.
+not the client's models (``httpx.get()`` builds a client per call, which cost 1-1.5 s of
+polling under load and would be counted as failover time); :meth:`BenchCluster.client` is the
+real ``steward.Client`` over the JobManagers, for submitting and waiting as users do.
 
 :data:`TICKING` is the long-running pipeline of the failover benchmarks: it never touches
 Spark (no JVM) and defines no ``initialize`` (no hook process), and appends one ground-truth
@@ -30,6 +32,7 @@ import httpx
 import psutil
 
 from _common import _free_port, progress, wait_until
+from steward.client import Client
 
 ZK_ROOT = "/steward-bench"
 
@@ -83,6 +86,9 @@ class Proc:
         with contextlib.suppress(ProcessLookupError):
             os.kill(self.popen.pid, signum)
 
+    def log_tail(self, chars: int = 3000) -> str:
+        return self.log.read_text(errors="replace")[-chars:] if self.log.exists() else ""
+
     def rss_bytes(self, children: bool = False) -> int:
         """Resident memory of the process (plus its descendants' if ``children``)."""
         process = psutil.Process(self.pid)
@@ -96,13 +102,18 @@ class Proc:
 
 @dataclass
 class BenchCluster:
-    """JobManagers and TaskManagers in one namespace of one ZooKeeper."""
+    """JobManagers and TaskManagers in one namespace of one ZooKeeper.
+
+    ``verbose`` runs them with ``-v`` (INFO logs); the peer benchmarks run them without, at
+    the CLI's default WARNING level.
+    """
 
     workdir: Path
     quorum: str
     cluster_id: str
     session_timeout: float = 4.0
     extra: dict[str, str] = field(default_factory=dict)
+    verbose: bool = True
     procs: list[Proc] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -130,7 +141,7 @@ class BenchCluster:
         log.parent.mkdir(parents=True, exist_ok=True)
         with log.open("ab") as out:
             popen = subprocess.Popen(
-                [*argv, "-v", *tail],
+                [*argv, *(["-v"] if self.verbose else []), *tail],
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
@@ -141,8 +152,8 @@ class BenchCluster:
         self.procs.append(proc)
         return proc
 
-    def start_jobmanager(self, jm_id: str) -> Proc:
-        port = _free_port()
+    def start_jobmanager(self, jm_id: str, port: int | None = None) -> Proc:
+        port = _free_port() if port is None else port
         proc = self._spawn(
             "jobmanager", jm_id, ["jobmanager", "--id", jm_id], **{"jobmanager.port": str(port)}
         )
@@ -166,7 +177,7 @@ class BenchCluster:
             if not proc.signalled and not proc.alive():
                 raise RuntimeError(
                     f"{proc.role} {proc.id} exited with {proc.popen.returncode}:\n"
-                    + proc.log.read_text(errors="replace")[-3000:]
+                    + proc.log_tail()
                 )
 
     def stop(self) -> None:
@@ -202,10 +213,10 @@ class BenchCluster:
     def get(self, proc: Proc, path: str, timeout: float = 5.0) -> httpx.Response:
         return self.http.get(proc.address + path, timeout=timeout)
 
-    def get_json(self, proc: Proc, path: str) -> Any | None:
+    def get_json(self, proc: Proc, path: str, timeout: float = 5.0) -> Any | None:
         """The JSON of a 200 answer, else None (errors and refusals included)."""
         with contextlib.suppress(httpx.HTTPError, ValueError):
-            answer = self.get(proc, path)
+            answer = self.get(proc, path, timeout)
             if answer.status_code == 200:
                 return answer.json()
         return None
@@ -231,14 +242,16 @@ class BenchCluster:
     def cluster_view(self, proc: Proc) -> Any | None:
         return self.get_json(proc, "/v1/cluster")
 
-    def wait_taskmanagers(self, count: int, timeout: float) -> None:
-        def enough() -> bool:
+    def wait_taskmanagers(self, count: int, timeout: float) -> Proc:
+        """Wait for a serving leader that lists ``count`` TaskManagers; return that leader."""
+
+        def enough() -> Proc | None:
             self.check_alive()
             leader = self.leader()
             view = self.cluster_view(leader) if leader else None
-            return bool(view and len(view["taskmanagers"]) >= count)
+            return leader if view and len(view["taskmanagers"]) >= count else None
 
-        wait_until(enough, timeout, f"{count} TaskManager(s) registered", interval=0.1)
+        return wait_until(enough, timeout, f"{count} TaskManager(s) registered", interval=0.1)
 
     def wait_jobmanagers(self, count: int, timeout: float) -> None:
         """Wait until exactly ``count`` JobManagers contend (dead ones' latches expired)."""
@@ -250,6 +263,10 @@ class BenchCluster:
 
         wait_until(settled, timeout, f"{count} JobManagers contending", interval=0.1)
 
+    def client(self, timeout: float = 60.0) -> Client:
+        """A ``steward.Client`` over the live JobManagers' addresses."""
+        return Client([p.address for p in self.jobmanagers()], timeout=timeout)
+
     def jobs(self, proc: Proc) -> list[dict[str, Any]] | None:
         found = self.get_json(proc, "/v1/jobs")
         return None if found is None else list(found["jobs"])
@@ -257,10 +274,19 @@ class BenchCluster:
 
 @contextmanager
 def bench_cluster(
-    workdir: Path, quorum: str, cluster_id: str, session_timeout: float, **extra: str
+    workdir: Path,
+    quorum: str,
+    cluster_id: str,
+    session_timeout: float,
+    *,
+    verbose: bool = True,
+    **extra: str,
 ) -> Iterator[BenchCluster]:
-    """A :class:`BenchCluster` whose processes are all stopped on the way out."""
-    cluster = BenchCluster(workdir / cluster_id, quorum, cluster_id, session_timeout, dict(extra))
+    """A :class:`BenchCluster` in ``workdir/cluster_id`` whose processes are all stopped on the
+    way out; ``extra`` are further settings."""
+    cluster = BenchCluster(
+        workdir / cluster_id, quorum, cluster_id, session_timeout, dict(extra), verbose
+    )
     cluster.workdir.mkdir(parents=True, exist_ok=True)
     try:
         yield cluster

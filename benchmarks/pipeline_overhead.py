@@ -40,9 +40,9 @@ import time
 import uuid
 from pathlib import Path
 
+from _cluster import BenchCluster, bench_cluster
 from _common import Json, machine, parser, progress, rotated, run_main, source, temp_zookeeper
 from _spark_standalone import spark_home, spark_version
-from _steward_cluster import StewardCluster
 from steward.status import JobView
 
 REPO = Path(__file__).resolve().parents[1]
@@ -192,7 +192,7 @@ def run_direct(workdir: Path, source_dir: Path, index: int) -> Json:
     }
 
 
-def run_steward(cluster: StewardCluster, source_dir: Path, index: int) -> Json:
+def run_steward(cluster: BenchCluster, source_dir: Path, index: int) -> Json:
     output = cluster.workdir / "out" / f"steward-{index}"
     started_at: list[float] = []
 
@@ -227,7 +227,7 @@ def run_steward(cluster: StewardCluster, source_dir: Path, index: int) -> Json:
     }
 
 
-def _runner_log(cluster: StewardCluster, job_id: str) -> Path | None:
+def _runner_log(cluster: BenchCluster, job_id: str) -> Path | None:
     matches = sorted((cluster.workdir / "work").glob(f"*/{job_id}/*/runner.log"))
     return matches[-1] if matches else None
 
@@ -267,15 +267,17 @@ def measure(megabytes: int, repeats: int, seed: int) -> Json:
         began = time.perf_counter()
         data = generate_input(source_dir, megabytes, seed)
         progress(f"input: {data['bytes'] / 1e6:.0f} MB in {time.perf_counter() - began:.1f}s")
-        cluster = StewardCluster(
-            workdir / "steward", zookeeper.connect_string, f"overhead-{uuid.uuid4().hex[:6]}"
-        )
-        cluster.workdir.mkdir(parents=True)
         runs: list[Json] = []
-        try:
+        with bench_cluster(
+            workdir,
+            zookeeper.connect_string,
+            f"overhead-{uuid.uuid4().hex[:6]}",
+            10.0,
+            verbose=False,
+        ) as cluster:
             cluster.start_jobmanager("jm-1")
             cluster.start_taskmanager("tm-1", slots=1)
-            cluster.wait_ready(taskmanagers=1, timeout=120)
+            cluster.wait_taskmanagers(1, timeout=120)
             for index in range(repeats):
                 for way in rotated(["steward", "spark-submit"], index):
                     cluster.check_alive()
@@ -287,8 +289,6 @@ def measure(megabytes: int, repeats: int, seed: int) -> Json:
                     run["load_average_1m"] = load
                     runs.append(run)
                     progress(f"  {way} #{index}: {run['seconds']:.2f}s {run['phases']}")
-        finally:
-            cluster.stop()
     return {"input": data, "runs": runs}
 
 

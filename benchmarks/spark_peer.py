@@ -3,7 +3,7 @@
 The peer (see :mod:`_spark_standalone`): two Spark masters and a worker started with the pyspark
 package's ``bin/spark-class``, ``spark.deploy.recoveryMode=ZOOKEEPER``, and one long-running
 PySpark application in client mode against ``spark://m1,m2`` (a tiny job every 200 ms).
-Steward (see :mod:`_steward_cluster`): two JobManagers and a TaskManager as processes, and one
+Steward (see :mod:`_cluster`): two JobManagers and a TaskManager as processes, and one
 long-running job (``examples/long_running.py``). Both use the same managed ZooKeeper.
 
 Measured per ZooKeeper session timeout (median of ``--repeats`` each, kinds alternating):
@@ -34,9 +34,11 @@ import signal
 import statistics
 import time
 import uuid
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
+from _cluster import BenchCluster, bench_cluster
 from _common import (
     Json,
     TempZooKeeper,
@@ -54,7 +56,6 @@ from _spark_standalone import (
     spark_version,
     zookeeper_capped,
 )
-from _steward_cluster import StewardCluster, get_json
 
 REPO = Path(__file__).resolve().parents[1]
 LONG_RUNNING = REPO / "examples" / "long_running.py"
@@ -185,25 +186,28 @@ def spark_submissions(zookeeper: TempZooKeeper, count: int) -> Json:
 # ----------------------------------------------------------------------------- Steward
 
 
-def steward_cluster(zookeeper: TempZooKeeper, session: float, name: str) -> StewardCluster:
-    workdir = zookeeper.workdir / f"steward-{name}"
-    workdir.mkdir(parents=True, exist_ok=True)
-    return StewardCluster(
-        workdir, zookeeper.connect_string, f"{name}-{uuid.uuid4().hex[:6]}", f"{session:g}s"
+def steward_cluster(
+    zookeeper: TempZooKeeper, session: float, name: str
+) -> AbstractContextManager[BenchCluster]:
+    return bench_cluster(
+        zookeeper.workdir,
+        zookeeper.connect_string,
+        f"{name}-{uuid.uuid4().hex[:6]}",
+        session,
+        verbose=False,
     )
 
 
 def steward_failover(
     zookeeper: TempZooKeeper, kinds: list[str], repeats: int, session: float
 ) -> Json:
-    cluster = steward_cluster(zookeeper, session, "failover")
     timeout = 3 * session + 60.0
     trials: list[Json] = []
-    try:
+    with steward_cluster(zookeeper, session, "failover") as cluster:
         cluster.start_jobmanager("jm-1")
         cluster.start_jobmanager("jm-2")
-        cluster.start_taskmanager("tm-1")
-        cluster.wait_ready(taskmanagers=1, timeout=120)
+        cluster.start_taskmanager("tm-1", slots=2)
+        cluster.wait_taskmanagers(1, timeout=120)
         with cluster.client() as client:
             job = client.submit(LONG_RUNNING, args=["--interval", "0.2"], job_id="long")
         wait_until(lambda: _job(cluster, job.job_id, "RUNNING"), 60, "job RUNNING", 0.1)
@@ -215,29 +219,27 @@ def steward_failover(
                 progress(f"  steward {kind}: {trials[-1]['seconds']:.2f}s")
                 cluster.start_jobmanager(f"jm-{serial}")
                 serial += 1
-    finally:
-        cluster.stop()
     return {"trials": trials}
 
 
-def _job(cluster: StewardCluster, job_id: str, state: str) -> Json | None:
+def _job(cluster: BenchCluster, job_id: str, state: str) -> Json | None:
     leader = cluster.leader()
     if leader is None:
         return None
-    view = get_json(f"{leader.address}/v1/jobs/{job_id}")
+    view = cluster.get_json(leader, f"/v1/jobs/{job_id}")
     return view if view is not None and view.get("state") == state else None
 
 
-def _steward_trial(cluster: StewardCluster, kind: str, job_id: str, timeout: float) -> Json:
+def _steward_trial(cluster: BenchCluster, kind: str, job_id: str, timeout: float) -> Json:
     # Both JobManagers up (the replacement started after the last trial is a ready standby).
     def standby_ready() -> bool:
-        answers = [get_json(p.address + "/readyz") for p in cluster.jobmanagers()]
+        answers = [cluster.get_json(p, "/readyz") for p in cluster.jobmanagers()]
         return len(answers) >= 2 and all(a is not None for a in answers)
 
     wait_until(standby_ready, timeout, "two ready JobManagers", interval=0.1)
     leader = wait_until(cluster.leader, timeout, "a Steward leader", interval=0.05)
     before = wait_until(
-        lambda: _progress_ticks(get_json(f"{leader.address}/v1/jobs/{job_id}")),
+        lambda: _progress_ticks(cluster.get_json(leader, f"/v1/jobs/{job_id}")),
         timeout,
         "the job reporting progress",
         interval=0.1,
@@ -248,14 +250,14 @@ def _steward_trial(cluster: StewardCluster, kind: str, job_id: str, timeout: flo
 
     def adopted() -> Json | None:
         for proc in others:
-            info = get_json(f"{proc.address}/v1/cluster", timeout=1.0) or {}
+            info = cluster.get_json(proc, "/v1/cluster", timeout=1.0) or {}
             leader_info = info.get("leader") or {}
             if leader_info.get("id") != proc.id:
                 continue
-            ready = get_json(proc.address + "/readyz", timeout=1.0)
+            ready = cluster.get_json(proc, "/readyz", timeout=1.0)
             if ready is None or ready.get("role") != "leader":
                 continue
-            view = get_json(f"{proc.address}/v1/jobs/{job_id}", timeout=1.0)
+            view = cluster.get_json(proc, f"/v1/jobs/{job_id}", timeout=1.0)
             if view is None or view.get("state") != "RUNNING" or not view.get("attempts"):
                 continue
             epoch = leader_info.get("epoch")
@@ -273,7 +275,7 @@ def _steward_trial(cluster: StewardCluster, kind: str, job_id: str, timeout: flo
         current = cluster.leader()
         if current is None:
             return None
-        ticks = _progress_ticks(get_json(f"{current.address}/v1/jobs/{job_id}"))
+        ticks = _progress_ticks(cluster.get_json(current, f"/v1/jobs/{job_id}"))
         return ticks if ticks is not None and ticks > before else None
 
     try:
@@ -300,15 +302,14 @@ def _progress_ticks(view: Any) -> int | None:
 
 
 def steward_submissions(zookeeper: TempZooKeeper, session: float, count: int) -> Json:
-    cluster = steward_cluster(zookeeper, session, "submit")
-    pipeline = cluster.workdir / "trivial_spark.py"
-    pipeline.write_text(TRIVIAL_SPARK_PIPELINE)
     seconds = []
-    try:
+    with steward_cluster(zookeeper, session, "submit") as cluster:
+        pipeline = cluster.workdir / "trivial_spark.py"
+        pipeline.write_text(TRIVIAL_SPARK_PIPELINE)
         cluster.start_jobmanager("jm-1")
         cluster.start_jobmanager("jm-2")
-        cluster.start_taskmanager("tm-1")
-        cluster.wait_ready(taskmanagers=1, timeout=120)
+        cluster.start_taskmanager("tm-1", slots=2)
+        cluster.wait_taskmanagers(1, timeout=120)
         with cluster.client(timeout=300) as client:
             for index in range(count):
                 started = time.perf_counter()
@@ -318,8 +319,6 @@ def steward_submissions(zookeeper: TempZooKeeper, session: float, count: int) ->
                 if result.state.value != "FINISHED" or result.value != {"count": 10}:
                     raise RuntimeError(f"trivial job did not finish right: {result}")
                 progress(f"  steward submit {index}: {seconds[-1]:.2f}s")
-    finally:
-        cluster.stop()
     return {"seconds": [round(s, 3) for s in seconds]}
 
 
