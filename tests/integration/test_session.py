@@ -6,6 +6,7 @@ shared one is never disturbed.
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 
@@ -225,3 +226,44 @@ def test_nothing_listening_raises_unavailable_within_the_connection_timeout(root
     assert caught.value.__cause__ is not None
     assert not session.connected
     assert ConnectionState.CONNECTED not in log.states
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_a_dead_connection_thread_is_noticed_and_the_client_restarted(
+    zk_quorum: str, root: str
+) -> None:
+    """Kazoo's connection thread dies of an exception it does not catch: without the watchdog
+    the client would never reconnect, leaving the process cut off from ZooKeeper for good."""
+    log = StateLog()
+    session = open_session(zk_quorum, root, log)
+    try:
+        wait_until(lambda: log.heard(ConnectionState.CONNECTED), 5, message="CONNECTED heard")
+        old_id = session.session_id
+        heard_before = len(log.states)
+        connection = session.client._connection
+        real_attempt = connection._connect_attempt
+        calls = {"n": 0}
+
+        def dying_attempt(*args: object) -> object:
+            calls["n"] += 1
+            if calls["n"] == 1:
+                raise RuntimeError("injected: kazoo's loop dies of an uncaught exception")
+            return real_attempt(*args)
+
+        # Given the next connect attempt raises what kazoo does not catch
+        connection._connect_attempt = dying_attempt
+        # When the connection drops (the loop then tries to connect again, and dies)
+        connection._socket.shutdown(socket.SHUT_RDWR)
+        wait_until(lambda: calls["n"] >= 1, 10, message="the injected failure ran")
+        # Then the watchdog restarts the client: LOST, then CONNECTED on a new session
+        wait_until(
+            lambda: log.heard(ConnectionState.LOST, ConnectionState.CONNECTED, after=heard_before),
+            15,
+            message=f"LOST then CONNECTED heard (heard {log.states})",
+        )
+        wait_until(lambda: session.session_id not in (None, old_id), 15, message="a new session")
+        assert session.restarts == 1
+        assert session.client.exists(root) is not None
+        assert session.connected
+    finally:
+        session.close()

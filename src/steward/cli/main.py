@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import threading
 from pathlib import Path
 
 import click
@@ -37,7 +38,24 @@ def cli(
     """Steward: a highly available job manager for PySpark pipelines."""
     level = logging.WARNING - 10 * min(verbose, 2)
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    threading.excepthook = _log_thread_death
     ctx.obj = config.load(config_file, config.parse_overrides(overrides))
+
+
+def _log_thread_death(args: threading.ExceptHookArgs) -> None:
+    """A thread that dies of an exception is logged whole, in one record, not interleaved.
+
+    The message keeps Python's own "Exception in thread" words: the chaos checker, and
+    anyone grepping a log, look for them.
+    """
+    if args.exc_type is SystemExit:
+        return
+    name = args.thread.name if args.thread is not None else "?"
+    logging.getLogger("steward.threads").critical(
+        "Exception in thread %s: the thread died",
+        name,
+        exc_info=(args.exc_type, args.exc_value or args.exc_type(), args.exc_traceback),
+    )
 
 
 def _register() -> None:

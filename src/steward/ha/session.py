@@ -19,6 +19,7 @@ from typing import Any
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import KazooException, NodeExistsError
 from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.protocol.states import KeeperState
 from kazoo.retry import KazooRetry
 
 from steward.config import Configuration
@@ -40,6 +41,7 @@ class ConnectionState(enum.StrEnum):
 
 
 Listener = Callable[[ConnectionState], None]
+WATCHDOG_INTERVAL = 1.0
 
 
 class Session:
@@ -48,6 +50,11 @@ class Session:
     ``start()`` connects (or raises :class:`ZooKeeperUnavailableError` after the connection
     timeout) and creates the layout's container znodes. Kazoo keeps reconnecting forever after
     that; listeners hear every state change.
+
+    Kazoo's connection thread can die of an exception it does not catch (seen once in a chaos
+    campaign, as a session expired); the client then never reconnects and the process is
+    silently cut off for good. A watchdog notices and restarts the client: listeners hear LOST,
+    then CONNECTED with a new session, as after any expiry.
     """
 
     def __init__(
@@ -77,6 +84,9 @@ class Session:
         self._state = ConnectionState.LOST
         self._lock = threading.Lock()
         self._dispatcher: threading.Thread | None = None
+        self._closing = threading.Event()
+        self.restarts = 0
+        """How many times the watchdog restarted a client whose connection thread died."""
 
     @classmethod
     def from_config(cls, config: Configuration, name: str = "steward") -> Session:
@@ -107,10 +117,14 @@ class Session:
                 f" {self.connection_timeout:g}s; is it running? (steward zookeeper status)"
             ) from exc
         self._ensure_layout()
+        threading.Thread(
+            target=self._watchdog, name=f"{self.name}-zk-watchdog", daemon=True
+        ).start()
         return self
 
     def close(self) -> None:
         """Close the session: its ephemeral nodes vanish at once, not after the timeout."""
+        self._closing.set()
         try:
             self._client.stop()
             self._client.close()
@@ -186,6 +200,37 @@ class Session:
         self._state = event
         self._events.put(event)
         return False
+
+    def _watchdog(self) -> None:
+        while not self._closing.wait(WATCHDOG_INTERVAL):
+            if self._connection_thread_died():
+                self._restart_client()
+
+    def _connection_thread_died(self) -> bool:
+        connection: Any = getattr(self._client, "_connection", None)
+        stopped: Any = getattr(connection, "connection_stopped", None)
+        # Kazoo sets connection_stopped when its loop ends; only stop() sets _stopped first.
+        return bool(stopped is not None and stopped.is_set() and not self._client._stopped.is_set())
+
+    def _restart_client(self) -> None:
+        log.error(
+            "ZooKeeper connection thread died session=%s; restarting the client (new session)",
+            self.name,
+        )
+        self.restarts += 1
+        while not self._closing.is_set():
+            try:
+                self._client.stop()
+                # stop() queued a close request that the dead loop never took: a new loop
+                # would take it and close at once. Fail every queued request, as kazoo does
+                # on a connection drop, and start from an empty queue.
+                self._client._notify_pending(KeeperState.CONNECTING)
+                self._client.start(timeout=self.connection_timeout)
+                return
+            except (KazooException, KazooTimeoutError) as exc:
+                log.warning("ZooKeeper client restart failed session=%s error=%r", self.name, exc)
+            if self._closing.wait(WATCHDOG_INTERVAL):
+                return
 
     def _dispatch(self) -> None:
         while (event := self._events.get()) is not None:
