@@ -12,10 +12,11 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from e2e.cluster.test_jobs import _pipeline, _truth
-from e2e.processes import ProcessCluster
+from e2e.processes import Proc, ProcessCluster
 from steward.status import JobState
 from support import wait_until
 
@@ -30,12 +31,23 @@ def cluster(tmp_path: Path, zk_quorum: str, cluster_id: str) -> Iterator[Process
     try:
         cluster.start_jobmanager("jm-1")
         cluster.wait_ready(taskmanagers=0)
-        cluster.start_jobmanager("jm-2")
+        standby = cluster.start_jobmanager("jm-2")
         cluster.start_taskmanager("tm-1")
         cluster.wait_ready(taskmanagers=1)
+        wait_until(
+            lambda: _answers(cluster, standby), 30, interval=0.1, message="the standby serves"
+        )
         yield cluster
     finally:
         cluster.stop()
+
+
+def _answers(cluster: ProcessCluster, proc: Proc) -> bool:
+    cluster.check_alive()
+    try:
+        return bool(cluster.get(proc, "/v1/cluster").get("leader"))
+    except (httpx.HTTPError, ValueError):
+        return False
 
 
 def test_sigkilled_leader_is_replaced_well_within_the_session_timeout(

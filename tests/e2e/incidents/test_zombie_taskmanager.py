@@ -66,8 +66,14 @@ def test_frozen_taskmanager_attempt_dies_before_its_replacement_starts(
             return any(tm.id == frozen.id for tm in client.cluster().taskmanagers)
 
         wait_until(back, DEADLINE, interval=0.1, message="TaskManager re-registered")
-        woken = next(tm for tm in client.cluster().taskmanagers if tm.id == frozen.id)
-        assert JOB not in woken.attempts, woken
+
+        # Its first heartbeats may still carry the old attempt's ENDED report (re-sent until
+        # acknowledged); once acknowledged it is forgotten, never listed as running again.
+        def forgotten() -> bool:
+            woken = next(tm for tm in client.cluster().taskmanagers if tm.id == frozen.id)
+            return JOB not in woken.attempts
+
+        wait_until(forgotten, DEADLINE, interval=0.1, message="old attempt's report forgotten")
         view = client.job(JOB)
         assert view.state is JobState.RUNNING, view
         assert [a.number for a in view.attempts if a.state is AttemptState.RUNNING] == [2], view
