@@ -34,6 +34,7 @@ from kazoo.exceptions import BadVersionError, KazooException, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
 from steward.errors import StewardError
+from steward.ha.election import in_line
 from steward.ha.session import Session
 from steward.model import ContenderInfo, LeaderInfo
 
@@ -171,9 +172,7 @@ class CrashDetector:
         client = self._session.client
         latch_dir = self._session.layout.leader_latch
         try:
-            children = sorted(
-                client.get_children(latch_dir), key=lambda name: name.rsplit("-", 1)[-1]
-            )
+            children = in_line(client.get_children(latch_dir))
             if not children:
                 return False
             path = f"{latch_dir}/{children[0]}"

@@ -39,6 +39,11 @@ log = logging.getLogger(__name__)
 LATCH_PREFIX = "latch-"
 
 
+def in_line(names: list[str]) -> list[str]:
+    """Latch node names in the order they contend: by sequence number, first leads."""
+    return sorted(names, key=lambda name: name.rsplit("-", 1)[-1])
+
+
 @dataclass(frozen=True)
 class Leadership:
     """One term of leadership: its epoch and the fence every write of the term goes through."""
@@ -155,10 +160,7 @@ class LeaderElection:
             self._requeue_latch = False
         if self._latch is None:
             self._latch = self._create_latch()
-        children = sorted(
-            client.get_children(self._layout.leader_latch),
-            key=lambda name: name.rsplit("-", 1)[-1],
-        )
+        children = in_line(client.get_children(self._layout.leader_latch))
         mine = self._latch.rsplit("/", 1)[-1]
         if mine not in children:
             # Our latch was removed under us (session change, or an operator): start over.

@@ -11,16 +11,18 @@ LEADER = LeaderInfo(contender="jm-1", address="http://127.0.0.1:9", epoch=3)
 REFUSED, ACCEPTED, UNKNOWN = ProbeOutcome.REFUSED, ProbeOutcome.ACCEPTED, ProbeOutcome.UNKNOWN
 
 
-def test_dead_only_after_refusals_for_the_whole_window_and_enough_of_them() -> None:
+def test_dead_only_after_refusals_spanning_the_whole_window() -> None:
     window = RefusalWindow(refused_for=1.0, min_refusals=3)
     assert not window.observe(LEADER, REFUSED, 0.0)
     assert not window.observe(LEADER, REFUSED, 0.5)
-    # A full window but only two refusals is not enough.
-    window2 = RefusalWindow(refused_for=1.0, min_refusals=3)
-    assert not window2.observe(LEADER, REFUSED, 0.0)
-    assert not window2.observe(LEADER, REFUSED, 5.0)
-    # Three refusals spanning the window are.
     assert window.observe(LEADER, REFUSED, 1.0)
+
+
+def test_a_full_window_of_too_few_refusals_is_not_enough() -> None:
+    window = RefusalWindow(refused_for=1.0, min_refusals=3)
+    assert not window.observe(LEADER, REFUSED, 0.0)
+    assert not window.observe(LEADER, REFUSED, 5.0)
+    assert window.observe(LEADER, REFUSED, 5.1)
 
 
 def test_anything_but_a_refusal_starts_the_window_over() -> None:
