@@ -25,6 +25,7 @@ from ha_harness import (
     start_contenders,
 )
 
+from steward.ha.election import in_line
 from steward.ha.session import ConnectionState, Session
 from steward.model import ContenderInfo
 from steward.zookeeper.managed import ManagedEnsemble
@@ -189,7 +190,13 @@ def test_leader_whose_latch_is_deleted_steps_down(
     pair = start_contenders(["jm-1", "jm-2"], zk_quorum, root, monitor, contenders)
     first, first_epoch = monitor.wait_for_leader()
     leader = next(c for c in pair if c.name == first)
-    latches = sorted(observer.client.get_children(observer.layout.leader_latch))
+
+    # (the standby's latch must exist first, or the old leader could win again alone)
+    def both_latches() -> list[str] | None:
+        names = in_line(observer.client.get_children(observer.layout.leader_latch))
+        return names if len(names) == 2 else None
+
+    latches = wait_until(both_latches, 5, message="both latches created")
     # When an operator deletes the leader's latch
     observer.client.delete(f"{observer.layout.leader_latch}/{latches[0]}")
     # Then the leader is revoked, the standby granted with the next epoch, and the old
