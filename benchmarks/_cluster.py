@@ -160,13 +160,24 @@ class BenchCluster:
         proc.address = f"http://127.0.0.1:{port}"
         return proc
 
-    def start_taskmanager(self, tm_id: str, slots: int) -> Proc:
+    def start_taskmanager(self, tm_id: str, slots: int, prewarm: int = 0) -> Proc:
         return self._spawn(
             "taskmanager",
             tm_id,
             ["taskmanager", "--id", tm_id],
-            **{"taskmanager.numberOfTaskSlots": str(slots)},
+            **{
+                "taskmanager.numberOfTaskSlots": str(slots),
+                "taskmanager.spark.prewarm-runners": str(prewarm),
+            },
         )
+
+    def spare_ready(self, tm_id: str) -> bool:
+        """A warm spare not handed out yet: its own folder still holds its log, saying ready."""
+        for log in (self.workdir / "work" / tm_id / ".spares").glob("spare-*/runner.log"):
+            with contextlib.suppress(OSError):
+                if "spare ready" in log.read_text(errors="replace"):
+                    return True
+        return False
 
     def jobmanagers(self) -> list[Proc]:
         return [p for p in self.procs if p.role == "jobmanager" and p.alive()]

@@ -42,6 +42,7 @@ from pathlib import Path
 
 from _cluster import BenchCluster, bench_cluster
 from _common import Json, machine, parser, progress, rotated, run_main, source, temp_zookeeper
+from _cpu import JAVA, CpuSampler
 from _spark_standalone import spark_home, spark_version
 from steward.status import JobView
 
@@ -165,16 +166,22 @@ def run_direct(workdir: Path, source_dir: Path, index: int) -> Json:
     began_wall = time.time()
     began = time.perf_counter()
     with log.open("wb") as out:
-        completed = subprocess.run(
-            argv, stdout=subprocess.PIPE, stderr=out, env=env, timeout=RUN_TIMEOUT, check=False
-        )
+        process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=out, env=env)
+        # spark-submit execs into the JVM, which starts the Python driver as its child.
+        with CpuSampler({process.pid: (JAVA, "Python driver")}) as cpu:
+            try:
+                stdout, _ = process.communicate(timeout=RUN_TIMEOUT)
+            finally:
+                if process.poll() is None:
+                    process.kill()
+                    process.wait()
     seconds = time.perf_counter() - began
     ended_wall = time.time()
-    text = completed.stdout.decode(errors="replace")
+    text = stdout.decode(errors="replace")
     marker = next((line for line in text.splitlines() if line.startswith("RESULT ")), None)
-    if completed.returncode != 0 or marker is None:
+    if process.returncode != 0 or marker is None:
         raise RuntimeError(
-            f"spark-submit exited with {completed.returncode}:\n"
+            f"spark-submit exited with {process.returncode}:\n"
             + log.read_text(errors="replace")[-3000:]
         )
     report = json.loads(marker[len("RESULT ") :])
@@ -189,10 +196,11 @@ def run_direct(workdir: Path, source_dir: Path, index: int) -> Json:
         "seconds": round(seconds, 3),
         "result": report["result"],
         "phases": {k: round(v, 3) for k, v in phases.items()},
+        "cpu": cpu.seconds_by_role(),
     }
 
 
-def run_steward(cluster: BenchCluster, source_dir: Path, index: int) -> Json:
+def run_steward(cluster: BenchCluster, zookeeper_pid: int, source_dir: Path, index: int) -> Json:
     output = cluster.workdir / "out" / f"steward-{index}"
     started_at: list[float] = []
 
@@ -201,7 +209,14 @@ def run_steward(cluster: BenchCluster, source_dir: Path, index: int) -> Json:
         if view.attempts and view.attempts[-1].started_at and not started_at:
             started_at.append(view.attempts[-1].started_at)
 
-    with cluster.client(timeout=120) as client:
+    roots = {zookeeper_pid: ("ZooKeeper", "ZooKeeper")}
+    for proc in cluster.procs:
+        roots[proc.pid] = (
+            ("JobManager", "JobManager hooks")
+            if proc.role == "jobmanager"
+            else ("TaskManager", "runner (Python)")
+        )
+    with cluster.client(timeout=120) as client, CpuSampler(roots) as cpu:
         began_wall = time.time()
         began = time.perf_counter()
         job = client.submit(WORDCOUNT, args=[str(source_dir), str(output)], job_id=f"wc-{index}")
@@ -224,6 +239,7 @@ def run_steward(cluster: BenchCluster, source_dir: Path, index: int) -> Json:
         "result": result.value,
         "phases": {k: round(v, 3) for k, v in phases.items()},
         "runner": _runner_marks(_runner_log(cluster, job.job_id), result.submitted_at),
+        "cpu": cpu.seconds_by_role(),
     }
 
 
@@ -278,12 +294,13 @@ def measure(megabytes: int, repeats: int, seed: int) -> Json:
             cluster.start_jobmanager("jm-1")
             cluster.start_taskmanager("tm-1", slots=1)
             cluster.wait_taskmanagers(1, timeout=120)
+            (zookeeper_pid,) = [server.pid for server in zookeeper.ensemble.status() if server.pid]
             for index in range(repeats):
                 for way in rotated(["steward", "spark-submit"], index):
                     cluster.check_alive()
                     load = round(os.getloadavg()[0], 2)
                     if way == "steward":
-                        run = run_steward(cluster, source_dir, index)
+                        run = run_steward(cluster, zookeeper_pid, source_dir, index)
                     else:
                         run = run_direct(workdir, source_dir, index)
                     run["load_average_1m"] = load
@@ -320,7 +337,37 @@ def summarise(results: Json) -> list[Json]:
             + verdict,
         },
         _fixed_cost_row(results, direct),
+        *_control_plane_row(results),
     ]
+
+
+_SPARK_ROLES = (JAVA, "Python driver")
+
+
+def _control_plane_row(results: Json) -> list[Json]:
+    """CPU that Steward's own processes took from the machine while Spark counted words (no
+    row for runs measured before the CPU was sampled)."""
+    shares = []
+    for run in results["runs"]:
+        if run["way"] != "steward" or not run.get("cpu"):
+            continue
+        ours = sum(value for role, value in run["cpu"].items() if role not in _SPARK_ROLES)
+        shares.append((ours, ours / (run["seconds"] * (os.cpu_count() or 1))))
+    if not shares:
+        return []
+    ours, share = (statistics.median(column) for column in zip(*shares, strict=True))
+    return [{
+        "figure": "CPU of Steward's processes during its run (JobManager, TaskManager,"
+        " ZooKeeper, runner's Python; median)",
+        "steward": round(ours, 2),
+        "peer": None,
+        "unit": "CPU s",
+        "ratio": None,
+        "goal": None,
+        "met": None,
+        "note": f"{share * 100:.1f} % of the machine's {os.cpu_count()} cores over the run;"
+        " by role in the breakdown (cpu.*)",
+    }]
 
 
 _FIXED_PHASES = ("client_to_accepted", "accepted_to_attempt_started", "job_finished_to_client")
@@ -354,7 +401,7 @@ def breakdown(results: Json) -> Json:
     out: Json = {}
     for way in ("steward", "spark-submit"):
         runs = [r for r in results["runs"] if r["way"] == way]
-        for part in ("phases", "runner"):
+        for part in ("phases", "runner", "cpu"):
             names = {name for r in runs for name in r.get(part, {})}
             for name in sorted(names):
                 values = [r[part][name] for r in runs if name in r.get(part, {})]

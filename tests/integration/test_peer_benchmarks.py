@@ -9,10 +9,13 @@ ZooKeeper really grants Spark's 60 s request only up to the cap.
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 from kazoo.client import KazooClient
 
@@ -23,6 +26,7 @@ import pipeline_overhead  # noqa: E402
 import spark_peer  # noqa: E402
 from _spark_standalone import SPARK_ZK_SESSION_MS, zookeeper_capped  # noqa: E402
 from steward.zookeeper import layout  # noqa: E402
+from support import wait_until  # noqa: E402
 
 
 def test_generated_input_is_deterministic_and_sized(tmp_path: Path) -> None:
@@ -83,7 +87,11 @@ def test_spark_peer_summary_is_steward_over_peer() -> None:
                 "steward": {"trials": steward_trials},
             }
         ],
-        "submission": {"peer": {"seconds": [10.0, 12.0]}, "steward": {"seconds": [3.0, 3.0]}},
+        "submission": {
+            "peer": {"seconds": [10.0, 12.0]},
+            "steward": {"seconds": [3.0, 3.0]},
+            "steward_warm": {"seconds": [1.0, 12.0, 1.5]},
+        },
     }
     rows = {row["figure"]: row for row in spark_peer.summarise(results)}
     crash = rows["crash failover (SIGKILL), session 4"]
@@ -93,9 +101,12 @@ def test_spark_peer_summary_is_steward_over_peer() -> None:
     # Under the 1 s goal but slower than the peer: not met.
     assert graceful["ratio"] == 2.0
     assert graceful["met"] is False
-    submission = rows["submission latency, trivial Spark job (median)"]
-    assert (submission["steward"], submission["peer"], submission["ratio"]) == (3.0, 11.0, 0.273)
-    assert submission["met"] is True
+    cold = rows["submission latency, trivial Spark job, cold JVM (median)"]
+    assert (cold["steward"], cold["peer"], cold["ratio"]) == (3.0, 11.0, 0.273)
+    assert cold["met"] is True
+    warm = rows["submission latency, trivial Spark job, warm spare (median)"]
+    assert (warm["steward"], warm["peer"], warm["ratio"]) == (1.5, 11.0, 0.136)
+    assert "prewarm-runners=1" in warm["note"]
 
 
 def _run(way: str, seconds: float, phase: float) -> dict[str, object]:
@@ -123,7 +134,7 @@ def test_pipeline_summary_judges_the_ratio() -> None:
     runs = [_run("steward", s, s - 1) for s in (10.0, 10.4, 12.0)]
     runs += [_run("spark-submit", s, s - 2) for s in (10.0, 9.0, 11.0)]
     results = {"input": {"bytes": 200_000_000}, "runs": runs}
-    row, fixed = pipeline_overhead.summarise(results)
+    row, fixed = pipeline_overhead.summarise(results)  # no CPU sampled: no CPU row
     assert (row["steward"], row["peer"], row["ratio"], row["met"]) == (10.4, 10.0, 1.04, True)
     assert (fixed["steward"], fixed["met"]) == (0.35, True)  # under 5 % of 10 s
     assert "results agree: True" in row["note"]
@@ -145,6 +156,15 @@ def test_pipeline_summary_judges_the_ratio() -> None:
     assert "results agree: False" in row["note"]
 
 
+def test_pipeline_summary_counts_stewards_cpu_but_not_sparks() -> None:
+    runs = [_run("steward", 10.0, 9.0), _run("spark-submit", 10.0, 8.0)]
+    runs[0]["cpu"] = {"JobManager": 0.5, "ZooKeeper": 0.3, "runner (Python)": 0.2, "spark JVM": 15}
+    runs[1]["cpu"] = {"Python driver": 0.4, "spark JVM": 15}
+    *_, cpu = pipeline_overhead.summarise({"input": {"bytes": 1}, "runs": runs})
+    assert cpu["steward"] == 1.0
+    assert cpu["note"].startswith(f"{100 * 1.0 / (10.0 * (os.cpu_count() or 1)):.1f} % ")
+
+
 @pytest.mark.zookeeper
 def test_capped_zookeeper_grants_spark_only_the_cap() -> None:
     before = dict(layout.SERVER_SETTINGS)
@@ -161,3 +181,33 @@ def test_capped_zookeeper_grants_spark_only_the_cap() -> None:
             client.stop()
             client.close()
     assert before == layout.SERVER_SETTINGS
+
+
+def test_cpu_sampler_counts_a_child_born_and_gone_during_the_run() -> None:
+    from _cpu import CpuSampler
+
+    # A parent that idles while its child burns CPU for ~0.6 s and exits.
+    burn = "import time\nend = time.process_time() + 0.6\nwhile time.process_time() < end: pass"
+    parent = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import subprocess, sys;"
+            f" subprocess.run([sys.executable, '-c', {burn!r}]); sys.stdin.read()",
+        ],
+        stdin=subprocess.PIPE,
+    )
+    try:
+        with CpuSampler({parent.pid: ("parent", "child")}, interval=0.05) as cpu:
+            wait_until(
+                lambda: psutil.Process(parent.pid).children(), 30, message="the child started"
+            )
+            wait_until(
+                lambda: not psutil.Process(parent.pid).children(), 30, message="the child exited"
+            )
+        used = cpu.seconds_by_role()
+    finally:
+        parent.kill()
+        parent.wait()
+    assert 0.4 <= used["child"] <= 1.0, used
+    assert used["parent"] < 0.4, used
