@@ -363,7 +363,7 @@ def _control_plane_row(results: Json) -> list[Json]:
         "peer": None,
         "unit": "CPU s",
         "ratio": None,
-        "goal": None,
+        "goal": "",
         "met": None,
         "note": f"{share * 100:.1f} % of the machine's {os.cpu_count()} cores over the run;"
         " by role in the breakdown (cpu.*)",
