@@ -356,18 +356,20 @@ def _control_plane_row(results: Json) -> list[Json]:
     if not shares:
         return []
     ours, share = (statistics.median(column) for column in zip(*shares, strict=True))
-    return [{
-        "figure": "CPU of Steward's processes during its run (JobManager, TaskManager,"
-        " ZooKeeper, runner's Python; median)",
-        "steward": round(ours, 2),
-        "peer": None,
-        "unit": "CPU s",
-        "ratio": None,
-        "goal": "",
-        "met": None,
-        "note": f"{share * 100:.1f} % of the machine's {os.cpu_count()} cores over the run;"
-        " by role in the breakdown (cpu.*)",
-    }]
+    return [
+        {
+            "figure": "CPU of Steward's processes during its run (JobManager, TaskManager,"
+            " ZooKeeper, runner's Python; median)",
+            "steward": round(ours, 2),
+            "peer": None,
+            "unit": "CPU s",
+            "ratio": None,
+            "goal": "",
+            "met": None,
+            "note": f"{share * 100:.1f} % of the machine's {os.cpu_count()} cores over the run;"
+            " by role in the breakdown (cpu.*)",
+        }
+    ]
 
 
 _FIXED_PHASES = ("client_to_accepted", "accepted_to_attempt_started", "job_finished_to_client")
