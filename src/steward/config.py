@@ -53,6 +53,29 @@ def _to_duration(value: object) -> float:
     raise ValueError("expected a duration such as 500ms, 4s or 2m")
 
 
+_SIZE = re.compile(r"^\s*(\d+)\s*([kmgt]i?b?|b)?\s*$", re.IGNORECASE)
+_UNIT_BYTES = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def parse_size(text: str) -> int:
+    """Parse ``512k``, ``64MiB``, ``1g`` (binary units, as in Flink) or bare bytes into bytes."""
+    match = _SIZE.match(text)
+    if not match:
+        raise ValueError(f"{text!r} is not a size (expected e.g. 65536, 512k, 64MiB, 1g)")
+    number, unit = match.groups()
+    return int(number) * _UNIT_BYTES[(unit or "")[:1].lower()]
+
+
+def _to_size(value: object) -> int:
+    if isinstance(value, bool):
+        raise ValueError("expected a size such as 512k, 64MiB or 1g")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        return parse_size(value)
+    raise ValueError("expected a size such as 512k, 64MiB or 1g")
+
+
 def _to_bool(value: object) -> bool:
     if isinstance(value, bool):
         return value
@@ -96,6 +119,16 @@ class Option:
 
 def _positive(value: float) -> str | None:
     return None if value > 0 else "must be greater than zero"
+
+
+MIN_ATTEMPT_LOG_SIZE = 64 * 1024
+"""Smallest attempt log cap: room for a traceback at each end (see steward.runtime.logcap)."""
+
+
+def _attempt_log_size(value: int) -> str | None:
+    if value == 0 or value >= MIN_ATTEMPT_LOG_SIZE:
+        return None
+    return "must be at least 64k (0 turns the cap off)"
 
 
 def _zk_path(value: str) -> str | None:
@@ -228,6 +261,24 @@ OPTIONS: tuple[Option, ...] = (
         "./.steward/work",
         "Folder under which a TaskManager unpacks artifacts and keeps each attempt's work"
         " directory and log (<workdir>/<taskmanager-id>/<job-id>/<attempt>/).",
+    ),
+    Option(
+        "taskmanager.attempt-log.max-size",
+        _to_size,
+        "64MiB",
+        "Most bytes an attempt's runner.log may hold (the runner's, the pipeline's and the"
+        " Spark JVM's stdout and stderr). Beyond it the first half is kept, then a line saying"
+        " how many bytes were dropped, then the latest output. 0 turns the cap off.",
+        _attempt_log_size,
+    ),
+    Option(
+        "taskmanager.workdir.retention",
+        _to_duration,
+        "1h",
+        "How long an ended attempt's folder (artifact, runner.log) stays after its outcome"
+        " was acknowledged by the leader; 0 removes it at once. Folders of earlier runs of this"
+        " TaskManager are removed this long after their last change.",
+        lambda v: None if v >= 0 else "must not be negative",
     ),
     Option(
         "jobmanager.bind-host",
@@ -384,6 +435,16 @@ class Configuration:
     @property
     def prewarm_runners(self) -> int:
         return int(self["taskmanager.spark.prewarm-runners"])
+
+    @property
+    def attempt_log_max_size(self) -> int | None:
+        """The attempt log cap in bytes; None when it is off (0)."""
+        size = int(self["taskmanager.attempt-log.max-size"])
+        return size or None
+
+    @property
+    def workdir_retention(self) -> float:
+        return float(self["taskmanager.workdir.retention"])
 
     @property
     def heartbeat_interval(self) -> float:

@@ -34,6 +34,8 @@ log = logging.getLogger(__name__)
 
 MAX_LAUNCH_LINE = 16 * 1024 * 1024
 _POLL_EVENTS = select.POLLIN | select.POLLHUP | select.POLLERR
+_LAST_WORDS_WAIT = 0.5
+"""Seconds the switch waits for its message to reach the log before it kills anyway."""
 
 
 def read_launch_line(fd: int, timeout: float) -> tuple[bytes, bytes]:
@@ -171,15 +173,24 @@ class LaunchLineCollector:
 def kill_process_group(reason: str) -> NoReturn:
     """SIGKILL this process group and every descendant that left it; never returns."""
     pgid = os.getpgrp()
-    # os.write, not logging: the main thread may hold a logging lock while it is stuck.
-    with contextlib.suppress(OSError):
-        os.write(2, f"steward runner: dead-man's switch: {reason}; killing group {pgid}\n".encode())
+    # os.write, not logging: the main thread may hold a logging lock while it is stuck. On a
+    # thread, waited for briefly: fd 2 is a pipe to the log capper, which may be frozen with
+    # the pipe full, and the switch must fire all the same.
+    message = f"steward runner: dead-man's switch: {reason}; killing group {pgid}\n".encode()
+    writer = threading.Thread(target=_write_quietly, args=(2, message), daemon=True)
+    writer.start()
+    writer.join(_LAST_WORDS_WAIT)
     for process in _descendants():
         with contextlib.suppress(OSError):
             if os.getpgid(process.pid) != pgid:
                 os.kill(process.pid, signal.SIGKILL)
     os.killpg(pgid, signal.SIGKILL)
     os._exit(128 + signal.SIGKILL)  # not reached: the group kill includes this process
+
+
+def _write_quietly(fd: int, data: bytes) -> None:
+    with contextlib.suppress(OSError):
+        os.write(fd, data)
 
 
 def kill_leftovers() -> list[int]:

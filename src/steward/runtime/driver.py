@@ -84,8 +84,12 @@ class RunnerProcess:
         python: str | None = None,
         heartbeat_interval: float | None = None,
         spare_of: tuple[str, float] | None = None,
+        log_max_size: int | None = None,
     ) -> None:
-        """``launch`` is None only for a spare, whose ``spare_of`` is (master, deadman)."""
+        """``launch`` is None only for a spare, whose ``spare_of`` is (master, deadman).
+
+        ``log_max_size``: cap the log at that many bytes (:mod:`steward.runtime.logcap`).
+        """
         if (launch is None) == (spare_of is None):
             raise ValueError("a runner has a launch document, or is a spare; not both")
         self.launch = launch
@@ -95,6 +99,7 @@ class RunnerProcess:
         self._env = env
         self._python = python
         self._spare_of = spare_of
+        self._log_max_size = log_max_size
         if launch is not None:
             deadman = launch.deadman_timeout
         else:
@@ -127,6 +132,7 @@ class RunnerProcess:
         log_path: Path,
         env: Mapping[str, str] | None = None,
         python: str | None = None,
+        log_max_size: int | None = None,
     ) -> RunnerProcess:
         """A warm spare, not yet spawned: :meth:`spawn` it, then :meth:`assign` an attempt."""
         return cls(
@@ -136,6 +142,7 @@ class RunnerProcess:
             env=env,
             python=python,
             spare_of=(spark_master, deadman_timeout),
+            log_max_size=log_max_size,
         )
 
     # ------------------------------------------------------------------ starting
@@ -161,6 +168,7 @@ class RunnerProcess:
                 env=self._env,
                 log_path=self.log_path,
                 pass_fds=(write_end,),
+                log_max_size=self._log_max_size,
             )
         except BaseException:
             os.close(read_end)

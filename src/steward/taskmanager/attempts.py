@@ -18,6 +18,7 @@ import collections
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from steward.heartbeat import (
@@ -100,8 +101,11 @@ class Attempt:
 class Attempts:
     """The attempts of one TaskManager, with its slot count."""
 
-    def __init__(self, slots: int) -> None:
+    def __init__(self, slots: int, on_forgotten: Callable[[Attempt], None] | None = None) -> None:
+        """``on_forgotten(attempt)`` is called (under the lock: keep it short) when an attempt
+        is forgotten: settled, its outcome acknowledged and its lease released."""
         self.slots = slots
+        self._on_forgotten = on_forgotten
         self._lock = threading.Lock()
         self._attempts: dict[Key, Attempt] = {}
         self._ended: collections.OrderedDict[Key, None] = collections.OrderedDict()
@@ -128,6 +132,22 @@ class Attempts:
 
     def _used(self) -> int:
         return sum(a.slots for a in self._attempts.values() if a.active)
+
+    def unless_known(self, job_id: str, attempt: int | None, action: Callable[[], object]) -> bool:
+        """Run ``action`` under the lock unless an attempt of ``job_id`` (``attempt`` None:
+        any attempt) is known; True if it ran.
+
+        How an attempt's folder is removed without racing a start that unpacks into it: an
+        attempt is known from its admission on, before anything is unpacked.
+        """
+        with self._lock:
+            if any(
+                job == job_id and (attempt is None or number == attempt)
+                for job, number in self._attempts
+            ):
+                return False
+            action()
+            return True
 
     def reports(self) -> list[AttemptReport]:
         with self._lock:
@@ -284,3 +304,8 @@ class Attempts:
             attempt.attempt,
             attempt.phase,
         )
+        if self._on_forgotten is not None:
+            try:
+                self._on_forgotten(attempt)
+            except Exception:
+                log.exception("on_forgotten callback failed job=%s", attempt.job_id)

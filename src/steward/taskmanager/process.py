@@ -17,7 +17,10 @@ This module wires the TaskManager's parts together and owns its reactions:
   leases to go, deregister, close the session;
 - warm spares (``taskmanager.spark.prewarm-runners``, :mod:`steward.taskmanager.spares`): an
   attempt whose job can use one is handed a spare where a cold runner would be spawned,
-  after its lease is taken.
+  after its lease is taken;
+- disk use: each attempt's log is capped (``taskmanager.attempt-log.max-size``,
+  :mod:`steward.runtime.logcap`), and the folders of forgotten attempts and dead spares are
+  removed after ``taskmanager.workdir.retention`` (:mod:`steward.taskmanager.workdir_cleaner`).
 
 A new leader changes nothing for running attempts: they are reported to it, and its reply
 (with a newer epoch) adopts them (DESIGN rule 8).
@@ -71,6 +74,7 @@ from steward.taskmanager.process_group import ProcessGroup, SpawnError
 from steward.taskmanager.registration import Registration
 from steward.taskmanager.self_fencing import SelfFencing
 from steward.taskmanager.spares import SparePool
+from steward.taskmanager.workdir_cleaner import WorkdirCleaner
 
 log = logging.getLogger(__name__)
 
@@ -107,8 +111,16 @@ class TaskManager:
         self.workdir = (Path(str(config["taskmanager.workdir"])) / self.id).resolve()
         self.session = Session.from_config(config, name=self.id)
         self.leases = ExecutionLeases(self.session, self.id)
-        self.attempts = Attempts(self.slots)
+        self.attempts = Attempts(self.slots, on_forgotten=self._forgotten)
         self.executions = Executions(self.leases, self._on_exit, on_released=self._released)
+        self._log_max_size = config.attempt_log_max_size
+        self.cleaner = WorkdirCleaner(
+            self.workdir,
+            config.workdir_retention,
+            self.attempts.unless_known,
+            # A pool clears what earlier spares left when it starts (they died with their TM).
+            include_spares=config.prewarm_runners == 0,
+        )
         self.spares: SparePool | None = None
         if config.prewarm_runners > 0:
             self.spares = SparePool(
@@ -117,6 +129,8 @@ class TaskManager:
                 deadman_timeout=config.deadman_timeout,
                 folder=self.workdir / ".spares",
                 free_slots=self._slots_without_runner,
+                log_max_size=self._log_max_size,
+                on_folder_done=self.cleaner.folder_ended,
             )
         self._launcher = Launcher(config, BlobStore(config.storage_dir), self.workdir)
         self._workers = ThreadPoolExecutor(
@@ -156,6 +170,9 @@ class TaskManager:
             raise
         self.registration.start()
         self.executions.start_monitor()
+        # After registering: an earlier run's runners are dead or dying by now (DESIGN rule 4),
+        # and a folder a process still uses is left alone anyway.
+        self.cleaner.start()
         if self.spares is not None:
             self.spares.start()
         self.self_fencing.start()
@@ -195,6 +212,7 @@ class TaskManager:
                 log.error("attempts or leases left behind on stop tm=%s", self.id)
         self.probe.stop()
         self.self_fencing.stop()
+        self.cleaner.stop()
         self.executions.close()
         self.registration.stop()
         self.registration.deregister()
@@ -302,6 +320,7 @@ class TaskManager:
             cwd=launch.attempt_dir,
             log_path=launch.log_path,
             on_event=lambda event: self._on_runner_event(attempt, event),
+            log_max_size=self._log_max_size,
         )
         self.attempts.attach(attempt, runner)
         try:
@@ -371,6 +390,10 @@ class TaskManager:
             if a.runner is not None and a.runner.pid is not None
         )
         return self.slots - taken
+
+    def _forgotten(self, attempt: Attempt) -> None:
+        """Its outcome is acknowledged and its processes gone: its folder may go (later)."""
+        self.cleaner.attempt_ended(attempt.job_id, attempt.attempt)
 
     def _released(self, job_id: str, attempt_number: int) -> None:
         self.attempts.released(job_id, attempt_number)

@@ -10,6 +10,11 @@ Signals go to the whole group (``killpg``). Linux does not reuse a pid while a p
 of that id still has a member, so signalling the group is safe until we have seen it gone;
 after that we never signal it again. A descendant that calls ``setsid()`` leaves the group and
 is beyond our reach (Spark does not).
+
+With ``log_max_size`` the group's stdout and stderr are a pipe to a log capper
+(:mod:`steward.runtime.logcap`) instead of the log file itself. The capper runs in its own
+session, so it is no member of the group: it never keeps the group (and the lease) alive, and
+no kill of the group stops it before it has written the group's last output.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from typing import IO
 import psutil
 
 from steward.errors import StewardError
+from steward.runtime.logcap import LogCapper
 
 log = logging.getLogger(__name__)
 
@@ -40,8 +46,10 @@ class SpawnError(StewardError):
 class ProcessGroup:
     """A child process started as the leader of its own process group."""
 
-    def __init__(self, popen: subprocess.Popen[bytes]) -> None:
+    def __init__(self, popen: subprocess.Popen[bytes], capper: LogCapper | None = None) -> None:
         self._popen = popen
+        self.capper = capper
+        """The process writing the group's capped log, if any (not a member of the group)."""
         self.pid = popen.pid
         self.pgid = popen.pid  # start_new_session: the child leads its own group
         self._gone = False
@@ -56,19 +64,27 @@ class ProcessGroup:
         stdin: int | None = subprocess.PIPE,
         log_path: str | os.PathLike[str] | None = None,
         pass_fds: Sequence[int] = (),
+        log_max_size: int | None = None,
     ) -> ProcessGroup:
         """Start ``argv`` in a new process group; stdout and stderr go to ``log_path``.
 
         ``stdin`` is a pipe by default: the runner's dead-man's switch (DESIGN rule 4) is the
-        end of that pipe when this process dies. Raises :class:`SpawnError`.
+        end of that pipe when this process dies. With ``log_max_size`` the log keeps at most
+        that many bytes (:mod:`steward.runtime.logcap`). Raises :class:`SpawnError`.
         """
+        capper: LogCapper | None = None
         try:
             with contextlib.ExitStack() as stack:
-                out = (
-                    stack.enter_context(Path(log_path).open("ab"))
-                    if log_path is not None
-                    else subprocess.DEVNULL
-                )
+                out: int | IO[bytes]
+                if log_path is None:
+                    out = subprocess.DEVNULL
+                elif log_max_size:
+                    capper = LogCapper.start(Path(log_path), log_max_size)
+                    stack.callback(capper.close_write_end)
+                    assert capper.write_fd is not None
+                    out = capper.write_fd
+                else:
+                    out = stack.enter_context(Path(log_path).open("ab"))
                 popen = subprocess.Popen(
                     list(argv),
                     cwd=cwd,
@@ -80,9 +96,18 @@ class ProcessGroup:
                     start_new_session=True,
                 )
         except OSError as exc:
+            if capper is not None:  # its pipe's write end is closed: it exits at once
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    capper.process.wait(timeout=5)
             raise SpawnError(f"could not start {argv[0] if argv else '?'!r}: {exc}") from exc
-        log.info("spawned pid=%d pgid=%d argv0=%s", popen.pid, popen.pid, argv[0])
-        return cls(popen)
+        log.info(
+            "spawned pid=%d pgid=%d argv0=%s log_capper=%s",
+            popen.pid,
+            popen.pid,
+            argv[0],
+            capper.pid if capper is not None else None,
+        )
+        return cls(popen, capper)
 
     @property
     def stdin(self) -> IO[bytes] | None:
@@ -107,6 +132,8 @@ class ProcessGroup:
 
     def alive(self) -> bool:
         """True while any non-zombie process of the group exists, grandchildren included."""
+        if self.capper is not None:
+            self.capper.poll()  # reap it once it is done: no zombie per attempt
         if self._gone:
             return False
         # Reap our direct child: an unreaped zombie would keep the group "existing" forever.

@@ -16,6 +16,10 @@ slots) started with ``--prewarm`` (see "Warm runners" in :mod:`steward.runtime.p
 - A maintainer thread keeps the pool at its target: replaces spares taken or dead, kills
   spares beyond the free slots, and backs off (up to a minute) when spares keep dying before
   they are ready (no Java, a broken master), instead of spinning.
+- Each spare's folder (``spare-<n>/``, where its JVM keeps working after a handover) is handed
+  to ``on_folder_done`` once no process of the spare is left, for removal after the
+  retention (:mod:`steward.taskmanager.workdir_cleaner`); its log is capped like an
+  attempt's, and the cap covers the warm-up lines and the attempt it serves together.
 """
 
 from __future__ import annotations
@@ -56,8 +60,16 @@ class SparePool:
         env: Mapping[str, str] | None = None,
         python: str | None = None,
         replace_delay: float = REPLACE_DELAY,
+        log_max_size: int | None = None,
+        on_folder_done: Callable[[Path], None] | None = None,
     ) -> None:
+        """``on_folder_done(folder)``: a spare's folder no process of it uses any more (the
+        spare died, or the attempt it was handed to is gone); the caller removes it."""
         self.limit = limit
+        self._log_max_size = log_max_size
+        self._on_folder_done = on_folder_done
+        self._folders: dict[RunnerProcess, Path] = {}
+        """Every spare's own folder, until its process group is gone (handed-out ones too)."""
         self._replace_delay = replace_delay
         self.spark_master = spark_master
         self._deadman_timeout = deadman_timeout
@@ -154,6 +166,7 @@ class SparePool:
             if self._stopped:
                 return
             self._drop_dead()
+            self._release_folders()
             target = max(0, min(self.limit, self._free_slots()))
             while len(self._spares) > target:
                 # The newest first: the oldest is the likeliest to be warm already.
@@ -190,6 +203,18 @@ class SparePool:
             self._spares.remove(spare)
             spare.close()
 
+    def _release_folders(self) -> None:
+        # Handed-out spares included: the attempt's JVM keeps its working directory here.
+        for spare, folder in list(self._folders.items()):
+            if spare in self._spares and not self._stopped:
+                continue  # in the pool: _drop_dead decides
+            with contextlib.suppress(RuntimeError):
+                if spare.group.alive():
+                    continue
+            del self._folders[spare]
+            if self._on_folder_done is not None:
+                self._on_folder_done(folder)
+
     def _spawn(self) -> None:
         self._serial += 1
         folder = self._folder / f"spare-{self._serial}"
@@ -200,7 +225,9 @@ class SparePool:
             log_path=folder / "runner.log",
             env=self._env,
             python=self._python,
+            log_max_size=self._log_max_size,
         )
+        self._folders[spare] = folder
         try:
             spare.spawn()
         except SpawnError as exc:

@@ -41,18 +41,21 @@ def main(ctx):
         time.sleep(1)
 """
 
-# Writes args[0] MB to stdout as fast as it can, then returns.
+# Writes args[0] MB to stdout as fast as it can, between a first and a last line, then returns.
 FLOOD = """
 import sys
 
 def main(ctx):
+    print("FLOOD FIRST LINE", flush=True)
     line = ("x" * 1023 + "\\n").encode()
     block = line * 1024
     for _ in range(int(ctx.args[0])):
         sys.stdout.buffer.write(block)
     sys.stdout.flush()
+    print("FLOOD LAST LINE", flush=True)
     return {"flooded_mb": int(ctx.args[0])}
 """
+LOG_CAP = 64 * 1024 * 1024  # taskmanager.attempt-log.max-size, default
 
 
 def _pipeline(tmp_path: Path, name: str, code: str) -> Path:
@@ -128,7 +131,23 @@ def test_flooding_pipeline_leaves_the_cluster_responsive_and_bounded(
     assert result.value == {"flooded_mb": 200}
     # The TaskManager never holds the output in memory.
     assert peak - rss_before < 100 * 1024 * 1024, (rss_before, peak)
-    logs = list(Path(cluster.settings["taskmanager.workdir"]).rglob("*.log"))
-    sizes = {str(p): p.stat().st_size for p in logs if "flood" in str(p)}
-    print(f"tm rss before={rss_before >> 20}MB peak={peak >> 20}MB attempt logs={sizes}")
+    log = Path(cluster.settings["taskmanager.workdir"]) / "tm-1" / "flood" / "1" / "runner.log"
+    # The log capper writes the last lines once the runner is gone: wait for them.
+    wait_until(lambda: b"attempt finished job=flood" in _tail(log), 60, message="log complete")
+    text = log.read_bytes()
+    print(f"tm rss before={rss_before >> 20}MB peak={peak >> 20}MB runner.log={len(text)} bytes")
+    assert len(text) <= LOG_CAP, "200 MB printed, at most the cap on disk"
+    assert b"FLOOD FIRST LINE" in text[: LOG_CAP // 2]
+    head, marker, tail = text.partition(b" bytes dropped")
+    assert marker and head.rsplit(b"... ", 1)[1].isdigit(), "one marker line counts the drop"
+    assert int(head.rsplit(b"... ", 1)[1]) > 200 * 1024 * 1024 - LOG_CAP
+    assert b"FLOOD LAST LINE" in tail
     os.sync()
+
+
+def _tail(path: Path) -> bytes:
+    if not path.exists():
+        return b""
+    with path.open("rb") as handle:
+        handle.seek(max(0, path.stat().st_size - 65536))
+        return handle.read()

@@ -1,0 +1,167 @@
+"""Ended attempts' folders leave the TaskManager's disk (taskmanager.workdir.retention).
+
+Given a real ZooKeeper, a ScriptedLeader and an in-process TaskManager running real runners:
+an attempt's folder goes only once its outcome is acknowledged and the retention has passed,
+a running attempt's folder stays, and a restarted TaskManager removes what its earlier run
+left once it is older than the retention.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from scripted_leader import ScriptedLeader, start_command
+
+from steward.config import Configuration
+from steward.heartbeat import AttemptPhase
+from steward.store.blob import BlobStore
+from steward.taskmanager.process import TaskManager
+from support import wait_until
+
+pytestmark = pytest.mark.zookeeper
+
+RETENTION = "taskmanager.workdir.retention"
+
+
+def attempt_dir(tmp_path: Path, tm_id: str, job_id: str, attempt: int = 1) -> Path:
+    return tmp_path / "work" / tm_id / job_id / str(attempt)
+
+
+def run_to_end(
+    leader: ScriptedLeader, blobs: BlobStore, tmp_path: Path, job_id: str
+) -> AttemptPhase:
+    gate = tmp_path / f"gate-{job_id}"
+    leader.command(start_command(blobs, job_id, leader.epoch, args=[str(gate)]))
+    leader.wait_phase(job_id, AttemptPhase.RUNNING)
+    gate.touch()
+    return leader.wait_phase(job_id, AttemptPhase.ENDED).phase
+
+
+def test_with_retention_zero_an_ended_folder_goes_once_acknowledged_a_running_one_stays(
+    tmp_path: Path,
+    scripted: Callable[..., ScriptedLeader],
+    taskmanager: Callable[..., TaskManager],
+    blobs: BlobStore,
+) -> None:
+    leader = scripted()
+    leader.ack_outcomes = False
+    manager = taskmanager("tm-1", **{RETENTION: "0"})
+    running_gate = tmp_path / "gate-running"
+    leader.command(start_command(blobs, "job-run", leader.epoch, args=[str(running_gate)]))
+    leader.wait_phase("job-run", AttemptPhase.RUNNING)
+    ended, running = (
+        attempt_dir(tmp_path, "tm-1", "job-end"),
+        attempt_dir(tmp_path, "tm-1", "job-run"),
+    )
+
+    assert run_to_end(leader, blobs, tmp_path, "job-end") is AttemptPhase.ENDED
+    leader.wait_report(lambda r: r.lease_released, "job-end")
+    # Ended, its group gone, its lease released, but the leader has not acknowledged it: a
+    # few more heartbeats (each a chance for the cleaner) and it is still there.
+    seen = len(leader.heartbeats)
+    wait_until(lambda: len(leader.heartbeats) >= seen + 3, 20, message="three heartbeats")
+    assert (ended / "runner.log").exists()
+    assert manager.attempts.get("job-end", 1) is not None
+
+    leader.ack_outcomes = True
+
+    wait_until(lambda: not ended.exists(), 20, message="ended attempt's folder removed")
+    assert not ended.parent.exists(), "its empty job folder went with it"
+    assert (running / "runner.log").exists(), "the running attempt's folder stays"
+    assert (running / "artifact").is_dir()
+    running_gate.touch()
+    wait_until(lambda: not running.exists(), 20, message="and goes once it ended too")
+
+
+def test_with_a_long_retention_an_acknowledged_attempts_folder_stays(
+    tmp_path: Path,
+    scripted: Callable[..., ScriptedLeader],
+    taskmanager: Callable[..., TaskManager],
+    blobs: BlobStore,
+) -> None:
+    leader = scripted()
+    manager = taskmanager("tm-1", **{RETENTION: "1h"})
+    folder = attempt_dir(tmp_path, "tm-1", "job-a")
+
+    run_to_end(leader, blobs, tmp_path, "job-a")
+    wait_until(lambda: manager.attempts.get("job-a", 1) is None, 20, message="forgotten")
+
+    assert manager.cleaner.pending() == [folder], "scheduled, an hour from now"
+    assert (folder / "runner.log").exists()
+
+
+def test_a_restarted_taskmanager_removes_its_earlier_runs_folders_past_retention(
+    tmp_path: Path,
+    scripted: Callable[..., ScriptedLeader],
+    tm_config: Callable[..., Configuration],
+    taskmanager: Callable[..., TaskManager],
+    blobs: BlobStore,
+) -> None:
+    leader = scripted()
+    first = TaskManager(tm_config(**{RETENTION: "10m"}), "tm-r").start()
+    try:
+        run_to_end(leader, blobs, tmp_path, "job-old")
+        run_to_end(leader, blobs, tmp_path, "job-recent")
+        wait_until(lambda: not first.attempts.all(), 20, message="both forgotten")
+    finally:
+        first.stop()
+    old, recent = (
+        attempt_dir(tmp_path, "tm-r", "job-old"),
+        attempt_dir(tmp_path, "tm-r", "job-recent"),
+    )
+    assert old.exists() and recent.exists(), "10 minutes had not passed"
+    twenty_minutes_ago = time.time() - 1200
+    for path in (old, *old.iterdir()):
+        os.utime(path, (twenty_minutes_ago, twenty_minutes_ago))
+
+    second = taskmanager("tm-r", **{RETENTION: "10m"})
+
+    wait_until(lambda: not old.exists(), 20, message="the old folder removed")
+    assert not old.parent.exists()
+    assert (recent / "runner.log").exists(), "the recent one waits for its ten minutes"
+    assert second.cleaner.pending() == [recent]
+
+
+# Leaves a process behind that escaped the attempt's group and the runner's clean-up (a
+# double fork, as a daemonising tool would), working in the attempt's folder; records its pid.
+LEAKS = """
+import os, subprocess, sys
+
+def main(ctx):
+    script = "import time\\nwhile True: time.sleep(1)"
+    subprocess.run(["sh", "-c", f"setsid {sys.executable} -c '{script}' & echo $! > {ctx.args[0]}"],
+                   check=True)
+    return "leaked"
+"""
+
+
+def test_a_folder_a_leaked_process_still_works_in_is_kept_until_it_is_gone(
+    tmp_path: Path,
+    scripted: Callable[..., ScriptedLeader],
+    taskmanager: Callable[..., TaskManager],
+    blobs: BlobStore,
+) -> None:
+    leader = scripted()
+    manager = taskmanager("tm-1", **{RETENTION: "0"})
+    pid_file = tmp_path / "leaked.pid"
+    folder = attempt_dir(tmp_path, "tm-1", "job-leak")
+    leader.command(
+        start_command(blobs, "job-leak", leader.epoch, args=[str(pid_file)], source=LEAKS)
+    )
+    wait_until(lambda: pid_file.exists() and pid_file.read_text().strip(), 30, message="leaked")
+    leaked = int(pid_file.read_text())
+    try:
+        wait_until(lambda: manager.attempts.get("job-leak", 1) is None, 30, message="forgotten")
+        assert manager.cleaner.pending() == [folder]
+        seen = len(leader.heartbeats)
+        wait_until(lambda: len(leader.heartbeats) >= seen + 3, 20, message="three heartbeats")
+        assert folder.exists(), "a process still works there"
+    finally:
+        os.kill(leaked, signal.SIGKILL)
+
+    wait_until(lambda: not folder.exists(), 20, message="removed once the process is gone")

@@ -1,0 +1,209 @@
+"""Removing ended attempts' folders (steward.taskmanager.workdir_cleaner), on real folders.
+
+Given a TaskManager work directory and its attempts' registry: a forgotten attempt's folder
+goes once its retention has passed, never while the attempt is known again or while a process
+still works in it; folders of earlier runs go once their last change is older than the
+retention; a folder that cannot be removed is logged, and the cleaner goes on.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from steward.heartbeat import StartAttempt
+from steward.taskmanager.attempts import Attempts
+from steward.taskmanager.workdir_cleaner import WorkdirCleaner, paths_in_use
+from support import wait_until
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = time.time()
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def attempt_folder(root: Path, job_id: str, attempt: int) -> Path:
+    folder = root / job_id / str(attempt)
+    (folder / "artifact").mkdir(parents=True)
+    (folder / "artifact" / "job.py").write_text("def main(ctx):\n    pass\n")
+    (folder / "runner.log").write_text("done\n")
+    return folder
+
+
+def start(job_id: str, attempt: int) -> StartAttempt:
+    return StartAttempt(
+        job_id=job_id,
+        attempt=attempt,
+        epoch=1,
+        job_graph_blob="jobgraphs/x",
+        job_graph_sha256="0" * 64,
+        checkpoint_dir="/tmp/x",
+    )
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    folder = tmp_path / "work" / "tm-1"
+    folder.mkdir(parents=True)
+    return folder
+
+
+@pytest.fixture
+def attempts() -> Attempts:
+    return Attempts(slots=2)
+
+
+@pytest.fixture
+def sleeper() -> Iterator[list[subprocess.Popen[bytes]]]:
+    started: list[subprocess.Popen[bytes]] = []
+    yield started
+    for process in started:
+        process.kill()
+        process.wait(10)
+
+
+def test_retention_zero_removes_an_ended_attempts_folder_and_its_empty_job_folder(
+    root: Path, attempts: Attempts, caplog: pytest.LogCaptureFixture
+) -> None:
+    folder = attempt_folder(root, "job-a", 1)
+    cleaner = WorkdirCleaner(root, 0.0, attempts.unless_known)
+
+    cleaner.attempt_ended("job-a", 1)
+    with caplog.at_level(logging.INFO, logger="steward.taskmanager.workdir_cleaner"):
+        assert cleaner.run_once() == [folder]
+
+    assert not folder.exists() and not (root / "job-a").exists()
+    assert list((root / ".trash").iterdir()) == []
+    lines = [r.getMessage() for r in caplog.records if "removed" in r.getMessage()]
+    assert lines == [f"attempt folder removed folder={folder}"]
+
+
+def test_a_folder_stays_until_its_retention_has_passed(root: Path, attempts: Attempts) -> None:
+    clock = Clock()
+    folder = attempt_folder(root, "job-a", 1)
+    sibling = attempt_folder(root, "job-a", 2)
+    cleaner = WorkdirCleaner(root, 3600.0, attempts.unless_known, clock=clock)
+    cleaner.attempt_ended("job-a", 1)
+
+    clock.now += 3599
+    assert cleaner.run_once() == []
+    assert folder.exists()
+
+    clock.now += 2
+    assert cleaner.run_once() == [folder]
+    assert not folder.exists()
+    assert sibling.exists(), "only the ended attempt's folder goes; its job folder stays"
+
+
+def test_the_folder_of_an_attempt_known_again_is_kept(root: Path, attempts: Attempts) -> None:
+    folder = attempt_folder(root, "job-a", 1)
+    cleaner = WorkdirCleaner(root, 0.0, attempts.unless_known)
+    cleaner.attempt_ended("job-a", 1)
+    # Re-offered after a rejection: the start is unpacking into the same folder.
+    assert attempts.admit(start("job-a", 1), None, "") is not None
+
+    assert cleaner.run_once() == []
+    assert folder.exists()
+    assert cleaner.pending() == [], "scheduled again only when it is forgotten again"
+
+
+def test_a_folder_a_live_process_works_in_is_kept_until_it_is_gone(
+    root: Path, attempts: Attempts, sleeper: list[subprocess.Popen[bytes]]
+) -> None:
+    folder = attempt_folder(root, "job-a", 1)
+    process = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.stdin.read()"], cwd=folder, stdin=subprocess.PIPE
+    )
+    sleeper.append(process)
+    cleaner = WorkdirCleaner(root, 0.0, attempts.unless_known)
+    cleaner.attempt_ended("job-a", 1)
+
+    assert cleaner.run_once() == []
+    assert folder.exists()
+    assert cleaner.pending() == [folder]
+
+    assert process.stdin is not None
+    process.stdin.close()
+    process.wait(30)
+    assert cleaner.run_once() == [folder]
+
+
+def test_an_open_file_inside_keeps_the_folder(root: Path, attempts: Attempts) -> None:
+    folder = attempt_folder(root, "job-a", 1)
+    cleaner = WorkdirCleaner(root, 0.0, attempts.unless_known)
+    cleaner.attempt_ended("job-a", 1)
+    with (folder / "runner.log").open("ab"):  # as the log capper holds it
+        assert str(folder / "runner.log") in paths_in_use()
+        assert cleaner.run_once() == []
+    assert cleaner.run_once() == [folder]
+
+
+def test_folders_of_earlier_runs_go_once_their_last_change_is_older_than_the_retention(
+    root: Path, attempts: Attempts
+) -> None:
+    old = attempt_folder(root, "job-old", 3)
+    recent = attempt_folder(root, "job-new", 1)
+    old_spare = root / ".spares" / "spare-1"
+    old_spare.mkdir(parents=True)
+    (root / ".trash" / "half-removed").mkdir(parents=True)
+    stranger = root / "job-old" / "notes"  # not an attempt folder: left alone
+    stranger.mkdir()
+    two_hours_ago = time.time() - 7200
+    for path in (old, old / "runner.log", old / "artifact", old_spare, stranger):
+        os.utime(path, (two_hours_ago, two_hours_ago))
+
+    cleaner = WorkdirCleaner(root, 3600.0, attempts.unless_known)
+    cleaner.scan_leftovers()
+    removed = cleaner.run_once()
+
+    assert sorted(removed) == sorted([old, old_spare])
+    assert recent.exists() and stranger.exists()
+    assert list((root / ".trash").iterdir()) == []
+    assert cleaner.pending() == [recent]
+
+
+def test_a_recent_log_keeps_an_old_folder(root: Path, attempts: Attempts) -> None:
+    old = attempt_folder(root, "job-a", 1)
+    two_hours_ago = time.time() - 7200
+    os.utime(old, (two_hours_ago, two_hours_ago))  # the log was written just now
+
+    cleaner = WorkdirCleaner(root, 3600.0, attempts.unless_known)
+    cleaner.scan_leftovers()
+
+    assert cleaner.run_once() == []
+    assert old.exists()
+
+
+def test_a_folder_that_cannot_be_removed_is_logged_and_the_cleaner_goes_on(
+    root: Path, attempts: Attempts, caplog: pytest.LogCaptureFixture
+) -> None:
+    stuck = attempt_folder(root, "job-a", 1)
+    (root / ".trash").write_text("not a folder")  # the move to .trash/ fails
+    cleaner = WorkdirCleaner(root, 0.0, attempts.unless_known)
+    cleaner.attempt_ended("job-a", 1)
+
+    with caplog.at_level(logging.WARNING, logger="steward.taskmanager.workdir_cleaner"):
+        assert cleaner.run_once() == []
+
+    assert stuck.exists()
+    assert any("could not remove attempt folder" in r.getMessage() for r in caplog.records)
+
+
+def test_the_thread_removes_a_folder_soon_after_it_ended(root: Path, attempts: Attempts) -> None:
+    folder = attempt_folder(root, "job-a", 1)
+    cleaner = WorkdirCleaner(root, 0.0, attempts.unless_known).start()
+    try:
+        cleaner.attempt_ended("job-a", 1)
+        wait_until(lambda: not folder.exists(), 30, message="folder removed")
+    finally:
+        cleaner.stop()
