@@ -146,6 +146,8 @@ class HookRunner:
                 log_path=where / "initialize.log",
                 timeout=float(self._config["jobmanager.initialize-timeout"]),
                 on_spawned=lambda runner: self._spawned(job_id, runner),
+                # A hook that prints in a loop must not fill the JobManager's disk.
+                log_max_size=self._config.attempt_log_max_size,
             )
         finally:
             with self._lock:

@@ -408,6 +408,7 @@ def run_to_completion(
     env: Mapping[str, str] | None = None,
     python: str | None = None,
     on_spawned: Callable[[RunnerProcess], None] | None = None,
+    log_max_size: int | None = None,
 ) -> FinalEvent:
     """Run one runner process to its end, at most ``timeout`` seconds; return its outcome.
 
@@ -420,8 +421,11 @@ def run_to_completion(
     ``steward.InitializeTimeout`` (``steward.AttemptTimeout`` in main mode). A runner that
     exits without a final event gives :func:`~steward.heartbeat.lost_outcome`. Raises
     :class:`~steward.taskmanager.process_group.SpawnError` only if no process could start.
+    ``log_max_size`` caps the log as an attempt's (:mod:`steward.runtime.logcap`).
     """
-    runner = RunnerProcess(launch, cwd=cwd, log_path=log_path, env=env, python=python)
+    runner = RunnerProcess(
+        launch, cwd=cwd, log_path=log_path, env=env, python=python, log_max_size=log_max_size
+    )
     deadline = time.monotonic() + timeout
     runner.start()
     try:
