@@ -76,7 +76,8 @@ def _provenance(results: Json, results_link: str) -> str:
         f"own ZooKeeper and real JobManager/TaskManager processes (`python -m steward.cli`), "
         f"signals them for real, and prints one JSON document; raw figures: "
         f"[{Path(results_link).name}]({results_link}). The peer column holds the same figure "
-        f"measured on Spark's standalone HA in the same run where a benchmark has one."
+        f"measured on Spark's standalone HA in the same run where a benchmark has one (on "
+        f"Apache Flink's JobManager HA in the Flink peer section)."
     )
 
 
@@ -117,7 +118,23 @@ def _benchmark(key: str, doc: Json, images: list[str]) -> str:
     load = f" at a load average of {env['load_average_1m']}" if "load_average_1m" in env else ""
     script = f"Script: `benchmarks/{key}.py`{wall}{when}{load}; parameters: `{_parameters(doc)}`."
     plots = "".join(f"\n\n![{_title(key)}]({image})" for image in images)
-    return f"{head}\n\n{script}\n\n{table}{plots}"
+    peer = f"\n\n{_flink_peer(doc)}" if key == "flink_peer" else ""
+    return f"{head}\n\n{script}{peer}\n\n{table}{plots}"
+
+
+def _flink_peer(doc: Json) -> str:
+    """Which Flink was measured and how it was obtained, or why it could not run."""
+    peer = doc.get("peer", {})
+    if peer.get("error"):
+        return f"Flink could not run here: `{str(peer['error'])[-500:]}`"
+    failed = [
+        f"session {s['session']}: `{s['peer']['error'][-300:]}`"
+        for s in doc.get("results", {}).get("per_session", [])
+        if s.get("peer", {}).get("error")
+    ]
+    name = f"{peer.get('name', 'Flink')} {peer.get('version') or ''}".strip()
+    text = f"Peer: {name} ({peer.get('obtained', '')})."
+    return text + (" Flink failed in " + "; ".join(failed) + "." if failed else "")
 
 
 def _describe(key: str) -> str:

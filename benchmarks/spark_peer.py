@@ -27,7 +27,7 @@ both; "default" leaves the managed server's cap (120 s), so Spark gets 60 s and 
 default 10 s. (A stock ZooKeeper with tickTime 2000 caps at 40 s, which is where the 33.6 s in
 the issue comes from.)
 
-Apache Flink's JobManager HA (optional in the issue) is not measured: see ``FLINK_NOTE``.
+Apache Flink's JobManager HA (optional in the issue) is the other peer: ``flink_peer.py``.
 """
 
 from __future__ import annotations
@@ -71,19 +71,6 @@ TRIVIAL_SPARK_PIPELINE = '''
 def main(ctx):
     return {"count": ctx.spark.range(10).count()}
 '''
-FLINK_NOTE = (
-    "Flink not measured in this run. It could be: the apache-flink 2.3.0 wheel ships"
-    " pyflink/bin (jobmanager.sh, taskmanager.sh, config.sh, flink) and conf/, and"
-    " apache-flink-libraries ships lib/flink-dist-2.3.0.jar with the ZooKeeper HA services"
-    " (checked by listing both wheels), and Flink's session timeout is configurable"
-    " (high-availability.zookeeper.client.session-timeout, default 60 s). What it needs and"
-    " this benchmark does not have yet: installing both wheels (330 MB, plus PyFlink's Python"
-    " dependencies if the job is PyFlink) into a separate environment, two standalone"
-    " JobManagers and a TaskManager with high-availability.type=zookeeper, and a"
-    " checkpointed streaming job (e.g. SQL datagen -> blackhole via sql-client.sh, since the"
-    " wheels carry no example jars). Left for a follow-up; the issue's reference figures"
-    " (40.8 s SIGKILL / 45.3 s SIGTERM at the default session) stand until then."
-)
 
 
 # ----------------------------------------------------------------------------- Spark peer
@@ -464,7 +451,6 @@ def main() -> int:
             "peer": {
                 "name": "Spark standalone Master HA (ZooKeeper recovery)",
                 "version": spark_version(),
-                "flink": FLINK_NOTE,
             },
             "environment": {**machine(), "load_average_1m_at_start": load_before},
             "steward": source(),
