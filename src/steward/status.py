@@ -92,6 +92,11 @@ class JobStatusRecord(Payload):
     attempts: list[AttemptRecord] = Field(default_factory=list)
     attempt_count: int = Field(default=0, ge=0, description="attempts ever made (>= the list)")
     failures: int = Field(default=0, ge=0, description="failed attempts: spends restarts")
+    restart_at: float | None = Field(
+        default=None,
+        description="RESTARTING: the wall-clock time (Unix seconds) before which no new"
+        " attempt starts, so that a new leader keeps the restart strategy's delay",
+    )
     epoch: int = Field(ge=1, description="epoch of the leader that wrote this record")
 
 

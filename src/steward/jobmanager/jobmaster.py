@@ -88,6 +88,9 @@ class JobMaster:
         self.failures = 0
         self.current: Deployment | None = None
         self.not_before = 0.0
+        """Monotonic time before which no attempt starts (a restart delay, a backoff)."""
+        self.restart_at: float | None = None
+        """While RESTARTING: ``not_before`` as wall-clock time, stored in the status record."""
         self.cancel_requested = False
         self.is_recovery = False
         self.progress: dict[str, JsonValue] | None = None
@@ -98,6 +101,12 @@ class JobMaster:
             self.failures = record.failures
             self.submitted_at = record.submitted_at
             self.is_recovery = True
+            if record.state is JobState.RESTARTING and record.restart_at is not None:
+                # What is left of the earlier leader's restart delay still holds.
+                left = _delay_left(record.restart_at, spec, record.failures)
+                if left > 0:
+                    self.restart_at = time.time() + left
+                    self.not_before = time.monotonic() + left
             # A cancel the user was told about (202) must survive a failover.
             self.cancel_requested = record.state is JobState.CANCELLING
 
@@ -127,6 +136,7 @@ class JobMaster:
             attempts=self.attempts[-MAX_ATTEMPTS_KEPT:],
             attempt_count=self.attempt_count,
             failures=self.failures,
+            restart_at=self.restart_at if self.state is JobState.RESTARTING else None,
             epoch=epoch,
         )
 
@@ -153,10 +163,13 @@ class JobMaster:
         return None
 
     def schedule(self, reason: str) -> None:
-        if self.state not in (JobState.RESTARTING,):
-            self._set(JobState.SCHEDULED, reason)
-        else:
+        if self.state is JobState.RESTARTING:
             self.reason = reason
+        elif self.restart_at is not None:  # recovered while a restart delay was running
+            left = max(0.0, self.restart_at - time.time())
+            self._set(JobState.RESTARTING, f"{reason} (restart delay: {left:.1f}s left)")
+        else:
+            self._set(JobState.SCHEDULED, reason)
 
     def waiting(self, reason: str) -> bool:
         """No slot now: show why. True if the reason changed (worth persisting)."""
@@ -171,6 +184,7 @@ class JobMaster:
         self.attempt_count += 1
         deployment = Deployment(self.attempt_count, taskmanager, epoch)
         self.current = deployment
+        self.restart_at = None
         self._append(
             AttemptRecord(
                 number=deployment.number,
@@ -299,6 +313,7 @@ class JobMaster:
             )
             return Terminal(TerminalState.FAILED, error=error)
         self.not_before = now + max(delay, grace)
+        self.restart_at = time.time() + max(delay, grace)
         self._set(
             JobState.RESTARTING,
             f"restart {self.failures} of {restarts_allowed(self.spec.restart_strategy)}"
@@ -340,3 +355,13 @@ class JobMaster:
         self.state = state
         self.reason = reason
         self.updated_at = time.time()
+
+
+def _delay_left(restart_at: float, spec: JobSpec, failures: int) -> float:
+    """Seconds left of an earlier leader's restart delay (``restart_at``: wall-clock time).
+
+    At most the strategy's whole delay: a clock ahead on the earlier leader's host cannot hold
+    the job back for longer than that.
+    """
+    whole = restart_delay(spec.restart_strategy, failures) or 0.0
+    return min(max(0.0, restart_at - time.time()), whole)

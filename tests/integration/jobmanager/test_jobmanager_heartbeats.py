@@ -99,6 +99,39 @@ def test_a_scheduled_job_runs_finishes_and_is_cleaned_up(cluster: JobManagerClus
     assert [(t["id"], t["free_slots"]) for t in tms] == [("tm-1", 2)]
 
 
+def test_a_new_leader_keeps_the_restart_delay_of_a_failed_attempt(
+    cluster: JobManagerCluster,
+) -> None:
+    """A failover during a restart delay does not cut it short (the record carries when the
+    restart is due): a crash-looping job is not restarted faster because leadership moves."""
+    delay = 6.0
+    leader = cluster.start_leader("jm-1")
+    standby = cluster.start("jm-2")
+    cluster.wait_knows_leader(standby, leader)
+    tm = PretendTaskManager(cluster, "tm-1").register()
+    cluster.submitted(
+        leader,
+        "job-looping",
+        restart_strategy={"kind": "fixed-delay", "attempts": 3, "delay": delay},
+    )
+    first, _ = tm.wait_command(leader, StartAttempt, "job-looping")
+    tm.heartbeat(leader, report(first, RUNNING))
+    failure = FailedEvent(error=ErrorInfo(type="ValueError", message="bad row 17"))
+    tm.heartbeat(leader, report(first, ENDED, failure))
+    failed_at = time.monotonic()
+    assert cluster.job(leader, "job-looping")["state"] == "RESTARTING"
+
+    leader.stop()
+    cluster.wait_leading(standby)
+    restarting = cluster.job(standby, "job-looping")
+    assert restarting["state"] == "RESTARTING"
+    assert "restart delay" in restarting["reason"]
+    second, _ = tm.wait_command(standby, StartAttempt, "job-looping", timeout=delay + SETTLE)
+    assert time.monotonic() - failed_at >= delay - 0.5
+    assert second.attempt == 2
+    assert second.epoch > first.epoch
+
+
 def test_a_failed_attempt_is_restarted_by_the_fixed_delay_strategy(
     cluster: JobManagerCluster,
 ) -> None:

@@ -6,6 +6,8 @@ rejected, cancel, adopt, fail) and the status record it persists.
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from steward.heartbeat import Rejection
@@ -629,3 +631,67 @@ def test_a_cancel_request_survives_recovery_when_the_attempt_is_gone() -> None:
     cause = ErrorInfo(type="steward.TaskManagerLost", message="gone")
     assert master.lost(1, cause, now=NOW, grace=1.0) == Terminal(TerminalState.CANCELED)
     assert master.state is JobState.CANCELED
+
+
+# ---------------------------------------------------------------- restart delay across leaders
+
+
+def restarting_record(restart_at: float | None, failures: int = 1) -> JobStatusRecord:
+    return JobStatusRecord(
+        job_id="job-1",
+        state=JobState.RESTARTING,
+        submitted_at=50.0,
+        updated_at=60.0,
+        attempts=[AttemptRecord(number=1, taskmanager="tm-1", epoch=1, state=AttemptState.FAILED)],
+        attempt_count=1,
+        failures=failures,
+        restart_at=restart_at,
+        epoch=1,
+    )
+
+
+def recovered(record: JobStatusRecord, delay: float) -> JobMaster:
+    """A new leader's master of ``record``, its initialize hook passed."""
+    master = make_master(FixedDelayRestart(attempts=3, delay=delay), record=record)
+    master.initializing()
+    assert master.initialized(FinishedEvent()) is None
+    return master
+
+
+def test_the_record_of_a_restarting_job_carries_when_the_restart_is_due() -> None:
+    master = running(FixedDelayRestart(attempts=2, delay=30.0))
+    before = time.time()
+    assert master.ended(1, failed(), now=NOW) is None
+    due = master.record(EPOCH).restart_at
+    assert due is not None
+    assert before + 30.0 <= due <= time.time() + 30.0
+    master.deploy("tm-1", EPOCH)
+    assert master.record(EPOCH).restart_at is None  # no longer restarting
+
+
+def test_a_new_leader_keeps_what_is_left_of_the_restart_delay() -> None:
+    master = recovered(restarting_record(time.time() + 20.0), delay=30.0)
+    assert master.state is JobState.RESTARTING
+    assert master.reason is not None
+    assert "restart delay" in master.reason
+    now = time.monotonic()
+    assert not master.wants_slot(now)
+    assert not master.wants_slot(now + 19.0)
+    assert master.wants_slot(now + 20.5)
+    # A further failover during the delay keeps it too.
+    assert master.record(EPOCH).restart_at is not None
+
+
+def test_a_restart_delay_from_a_clock_far_ahead_is_held_to_the_strategys_delay() -> None:
+    master = recovered(restarting_record(time.time() + 3600.0), delay=10.0)
+    now = time.monotonic()
+    assert not master.wants_slot(now + 9.0)
+    assert master.wants_slot(now + 10.5)
+
+
+def test_a_restart_already_due_starts_at_once() -> None:
+    master = recovered(restarting_record(time.time() - 5.0), delay=10.0)
+    assert master.state is JobState.SCHEDULED
+    assert master.wants_slot(time.monotonic())
+    old_record = recovered(restarting_record(None), delay=10.0)  # written before restart_at
+    assert old_record.wants_slot(time.monotonic())
