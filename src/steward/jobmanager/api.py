@@ -52,6 +52,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MAX_ARTIFACT_BYTES = 64 * 1024 * 1024
+MAX_SUBMISSION_BYTES = MAX_ARTIFACT_BYTES * 4 // 3 + 64 * 1024
+"""A submission's body: the artifact in base64 plus room for the spec."""
 RETRY_AFTER = "1"
 HEARTBEAT_THREADS = 1024
 """Threads for TaskManager heartbeats (each may wait up to heartbeat.interval)."""
@@ -127,11 +129,7 @@ def create_app(manager: JobManager) -> FastAPI:
     )
     async def submit(request: Request) -> Response:
         """Submit a job: a spec and the pipeline (a .py file or a zipped folder), base64."""
-        body = await request.body()
-        if len(body) > MAX_ARTIFACT_BYTES * 4 // 3 + 64 * 1024:
-            raise ApiError(
-                413, "too_large", f"submissions are limited to {MAX_ARTIFACT_BYTES} bytes"
-            )
+        body = await _bounded_body(request, MAX_SUBMISSION_BYTES)
         return await _run_sync(request, lambda: _submit(manager, forwarder, body))
 
     @app.get("/v1/jobs", tags=["jobs"])
@@ -260,6 +258,33 @@ async def _run_sync(_request: Request, work: Any) -> Response:
 
     result: Response = await run_in_threadpool(work)
     return result
+
+
+async def _bounded_body(request: Request, limit: int) -> bytes:
+    """The request's body, refused (413) as soon as it is known to exceed ``limit`` bytes.
+
+    Read chunk by chunk, never whole: a client sending gigabytes (by mistake or not) must not
+    make the JobManager hold them in memory, least of all the leader.
+    """
+    too_large = ApiError(
+        413,
+        "too_large",
+        f"submissions are limited to {MAX_ARTIFACT_BYTES} bytes of artifact",
+        # Otherwise the server would go on reading (and dropping) the rest to keep the
+        # connection: closing it stops the upload.
+        headers={"Connection": "close"},
+    )
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise too_large
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise too_large
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def _submit(manager: JobManager, forwarder: httpx.Client, body: bytes) -> Response:

@@ -7,6 +7,9 @@ ZooKeeper. Without a TaskManager a job waits in SCHEDULED with the reason shown.
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -19,6 +22,9 @@ from jobmanager_harness import (
     zipped,
 )
 
+from steward.client import Client
+from steward.errors import JobRejectedError
+from steward.jobmanager.api import MAX_ARTIFACT_BYTES, MAX_SUBMISSION_BYTES
 from steward.model import JobGraphPointer
 from steward.status import JobStatusRecord
 from support import wait_until
@@ -307,3 +313,67 @@ def test_standby_without_a_leader_reads_and_answers_503_to_writes(
     squatter.close()
     cluster.wait_leading(standby)
     assert cluster.wait_state(standby, "job-a", "SCHEDULED")["served_by"] == "jm-2"
+
+
+def test_a_submission_over_the_limit_is_refused_without_being_stored(
+    cluster: JobManagerCluster,
+) -> None:
+    leader = cluster.start_leader("jm-1")
+    big = json.dumps(submission("job-big", source=b"#" * (MAX_ARTIFACT_BYTES + 1))).encode()
+    answer = cluster.http.post(
+        cluster.url(leader, "/v1/jobs"), content=big, headers={"content-type": "application/json"}
+    )
+    assert answer.status_code == 413
+    assert answer.json()["code"] == "too_large"
+    assert not cluster.exists(cluster.layout.jobgraph("job-big"))
+    assert cluster.blob_files() == []
+
+
+def test_an_endless_submission_is_cut_off_at_the_limit_not_read_to_its_end(
+    cluster: JobManagerCluster,
+) -> None:
+    """No Content-Length (chunked): the leader stops reading once the limit is passed, instead
+    of holding everything a client sends in memory."""
+    leader = cluster.start_leader("jm-1")
+    chunk = b"x" * (1024 * 1024)
+    sent = 0
+    endless = 4 * MAX_SUBMISSION_BYTES
+
+    def body() -> Iterator[bytes]:
+        nonlocal sent
+        while sent < endless:
+            sent += len(chunk)
+            yield chunk
+
+    try:
+        answer = cluster.http.post(
+            cluster.url(leader, "/v1/jobs"),
+            content=body(),
+            headers={"content-type": "application/json"},
+        )
+    except httpx.TransportError:
+        pass  # the server may close the connection while the client is still sending
+    else:
+        assert answer.status_code == 413
+    # What the kernel's socket buffers hold beyond the limit is small next to the rest.
+    assert sent < 2 * MAX_SUBMISSION_BYTES
+    assert cluster.get(leader, "/readyz").status_code == 200
+
+
+@pytest.mark.parametrize("size", [MAX_ARTIFACT_BYTES + 1024, 2 * MAX_ARTIFACT_BYTES])
+def test_the_client_says_a_pipeline_is_too_large(
+    cluster: JobManagerCluster, tmp_path: Path, size: int
+) -> None:
+    """Just over the artifact limit (the leader decodes it, then refuses) and far over it (the
+    body is refused from its Content-Length, while the client is still sending): the same
+    clear error, no retries against other JobManagers, nothing stored."""
+    leader = cluster.start_leader("jm-1")
+    folder = tmp_path / "big-pipeline"
+    folder.mkdir()
+    (folder / "main.py").write_text("def main(ctx):\n    return 1\n")
+    (folder / "model.bin").write_bytes(os.urandom(size))  # random: the zip does not shrink it
+    refused = pytest.raises(JobRejectedError, match="limited to 67108864 bytes")
+    with Client([cluster.url(leader, "")], timeout=30) as client, refused:
+        client.submit(folder, job_id="big")
+    assert not cluster.exists(cluster.layout.jobgraph("big"))
+    assert cluster.blob_files() == []
