@@ -5,13 +5,20 @@ process (mode INITIALIZE) with a timeout, on a bounded pool of threads so that a
 recovering many jobs runs a few hooks at a time. A pipeline whose sources cannot define an
 ``initialize`` function skips the child process entirely (recovering 1,000 jobs must not
 start 1,000 Python processes for nothing).
+
+A hook works in ``<workdir>/<job-id>/initialize-<attempt>/``: its artifact is removed when it
+ends, its (capped) ``initialize.log`` stays for ``taskmanager.workdir.retention``, the same
+time a TaskManager keeps an attempt's folder. Older hook folders are swept at most once a
+minute, after a hook ends; a job whose hook is being prepared or runs is never swept.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import shutil
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -26,6 +33,9 @@ from steward.runtime.unpack import materialize, may_define_initialize
 from steward.store.blob import BlobRef, BlobStore
 
 log = logging.getLogger(__name__)
+
+_SWEEP_EVERY = 60.0
+"""Seconds between two sweeps of old hook folders."""
 
 
 @dataclass(frozen=True)
@@ -52,6 +62,9 @@ class HookRunner:
         self._lock = threading.Lock()
         self._cancelled: set[str] = set()
         self._running: dict[str, RunnerProcess] = {}
+        self._active: set[str] = set()
+        """Jobs whose hook is being prepared or runs: their folders are not swept."""
+        self._swept_at: float | None = None
         self._closed = False
 
     def submit(
@@ -97,11 +110,17 @@ class HookRunner:
 
     def _run(self, work: _HookWork, on_done: OnDone) -> None:
         job_id = work.job_id
+        with self._lock:
+            self._active.add(job_id)
         try:
             outcome = self._outcome(work)
         except Exception as exc:
             log.exception("initialize hook could not run job=%s", job_id)
             outcome = FailedEvent(error=ErrorInfo(type="steward.InitializeError", message=f"{exc}"))
+        finally:
+            with self._lock:
+                self._active.discard(job_id)
+        self.sweep()
         with self._lock:
             if job_id in self._cancelled:
                 return
@@ -155,3 +174,36 @@ class HookRunner:
             shutil.rmtree(where / "artifact", ignore_errors=True)
         log.info("initialize hook ended job=%s outcome=%s", job_id, outcome.event)
         return outcome
+
+    def sweep(self, *, force: bool = False) -> list[Path]:
+        """Remove hook folders older than the retention (at most once a minute unless
+        ``force``); returns those removed. A failure is logged, never raised."""
+        now = time.time()
+        with self._lock:
+            if not force and self._swept_at is not None and now - self._swept_at < _SWEEP_EVERY:
+                return []
+            self._swept_at = now
+        retention = float(self._config["taskmanager.workdir.retention"])
+        removed: list[Path] = []
+        with contextlib.suppress(FileNotFoundError):
+            for job_dir in list(self._workdir.iterdir()):
+                # Per job, under the lock: a hook of this job cannot start preparing meanwhile.
+                with self._lock:
+                    if job_dir.name in self._active or not job_dir.is_dir():
+                        continue
+                    for folder in job_dir.glob("initialize-*"):
+                        if _age(folder, now) >= retention:
+                            shutil.rmtree(folder, ignore_errors=True)
+                            removed.append(folder)
+                    with contextlib.suppress(OSError):
+                        job_dir.rmdir()  # only once empty
+        for folder in removed:
+            log.info("initialize hook folder removed folder=%s", folder)
+        return removed
+
+
+def _age(folder: Path, now: float) -> float:
+    try:
+        return now - folder.stat().st_mtime
+    except OSError:
+        return 0.0
