@@ -215,6 +215,36 @@ class ErrorInfo(Value):
     traceback: str | None = None
 
 
+class AttemptState(enum.StrEnum):
+    DEPLOYING = "DEPLOYING"
+    """Sent to a TaskManager; not yet known to run."""
+    RUNNING = "RUNNING"
+    FINISHED = "FINISHED"
+    FAILED = "FAILED"
+    CANCELED = "CANCELED"
+    LOST = "LOST"
+    """Its TaskManager died (or lost its session) before the attempt reported an outcome."""
+
+    @property
+    def is_final(self) -> bool:
+        return self not in (AttemptState.DEPLOYING, AttemptState.RUNNING)
+
+
+class AttemptRecord(Value):
+    """One run of a job: where, under which leader epoch, when, and how it ended."""
+
+    number: int = Field(ge=1)
+    taskmanager: str
+    epoch: int = Field(ge=1)
+    state: AttemptState
+    started_at: float | None = None
+    ended_at: float | None = None
+    cause: ErrorInfo | None = None
+    adopted_by: list[int] = Field(
+        default_factory=list, description="epochs of leaders that adopted the running attempt"
+    )
+
+
 class JobResultEntry(Payload):
     """``results/<job-id>``: the outcome of a globally terminal job. Outlives the job."""
 
@@ -227,6 +257,12 @@ class JobResultEntry(Payload):
     submitted_at: float | None = None
     finished_at: float
     cleaned_at: float | None = None
+    name: str = ""
+    attempts: list[AttemptRecord] = Field(
+        default_factory=list,
+        description="the last attempts, their causes without tracebacks (the error has it)",
+    )
+    attempt_count: int = Field(default=0, ge=0, description="attempts ever made (>= the list)")
     epoch: int = Field(ge=1)
 
 

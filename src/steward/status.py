@@ -17,7 +17,17 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from steward.model import ErrorInfo, JobResultEntry, JsonValue, Payload, TerminalState, Value
+# Attempts are defined with the result entry that also keeps them; re-exported from here.
+from steward.model import AttemptRecord as AttemptRecord  # noqa: PLC0414 (re-export)
+from steward.model import AttemptState as AttemptState  # noqa: PLC0414 (re-export)
+from steward.model import (
+    ErrorInfo,
+    JobResultEntry,
+    JsonValue,
+    Payload,
+    TerminalState,
+    Value,
+)
 
 MAX_ATTEMPTS_KEPT = 20
 """A status record keeps this many most recent attempts (older ones are only counted)."""
@@ -49,36 +59,6 @@ class JobState(enum.StrEnum):
 _TERMINAL = frozenset({JobState.FINISHED, JobState.FAILED, JobState.CANCELED})
 
 
-class AttemptState(enum.StrEnum):
-    DEPLOYING = "DEPLOYING"
-    """Sent to a TaskManager; not yet known to run."""
-    RUNNING = "RUNNING"
-    FINISHED = "FINISHED"
-    FAILED = "FAILED"
-    CANCELED = "CANCELED"
-    LOST = "LOST"
-    """Its TaskManager died (or lost its session) before the attempt reported an outcome."""
-
-    @property
-    def is_final(self) -> bool:
-        return self not in (AttemptState.DEPLOYING, AttemptState.RUNNING)
-
-
-class AttemptRecord(Value):
-    """One run of a job: where, under which leader epoch, when, and how it ended."""
-
-    number: int = Field(ge=1)
-    taskmanager: str
-    epoch: int = Field(ge=1)
-    state: AttemptState
-    started_at: float | None = None
-    ended_at: float | None = None
-    cause: ErrorInfo | None = None
-    adopted_by: list[int] = Field(
-        default_factory=list, description="epochs of leaders that adopted the running attempt"
-    )
-
-
 class JobStatusRecord(Payload):
     """``jobs/<job-id>/status``: the job's state and its recent attempts, fenced."""
 
@@ -98,6 +78,22 @@ class JobStatusRecord(Payload):
         " attempt starts, so that a new leader keeps the restart strategy's delay",
     )
     epoch: int = Field(ge=1, description="epoch of the leader that wrote this record")
+
+
+RESULT_ATTEMPTS_KEPT = 5
+"""A job's result keeps this many of its last attempts, to show where and how it ran."""
+
+
+def attempts_to_keep(attempts: list[AttemptRecord]) -> list[AttemptRecord]:
+    """The last attempts for a job's result: small, since the result's value may be up to
+    1 MiB and all of it lives in one znode (each cause without its traceback; the result's
+    own error keeps the final one whole)."""
+    return [
+        attempt.model_copy(update={"cause": attempt.cause.model_copy(update={"traceback": None})})
+        if attempt.cause is not None
+        else attempt
+        for attempt in attempts[-RESULT_ATTEMPTS_KEPT:]
+    ]
 
 
 def trim_cause(cause: ErrorInfo | None) -> ErrorInfo | None:

@@ -6,6 +6,7 @@ Import as ``from unit.steward_cli import run_steward`` (tests/ is on sys.path).
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 
 import pytest
 
@@ -24,3 +25,7 @@ def run_steward(
         code = int(exc.code or 0)
     out, err = capsys.readouterr()
     return code, out, err
+
+
+Run = Callable[..., tuple[int, str, str]]
+"""``run(*args)``: :func:`run_steward` bound to a test's fixtures (the ``run`` fixture)."""

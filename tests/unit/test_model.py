@@ -424,3 +424,31 @@ def test_invalid_job_ids_are_rejected(job_id: str) -> None:
     # When checking it / Then it is rejected (a trailing newline too)
     with pytest.raises(ValueError, match="invalid job id"):
         check_job_id(job_id)
+
+
+def test_a_result_keeps_its_last_attempts_without_tracebacks() -> None:
+    from steward.status import RESULT_ATTEMPTS_KEPT, AttemptRecord, AttemptState, attempts_to_keep
+
+    cause = ErrorInfo(type="ValueError", message="bad row", traceback="Traceback ...")
+    attempts = [
+        AttemptRecord(number=n, taskmanager="tm-1", epoch=1, state=AttemptState.FAILED, cause=cause)
+        for n in range(1, RESULT_ATTEMPTS_KEPT + 3)
+    ]
+    kept = attempts_to_keep(attempts)
+    assert [a.number for a in kept] == list(range(3, RESULT_ATTEMPTS_KEPT + 3))
+    assert all(a.cause is not None and a.cause.message == "bad row" for a in kept)
+    assert all(a.cause is not None and a.cause.traceback is None for a in kept)
+    assert attempts[0].cause is not None and attempts[0].cause.traceback  # not changed in place
+    entry = JobResultEntry(
+        job_id="j", state=TerminalState.FAILED, finished_at=1.0, epoch=1, attempts=kept
+    )
+    assert JobResultEntry.from_json(entry.to_json()).attempts == kept
+
+
+def test_a_result_written_before_attempts_were_kept_still_reads() -> None:
+    old = (
+        b'{"schema":1,"job_id":"j","state":"FINISHED","status":"CLEAN","value":1,"error":null,'
+        b'"submitted_at":null,"finished_at":1.0,"cleaned_at":2.0,"epoch":1}'
+    )
+    entry = JobResultEntry.from_json(old)
+    assert (entry.attempts, entry.attempt_count, entry.name) == ([], 0, "")

@@ -74,9 +74,11 @@ def _register() -> None:
 def _register_jobs_and_cluster() -> None:
     from steward.cli.cluster import cluster
     from steward.cli.jobs import COMMANDS
+    from steward.cli.logs import logs
 
     for command in COMMANDS:
         cli.add_command(command)
+    cli.add_command(logs)
     cli.add_command(cluster)
 
 

@@ -70,6 +70,7 @@ from steward.status import (
     JobState,
     JobView,
     TaskManagerView,
+    attempts_to_keep,
 )
 from steward.store import zk
 from steward.store.blob import BlobStore
@@ -885,6 +886,9 @@ class Dispatcher:
             error=terminal.error,
             submitted_at=master.submitted_at,
             finished_at=time.time(),
+            name=master.spec.name,
+            attempts=attempts_to_keep(master.attempts),
+            attempt_count=master.attempt_count,
             epoch=self.epoch,
         )
         try:

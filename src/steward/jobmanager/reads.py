@@ -32,10 +32,13 @@ def result_view(entry: JobResultEntry, served_by: str) -> JobView:
     """A terminated job as a JobView: its state and result from the JobResultStore."""
     return JobView(
         job_id=entry.job_id,
+        name=entry.name,
         state=JobState.of(entry.state),
         submitted_at=entry.submitted_at,
         updated_at=entry.finished_at,
         reason=entry.error.message if entry.error else None,
+        attempts=entry.attempts,
+        attempt_count=entry.attempt_count,
         result=ResultView.of(entry),
         served_by=served_by,
     )

@@ -30,6 +30,11 @@ SPARK_MASTER_CONF = "spark.master"
 LOG_FILE = "runner.log"
 
 
+def attempt_log(workdir: Path, taskmanager_id: str, job_id: str, attempt: int) -> Path:
+    """Where an attempt's log is on its TaskManager's host (``workdir``: taskmanager.workdir)."""
+    return workdir / taskmanager_id / job_id / str(attempt) / LOG_FILE
+
+
 @dataclass(frozen=True)
 class Launch:
     """Everything a runner process of one attempt needs."""

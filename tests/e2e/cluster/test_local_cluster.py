@@ -87,6 +87,11 @@ def test_a_one_plus_one_cluster_runs_a_job_and_keeps_its_result_across_a_restart
     assert result["state"] == "FINISHED"
     assert result["value"] == {"ticks": 2}
     job_id = result["job_id"]
+    # And the finished job shows where it ran, and its log is at hand on this machine
+    (attempt,) = document(steward(workdir, "status", job_id, "--json"))["attempts"]
+    assert (attempt["taskmanager"], attempt["state"]) == ("tm-1", "FINISHED")
+    log = ok(steward(workdir, "logs", job_id, "--tail", "50")).stdout
+    assert "long_running: stopping after 2 ticks (attempt 1)" in log
     # When the cluster is stopped, nothing it started runs any more
     ok(steward(workdir, "cluster", "stop"))
     assert nothing_runs(workdir)

@@ -91,6 +91,14 @@ def test_a_scheduled_job_runs_finishes_and_is_cleaned_up(cluster: JobManagerClus
     entry = cluster.data(cluster.layout.result("job-ok"))
     assert entry is not None
     assert JobResultEntry.from_json(entry).epoch == epoch
+    # The finished job still shows where and how it ran (from its result), on any JobManager.
+    for manager in (leader, standby):
+        (attempt,) = cluster.job(manager, "job-ok")["attempts"]
+        assert (attempt["number"], attempt["taskmanager"], attempt["state"]) == (
+            1,
+            "tm-1",
+            "FINISHED",
+        )
     # The slot is free again; a repeated report of the same outcome is acknowledged again.
     reply = tm.heartbeat(leader, report(start, ENDED, outcome))
     assert [(a.job_id, a.outcome) for a in reply.acks] == [("job-ok", True)]
@@ -166,6 +174,10 @@ def test_a_failed_attempt_is_restarted_by_the_fixed_delay_strategy(
     failed = cluster.wait_state(leader, "job-flaky", "FAILED")
     assert failed["result"]["error"]["message"] == "bad row 17"
     result = cluster.wait_result_clean(leader, "job-flaky")
+    ended = cluster.job(leader, "job-flaky")  # from the result now
+    assert [(a["number"], a["state"]) for a in ended["attempts"]] == [(1, "FAILED"), (2, "FAILED")]
+    assert ended["attempts"][0]["cause"]["message"] == "bad row 17"
+    assert ended["attempts"][0]["cause"].get("traceback") is None  # the result's error has it
     assert result["state"] == "FAILED"
 
 

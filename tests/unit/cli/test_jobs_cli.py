@@ -8,18 +8,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import click
 import pytest
 
-from steward.cli import jobs
 from steward.cli.options import parse_pairs, parse_restart
-from steward.client import Client
-from steward.config import Configuration
 from steward.model import ExponentialDelayRestart, FixedDelayRestart, NoRestart
 from unit.fake_jobmanager import FakeJobManagers, attempt_json, job_json, result_json
-from unit.steward_cli import run_steward
+from unit.steward_cli import Run
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 PIPELINE = str(EXAMPLES / "long_running.py")
@@ -40,28 +36,6 @@ FAILED = job_json(
         error={"type": "ValueError", "message": "bad input", "traceback": "Traceback: line 3"},
     ),
 )
-
-
-@pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> FakeJobManagers:
-    monkeypatch.chdir(tmp_path)  # no steward.toml, no .steward: nothing but the fake
-    api = FakeJobManagers()
-
-    def open_client(_config: Configuration) -> Client:
-        return Client(["http://jm-a:8081"], timeout=0.5, transport=api.transport())
-
-    monkeypatch.setattr(jobs, "open_client", open_client)
-    monkeypatch.setattr("steward.client._sleep", lambda _s: None)
-    monkeypatch.setattr("steward.failover._sleep", lambda _s: None)
-    return api
-
-
-Run = Any  # the steward() helper, bound to the test's fixtures
-
-
-@pytest.fixture
-def run(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Run:
-    return lambda *args: run_steward(monkeypatch, capsys, *args)
 
 
 # ---------------------------------------------------------------- --restart
