@@ -10,6 +10,7 @@ further signals so that the cleanup runs to its end).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
@@ -22,6 +23,8 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -329,3 +332,41 @@ def cluster_document(
 ) -> Json:
     """The JSON document a cluster benchmark prints: :func:`document` plus its ``summary``."""
     return {**document(name, parameters, results, zookeeper), "summary": rows}
+
+
+# ------------------------------------------------------------------------------ peers
+
+
+def http_json(url: str, timeout: float = 2.0) -> Any:
+    """The JSON at ``url``, or None if nothing answers with 200 (dead, starting, leaderless)."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            return json.loads(response.read())
+    except (OSError, ValueError, urllib.error.URLError):
+        return None
+
+
+@dataclass
+class PeerProcess:
+    """One JVM of a peer system (a Spark or Flink daemon) in its own process group, its output
+    in ``log``. Their launch scripts exec the JVM, so the pid is the JVM's."""
+
+    name: str
+    popen: subprocess.Popen[bytes]
+    log: Path
+
+    def alive(self) -> bool:
+        return self.popen.poll() is None
+
+    def signal(self, signum: int) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.popen.pid, signum)
+
+    def kill_group(self) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.popen.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.popen.wait(10)
+
+    def log_tail(self, chars: int = 3000) -> str:
+        return self.log.read_text(errors="replace")[-chars:] if self.log.exists() else ""

@@ -35,15 +35,13 @@ import shutil
 import signal
 import subprocess
 import sys
-import urllib.error
-import urllib.request
 import zipfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from _common import progress, wait_until
+from _common import PeerProcess, _free_port, http_json, progress, wait_until
 
 Json = dict[str, Any]
 LOOPBACK = "127.0.0.1"
@@ -239,55 +237,19 @@ def rest_port_in(connection_info: bytes) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def http_json(url: str, timeout: float = 1.0) -> Any:
-    """The JSON at ``url``, or None if nothing answers with 200 (dead, starting, leaderless)."""
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as response:
-            return json.loads(response.read())
-    except (OSError, ValueError, urllib.error.URLError):
-        return None
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind((LOOPBACK, 0))
-        return int(sock.getsockname()[1])
-
-
 @dataclass
-class FlinkProcess:
-    """One Flink JVM (JobManager or TaskManager) in its own process group."""
+class FlinkProcess(PeerProcess):
+    """One Flink JVM (JobManager or TaskManager) in its own process group (``jobmanager.sh``
+    execs ``flink-console.sh``, which execs java)."""
 
-    name: str
-    popen: subprocess.Popen[bytes]
-    log: Path
     rest_port: int = 0
 
     @property
     def rest(self) -> str:
         return f"http://{LOOPBACK}:{self.rest_port}"
 
-    def alive(self) -> bool:
-        return self.popen.poll() is None
-
-    def signal(self, signum: int) -> None:
-        # jobmanager.sh execs flink-console.sh, which execs java: the pid is the JVM.
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(self.popen.pid, signum)
-
-    def kill_group(self) -> None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.popen.pid, signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.popen.wait(10)
-
     def get(self, path: str, timeout: float = 1.0) -> Any:
         return http_json(self.rest + path, timeout)
-
-    def log_tail(self, chars: int = 3000) -> str:
-        return self.log.read_text(errors="replace")[-chars:] if self.log.exists() else ""
 
 
 @dataclass

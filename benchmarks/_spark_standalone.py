@@ -20,7 +20,6 @@ RECOVERING, COMPLETING_RECOVERY) and its ``activeapps``: the benchmark polls tha
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import random
 import signal
@@ -29,15 +28,13 @@ import subprocess
 import sys
 import textwrap
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from _common import TempZooKeeper, progress, temp_zookeeper, wait_until
+from _common import PeerProcess, TempZooKeeper, http_json, progress, temp_zookeeper, wait_until
 from steward.zookeeper import layout
 
 Json = dict[str, Any]
@@ -86,44 +83,16 @@ def zookeeper_capped(name: str, max_session_ms: int | None) -> Iterator[TempZooK
         layout.SERVER_SETTINGS.update(saved)
 
 
-def http_json(url: str, timeout: float = 2.0) -> Json | None:
-    """The JSON at ``url``, or None if nothing answers (a dead or starting master)."""
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as response:
-            value = json.loads(response.read())
-    except (OSError, ValueError, urllib.error.URLError):
-        return None
-    return value if isinstance(value, dict) else None
-
-
 @dataclass
-class Daemon:
+class Daemon(PeerProcess):
     """One Spark JVM (master, worker or application driver) in its own process group."""
 
-    name: str
-    popen: subprocess.Popen[bytes]
-    log: Path
     port: int = 0
     webui_port: int = 0
 
-    def alive(self) -> bool:
-        return self.popen.poll() is None
-
-    def signal(self, signum: int) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(self.popen.pid, signum)
-
-    def kill_group(self) -> None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.popen.pid, signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.popen.wait(10)
-
     def status(self) -> Json | None:
-        return http_json(f"http://{LOOPBACK}:{self.webui_port}/json/")
-
-    def log_tail(self, chars: int = 3000) -> str:
-        return self.log.read_text(errors="replace")[-chars:] if self.log.exists() else ""
+        value = http_json(f"http://{LOOPBACK}:{self.webui_port}/json/")
+        return value if isinstance(value, dict) else None
 
 
 # A long-running application: a tiny Spark job every 200 ms; each completed one appends a line
