@@ -70,8 +70,9 @@ def test_with_retention_zero_an_ended_folder_goes_once_acknowledged_a_running_on
 
     leader.ack_outcomes = True
 
-    wait_until(lambda: not ended.exists(), 20, message="ended attempt's folder removed")
-    assert not ended.parent.exists(), "its empty job folder went with it"
+    # The attempt's folder goes, then its job's folder, now empty (right after, on the
+    # cleaner's thread).
+    wait_until(lambda: not ended.parent.exists(), 20, message="ended attempt's folders removed")
     assert (running / "runner.log").exists(), "the running attempt's folder stays"
     assert (running / "artifact").is_dir()
     running_gate.touch()
@@ -121,8 +122,8 @@ def test_a_restarted_taskmanager_removes_its_earlier_runs_folders_past_retention
 
     second = taskmanager("tm-r", **{RETENTION: "10m"})
 
-    wait_until(lambda: not old.exists(), 20, message="the old folder removed")
-    assert not old.parent.exists()
+    # The attempt's folder goes first, then its job's folder, now empty.
+    wait_until(lambda: not old.parent.exists(), 20, message="the old folders removed")
     assert (recent / "runner.log").exists(), "the recent one waits for its ten minutes"
     assert second.cleaner.pending() == [recent]
 
