@@ -62,7 +62,9 @@ def start_taskmanager(
 def test_a_long_suspension_kills_the_attempts_before_the_session_expires(
     server: ManagedEnsemble, leader: Leadership, tm_session: Callable[..., Session]
 ) -> None:
-    session_timeout, fence_after = 6.0, 1.5
+    # The session outlives the outage (the server's restart included, a JVM start that takes
+    # seconds on a loaded machine), so the lease comes back to the same session.
+    session_timeout, fence_after = 10.0, 1.5
     _session, leases, executions, fences, fencing = start_taskmanager(
         tm_session, session_timeout, fence_after
     )
