@@ -120,11 +120,11 @@ class HookRunner:
         finally:
             with self._lock:
                 self._active.discard(job_id)
-        self.sweep()
         with self._lock:
-            if job_id in self._cancelled:
-                return
-        on_done(job_id, outcome)
+            cancelled = job_id in self._cancelled
+        if not cancelled:
+            on_done(job_id, outcome)
+        self.sweep()  # housekeeping, after the job moved on
 
     def _outcome(self, work: _HookWork) -> FinishedEvent | FailedEvent:
         job_id, pointer, attempt = work.job_id, work.pointer, work.attempt

@@ -14,6 +14,7 @@ from jobmanager_harness import JobManagerCluster, dispatcher_of
 
 from steward.status import JobStatusRecord
 from steward.store.statuses import BATCH
+from support import wait_until
 
 pytestmark = pytest.mark.zookeeper
 
@@ -28,8 +29,15 @@ def test_a_hookless_job_is_scheduled_at_submission_without_a_hook_round(
     hooked = cluster.submitted(leader, "job-hooked", source=HOOKED, filename="stw_hooked.py")
     assert plain["state"] == "SCHEDULED"
     assert hooked["state"] == "INITIALIZING"  # a possible hook still runs first
-    view = cluster.wait_state(leader, "job-hooked", "SCHEDULED")
-    assert view["reason"] == "waiting for a TaskManager to register"
+    cluster.wait_state(leader, "job-hooked", "SCHEDULED")
+    # (the next scheduling pass says why it waits)
+    wait_until(
+        lambda: (
+            cluster.job(leader, "job-hooked")["reason"] == "waiting for a TaskManager to register"
+        ),
+        10,
+        message="the hooked job waits for a TaskManager",
+    )
     # The record was created as SCHEDULED: it never went through INITIALIZING.
     data = cluster.data(cluster.layout.job_status("job-plain"))
     assert data is not None
