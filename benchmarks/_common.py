@@ -346,6 +346,23 @@ def http_json(url: str, timeout: float = 2.0) -> Any:
         return None
 
 
+def spawn_logged(
+    argv: list[str], log: Path, *, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    """Start ``argv`` in its own process group, stdout and stderr appended to ``log``."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            argv,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            cwd=cwd,
+            env=env,
+        )
+
+
 @dataclass
 class PeerProcess:
     """One JVM of a peer system (a Spark or Flink daemon) in its own process group, its output

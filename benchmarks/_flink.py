@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from _common import PeerProcess, _free_port, http_json, progress, wait_until
+from _common import PeerProcess, _free_port, http_json, progress, spawn_logged, wait_until
 
 Json = dict[str, Any]
 LOOPBACK = "127.0.0.1"
@@ -293,17 +293,7 @@ class FlinkHA:
 
     def _spawn(self, name: str, argv: list[str]) -> tuple[subprocess.Popen[bytes], Path]:
         log = self.workdir / "logs" / f"{name}.out"
-        with log.open("ab") as out:
-            popen = subprocess.Popen(
-                argv,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-                cwd=self.workdir,
-                env=self._env(),
-            )
-        return popen, log
+        return spawn_logged(argv, log, cwd=self.workdir, env=self._env()), log
 
     def start_jobmanager(self, name: str, rest_port: int = 0) -> FlinkProcess:
         port = rest_port or _free_port()

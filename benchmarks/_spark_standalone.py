@@ -34,7 +34,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from _common import PeerProcess, TempZooKeeper, http_json, progress, temp_zookeeper, wait_until
+from _common import (
+    PeerProcess,
+    TempZooKeeper,
+    http_json,
+    progress,
+    spawn_logged,
+    temp_zookeeper,
+    wait_until,
+)
 from steward.zookeeper import layout
 
 Json = dict[str, Any]
@@ -173,17 +181,7 @@ class SparkStandalone:
 
     def _spawn(self, name: str, argv: list[str]) -> subprocess.Popen[bytes]:
         log = self.workdir / "logs" / f"{name}.log"
-        log.parent.mkdir(parents=True, exist_ok=True)
-        with log.open("ab") as out:
-            return subprocess.Popen(
-                argv,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-                cwd=self.workdir,
-                env=self._env(),
-            )
+        return spawn_logged(argv, log, cwd=self.workdir, env=self._env())
 
     @property
     def master_url(self) -> str:
