@@ -12,7 +12,14 @@ import json
 import re
 from typing import Annotated, Any, ClassVar, Literal, Self, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from steward.errors import CorruptStateError, UnsupportedSchemaError
 
@@ -134,6 +141,60 @@ class CheckpointSettings(Value):
     interval: float = Field(default=10.0, gt=0, description="seconds between checkpoints")
 
 
+class ProgramKind(enum.StrEnum):
+    """How the runner runs a job's entry file (the rule: :mod:`steward.runtime.program`)."""
+
+    AUTO = "auto"
+    """Decided from the source: a ``__main__`` guard makes a script, else ``main(ctx)``."""
+    SCRIPT = "script"
+    """A spark-submit script, run as ``__main__`` with ``sys.argv = [file, *args]``."""
+    SDK = "sdk"
+    """A pipeline module: the runner calls its entrypoint (``main(ctx)``)."""
+
+
+class DependencyKind(enum.StrEnum):
+    """What a file a job names is for: spark-submit's ``--py-files``, ``--files`` and so on."""
+
+    PY_FILE = "py-file"
+    """``--py-files``: on the driver's ``sys.path`` and in ``spark.submit.pyFiles``."""
+    FILE = "file"
+    """``--files``: in the driver's working directory and in ``spark.files``."""
+    ARCHIVE = "archive"
+    """``--archives``: unpacked under its alias in the driver's working directory and in
+    ``spark.archives``."""
+    JAR = "jar"
+    """``--jars``: in ``spark.jars``."""
+
+
+PLAIN_FILENAME_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,254}$"
+SHA256_PATTERN = r"^[0-9a-f]{64}$"
+
+
+class Dependency(Value):
+    """A file a job names, stored once in the blob store under its content's SHA-256."""
+
+    kind: DependencyKind
+    filename: str = Field(pattern=PLAIN_FILENAME_PATTERN)
+    sha256: str = Field(pattern=SHA256_PATTERN)
+    size: int = Field(ge=0)
+    alias: str | None = Field(
+        default=None,
+        pattern=PLAIN_FILENAME_PATTERN,
+        description="archives only: the folder it is unpacked as (spark-submit's '#alias')",
+    )
+
+    @model_validator(mode="after")
+    def _alias_only_for_archives(self) -> Self:
+        if self.alias is not None and self.kind is not DependencyKind.ARCHIVE:
+            raise ValueError(f"only an archive can have an alias, not a {self.kind.value}")
+        return self
+
+    @property
+    def link_name(self) -> str:
+        """The name it has in the driver's working directory (an archive's alias)."""
+        return self.alias or self.filename
+
+
 class JobSpec(Value):
     """What a user submits besides the artifact. See DESIGN.md, section Jobs."""
 
@@ -147,6 +208,13 @@ class JobSpec(Value):
     kind: JobKind = JobKind.BATCH
     checkpoint: CheckpointSettings = Field(default_factory=CheckpointSettings)
     labels: dict[str, str] = Field(default_factory=dict)
+    program: ProgramKind = ProgramKind.AUTO
+    dependencies: list[Dependency] = Field(default_factory=list, max_length=1000)
+    requirements: list[str] = Field(
+        default_factory=list,
+        max_length=1000,
+        description="pip requirement lines; a TaskManager builds them into a venv it caches",
+    )
 
     @field_validator("job_id")
     @classmethod
@@ -159,6 +227,28 @@ class JobSpec(Value):
         if not re.fullmatch(r"([A-Za-z_][\w.]*:)?[A-Za-z_]\w*", value):
             raise ValueError("entrypoint must be 'function' or 'module:function'")
         return value
+
+    @field_validator("requirements")
+    @classmethod
+    def _one_line_each(cls, value: list[str]) -> list[str]:
+        for line in value:
+            if not line.strip() or len(line) > 1000 or any(c in line for c in "\r\n\0"):
+                raise ValueError(f"requirement {line[:100]!r} is not one non-empty line")
+        return value
+
+    @model_validator(mode="after")
+    def _distinct_link_names(self) -> Self:
+        seen: set[str] = set()
+        for dependency in self.dependencies:
+            if dependency.kind is DependencyKind.JAR:
+                continue  # jars are only passed to Spark, never linked into the folder
+            if dependency.link_name in seen:
+                raise ValueError(
+                    f"two dependencies are named {dependency.link_name!r} in the driver's"
+                    " working directory; give an archive another '#alias'"
+                )
+            seen.add(dependency.link_name)
+        return self
 
 
 class ArtifactKind(enum.StrEnum):
@@ -213,6 +303,11 @@ class ErrorInfo(Value):
     type: str
     message: str
     traceback: str | None = None
+    permanent: bool = Field(
+        default=False,
+        description="retrying cannot fix it (the code does not parse, the entrypoint is"
+        " missing, the environment cannot be built): the job fails without a restart",
+    )
 
 
 class AttemptState(enum.StrEnum):

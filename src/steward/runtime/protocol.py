@@ -99,11 +99,14 @@ from pydantic import Field, TypeAdapter, ValidationError, field_validator, model
 
 from steward.errors import CorruptStateError, StewardError, UnsupportedSchemaError
 from steward.model import (
+    PLAIN_FILENAME_PATTERN,
     SCHEMA_VERSION,
+    DependencyKind,
     ErrorInfo,
     JobSpec,
     JsonValue,
     Payload,
+    Value,
     check_job_id,
 )
 
@@ -187,6 +190,19 @@ class RunMode(enum.StrEnum):
     INITIALIZE = "initialize"
 
 
+class LocalDependency(Value):
+    """A dependency of the job as its TaskManager made it available on this host.
+
+    ``path`` is absolute: the cached file, or for an archive the folder it was unpacked to
+    (``packed`` is then the archive file itself, which Spark ships to executors).
+    """
+
+    kind: DependencyKind
+    path: str = Field(min_length=1)
+    link_name: str = Field(pattern=PLAIN_FILENAME_PATTERN)
+    packed: str | None = None
+
+
 class LaunchDocument(Payload):
     """The first line on the runner's stdin: everything one attempt needs.
 
@@ -213,6 +229,11 @@ class LaunchDocument(Payload):
     deadman_timeout: float = Field(gt=0)
     workdir: str | None = None
     """The attempt's work directory: a warm spare, started elsewhere, moves there at handover."""
+    dependencies: list[LocalDependency] = Field(default_factory=list)
+    """The spec's dependencies, fetched and cached by the TaskManager, in the spec's order."""
+    python_env: str | None = None
+    """The prefix of the job's Python environment (from ``requirements`` or an archive with
+    ``spark.pyspark.python``), or None for the TaskManager's own Python."""
 
     @field_validator("job_id")
     @classmethod
