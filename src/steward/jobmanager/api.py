@@ -33,7 +33,7 @@ from steward.errors import (
 )
 from steward.heartbeat import HEARTBEAT_PATH, Heartbeat, HeartbeatReply
 from steward.model import JobGraph, JobSpec, check_job_id
-from steward.runtime.unpack import build_artifact
+from steward.runtime.unpack import check_submission
 from steward.status import (
     ClusterView,
     ErrorBody,
@@ -310,7 +310,7 @@ def _submit(manager: JobManager, forwarder: httpx.Client, body: bytes) -> Respon
     if len(data) > MAX_ARTIFACT_BYTES:
         raise ApiError(413, "too_large", f"artifacts are limited to {MAX_ARTIFACT_BYTES} bytes")
     try:
-        artifact = build_artifact(request.artifact.filename, data, spec.entrypoint)
+        artifact, spec = check_submission(request.artifact.filename, data, spec)
         graph = JobGraph(spec=spec, artifact=artifact, submitted_at=time.time())
         view = dispatcher.submit(spec, graph)
     except StewardError as exc:

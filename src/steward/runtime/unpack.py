@@ -36,7 +36,8 @@ from pathlib import Path, PurePosixPath
 from typing import IO
 
 from steward.errors import CorruptStateError, JobRejectedError
-from steward.model import Artifact, ArtifactKind
+from steward.model import Artifact, ArtifactKind, JobSpec
+from steward.runtime import program
 from steward.runtime.artifact import ENTRY_MODULE_FILES, INITIALIZE_HOOK, module_name_for
 
 log = logging.getLogger(__name__)
@@ -208,6 +209,36 @@ def _holds_entry(names: set[str], prefix: str, module: str) -> bool:
         return any(f"{prefix}{entry}" in names for entry in ENTRY_MODULE_FILES)
     path = prefix + module.replace(".", "/")
     return f"{path}.py" in names or f"{path}/__init__.py" in names
+
+
+def check_submission(filename: str, data: bytes, spec: JobSpec) -> tuple[Artifact, JobSpec]:
+    """Check an uploaded pipeline against its spec: the artifact, and the spec with its
+    program kind resolved (:func:`steward.runtime.program.resolve`; never ``auto``).
+
+    Raises :class:`~steward.errors.JobRejectedError` (the REST API answers 400) for anything
+    that would fail every attempt: a bad file, a syntax error, a missing entrypoint.
+    """
+    artifact = build_artifact(filename, data, spec.entrypoint)
+    where, source = _entry_source(filename, data, spec.entrypoint)
+    kind = program.resolve(source, where, spec.program, spec.entrypoint)
+    return artifact, spec.model_copy(update={"program": kind})
+
+
+def _entry_source(filename: str, data: bytes, entrypoint: str) -> tuple[str, str]:
+    """The entry module's name (for messages) and source text; the artifact is checked."""
+    if _kind_of(filename) is ArtifactKind.PYTHON_FILE:
+        return filename, data.decode("utf-8")
+    module = _module_part(entrypoint)
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        names = {m.filename for m in _safe_members(filename, archive.infolist())}
+        root = _root_of(filename, names, module)
+        if module:
+            path = root + module.replace(".", "/")
+            candidates: Iterable[str] = (f"{path}.py", f"{path}/__init__.py")
+        else:
+            candidates = (root + entry for entry in ENTRY_MODULE_FILES)
+        entry = next(name for name in candidates if name in names)
+        return f"{filename}:{entry}", archive.read(entry).decode("utf-8")
 
 
 # ---------------------------------------------------------------- unpacking
