@@ -12,6 +12,9 @@ Rules it owns:
   and the job waits in SCHEDULED with the reason shown (DESIGN rule 9);
 - a replacement for a lost attempt is never due before ``replacement_grace`` has passed
   (DESIGN rule 4: the old lease is gone, plus a grace period);
+- an attempt that failed with a permanent error (``ErrorInfo.permanent``: the code does not
+  parse, its entrypoint is missing, its environment cannot be built) fails the job at once:
+  no restart could end otherwise, so none is spent waiting for it;
 - a cancel ends the job CANCELED, unless the attempt already finished: then it is FINISHED.
 """
 
@@ -304,6 +307,9 @@ class JobMaster:
             self._set(JobState.CANCELED, "cancelled")
             return Terminal(TerminalState.CANCELED)
         self.failures += 1
+        if error.permanent:
+            self._set(JobState.FAILED, f"no restart can fix: {error.type}: {error.message}"[:500])
+            return Terminal(TerminalState.FAILED, error=error)
         delay = restart_delay(self.spec.restart_strategy, self.failures)
         if delay is None:
             allowed = restarts_allowed(self.spec.restart_strategy)

@@ -82,6 +82,25 @@ def load_pipeline(artifact_path: str | Path, entrypoint: str) -> Pipeline:
     return Pipeline(module=module, main=main, initialize=initialize)
 
 
+def entry_file(artifact_path: str | Path, entrypoint: str) -> Path:
+    """The file a script-mode attempt runs: the artifact itself, or the folder's entry module
+    (the entrypoint's module, else the first of :data:`ENTRY_MODULE_FILES`)."""
+    path = Path(artifact_path)
+    if path.is_file():
+        return path
+    module = entrypoint.rpartition(":")[0].replace(".", "/")
+    if module:
+        candidates = [path / f"{module}.py", path / module / "__init__.py"]
+    else:
+        candidates = [path / name for name in ENTRY_MODULE_FILES]
+    found = next((candidate for candidate in candidates if candidate.is_file()), None)
+    if found is None:
+        raise ArtifactError(
+            f"artifact {path} has no entry file: expected {' or '.join(map(str, candidates))}"
+        )
+    return found
+
+
 def module_name_for(path: Path) -> str:
     """The name a single-file pipeline is imported under."""
     name = re.sub(r"\W", "_", path.stem)

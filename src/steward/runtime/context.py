@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import sys
 import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -76,8 +77,14 @@ class JobContext:
         *,
         modules: Sequence[ModuleType] = (),
         warm_session: SparkSession | None = None,
+        spark_settings: Mapping[str, str] | None = None,
     ) -> None:
         self._launch = launch
+        # What a session of this attempt is built with (session_settings.settings): the job's
+        # spark_conf plus what its dependencies need; the job's spark_conf alone if not given.
+        self._spark_settings = dict(
+            launch.spec.spark_conf if spark_settings is None else spark_settings
+        )
         self._events = events
         self._modules = tuple(modules)
         self._lock = threading.Lock()  # guards _stages
@@ -162,7 +169,7 @@ class JobContext:
                 self._spark = spark_support.build_session(
                     master=self._launch.spark_master,
                     name=spark_support.app_name(self.job_id, self.attempt),
-                    conf=self.spec.spark_conf,
+                    conf=self._spark_settings,
                     on_micro_batch=self._emit_checkpoint,
                     modules=self._modules,
                 )
@@ -243,13 +250,17 @@ class JobContext:
             spark_support.drain_listener_events(self._spark, _DRAIN_TIMEOUT)
 
     def close(self) -> None:
-        """Stop the SparkSession, if one was built. Called by the runner, after the outcome."""
+        """Stop the SparkSession, if one was built (by ``ctx.spark`` or by the pipeline's own
+        builder). Called by the runner, after the outcome."""
         with self._spark_lock:
             session, self._spark = self._spark or self._warm, None
             self._warm = None
-        if session is not None:
-            from steward.runtime import spark as spark_support
+        if session is None and "pyspark" not in sys.modules:
+            return  # nothing imported pyspark: no session can exist
+        from steward.runtime import spark as spark_support
 
+        session = session or spark_support.active_session()
+        if session is not None:
             spark_support.stop_session(session)
 
     @staticmethod

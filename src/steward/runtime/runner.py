@@ -40,14 +40,16 @@ import signal
 import sys
 import time
 import traceback
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType, TracebackType
+from types import FrameType, ModuleType, TracebackType
 from typing import TYPE_CHECKING, NoReturn
 
 from steward.errors import CorruptStateError
-from steward.model import ErrorInfo, JsonValue
-from steward.runtime.artifact import load_pipeline
+from steward.model import ErrorInfo, JsonValue, ProgramKind
+from steward.runtime import script, session_settings
+from steward.runtime.artifact import entry_file, load_pipeline
 from steward.runtime.channel import EventChannel
 from steward.runtime.context import JobContext
 from steward.runtime.deadman import (
@@ -58,12 +60,14 @@ from steward.runtime.deadman import (
     kill_leftovers,
     read_launch_line,
 )
+from steward.runtime.program import ProgramError
 from steward.runtime.protocol import (
     DEFAULT_LAUNCH_TIMEOUT,
     EXIT_FAILED,
     EXIT_FINISHED,
     EXIT_USAGE,
     MAX_RESULT_BYTES,
+    ArtifactError,
     AttemptCancelled,
     FailedEvent,
     FinalEvent,
@@ -248,18 +252,57 @@ def _run_hook(
     context: JobContext | None = None
     try:
         with _sigterm_cancels():
-            pipeline = load_pipeline(launch.artifact_path, launch.spec.entrypoint)
+            try:
+                loaded = _load_program(launch)
+            except (ArtifactError, ProgramError, SyntaxError) as exc:
+                # The code cannot change between attempts: no restart can fix this.
+                error = describe_error(exc).model_copy(update={"permanent": True})
+                return FailedEvent(error=error), None
+            conf = session_settings.settings(launch)
+            session_settings.export(conf, Path.cwd() / session_settings.CONF_FOLDER)
             context = JobContext(
-                launch, channel, modules=[pipeline.module], warm_session=warm_session
+                launch,
+                channel,
+                modules=loaded.modules,
+                warm_session=warm_session,
+                spark_settings=conf,
             )
-            hook = pipeline.hook(launch.mode)
-            value = None if hook is None else hook(context)
-            what = launch.spec.entrypoint if launch.mode is RunMode.MAIN else "initialize"
-            result = result_value(value, what)
+            if warm_session is not None and loaded.kind is ProgramKind.SCRIPT:
+                context.spark  # noqa: B018  (adopted now: the script's getOrCreate returns it)
+            value = None if loaded.call is None else loaded.call(context)
+            result = result_value(value, loaded.what)
             context.flush()
         return FinishedEvent(value=result), context
     except BaseException as exc:
         return FailedEvent(error=describe_error(exc)), context
+
+
+@dataclass(frozen=True)
+class _Loaded:
+    """What an attempt runs: a script, or a pipeline's hook (None: nothing to do)."""
+
+    kind: ProgramKind
+    call: Callable[[JobContext], object] | None
+    what: str
+    modules: list[ModuleType] = field(default_factory=list)
+
+
+def _load_program(launch: LaunchDocument) -> _Loaded:
+    """Load the job's code without running it (a script is compiled, a pipeline imported)."""
+    spec = launch.spec
+    # Submission resolves the kind; "auto" is a job graph from before scripts existed: then
+    # every job was a pipeline.
+    kind = spec.program
+    if kind is ProgramKind.SCRIPT:
+        if launch.mode is RunMode.INITIALIZE:
+            return _Loaded(kind, None, "initialize")  # a script has no initialize hook
+        file = entry_file(launch.artifact_path, spec.entrypoint)
+        code = script.load(file)
+        argv = [file.name, *spec.args]
+        return _Loaded(kind, lambda _ctx: script.run(file, argv, code), "the script")
+    pipeline = load_pipeline(launch.artifact_path, spec.entrypoint)
+    what = spec.entrypoint if launch.mode is RunMode.MAIN else "initialize"
+    return _Loaded(kind, pipeline.hook(launch.mode), what, [pipeline.module])
 
 
 @contextlib.contextmanager

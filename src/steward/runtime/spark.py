@@ -216,3 +216,14 @@ def stop_session(session: SparkSession) -> None:
         session.stop()
     except Exception:
         log.exception("SparkSession.stop failed")
+
+
+def active_session() -> SparkSession | None:
+    """The session the pipeline built itself and left running, if any (classic or Connect)."""
+    try:
+        # The JVM's active session is per thread; the instantiated one is process-wide.
+        found: SparkSession | None = SparkSession.getActiveSession()
+        return found or SparkSession._instantiatedSession
+    except Exception:  # a half-started session: nothing usable to stop
+        log.exception("could not look up the active SparkSession")
+        return None

@@ -23,7 +23,7 @@ from typing import Any, Self
 
 import psutil
 
-from steward.model import JobSpec
+from steward.model import JobSpec, ProgramKind
 from steward.runtime.protocol import (
     BaseEvent,
     CheckpointEvent,
@@ -62,14 +62,18 @@ def launch_document(
     is_recovery: bool = False,
     spark: bool = False,
     deadman_timeout: float = 30.0,
+    program: ProgramKind = ProgramKind.AUTO,
+    spark_conf: dict[str, str] | None = None,
     **extra: Any,
 ) -> LaunchDocument:
-    """A valid launch document; ``spark=True`` adds the test Spark master and conf."""
+    """A valid launch document; ``spark=True`` adds the test Spark master and conf, and
+    ``spark_conf`` more settings."""
     spec = JobSpec(
         job_id=job_id,
         entrypoint=entrypoint,
         args=args or [],
-        spark_conf=dict(SPARK_TEST_CONF) if spark else {},
+        spark_conf={**(SPARK_TEST_CONF if spark else {}), **(spark_conf or {})},
+        program=program,
     )
     return LaunchDocument(
         job_id=job_id,

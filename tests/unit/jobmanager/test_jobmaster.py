@@ -238,6 +238,19 @@ def test_failed_attempt_restarts_after_the_fixed_delay_until_the_budget_is_spent
     assert all(a.state is AttemptState.FAILED for a in master.attempts)
 
 
+def test_a_permanent_error_fails_the_job_at_once_with_restarts_left() -> None:
+    master = running(FixedDelayRestart(attempts=10, delay=5.0))
+    error = ErrorInfo(type="SyntaxError", message="invalid syntax", permanent=True)
+    terminal = master.ended(1, FailedEvent(error=error), now=NOW)
+    assert terminal is not None
+    assert terminal.state is TerminalState.FAILED
+    assert terminal.error == error
+    assert master.state is JobState.FAILED
+    assert master.reason is not None
+    assert "no restart can fix" in master.reason
+    assert not master.wants_slot(NOW + 3600)
+
+
 def test_failed_attempt_restarts_with_the_exponential_delay() -> None:
     master = running(ExponentialDelayRestart(initial=2.0, max=5.0, multiplier=2.0, max_attempts=3))
     expected_delays = [2.0, 4.0, 5.0]
