@@ -28,7 +28,7 @@ from typing import Any, Self, TypeVar
 import httpx
 from pydantic import BaseModel, ValidationError
 
-from steward import packaging
+from steward import job_files, packaging
 from steward.config import Configuration, load
 from steward.discovery import discover_addresses, normalize_address
 from steward.errors import (
@@ -51,7 +51,7 @@ from steward.failover import (
     error_body,
     retry_after_seconds,
 )
-from steward.model import JobKind, JobSpec, RestartStrategy, check_job_id
+from steward.model import JobKind, JobSpec, ProgramKind, RestartStrategy, check_job_id
 from steward.status import (
     ArtifactUpload,
     ClusterView,
@@ -66,6 +66,7 @@ from steward.status import (
 log = logging.getLogger(__name__)
 
 _sleep = time.sleep  # tests replace it to poll without waiting
+_REJECTIONS = frozenset({"bad_request", "too_large", "missing_contents", "content_mismatch"})
 
 V = TypeVar("V", bound=BaseModel)
 
@@ -145,14 +146,25 @@ class Client:
         entrypoint: str | None = None,
         kind: JobKind | str | None = None,
         labels: Mapping[str, str] | None = None,
+        program: ProgramKind | str | None = None,
+        py_files: Sequence[str | Path] = (),
+        files: Sequence[str | Path] = (),
+        archives: Sequence[str] = (),
+        jars: Sequence[str | Path] = (),
+        requirements: Sequence[str] | str | Path | None = None,
     ) -> JobView:
         """Submit the pipeline at ``pipeline`` (a .py file, a folder or a .zip).
 
-        Unset options take the server's defaults. A bad path or spec is a
-        :class:`JobRejectedError` before any request is made.
+        ``py_files``, ``files``, ``archives`` (``path`` or ``path#alias``) and ``jars`` are
+        spark-submit's options of the same names; ``requirements`` is a list of pip
+        requirement lines or a requirements file, built into a venv on the TaskManager. Each
+        file is hashed and uploaded once (skipped when the cluster already has it). Unset
+        options take the server's defaults. A bad path or spec is a :class:`JobRejectedError`
+        before any request is made.
         """
         path = Path(pipeline)
         artifact = packaging.package(path)
+        local = job_files.collect(py_files=py_files, files=files, archives=archives, jars=jars)
         spec: dict[str, Any] = {
             "job_id": job_id if job_id is not None else packaging.default_job_id(path),
             "args": list(args),
@@ -168,9 +180,38 @@ class Client:
             "entrypoint": entrypoint,
             "kind": kind,
             "labels": labels,
+            "program": program,
+            "dependencies": [f.dependency.model_dump(mode="json") for f in local] or None,
+            "requirements": job_files.requirement_lines(requirements) or None,
         }
         spec.update({key: value for key, value in optional.items() if value is not None})
-        return self.submit_raw(_checked_spec(spec), artifact.filename, artifact.data)
+        checked = _checked_spec(spec)
+        for local_file in local:
+            self.upload(local_file)
+        return self.submit_raw(checked, artifact.filename, artifact.data)
+
+    def upload(self, local_file: job_files.LocalFile) -> bool:
+        """Store one file a job names in the cluster, unless it is there; True if sent.
+
+        The upload streams the file (a new reading on each retry through the failover).
+        """
+        dependency = local_file.dependency
+        path = f"/v1/contents/{dependency.sha256}"
+        response, _ = self._failover.send("HEAD", path)
+        if response.status_code == httpx.codes.OK:
+            log.info("file already stored file=%s sha256=%s", local_file.path, dependency.sha256)
+            return False
+        started = time.monotonic()
+        response, _ = self._failover.send("PUT", path, content=local_file.chunks)
+        if not response.is_success:
+            raise _api_error(response, error_body(response), None)
+        log.info(
+            "file uploaded file=%s bytes=%d seconds=%.2f",
+            local_file.path,
+            dependency.size,
+            time.monotonic() - started,
+        )
+        return True
 
     def submit_raw(self, spec: Mapping[str, Any], filename: str, data: bytes) -> JobView:
         """Submit ``spec`` (JobSpec fields) and the artifact bytes as they are.
@@ -322,7 +363,7 @@ def _api_error(response: httpx.Response, error: ErrorBody, job_id: str | None) -
         return JobTerminatedError(error.message, result=error.result, status=status)
     elif error.code == "no_leader":
         return NoLeaderError(error.message, retry_after=retry_after_seconds(response) or None)
-    elif error.code in ("bad_request", "too_large") and response.request.method == "POST":
+    elif error.code in _REJECTIONS and response.request.method in ("POST", "PUT"):
         return JobRejectedError(error.message)
     else:
         return ApiError(error.message, status=status, code=error.code)

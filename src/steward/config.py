@@ -332,6 +332,23 @@ OPTIONS: tuple[Option, ...] = (
         lambda v: None if v >= 0 else "must not be negative",
     ),
     Option(
+        "jobmanager.upload.max-size",
+        _to_size,
+        "8GiB",
+        "Largest file a job may name (PUT /v1/contents): a py-file, file, archive or jar,"
+        " streamed to blob storage, never held in memory. Packed Python environments are"
+        " often hundreds of MB.",
+        lambda v: None if v >= 1 else "must be at least one byte",
+    ),
+    Option(
+        "jobmanager.contents.retention",
+        _to_duration,
+        "1h",
+        "How long a stored file no live job names is kept before the leader's garbage"
+        " collection removes it; an upload waiting for its submission is younger than this.",
+        _positive,
+    ),
+    Option(
         "heartbeat.interval",
         _to_duration,
         "1s",
@@ -445,6 +462,14 @@ class Configuration:
     @property
     def workdir_retention(self) -> float:
         return float(self["taskmanager.workdir.retention"])
+
+    @property
+    def upload_max_size(self) -> int:
+        return int(self["jobmanager.upload.max-size"])
+
+    @property
+    def contents_retention(self) -> float:
+        return float(self["jobmanager.contents.retention"])
 
     @property
     def heartbeat_interval(self) -> float:

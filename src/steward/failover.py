@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -85,10 +85,20 @@ class Failover:
     def close(self) -> None:
         self._http.close()
 
-    def send(self, method: str, path: str, body: Any = None) -> tuple[httpx.Response, bool]:
+    def send(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        content: Callable[[], Iterable[bytes]] | None = None,
+    ) -> tuple[httpx.Response, bool]:
         """The first answer that is not "unavailable", and whether an earlier attempt may have
         been carried out; :class:`ClusterUnreachableError` or :class:`NoLeaderError` after the
-        timeout."""
+        timeout.
+
+        ``body`` is sent as JSON; ``content`` instead streams a raw body, opened anew (called)
+        for every try, so a large file is never held in memory and can be sent again."""
         deadline = time.monotonic() + self.timeout
         delay = self._backoff.initial
         failures: dict[str, str] = {}
@@ -102,7 +112,11 @@ class Failover:
                     break
                 try:
                     response = self._http.request(
-                        method, address + path, json=body, timeout=self._timeouts(remaining)
+                        method,
+                        address + path,
+                        json=body if content is None else None,
+                        content=None if content is None else content(),
+                        timeout=self._timeouts(remaining),
                     )
                 except httpx.TransportError as exc:
                     failures[address] = _describe(exc)

@@ -43,7 +43,9 @@ from steward.status import (
     ResultView,
     SubmitRequest,
 )
+from steward.store.contents import ContentStore
 
+from .content_routes import add_content_routes, missing_contents
 from .dispatcher import JobTerminatedError, NotReadyError, new_job_id
 
 if TYPE_CHECKING:
@@ -89,9 +91,11 @@ def create_app(manager: JobManager) -> FastAPI:
     )
     forwarder = httpx.Client(timeout=_FORWARD_TIMEOUT)
     heartbeat_threads = anyio.CapacityLimiter(HEARTBEAT_THREADS)
+    contents = ContentStore(manager.blobs, max_size=manager.config.upload_max_size)
 
     _add_error_handlers(app)
     _add_health_routes(app, manager)
+    add_content_routes(app, contents)
 
     # ------------------------------------------------------------------ cluster
 
@@ -130,7 +134,7 @@ def create_app(manager: JobManager) -> FastAPI:
     async def submit(request: Request) -> Response:
         """Submit a job: a spec and the pipeline (a .py file or a zipped folder), base64."""
         body = await _bounded_body(request, MAX_SUBMISSION_BYTES)
-        return await _run_sync(request, lambda: _submit(manager, forwarder, body))
+        return await _run_sync(request, lambda: _submit(manager, forwarder, contents, body))
 
     @app.get("/v1/jobs", tags=["jobs"])
     def jobs() -> JobList:
@@ -287,7 +291,9 @@ async def _bounded_body(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def _submit(manager: JobManager, forwarder: httpx.Client, body: bytes) -> Response:
+def _submit(
+    manager: JobManager, forwarder: httpx.Client, contents: ContentStore, body: bytes
+) -> Response:
     dispatcher = _leading(manager)
     if dispatcher is None:
         return _forward(manager, forwarder, "POST", "/v1/jobs", body)
@@ -312,7 +318,13 @@ def _submit(manager: JobManager, forwarder: httpx.Client, body: bytes) -> Respon
     try:
         artifact, spec = check_submission(request.artifact.filename, data, spec)
         graph = JobGraph(spec=spec, artifact=artifact, submitted_at=time.time())
-        view = dispatcher.submit(spec, graph)
+        # Pinned: the leader's content GC cannot remove a file between this check and the
+        # job graph that names it being stored.
+        with dispatcher.content_gc.pinned(d.sha256 for d in spec.dependencies):
+            missing = missing_contents(contents, spec.dependencies)
+            if missing is not None:
+                raise ApiError(400, "missing_contents", missing)
+            view = dispatcher.submit(spec, graph)
     except StewardError as exc:
         _raise_for(exc)
     return JSONResponse(view.model_dump(mode="json"), status_code=201)

@@ -75,11 +75,13 @@ from steward.status import (
 from steward.store import zk
 from steward.store.blob import BlobStore
 from steward.store.checkpoints import CheckpointIDCounter, CompletedCheckpointStore
+from steward.store.contents import ContentStore
 from steward.store.job_graphs import JobGraphStore
 from steward.store.results import JobResultStore, ResultTooLargeError
 from steward.store.statuses import JobStatusStore
 from steward.taskmanager.leases import ExecutionLeases
 
+from .content_gc import ContentCollector
 from .hooks import HookRunner
 from .jobmaster import JobMaster, Terminal
 from .reads import status_view
@@ -136,6 +138,10 @@ class Dispatcher:
         self.id = jobmanager_id
         self._blobs = blobs
         self._graphs = JobGraphStore(session, blobs)
+        # Content GC hook: the leader's collection of unreferenced files (content_gc.py).
+        self.content_gc = ContentCollector(
+            ContentStore(blobs), self._graphs, retention=config.contents_retention
+        )
         self._results = JobResultStore(session)
         self._statuses = JobStatusStore(session)
         self._leases = ExecutionLeases(session, tm_id=jobmanager_id)
@@ -171,7 +177,11 @@ class Dispatcher:
 
     def start(self) -> Dispatcher:
         self.session.client.ChildrenWatch(self.session.layout.taskmanagers, self._on_members)
-        for name, target in (("recover", self._run), ("cleanup", self._cleanup_loop)):
+        for name, target in (
+            ("recover", self._run),
+            ("cleanup", self._cleanup_loop),
+            ("content-gc", lambda: self.content_gc.run(self._stopped)),  # content GC hook
+        ):
             thread = threading.Thread(target=target, name=f"{self.id}-{name}", daemon=True)
             thread.start()
             self._threads.append(thread)

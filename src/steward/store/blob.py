@@ -90,6 +90,20 @@ class BlobStore:
             raise ValueError(f"invalid blob key {key!r}")
         return f"{self._root}/{key}"
 
+    @property
+    def filesystem(self) -> Any:
+        """The fsspec filesystem, for stores that stream (:mod:`steward.store.contents`)."""
+        return self._fs
+
+    @property
+    def is_local(self) -> bool:
+        """True on a local filesystem, where a rename publishes a file atomically."""
+        return self._local
+
+    def path(self, key: str) -> str:
+        """The filesystem path of ``key`` (checked like every key: no ``..``, no ``.``)."""
+        return self._path(key)
+
     def unique_key(self, prefix: str, suffix: str = "") -> str:
         """A key no other writer will use: blobs are never overwritten, only replaced."""
         return f"{prefix}/{time.time_ns():x}-{uuid.uuid4().hex}{suffix}"

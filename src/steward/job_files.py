@@ -1,0 +1,109 @@
+"""The files a job names, on the client's side: found, hashed and described for the spec.
+
+spark-submit's ``--py-files``, ``--files``, ``--archives`` (``path#alias``) and ``--jars``
+become :class:`~steward.model.Dependency` entries, each with the SHA-256 and size of the local
+file (read in chunks, never whole), and a ``requirements`` argument (a list of lines or a
+requirements file) becomes the spec's ``requirements``. Everything is read before any request
+is made: a missing or unreadable file is a :class:`JobRejectedError` and nothing was sent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from steward.errors import JobRejectedError
+from steward.model import Dependency, DependencyKind
+
+CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class LocalFile:
+    """A file a job names: where it is here, and the spec entry that describes it."""
+
+    path: Path
+    dependency: Dependency
+
+    def chunks(self) -> Iterator[bytes]:
+        """The file's bytes, CHUNK at a time (a new reading each call, for retries)."""
+        with self.path.open("rb") as source:
+            while chunk := source.read(CHUNK):
+                yield chunk
+
+
+def collect(
+    *,
+    py_files: Sequence[str | Path] = (),
+    files: Sequence[str | Path] = (),
+    archives: Sequence[str] = (),
+    jars: Sequence[str | Path] = (),
+) -> list[LocalFile]:
+    """Every named file, hashed, in spark-submit's order of options."""
+    found = [_local(DependencyKind.PY_FILE, Path(p)) for p in py_files]
+    found += [_local(DependencyKind.FILE, Path(p)) for p in files]
+    for spelled in archives:
+        path, _, alias = str(spelled).partition("#")
+        found.append(_local(DependencyKind.ARCHIVE, Path(path), alias or None))
+    found += [_local(DependencyKind.JAR, Path(p)) for p in jars]
+    return found
+
+
+def requirement_lines(requirements: Sequence[str] | str | Path | None) -> list[str]:
+    """The spec's ``requirements``: the given lines, or the lines of a requirements file.
+
+    Blank lines and comments are dropped; a ``-r``/``-c`` include is refused (its file would
+    not travel with the job).
+    """
+    if requirements is None:
+        return []
+    if isinstance(requirements, str | Path):
+        path = Path(requirements)
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise JobRejectedError(f"cannot read requirements file {path}: {exc}") from None
+    else:
+        lines = list(requirements)
+    kept = [line.split(" #", 1)[0].strip() for line in lines]
+    kept = [line for line in kept if line and not line.startswith("#")]
+    for line in kept:
+        if line.split()[0] in ("-r", "-c", "--requirement", "--constraint"):
+            raise JobRejectedError(
+                f"requirement {line!r} includes another file, which would not travel with the"
+                " job; list its lines instead"
+            )
+    return kept
+
+
+def _local(kind: DependencyKind, path: Path, alias: str | None = None) -> LocalFile:
+    if not path.is_file():
+        what = "does not exist" if not path.exists() else "is not a file"
+        raise JobRejectedError(f"{kind.value} {path} {what}")
+    try:
+        sha256, size = _hash(path)
+    except OSError as exc:
+        raise JobRejectedError(f"cannot read {kind.value} {path}: {exc}") from None
+    try:
+        dependency = Dependency(
+            kind=kind, filename=path.name, sha256=sha256, size=size, alias=alias
+        )
+    except ValueError as exc:
+        first = str(exc).splitlines()
+        raise JobRejectedError(
+            f"{kind.value} {path}: {first[-1].strip() if first else exc} (file names and"
+            " aliases may use letters, digits, '.', '_' and '-')"
+        ) from None
+    return LocalFile(path, dependency)
+
+
+def _hash(path: Path) -> tuple[str, int]:
+    digest = hashlib.sha256()
+    size = 0
+    with path.open("rb") as source:
+        while chunk := source.read(CHUNK):
+            digest.update(chunk)
+            size += len(chunk)
+    return digest.hexdigest(), size
