@@ -12,10 +12,10 @@ FAILED or CANCELED, or when ``leader`` finds none; 2 for a user mistake.
 
 from __future__ import annotations
 
+import inspect
 import json
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import click
@@ -23,12 +23,14 @@ from pydantic import BaseModel
 from rich.console import Console
 from rich.live import Live
 
-from steward.cli import render
-from steward.cli.options import RESTART_HELP, parse_pairs, parse_restart
+from steward.cli import render, submit_plan
+from steward.cli.spark_submit import HelpRequested
+from steward.cli.submit_command import SubmitCommand, echo_help
+from steward.cli.submit_plan import SubmitPlan
 from steward.client import Client
 from steward.config import Configuration
-from steward.model import JobKind, RestartStrategy, TerminalState
-from steward.status import ResultView
+from steward.model import TerminalState
+from steward.status import JobView, ResultView
 
 _json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 
@@ -51,75 +53,81 @@ def _exit_code(result: ResultView) -> int:
     return 0 if result.state is TerminalState.FINISHED else 1
 
 
-def _restart(_ctx: click.Context, _param: click.Parameter, value: str | None) -> Any:
-    return None if value is None else parse_restart(value)
+@click.command(cls=SubmitCommand)
+@click.pass_context
+def submit(ctx: click.Context, words: tuple[str, ...]) -> None:
+    """Submit FILE and follow the job until it ends.
 
-
-@click.command()
-@click.argument("pipeline", type=click.Path(path_type=Path))
-@click.argument("args", nargs=-1, type=click.UNPROCESSED)
-@click.option("--name", help="A name to show beside the job id.")
-@click.option("--job-id", help="The job's id (default: <pipeline name>-<8 hex>).")
-@click.option("--slots", type=click.IntRange(1, 1024), help="Slots the job takes (default 1).")
-@click.option("--restart", callback=_restart, metavar="STRATEGY", help=RESTART_HELP)
-@click.option("--conf", "conf", multiple=True, metavar="KEY=VALUE", help="A Spark setting.")
-@click.option("--label", "label", multiple=True, metavar="KEY=VALUE", help="A label.")
-@click.option("--entrypoint", help="'function' or 'module:function' (default: main).")
-@click.option("--kind", type=click.Choice([k.value for k in JobKind]), help="Default: batch.")
-@click.option("--detach", is_flag=True, help="Return once submitted instead of following.")
-@_json_option
-@click.pass_obj
-def submit(
-    config: Configuration,
-    *,
-    pipeline: Path,
-    args: tuple[str, ...],
-    name: str | None,
-    job_id: str | None,
-    slots: int | None,
-    restart: RestartStrategy | None,
-    conf: tuple[str, ...],
-    label: tuple[str, ...],
-    entrypoint: str | None,
-    kind: str | None,
-    detach: bool,
-    as_json: bool,
-) -> None:
-    """Submit PIPELINE (a .py file, a folder or a .zip) and follow it until it ends.
-
-    Arguments after `--` are the pipeline's (ctx.args). Without --detach, shows a live status
-    line, then the result; exit code 0 if the job FINISHED, 1 if it FAILED or was CANCELED.
+    FILE is a .py file, a folder or a .zip: a spark-submit script (run unchanged, as
+    __main__ with sys.argv == [FILE, *ARGS]) or a pipeline with main(ctx); --program chooses
+    when the file could be both. Without --detach, shows a live status line, then the result;
+    exit code 0 if the job FINISHED, 1 if it FAILED or was CANCELED.
     """
-    spark_conf = parse_pairs(conf, "--conf")
-    labels = parse_pairs(label, "--label")
-    with open_client(config) as client:
-        view = client.submit(
-            pipeline,
-            args=args,
-            name=name,
-            job_id=job_id,
-            slots=slots,
-            restart=restart,
-            spark_conf=spark_conf or None,
-            entrypoint=entrypoint,
-            kind=kind,
-            labels=labels or None,
-        )
-        if detach:
-            if as_json:
-                _echo_json(view)
-            else:
-                click.echo(f"submitted {view.job_id} ({view.state.value})")
-                click.echo(f"follow it with: steward status {view.job_id}")
+    try:
+        plan = submit_plan.parse(words)
+    except HelpRequested:
+        echo_help(ctx)
+    for warning in plan.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    if plan.verbose:
+        click.echo("\n".join(submit_plan.describe(plan)), err=True)
+    with open_client(ctx.obj) as client:
+        view = _send(client, plan)
+        if plan.detach:
+            _echo_submitted(view, as_json=plan.as_json)
             return
-        if not as_json:
+        if not plan.as_json:
             click.echo(f"submitted {view.job_id}", err=True)
-        result = _follow(client, view.job_id, quiet=as_json)
-    if as_json:
+        result = _follow(client, view.job_id, quiet=plan.as_json)
+    if plan.as_json:
         _echo_json(result)
     else:
         render.print_result(Console(), result)
-    click.get_current_context().exit(_exit_code(result))
+    ctx.exit(_exit_code(result))
+
+
+def _send(client: Client, plan: SubmitPlan) -> JobView:
+    return client.submit(
+        plan.pipeline,
+        args=plan.args,
+        name=plan.name,
+        job_id=plan.job_id,
+        slots=plan.slots,
+        restart=plan.restart,
+        spark_conf=plan.spark_conf or None,
+        entrypoint=plan.entrypoint,
+        kind=plan.kind,
+        labels=plan.labels or None,
+        **_job_files(plan),
+    )
+
+
+def _job_files(plan: SubmitPlan) -> dict[str, Any]:
+    """The program override and the files a job names, only those given: the client takes
+    them as keyword arguments (``program``, ``py_files``, ...)."""
+    given = {
+        "program": plan.program,
+        "py_files": plan.py_files,
+        "files": plan.files,
+        "archives": plan.archives,
+        "jars": plan.jars,
+        "requirements": plan.requirements,
+    }
+    given = {key: value for key, value in given.items() if value}
+    accepted = inspect.signature(Client.submit).parameters
+    missing = [key for key in given if key not in accepted]
+    if missing:
+        names = ", ".join("--" + key.replace("_", "-") for key in missing)
+        raise click.UsageError(f"This Steward's client cannot send {names} yet.")
+    return given
+
+
+def _echo_submitted(view: JobView, *, as_json: bool) -> None:
+    if as_json:
+        _echo_json(view)
+    else:
+        click.echo(f"submitted {view.job_id} ({view.state.value})")
+        click.echo(f"follow it with: steward status {view.job_id}")
 
 
 def _follow(client: Client, job_id: str, *, quiet: bool) -> ResultView:
