@@ -3,9 +3,17 @@
 Owns fd 0 of the runner: :func:`read_launch_line` takes the launch document off it,
 :func:`detach_stdin` moves the pipe out of the pipeline's reach, and :class:`DeadmanSwitch`
 watches it from a daemon thread. When the parent stops writing (EOF, or silence for
-``timeout`` seconds) the switch SIGKILLs the runner's whole process group, which holds the
-Spark JVM and whatever else the pipeline started, so an attempt can never outlive a dead or
-frozen TaskManager by more than ``timeout`` (DESIGN rule 4).
+``timeout`` seconds) the switch SIGKILLs every process of the attempt, then the runner, so an
+attempt can never outlive a dead or frozen TaskManager by more than ``timeout`` (DESIGN rule 4).
+
+"Every process of the attempt" is more than the runner's process group (PySpark's worker
+daemon leaves it, user code may call ``setsid``): :func:`ensure_own_process_group` also makes
+the runner the attempt's child subreaper and puts it in the attempt's cgroup
+(:mod:`steward.runtime.containment`), so that whatever the pipeline starts stays a descendant
+of the runner, and a member of that cgroup, whatever its group or session. The kills
+(:func:`kill_process_group`, :func:`kill_leftovers`) take descendants, group and cgroup
+members together, in rounds until none is left (:mod:`steward.runtime.reaping`), and the
+runner last: while it lives, orphans of the attempt are re-parented to it, not lost to init.
 
 The watcher is a thread, not a signal handler, because signal handlers only run between
 Python bytecodes and a pipeline may sit in ``time.sleep`` or a py4j socket read for hours.
@@ -28,6 +36,7 @@ from typing import NoReturn
 
 import psutil
 
+from steward.runtime import containment, reaping
 from steward.runtime.protocol import LaunchError
 
 log = logging.getLogger(__name__)
@@ -79,12 +88,14 @@ def detach_stdin() -> int:
 
 
 def ensure_own_process_group() -> int:
-    """Lead a process group (the TaskManager's start_new_session already makes it so).
+    """Lead a process group (the TaskManager's start_new_session already makes it so), and
+    contain the attempt: become its child subreaper and join its cgroup, if it has one.
 
     Killing "our" group must never reach the shell or test runner that started us by hand.
     """
     if os.getpgrp() != os.getpid():
         os.setpgid(0, 0)
+    containment.enter_attempt()
     return os.getpgrp()
 
 
@@ -171,7 +182,7 @@ class LaunchLineCollector:
 
 
 def kill_process_group(reason: str) -> NoReturn:
-    """SIGKILL this process group and every descendant that left it; never returns."""
+    """SIGKILL every process of the attempt, then this one; never returns."""
     pgid = os.getpgrp()
     # os.write, not logging: the main thread may hold a logging lock while it is stuck. On a
     # thread, waited for briefly: fd 2 is a pipe to the log capper, which may be frozen with
@@ -180,10 +191,10 @@ def kill_process_group(reason: str) -> NoReturn:
     writer = threading.Thread(target=_write_quietly, args=(2, message), daemon=True)
     writer.start()
     writer.join(_LAST_WORDS_WAIT)
-    for process in _descendants():
-        with contextlib.suppress(OSError):
-            if os.getpgid(process.pid) != pgid:
-                os.kill(process.pid, signal.SIGKILL)
+    cgroup = containment.own_cgroup()
+    reaping.kill_all(lambda: _attempt_processes(cgroup), exclude=[os.getpid()])
+    if cgroup is not None:
+        cgroup.kill()  # this process included
     os.killpg(pgid, signal.SIGKILL)
     os._exit(128 + signal.SIGKILL)  # not reached: the group kill includes this process
 
@@ -194,31 +205,27 @@ def _write_quietly(fd: int, data: bytes) -> None:
 
 
 def kill_leftovers() -> list[int]:
-    """SIGKILL every other process of this group and every descendant; return their pids.
+    """SIGKILL every other process of the attempt; return their pids.
 
     Runs as an attempt ends normally: the TaskManager frees the execution lease only when
-    the whole group is gone, so a subprocess the pipeline forgot must not keep it.
+    every process of the attempt is gone, so a subprocess the pipeline forgot, or one that
+    escaped into a session of its own, must not keep it.
     """
-    me, pgid = os.getpid(), os.getpgrp()
-    victims = {process.pid for process in _descendants()}
-    for process in psutil.process_iter():
-        with contextlib.suppress(OSError):
-            if os.getpgid(process.pid) == pgid:
-                victims.add(process.pid)
-    victims.discard(me)
-    killed = []
-    for pid in sorted(victims):
-        with contextlib.suppress(OSError):
-            os.kill(pid, signal.SIGKILL)
-            killed.append(pid)
+    cgroup = containment.own_cgroup()
+    killed = reaping.kill_all(lambda: _attempt_processes(cgroup), exclude=[os.getpid()])
+    reaping.reap_children()  # orphans re-parented to us: no zombies left for init
     return killed
 
 
-def _descendants() -> list[psutil.Process]:
-    try:
-        return list(psutil.Process().children(recursive=True))
-    except psutil.Error:
-        return []
+def _attempt_processes(cgroup: containment.Cgroup | None) -> list[psutil.Process]:
+    """This runner's descendants, process group and cgroup members (this process included)."""
+    found = {process.pid: process for process in reaping.descendants(os.getpid())}
+    found.update((p.pid, p) for p in reaping.group_members(os.getpgrp()))
+    if cgroup is not None:
+        for pid in cgroup.pids():
+            with contextlib.suppress(psutil.Error):
+                found.setdefault(pid, psutil.Process(pid))
+    return reaping.live(found.values())
 
 
 def _millis(seconds: float) -> int:
