@@ -9,6 +9,12 @@ starts a JVM.
   ``builder.remote``); the job's ``spark_conf`` is applied first, so the cluster's master and
   the app name ``steward-<job_id>-<attempt>`` win over it. Console progress bars are off
   (stdout is the attempt's log file) unless ``spark_conf`` turns them on.
+- On Spark Connect the session is the attempt's own server-side session
+  (:mod:`steward.runtime.connect`): the URL's ``session_id``, or ``SPARK_REMOTE``'s for the
+  same server (the runner puts the attempt's there). If neither has one, the session id is
+  derived here from the app name and the earlier attempts' sessions are fenced first (whoever
+  picks the attempt's session id fences its predecessors). :func:`stop_session` interrupts the
+  session's operations before releasing it.
 - A warm spare runner builds its session early (:func:`new_session`, :func:`warm_up`) and
   hands it to its attempt with :func:`adopt_warm_session`: the job's SQL conf is set on the
   live session, and the app name stays the spare's (``spark.job.description`` names the
@@ -38,7 +44,8 @@ from pyspark.sql.streaming.listener import (
     StreamingQueryListener,
 )
 
-from steward.runtime.warm import CONNECT_SCHEME, DEFAULT_CONF, runtime_conf
+from steward.runtime import connect
+from steward.runtime.warm import DEFAULT_CONF, runtime_conf
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +56,9 @@ _BATCH_DURATIONS = ("addBatch", "commitOffsets")
 MicroBatchCallback = Callable[[dict[str, Any]], None]
 # Each trivial job of a young JVM is faster than the one before (class loading, then JIT).
 _WARM_UP_JOBS = 5
+# Fencing the earlier attempts' Connect sessions; stopping this attempt's operations.
+_CONNECT_FENCE_TIMEOUT = 60.0
+_CONNECT_STOP_TIMEOUT = 10.0
 
 
 def app_name(job_id: str, attempt: int) -> str:
@@ -78,12 +88,35 @@ def new_session(*, master: str, name: str, conf: Mapping[str, str]) -> SparkSess
     # stdout is a log file, not a terminal: no progress bars unless the job asks for them.
     for key, value in {**DEFAULT_CONF, **conf}.items():
         builder = builder.config(key, value)
-    if master.startswith(CONNECT_SCHEME):
+    if connect.is_connect(master):
+        master = _connect_url(master, name)
         builder = builder.remote(master)
     else:
         builder = builder.master(master)
     log.info("starting SparkSession master=%s app=%s", master, name)
     return builder.appName(name).getOrCreate()
+
+
+def _connect_url(master: str, name: str) -> str:
+    """The attempt's Connect URL; its predecessors fenced if the session id is chosen here."""
+    url = connect.attempt_url(master, os.environ)
+    if connect.SESSION_ID in connect.url_params(url):
+        return url
+    job_id, attempt = _attempt_of(name)
+    if attempt is None:
+        return url  # not an attempt's session (a tool's, a test's): nothing to fence
+    connect.interrupt_earlier_attempts(url, job_id, attempt, _CONNECT_FENCE_TIMEOUT)
+    return connect.remote_url(url, job_id, attempt)
+
+
+def _attempt_of(name: str) -> tuple[str, int | None]:
+    """The inverse of :func:`app_name`: (job id, attempt), or (name, None)."""
+    prefix, _, number = name.rpartition("-")
+    if not name.startswith("steward-") or name.startswith("steward-spare-"):
+        return name, None
+    if not number.isdigit() or prefix == "steward":
+        return name, None
+    return prefix.removeprefix("steward-"), int(number)
 
 
 def attach(
@@ -212,6 +245,10 @@ def stop_session(session: SparkSession) -> None:
         for query in session.streams.active:
             log.info("stopping streaming query id=%s left running by the pipeline", query.id)
             query.stop()
+    if _is_connect_session(session):
+        # Released sessions cancel their operations too, but a stop that fails (the server
+        # unreachable) would leave them running: interrupt first, and wait for it.
+        connect.interrupt_own(session, _CONNECT_STOP_TIMEOUT)
     try:
         session.stop()
     except Exception:
@@ -227,3 +264,7 @@ def active_session() -> SparkSession | None:
     except Exception:  # a half-started session: nothing usable to stop
         log.exception("could not look up the active SparkSession")
         return None
+
+
+def _is_connect_session(session: SparkSession) -> bool:
+    return type(session).__module__.startswith("pyspark.sql.connect")

@@ -1,0 +1,170 @@
+"""Spark processes for tests and benchmarks, started from the installed pyspark package.
+
+What :mod:`steward.testing.standalone` (a standalone Master and Worker) and
+:mod:`steward.testing.connect_server` (a Spark Connect server) share: where Spark is, free
+loopback ports, the environment (an empty ``SPARK_CONF_DIR`` of the caller's, so no
+``spark-defaults.conf`` from elsewhere leaks in), and :class:`SparkProcess`: one JVM in its own
+process group, its output in ``<workdir>/logs/<name>.log``, SIGKILLed as a group at the end.
+The daemons are launched as an operator would, with ``<pyspark>/bin/spark-class`` and
+``spark-submit``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+LOOPBACK = "127.0.0.1"
+_KILL_WAIT = 10.0
+
+
+def spark_home() -> Path:
+    """The pyspark package directory: it holds bin/spark-class and jars/ (pip's layout)."""
+    import pyspark
+
+    return Path(pyspark.__file__).resolve().parent
+
+
+def spark_version() -> str:
+    import pyspark
+
+    return str(pyspark.__version__)
+
+
+def free_port() -> int:
+    """A TCP port on loopback that was free a moment ago (the kernel's choice)."""
+    with socket.socket() as sock:
+        sock.bind((LOOPBACK, 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def http_json(url: str, timeout: float = 2.0) -> Any:
+    """The JSON at ``url``, or None if nothing answers with 200 (dead or still starting)."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            return json.loads(response.read())
+    except (OSError, ValueError, urllib.error.URLError):
+        return None
+
+
+def wait_for(
+    predicate: Callable[[], T | None], timeout: float, what: str, interval: float = 0.1
+) -> T:
+    """Poll ``predicate`` until it returns something truthy; ``TimeoutError`` after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"{what}: not within {timeout:g}s (last value {value!r})")
+        time.sleep(interval)
+
+
+# ---------------------------------------------------------------------------------- processes
+
+
+@dataclass
+class SparkProcess:
+    """One Spark JVM in its own process group; Spark's launch scripts exec it, so the pid is
+    the JVM's."""
+
+    name: str
+    popen: subprocess.Popen[bytes]
+    log: Path
+
+    def alive(self) -> bool:
+        return self.popen.poll() is None
+
+    def kill(self) -> None:
+        """SIGKILL the whole group and reap the process."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.popen.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.popen.wait(_KILL_WAIT)
+
+    def log_tail(self, chars: int = 4000) -> str:
+        return self.log.read_text(errors="replace")[-chars:] if self.log.exists() else ""
+
+    def check_alive(self) -> None:
+        if not self.alive():
+            raise RuntimeError(
+                f"{self.name} exited with {self.popen.returncode}:\n{self.log_tail()}"
+            )
+
+
+def spark_env(
+    workdir: Path, *, daemon_java_opts: str = "", daemon_memory: str = "512m"
+) -> dict[str, str]:
+    """The environment of a Spark daemon or driver started from pyspark, confined to
+    ``workdir`` (an empty ``conf`` folder there is its SPARK_CONF_DIR)."""
+    conf_dir = workdir / "conf"
+    conf_dir.mkdir(parents=True, exist_ok=True)
+    env = {
+        **os.environ,
+        "SPARK_HOME": str(spark_home()),
+        "SPARK_CONF_DIR": str(conf_dir),
+        "SPARK_LOCAL_IP": LOOPBACK,
+        "SPARK_DAEMON_MEMORY": daemon_memory,
+        "SPARK_DAEMON_JAVA_OPTS": daemon_java_opts,
+        "PYSPARK_PYTHON": sys.executable,
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+    }
+    for inherited in ("PYTHONPATH", "SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED"):
+        env.pop(inherited, None)
+    return env
+
+
+def spawn(name: str, argv: list[str], workdir: Path, env: Mapping[str, str]) -> SparkProcess:
+    """Start ``argv`` in its own process group, output appended to ``workdir/logs/<name>.log``."""
+    path = workdir / "logs" / f"{name}.log"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("ab") as out:
+        popen = subprocess.Popen(
+            argv,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            cwd=workdir,
+            env=dict(env),
+        )
+    log.info("spark process started name=%s pid=%d log=%s", name, popen.pid, path)
+    return SparkProcess(name, popen, path)
+
+
+def master_command(port: int, webui_port: int) -> list[str]:
+    return [
+        str(spark_home() / "bin" / "spark-class"),
+        "org.apache.spark.deploy.master.Master",
+        *("--host", LOOPBACK, "--port", str(port), "--webui-port", str(webui_port)),
+    ]
+
+
+def worker_command(
+    master_url: str, *, webui_port: int, cores: int, memory: str, work_dir: Path
+) -> list[str]:
+    return [
+        str(spark_home() / "bin" / "spark-class"),
+        "org.apache.spark.deploy.worker.Worker",
+        *("--host", LOOPBACK, "--webui-port", str(webui_port)),
+        *("--cores", str(cores), "--memory", memory, "--work-dir", str(work_dir)),
+        master_url,
+    ]
