@@ -30,7 +30,7 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field
 
-from steward.model import ErrorInfo, JsonValue, Payload, Value
+from steward.model import ErrorInfo, JsonValue, Payload, SparkApp, Value
 from steward.runtime.protocol import CheckpointEvent, FailedEvent, FinishedEvent
 
 HEARTBEAT_PATH = "/internal/v1/heartbeat"
@@ -87,6 +87,7 @@ class AttemptReport(Value):
     rejection: Rejection | None = None
     rejection_message: str | None = None
     lease_released: bool = False
+    spark_app: SparkApp | None = None
 
 
 class Heartbeat(Payload):

@@ -325,6 +325,14 @@ class AttemptState(enum.StrEnum):
         return self not in (AttemptState.DEPLOYING, AttemptState.RUNNING)
 
 
+class SparkApp(Value):
+    """The Spark application an attempt drives: its id, its UI, its master."""
+
+    app_id: str = Field(min_length=1, max_length=256)
+    ui_url: str | None = Field(default=None, max_length=2048)
+    master: str = Field(default="", max_length=2048)
+
+
 class AttemptRecord(Value):
     """One run of a job: where, under which leader epoch, when, and how it ended."""
 
@@ -338,6 +346,7 @@ class AttemptRecord(Value):
     adopted_by: list[int] = Field(
         default_factory=list, description="epochs of leaders that adopted the running attempt"
     )
+    spark_app: SparkApp | None = None
 
 
 class JobResultEntry(Payload):

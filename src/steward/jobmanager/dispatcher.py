@@ -633,8 +633,12 @@ class Dispatcher:
         acked = self._record_checkpoints(master, report)
         if report.progress is not None:
             master.progress = report.progress
+        app_changed = report.spark_app is not None and master.spark_app(
+            report.attempt, report.spark_app
+        )
         if report.phase is not AttemptPhase.ENDED:
-            if master.running(report.attempt, report.started_at) or master.cancel_requested:
+            running = master.running(report.attempt, report.started_at)
+            if running or app_changed or master.cancel_requested:
                 if master.cancel_requested:
                     self._send_cancel(master)
                 self._persist(master)

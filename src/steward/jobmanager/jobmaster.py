@@ -24,7 +24,14 @@ import time
 from dataclasses import dataclass, field
 
 from steward.heartbeat import Rejection
-from steward.model import ErrorInfo, JobGraphPointer, JobSpec, JsonValue, TerminalState
+from steward.model import (
+    ErrorInfo,
+    JobGraphPointer,
+    JobSpec,
+    JsonValue,
+    SparkApp,
+    TerminalState,
+)
 from steward.runtime.protocol import AttemptCancelled, FailedEvent, FinishedEvent, error_type_name
 from steward.status import (
     MAX_ATTEMPTS_KEPT,
@@ -245,6 +252,14 @@ class JobMaster:
         )
         if not self.cancel_requested:
             self._set(JobState.RUNNING, None)
+        return True
+
+    def spark_app(self, number: int, app: SparkApp) -> bool:
+        """Attempt ``number`` drives Spark application ``app``; True if that is news."""
+        record = self.attempt(number)
+        if record is None or record.spark_app == app:
+            return False
+        self._replace(record.model_copy(update={"spark_app": app}))
         return True
 
     def ended(

@@ -106,6 +106,7 @@ from steward.model import (
     JobSpec,
     JsonValue,
     Payload,
+    SparkApp,
     Value,
     check_job_id,
 )
@@ -306,6 +307,13 @@ class CheckpointEvent(BaseEvent):
     metadata: dict[str, JsonValue]
 
 
+class SparkAppEvent(BaseEvent):
+    """The attempt's SparkContext started (by ``ctx.spark`` or the pipeline's own code)."""
+
+    event: Literal["spark-app"] = "spark-app"
+    app: SparkApp
+
+
 class FinishedEvent(BaseEvent):
     """The hook returned; ``value`` is its return value as JSON (null for None)."""
 
@@ -321,7 +329,13 @@ class FailedEvent(BaseEvent):
 
 
 RunnerEvent: TypeAlias = Annotated[
-    StartedEvent | ReadyEvent | ProgressEvent | CheckpointEvent | FinishedEvent | FailedEvent,
+    StartedEvent
+    | ReadyEvent
+    | ProgressEvent
+    | CheckpointEvent
+    | SparkAppEvent
+    | FinishedEvent
+    | FailedEvent,
     Field(discriminator="event"),
 ]
 FinalEvent: TypeAlias = FinishedEvent | FailedEvent

@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, NoReturn
 from steward.errors import CorruptStateError
 from steward.model import ErrorInfo, JsonValue, ProgramKind
 from steward.runtime import script, session_settings
+from steward.runtime.app_watch import SparkAppWatcher
 from steward.runtime.artifact import entry_file, load_pipeline
 from steward.runtime.channel import EventChannel
 from steward.runtime.context import JobContext
@@ -197,7 +198,9 @@ def _run_launched(
         launch.is_recovery,
     )
     channel.emit(StartedEvent(pid=os.getpid(), pgid=os.getpgrp()))
+    watcher = SparkAppWatcher(channel).start()
     outcome, context = _run_hook(launch, channel, warm_session)
+    watcher.stop()
     if os.getpid() != channel.owner_pid:
         # The child of a pipeline's os.fork() returned from the hook: it must neither report
         # nor clean up (stopping Spark or killing the group would hit the real runner).

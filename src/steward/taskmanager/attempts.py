@@ -29,7 +29,7 @@ from steward.heartbeat import (
     ReportedCheckpoint,
     StartAttempt,
 )
-from steward.model import JsonValue
+from steward.model import JsonValue, SparkApp
 from steward.runtime.driver import RunnerProcess
 from steward.runtime.protocol import CheckpointEvent, FailedEvent, FinalEvent
 
@@ -54,6 +54,7 @@ class Attempt:
     started_at: float | None = None
     ended_at: float | None = None
     progress: dict[str, JsonValue] | None = None
+    spark_app: SparkApp | None = None
     checkpoints: list[ReportedCheckpoint] = field(default_factory=list)
     next_seq: int = 1
     outcome: FinalEvent | None = None
@@ -95,6 +96,7 @@ class Attempt:
             rejection=self.rejection,
             rejection_message=self.rejection_message,
             lease_released=self.lease_released,
+            spark_app=self.spark_app,
         )
 
 
@@ -265,6 +267,11 @@ class Attempts:
     def progress(self, attempt: Attempt, progress: dict[str, JsonValue]) -> None:
         with self._lock:
             attempt.progress = progress
+
+    def spark_app(self, attempt: Attempt, app: SparkApp) -> None:
+        with self._lock:
+            attempt.spark_app = app
+            self.changed.set()
 
     def checkpoint(self, attempt: Attempt, event: CheckpointEvent) -> None:
         with self._lock:

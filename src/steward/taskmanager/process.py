@@ -61,6 +61,7 @@ from steward.runtime.protocol import (
     FailedEvent,
     ProgressEvent,
     RunnerEvent,
+    SparkAppEvent,
     error_type_name,
 )
 from steward.store.blob import BlobStore
@@ -407,6 +408,8 @@ class TaskManager:
             self.attempts.progress(attempt, event.progress)
         elif isinstance(event, CheckpointEvent):
             self.attempts.checkpoint(attempt, event)
+        elif isinstance(event, SparkAppEvent):
+            self.attempts.spark_app(attempt, event.app)
 
     def _on_exit(self, job_id: str, attempt_number: int, returncode: int | None) -> None:
         """The execution monitor saw the attempt's whole process group gone."""

@@ -14,7 +14,7 @@ import pytest
 from runner_harness import SPARK_TEST_MASTER, launch_document, running
 
 from steward.model import ProgramKind
-from steward.runtime.protocol import FinishedEvent
+from steward.runtime.protocol import FinishedEvent, SparkAppEvent
 
 pytestmark = pytest.mark.spark
 
@@ -29,7 +29,7 @@ def write(folder: Path, name: str, source: str) -> Path:
     return path
 
 
-def test_script_session_gets_the_jobs_master_and_conf_and_keeps_its_own_name(
+def test_script_session_gets_the_jobs_master_and_conf_and_is_reported(
     tmp_path: Path,
 ) -> None:
     out = tmp_path / "seen.json"
@@ -49,6 +49,7 @@ def test_script_session_gets_the_jobs_master_and_conf_and_keeps_its_own_name(
                 "memory": conf.get("spark.driver.memory"),
                 "name": spark.sparkContext.appName,
                 "rows": spark.range(10).count(),
+                "app_id": spark.sparkContext.applicationId,
             }
             with open(sys.argv[1], "w") as f:
                 json.dump(seen, f)
@@ -68,6 +69,9 @@ def test_script_session_gets_the_jobs_master_and_conf_and_keeps_its_own_name(
         assert isinstance(final, FinishedEvent), runner.log()
 
     seen = json.loads(out.read_text())
+    apps = [e.app for e in runner.events if isinstance(e, SparkAppEvent)]
+    assert [app.app_id for app in apps] == [seen.pop("app_id")]  # reported once, the right one
+    assert apps[0].master == SPARK_TEST_MASTER
     assert seen == {
         "master": SPARK_TEST_MASTER,
         "marker": "from-the-job",
