@@ -3,9 +3,11 @@
 This module owns the slow, fallible half of starting an attempt, which runs on a launch
 worker (never on the heartbeat thread): fetch the job graph blob (checked against the
 command's sha256), unpack its artifact under ``<workdir>/<job-id>/<attempt>/artifact``, and
+fetch the files the job names into the host's cache and build its Python environment
+(:mod:`~steward.taskmanager.dependency_cache`, :mod:`~steward.taskmanager.environments`), and
 build the :class:`~steward.runtime.protocol.LaunchDocument`. Anything wrong with the job's
 data is a :class:`~steward.errors.StewardError` whose message says what; the caller turns it
-into the attempt's failed outcome.
+into the attempt's failed outcome (permanent when the error's class says so).
 """
 
 from __future__ import annotations
@@ -23,6 +25,9 @@ from steward.model import JobGraph, JobSpec
 from steward.runtime.protocol import LaunchDocument, RunMode
 from steward.runtime.unpack import materialize
 from steward.store.blob import BlobRef, BlobStore
+from steward.store.contents import ContentStore
+from steward.taskmanager.dependency_cache import CACHE_DIR, DependencyCache
+from steward.taskmanager.environments import Environments
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +58,10 @@ class Launcher:
         self._workdir = workdir
         self._spark_master = str(config["spark.master"])
         self._deadman_timeout = config.deadman_timeout
+        # Shared by every TaskManager of the host that uses the same taskmanager.workdir.
+        cache = Path(str(config["taskmanager.workdir"])).resolve() / CACHE_DIR
+        self._dependencies = DependencyCache(ContentStore(blobs), cache)
+        self._environments = Environments(cache)
 
     def attempt_dir(self, job_id: str, attempt: int) -> Path:
         return self._workdir / job_id / str(attempt)
@@ -70,6 +79,8 @@ class Launcher:
             )
         attempt_dir = self.attempt_dir(command.job_id, command.attempt)
         artifact_path = materialize(graph.artifact, attempt_dir / "artifact", spec.entrypoint)
+        dependencies = [self._dependencies.fetch(d) for d in spec.dependencies]
+        python_env = self._environments.python_env(spec, dependencies)
         try:
             document = LaunchDocument(
                 job_id=command.job_id,
@@ -84,6 +95,8 @@ class Launcher:
                 completed_stages=command.completed_stages,
                 last_checkpoint=command.last_checkpoint,
                 deadman_timeout=self._deadman_timeout,
+                dependencies=dependencies,
+                python_env=python_env,
             )
         except ValidationError as exc:
             first = exc.errors()[0]

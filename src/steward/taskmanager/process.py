@@ -478,4 +478,8 @@ class TaskManager:
 
 
 def _failed(exc: BaseException) -> FailedEvent:
-    return FailedEvent(error=ErrorInfo(type=error_type_name(type(exc)), message=str(exc)))
+    # A class may say retrying cannot help (an environment that cannot be built, say).
+    permanent = getattr(exc, "permanent", False) is True
+    return FailedEvent(
+        error=ErrorInfo(type=error_type_name(type(exc)), message=str(exc), permanent=permanent)
+    )
