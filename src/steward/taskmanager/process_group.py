@@ -10,8 +10,10 @@ is also *contained* (:mod:`steward.runtime.containment`):
   moved in right after it (and joining again itself before it starts anything); every
   descendant is born inside, the cgroup says when none is left and kills all at once;
 - and, everywhere, the runner is the attempt's child subreaper, so orphans stay its
-  descendants while it lives; without a cgroup, what is left after the runner died is found by
-  the process group and the attempt's token in the environment (:data:`TOKEN_ENV`).
+  descendants while it lives; what is left after the runner died is also found by the process
+  group and the attempt's token in the environment (:data:`TOKEN_ENV`): without a cgroup
+  that is all there is, and with one it covers a child other than the runner that forked
+  before the TaskManager moved it in.
 
 "The attempt is gone" (DESIGN rule 3) means no live process of the attempt is left, not merely
 that the runner exited: a Spark JVM or a Python worker that outlives its runner still holds the
@@ -186,8 +188,10 @@ class ProcessGroup:
         return True
 
     def _rest_alive(self) -> bool:
-        if self.cgroup is not None:
-            return self.cgroup.populated()
+        # The group and the token too: a child that is not the runner may fork before it was
+        # moved into the cgroup (the runner joins it itself before it starts anything).
+        if self.cgroup is not None and self.cgroup.populated():
+            return True
         return self._group_alive() or bool(self.token and reaping.marked(self.token))
 
     def _group_alive(self) -> bool:
@@ -225,9 +229,8 @@ class ProcessGroup:
         log.info("killing attempt pgid=%d cgroup=%s", self.pgid, self.cgroup)
         if self.cgroup is not None:
             self.cgroup.kill()
-        else:
-            # The runner last: while it lives, the orphans of what is killed go to it.
-            reaping.kill_all(self._fallback_members, exclude=[self.pid])
+        # The runner last: while it lives, the orphans of what is killed go to it.
+        reaping.kill_all(self._fallback_members, exclude=[self.pid])
         self._signal(signal.SIGKILL)
 
     def _fallback_members(self) -> list[psutil.Process]:

@@ -1,0 +1,123 @@
+"""Containment: every process of an attempt counts and is killed, whatever its group or session.
+
+A "runner" here is a small Python program that starts a daemon-style sleeper (double fork and
+``setsid``, see tests/escapers.py) and then sleeps or exits. Each test runs twice: with a
+cgroup per attempt (where the host has cgroup v2) and with the fallback (process group and
+environment token).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from escapers import DOUBLE_FORK, alive, escaped_from, kill_sleepers
+from steward.runtime import containment
+from steward.taskmanager.process_group import ProcessGroup
+from support import wait_until
+
+RUNNER = """
+import subprocess, sys, time
+subprocess.run([sys.executable, "-c", sys.argv[1], sys.argv[2]], check=True)
+time.sleep(1000)
+"""
+
+SUBREAPER = """
+import subprocess, sys, time
+from steward.runtime import containment
+assert containment.become_subreaper() and containment.is_subreaper()
+subprocess.run([sys.executable, "-c", sys.argv[1], sys.argv[2]], check=True)
+time.sleep(1000)
+"""
+
+
+@pytest.fixture(params=["cgroup", "fallback"])
+def mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    if request.param == "fallback":
+        monkeypatch.setattr(containment, "attempt_parent", lambda: None)
+    elif containment.attempt_parent() is None:
+        pytest.skip("no usable cgroup v2 on this host")
+    return str(request.param)
+
+
+class Spawned:
+    """What a test started: groups killed, escaped sleepers too, whatever the test did."""
+
+    def __init__(self) -> None:
+        self.groups: list[ProcessGroup] = []
+        self.escaped: list[int] = []
+
+    def start(self, tmp_path: Path, program: str = RUNNER) -> tuple[ProcessGroup, int]:
+        """A runner whose sleeper escaped its group and session; the group and that pid."""
+        pid_file = tmp_path / "escaped.pid"
+        group = ProcessGroup.spawn([sys.executable, "-c", program, DOUBLE_FORK, str(pid_file)])
+        self.groups.append(group)
+        wait_until(pid_file.exists, 10, message="sleeper started")
+        escaped = int(pid_file.read_text())
+        self.escaped.append(escaped)
+        assert escaped_from(escaped, group.pid)
+        return group, escaped
+
+
+@pytest.fixture
+def spawned() -> Iterator[Spawned]:
+    started = Spawned()
+    yield started
+    for group in started.groups:
+        group.kill()
+        group.wait_gone(10.0)
+    kill_sleepers(started.escaped)
+
+
+def test_the_attempt_lives_while_an_escaped_process_lives_and_that_process_is_killed(
+    spawned: Spawned, tmp_path: Path, mode: str
+) -> None:
+    group, escaped = spawned.start(tmp_path)
+
+    os.kill(group.pid, signal.SIGKILL)  # the runner alone dies
+    wait_until(lambda: group.returncode is not None, 10, message="runner reaped")
+
+    assert group.alive(), "the escaped sleeper is a process of the attempt"
+    wait_until(lambda: not alive(escaped), 10, message="escaped sleeper killed")
+    assert group.wait_gone(10.0)
+
+
+def test_kill_takes_processes_in_other_sessions(
+    spawned: Spawned, tmp_path: Path, mode: str
+) -> None:
+    group, escaped = spawned.start(tmp_path)
+
+    group.kill()
+
+    assert group.wait_gone(10.0)
+    assert not alive(escaped)
+
+
+def test_a_cgroup_holds_the_runner_and_is_removed_once_its_attempt_is_gone(
+    spawned: Spawned, tmp_path: Path
+) -> None:
+    if containment.attempt_parent() is None:
+        pytest.skip("no usable cgroup v2 on this host")
+    group, escaped = spawned.start(tmp_path)
+    assert group.cgroup is not None
+    path = group.cgroup.path
+    assert {group.pid, escaped} <= set(group.cgroup.pids())
+
+    group.kill()
+
+    assert group.wait_gone(10.0)
+    assert not path.exists()
+
+
+def test_a_subreaper_adopts_the_orphans_of_its_descendants(
+    spawned: Spawned, tmp_path: Path
+) -> None:
+    group, escaped = spawned.start(tmp_path, SUBREAPER)
+
+    assert psutil.Process(escaped).ppid() == group.pid
