@@ -1,0 +1,122 @@
+"""spark-submit scripts, unchanged, through a real cluster (JobManager and TaskManager).
+
+The script is written the way Apache Spark's own Python examples are: a ``__main__`` guard,
+``sys.argv``, ``SparkSession.builder.getOrCreate()``, a usage message and ``sys.exit(-1)``.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from e2e.processes import ProcessCluster
+from e2e.wordcounts import SAMPLE, count_words
+from steward.errors import JobNotFoundError, JobRejectedError
+from steward.model import NoRestart
+
+pytestmark = pytest.mark.zookeeper
+
+SPARK_DEADLINE = 240.0
+QUICK_DEADLINE = 60.0
+SMALL_SPARK = {
+    "spark.master": "local[2]",
+    "spark.sql.shuffle.partitions": "2",
+    "spark.ui.enabled": "false",
+    "spark.driver.memory": "700m",
+}
+
+WORDCOUNT_SCRIPT = """
+import json
+import re
+import sys
+
+from pyspark.sql import SparkSession
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        print("Usage: wordcount <file> <output.json>", file=sys.stderr)
+        sys.exit(-1)
+    spark = SparkSession.builder.appName("PythonWordCount").getOrCreate()
+    lines = spark.read.text(sys.argv[1]).rdd.map(lambda row: row[0])
+    counts = (
+        lines.flatMap(lambda line: re.findall(r"[a-z]+", line.lower()))
+        .map(lambda word: (word, 1))
+        .reduceByKey(lambda a, b: a + b)
+        .collect()
+    )
+    with open(sys.argv[2], "w") as out:
+        json.dump(dict(counts), out)
+    print(f"{len(counts)} distinct words")
+    spark.stop()
+"""
+
+
+def write_script(folder: Path, source: str, name: str = "wordcount_app.py") -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text(textwrap.dedent(source))
+    return path
+
+
+@pytest.mark.spark
+def test_unmodified_wordcount_script_finishes_with_the_right_counts(
+    process_cluster: ProcessCluster, tmp_path: Path
+) -> None:
+    process_cluster.start_jobmanager("jm-1")
+    process_cluster.start_taskmanager("tm-1")
+    process_cluster.wait_ready(taskmanagers=1)
+    script = write_script(tmp_path / "code", WORDCOUNT_SCRIPT)
+    output = tmp_path / "counts.json"
+    with process_cluster.client() as client:
+        client.submit(
+            script, args=[str(SAMPLE), str(output)], job_id="script-wc", spark_conf=SMALL_SPARK
+        )
+        result = client.wait("script-wc", timeout=SPARK_DEADLINE)
+        assert result.state.value == "FINISHED", result.error
+        attempts = client.job("script-wc").attempts
+    assert json.loads(output.read_text()) == dict(count_words(SAMPLE.read_text()))
+    app = attempts[-1].spark_app
+    assert app is not None and app.app_id.startswith("local-")
+    assert app.master == "local[2]"
+    process_cluster.check_alive()
+
+
+def test_script_with_wrong_arguments_fails_with_its_usage_message(
+    process_cluster: ProcessCluster, tmp_path: Path
+) -> None:
+    process_cluster.start_jobmanager("jm-1")
+    process_cluster.start_taskmanager("tm-1")
+    process_cluster.wait_ready(taskmanagers=1)
+    script = write_script(tmp_path / "code", WORDCOUNT_SCRIPT)
+    with process_cluster.client() as client:
+        client.submit(script, args=["only-one"], job_id="script-usage", restart=NoRestart())
+        result = client.wait("script-usage", timeout=QUICK_DEADLINE)
+    assert result.state.value == "FAILED"
+    assert result.error is not None
+    assert result.error.message.startswith("the script exited with status -1")
+    assert "Usage: wordcount <file> <output.json>" in result.error.message
+
+
+@pytest.mark.parametrize(
+    ("source", "refusal"),
+    [
+        ("if __name__ == '__main__':\n    print('x'\n", "SyntaxError"),
+        ("def mian(ctx):\n    return 1\n", "defines no main"),
+    ],
+    ids=["syntax-error", "no-entrypoint"],
+)
+def test_code_no_attempt_could_run_is_refused_at_submission_and_nothing_stored(
+    process_cluster: ProcessCluster, tmp_path: Path, source: str, refusal: str
+) -> None:
+    process_cluster.start_jobmanager("jm-1")
+    process_cluster.wait_ready(taskmanagers=0)
+    script = write_script(tmp_path / "code", source, "broken_app.py")
+    with process_cluster.client() as client:
+        with pytest.raises(JobRejectedError, match=refusal):
+            client.submit(script, job_id="broken")
+        with pytest.raises(JobNotFoundError):
+            client.job("broken")
+        assert client.jobs() == []
