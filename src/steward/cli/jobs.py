@@ -12,7 +12,6 @@ FAILED or CANCELED, or when ``leader`` finds none; 2 for a user mistake.
 
 from __future__ import annotations
 
-import inspect
 import json
 import time
 from collections.abc import Sequence
@@ -98,28 +97,13 @@ def _send(client: Client, plan: SubmitPlan) -> JobView:
         entrypoint=plan.entrypoint,
         kind=plan.kind,
         labels=plan.labels or None,
-        **_job_files(plan),
+        program=plan.program,
+        py_files=plan.py_files,
+        files=plan.files,
+        archives=plan.archives,
+        jars=plan.jars,
+        requirements=plan.requirements,
     )
-
-
-def _job_files(plan: SubmitPlan) -> dict[str, Any]:
-    """The program override and the files a job names, only those given: the client takes
-    them as keyword arguments (``program``, ``py_files``, ...)."""
-    given = {
-        "program": plan.program,
-        "py_files": plan.py_files,
-        "files": plan.files,
-        "archives": plan.archives,
-        "jars": plan.jars,
-        "requirements": plan.requirements,
-    }
-    given = {key: value for key, value in given.items() if value}
-    accepted = inspect.signature(Client.submit).parameters
-    missing = [key for key in given if key not in accepted]
-    if missing:
-        names = ", ".join("--" + key.replace("_", "-") for key in missing)
-        raise click.UsageError(f"This Steward's client cannot send {names} yet.")
-    return given
 
 
 def _echo_submitted(view: JobView, *, as_json: bool) -> None:

@@ -224,7 +224,7 @@ def _existing(entry: str | None, option: str) -> Path | None:
     path = Path(entry)
     if not path.exists():
         raise click.BadParameter(f"no such file: {entry}", param_hint=option)
-    if option != "--py-files" and not path.is_file():
+    if not path.is_file():
         raise click.BadParameter(f"{entry} is not a file", param_hint=option)
     return path
 
