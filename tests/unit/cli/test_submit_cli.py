@@ -81,7 +81,9 @@ def test_help_lists_both_kinds_of_option_with_their_spark_keys(run: Run) -> None
     assert "after '--'" in out
 
 
-def test_cluster_deploy_mode_is_refused_and_nothing_is_sent(fake: FakeJobManagers, run: Run) -> None:
+def test_cluster_deploy_mode_is_refused_and_nothing_is_sent(
+    fake: FakeJobManagers, run: Run
+) -> None:
     code, out, err = run("submit", "--deploy-mode", "cluster", SCRIPT)
     assert (code, out) == (2, "")
     assert "--deploy-mode cluster is not supported" in err
