@@ -1,0 +1,186 @@
+"""The files a job names, against real JobManagers on a real ZooKeeper: upload, HEAD, the
+submission's check, the client's skip of what is stored, and the leader's garbage collection."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from jobmanager_harness import JobManagerCluster, dispatcher_of
+
+from steward.client import Client
+from steward.errors import JobRejectedError
+from steward.store.contents import ContentStore
+from support import wait_until
+
+pytestmark = pytest.mark.zookeeper
+
+DATA = os.urandom(3 * 1024 * 1024 + 17)
+SHA = hashlib.sha256(DATA).hexdigest()
+
+
+def content_path(sha: str = SHA) -> str:
+    return f"/v1/contents/{sha}"
+
+
+def stored_files(cluster: JobManagerCluster) -> list[str]:
+    folder = cluster.storage / "contents" / "sha256"
+    return sorted(p.name for p in folder.iterdir()) if folder.exists() else []
+
+
+def leftover_uploads(cluster: JobManagerCluster) -> list[Path]:
+    folder = cluster.storage / "contents" / "uploads"
+    return list(folder.iterdir()) if folder.exists() else []
+
+
+def test_any_jobmanager_stores_a_file_once_and_says_so(cluster: JobManagerCluster) -> None:
+    leader = cluster.start_leader("jm-1")
+    standby = cluster.start("jm-2")
+    cluster.wait_knows_leader(standby, leader)
+    assert cluster.http.head(cluster.url(leader, content_path())).status_code == 404
+
+    first = cluster.http.put(cluster.url(standby, content_path()), content=DATA)
+    assert first.status_code == 201, first.text
+    again = cluster.http.put(cluster.url(leader, content_path()), content=DATA)
+    assert again.status_code == 200, again.text
+    for manager in (leader, standby):
+        head = cluster.http.head(cluster.url(manager, content_path()))
+        assert head.status_code == 200
+        assert head.headers["x-steward-size"] == str(len(DATA))
+    assert stored_files(cluster) == [SHA]
+    assert (cluster.storage / "contents" / "sha256" / SHA).read_bytes() == DATA
+
+
+def test_bytes_that_do_not_match_their_hash_are_refused_and_nothing_stored(
+    cluster: JobManagerCluster,
+) -> None:
+    leader = cluster.start_leader("jm-1")
+    wrong = hashlib.sha256(b"other").hexdigest()
+    answer = cluster.http.put(cluster.url(leader, content_path(wrong)), content=DATA)
+    assert answer.status_code == 400
+    assert answer.json()["code"] == "content_mismatch"
+    assert stored_files(cluster) == [] and leftover_uploads(cluster) == []
+    bad_name = cluster.http.put(cluster.url(leader, "/v1/contents/..%2Fx"), content=b"x")
+    assert bad_name.status_code in (400, 404)
+
+
+def test_an_upload_over_the_limit_is_cut_off_and_nothing_stored(
+    cluster: JobManagerCluster,
+) -> None:
+    leader = cluster.start_leader("jm-1", **{"jobmanager.upload.max-size": "1m"})
+    declared = cluster.http.put(cluster.url(leader, content_path()), content=DATA)
+    assert declared.status_code == 413
+    assert declared.json()["code"] == "too_large"
+    sent = 0
+
+    def endless() -> Iterator[bytes]:  # chunked: no Content-Length to refuse up front
+        nonlocal sent
+        while sent < 64 * 1024 * 1024:
+            sent += 256 * 1024
+            yield b"y" * (256 * 1024)
+
+    try:
+        answer = cluster.http.put(cluster.url(leader, content_path()), content=endless())
+    except httpx.TransportError:
+        pass  # closed while the client was still sending
+    else:
+        assert answer.status_code == 413
+    assert sent < 16 * 1024 * 1024
+    assert stored_files(cluster) == []
+    wait_until(lambda: leftover_uploads(cluster) == [], 10, message="no upload left behind")
+
+
+def test_a_submission_naming_a_file_not_stored_is_refused_and_nothing_stored(
+    cluster: JobManagerCluster, tmp_path: Path
+) -> None:
+    leader = cluster.start_leader("jm-1")
+    spec_dependency = {"kind": "file", "filename": "data.csv", "sha256": SHA, "size": len(DATA)}
+    answer = cluster.submit(leader, "job-missing", dependencies=[spec_dependency])
+    assert answer.status_code == 400
+    assert answer.json()["code"] == "missing_contents"
+    assert "data.csv" in answer.json()["message"]
+    assert not cluster.exists(cluster.layout.jobgraph("job-missing"))
+
+
+def test_the_client_uploads_each_file_once_and_the_job_names_them(
+    cluster: JobManagerCluster, tmp_path: Path
+) -> None:
+    leader = cluster.start_leader("jm-1")
+    pipeline = tmp_path / "stw_files_pipeline.py"
+    pipeline.write_text("def main(ctx):\n    return 1\n")
+    archive = tmp_path / "env.tar.gz"
+    archive.write_bytes(DATA)
+    helper = tmp_path / "helper.py"
+    helper.write_text("X = 1\n")
+    with Client([cluster.url(leader, "")], timeout=30) as client:
+        started = time.monotonic()
+        client.submit(pipeline, job_id="job-1", archives=[f"{archive}#environment"])
+        first = time.monotonic() - started
+        assert stored_files(cluster) == [SHA]
+        os.utime(cluster.storage / "contents" / "sha256" / SHA, (1, 1))  # marks a rewrite
+        started = time.monotonic()
+        view = client.submit(
+            pipeline, job_id="job-2", archives=[f"{archive}#environment"], py_files=[helper]
+        )
+        second = time.monotonic() - started
+    assert (cluster.storage / "contents" / "sha256" / SHA).stat().st_mtime == 1  # not re-sent
+    assert view.job_id == "job-2"
+    graph = dispatcher_of(leader)._graphs.get("job-2")
+    assert [(d.kind.value, d.filename, d.alias) for d in graph.spec.dependencies] == [
+        ("py-file", "helper.py", None),
+        ("archive", "env.tar.gz", "environment"),
+    ]
+    print(f"submission with a 3 MB archive: first {first:.3f}s, second {second:.3f}s")
+
+
+def test_a_missing_local_file_is_refused_before_any_request(
+    cluster: JobManagerCluster, tmp_path: Path
+) -> None:
+    pipeline = tmp_path / "stw_files_pipeline.py"
+    pipeline.write_text("def main(ctx):\n    return 1\n")
+    # No JobManager at this address: a request would be a ClusterUnreachableError.
+    with Client(["http://127.0.0.1:9"], timeout=2) as client:
+        with pytest.raises(JobRejectedError, match="does not exist"):
+            client.submit(pipeline, files=[tmp_path / "nope.csv"])
+        with pytest.raises(JobRejectedError, match="includes another file"):
+            client.submit(pipeline, requirements=["-r other.txt"])
+
+
+def test_garbage_collection_keeps_referenced_and_young_files(
+    cluster: JobManagerCluster,
+) -> None:
+    leader = cluster.start_leader("jm-1", **{"jobmanager.contents.retention": "2s"})
+    contents = ContentStore(leader.blobs)
+    referenced, young, orphan = (os.urandom(1000) for _ in range(3))
+    hashes = {
+        name: hashlib.sha256(data).hexdigest()
+        for name, data in (("referenced", referenced), ("young", young), ("orphan", orphan))
+    }
+    for data in (referenced, orphan):
+        contents.put(hashlib.sha256(data).hexdigest(), [data])
+    dependency = {
+        "kind": "file",
+        "filename": "kept.bin",
+        "sha256": hashes["referenced"],
+        "size": 1000,
+    }
+    cluster.submitted(leader, "job-gc", dependencies=[dependency])  # waits: no TaskManager
+    old = time.time() - 3600
+    for name in ("referenced", "orphan"):
+        os.utime(cluster.storage / "contents" / "sha256" / hashes[name], (old, old))
+    contents.put(hashes["young"], [young])
+
+    wait_until(
+        lambda: hashes["orphan"] not in stored_files(cluster), 30, message="orphan collected"
+    )
+    assert hashes["referenced"] in stored_files(cluster)
+    assert hashes["young"] in stored_files(cluster)
+    collector = dispatcher_of(leader).content_gc
+    with collector.pinned([hashes["young"]]):
+        os.utime(cluster.storage / "contents" / "sha256" / hashes["young"], (old, old))
+        assert collector.collect() == []  # pinned by a submission in progress
