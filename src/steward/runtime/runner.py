@@ -9,7 +9,13 @@ Started by a TaskManager as ``python -m steward.runtime.runner --events-fd N``; 
    it first, where files of the attempt could shadow real modules);
 3. read the launch document from stdin (``failed`` if it is bad or late), arm the
    dead-man's switch, hide stdin from the pipeline, report ``started``;
-4. load the pipeline, build its :class:`JobContext`, call ``main(ctx)`` or, in initialize
+4. load the job's code without running it (a script is compiled, a pipeline imported; code
+   that cannot load fails the job for good: ``ErrorInfo.permanent``); make the job's files
+   and environment what spark-submit makes them (:mod:`~steward.runtime.dependencies`); on
+   Spark Connect, stop what earlier attempts left running on the server
+   (:mod:`~steward.runtime.connect`); export the attempt's Spark settings for any session
+   the code builds (:mod:`~steward.runtime.session_settings`); then run the script as
+   ``__main__`` (:mod:`~steward.runtime.script`) or call ``main(ctx)`` or, in initialize
    mode, the optional ``initialize(ctx)``, with SIGTERM raising :class:`AttemptCancelled`;
 5. check the return value (JSON, at most 1 MiB), wait for Spark's pending micro-batch
    reports, and write exactly one final event, ``finished`` or ``failed``;
@@ -48,7 +54,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 from steward.errors import CorruptStateError
 from steward.model import ErrorInfo, JsonValue, ProgramKind
-from steward.runtime import script, session_settings
+from steward.runtime import connect, dependencies, script, session_settings
 from steward.runtime.app_watch import SparkAppWatcher
 from steward.runtime.artifact import entry_file, load_pipeline
 from steward.runtime.channel import EventChannel
@@ -92,6 +98,8 @@ log = logging.getLogger("steward.runtime.runner")
 
 _RUNTIME_DIR = str(Path(__file__).resolve().parent)
 _MAX_MESSAGE = 16 * 1024
+CONNECT_FENCE_TIMEOUT = 60.0
+"""Seconds to stop an earlier attempt's Spark Connect operations before this one starts."""
 _MAX_TRACEBACK = 256 * 1024
 
 
@@ -261,8 +269,9 @@ def _run_hook(
                 # The code cannot change between attempts: no restart can fix this.
                 error = describe_error(exc).model_copy(update={"permanent": True})
                 return FailedEvent(error=error), None
-            conf = session_settings.settings(launch)
-            session_settings.export(conf, Path.cwd() / session_settings.CONF_FOLDER)
+            conf = session_settings.settings(launch, dependencies.prepare(launch))
+            remote = _fence_earlier_connect_attempts(launch)
+            session_settings.export(conf, Path.cwd() / session_settings.CONF_FOLDER, remote=remote)
             context = JobContext(
                 launch,
                 channel,
@@ -278,6 +287,18 @@ def _run_hook(
         return FinishedEvent(value=result), context
     except BaseException as exc:
         return FailedEvent(error=describe_error(exc)), context
+
+
+def _fence_earlier_connect_attempts(launch: LaunchDocument) -> str | None:
+    """On Spark Connect: stop what earlier attempts left running on the server, before any
+    user code runs; return this attempt's own session URL (None for other masters)."""
+    if not connect.is_connect(launch.spark_master):
+        return None
+    scope = launch.checkpoint_dir  # one job incarnation, the same for all its attempts
+    connect.interrupt_earlier_attempts(
+        launch.spark_master, launch.job_id, launch.attempt, CONNECT_FENCE_TIMEOUT, scope=scope
+    )
+    return connect.remote_url(launch.spark_master, launch.job_id, launch.attempt, scope=scope)
 
 
 @dataclass(frozen=True)
