@@ -15,6 +15,10 @@ works. ``STATIC_SQL_CONFS`` is the static SQL conf list of the pinned Spark (4.3
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from steward.runtime.protocol import LaunchDocument
 
 SPARK_MASTER = "spark.master"
 APP_NAME = "spark.app.name"
@@ -95,6 +99,20 @@ def cold_reason(spark_conf: Mapping[str, str], job_master: str, warm_master: str
             return f"spark_conf {key}={value!r} differs from the spares' default"
         if not is_runtime_sql_conf(key):
             return f"spark_conf {key} cannot be changed on a live SparkSession"
+    return None
+
+
+def files_cold_reason(launch: LaunchDocument) -> str | None:
+    """Why a job's files or Python environment need a cold runner, or None.
+
+    A spare's JVM started without the job's jars and Python files, and its driver with the
+    TaskManager's Python packages: what spark-submit would pass at launch cannot be added
+    to it afterwards with the same meaning.
+    """
+    if launch.python_env is not None:
+        return "the job has its own Python environment"
+    if launch.dependencies:
+        return f"the job names {len(launch.dependencies)} file(s) the JVM must start with"
     return None
 
 

@@ -64,6 +64,7 @@ from steward.runtime.protocol import (
     SparkAppEvent,
     error_type_name,
 )
+from steward.runtime.warm import files_cold_reason
 from steward.store.blob import BlobStore
 from steward.taskmanager.attempts import Attempt, Attempts
 from steward.taskmanager.executions import Executions
@@ -354,7 +355,7 @@ class TaskManager:
 
         def spawn() -> ProcessGroup:
             pool, spare = self.spares, None
-            if pool is not None:
+            if pool is not None and files_cold_reason(launch.document) is None:
                 spare = pool.take(launch.spec.spark_conf, launch.document.spark_master)
             if pool is None or spare is None:
                 assert attempt.runner is not None

@@ -9,20 +9,21 @@ import threading
 
 import pytest
 
-from steward.model import JobSpec
+from steward.model import DependencyKind, JobSpec
 from steward.runtime.deadman import DeadmanSwitch, LaunchLineCollector
 from steward.runtime.protocol import (
     EXIT_USAGE,
     RUNNER_MODULE,
     LaunchDocument,
     LaunchError,
+    LocalDependency,
     ReadyEvent,
     decode_event,
     encode_event,
     runner_command,
     spare_command,
 )
-from steward.runtime.warm import cold_reason, is_runtime_sql_conf, runtime_conf
+from steward.runtime.warm import cold_reason, files_cold_reason, is_runtime_sql_conf, runtime_conf
 
 MASTER = "local[*]"
 
@@ -153,3 +154,31 @@ def test_the_deadman_switch_hands_every_chunk_it_reads_to_on_data() -> None:
     os.close(write_end)  # EOF: the parent is gone
     assert fired.wait(10.0)
     os.close(read_end)
+
+
+def _launch(**fields: object) -> LaunchDocument:
+    return LaunchDocument(
+        job_id="j",
+        attempt=1,
+        epoch=1,
+        spec=JobSpec(job_id="j"),
+        artifact_path="/work/j/1/artifact/p.py",
+        checkpoint_dir="/ck/j",
+        deadman_timeout=10.0,
+        **fields,  # type: ignore[arg-type]
+    )
+
+
+def test_a_job_without_files_or_environment_may_use_a_spare() -> None:
+    assert files_cold_reason(_launch()) is None
+
+
+def test_a_job_with_files_needs_a_cold_runner() -> None:
+    jar = LocalDependency(kind=DependencyKind.JAR, path="/cache/x.jar", link_name="x.jar")
+    reason = files_cold_reason(_launch(dependencies=[jar]))
+    assert reason is not None and "1 file" in reason
+
+
+def test_a_job_with_its_own_python_needs_a_cold_runner() -> None:
+    reason = files_cold_reason(_launch(python_env="/cache/envs/abc"))
+    assert reason is not None and "Python environment" in reason
