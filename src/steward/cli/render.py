@@ -118,8 +118,10 @@ def job_details(view: JobView) -> Group:
         fields.add_row("checkpoint", f"{newest.checkpoint_id} at {timestamp(newest.created_at)}")
     if view.result is not None:
         fields.add_row("result", result_summary(view.result))
+    ordered = sorted(view.attempts, key=lambda a: a.number)
+    _add_spark_app(fields, ordered)
     attempts = Table("#", "taskmanager", "epoch", "state", "start", "end", "cause")
-    for attempt in sorted(view.attempts, key=lambda a: a.number):
+    for attempt in ordered:
         attempts.add_row(
             str(attempt.number),
             attempt.taskmanager,
@@ -129,7 +131,16 @@ def job_details(view: JobView) -> Group:
             timestamp(attempt.ended_at),
             cause_text(attempt.cause),
         )
-    return Group(fields, attempts) if view.attempts else Group(fields)
+    return Group(fields, attempts) if ordered else Group(fields)
+
+
+def _add_spark_app(fields: Table, attempts: list[AttemptRecord]) -> None:
+    """The Spark application of the latest attempt that reported one: id, master, UI."""
+    apps = [attempt.spark_app for attempt in attempts if attempt.spark_app is not None]
+    if apps:
+        fields.add_row("spark app", f"{apps[-1].app_id} on {apps[-1].master or '?'}")
+        if apps[-1].ui_url:
+            fields.add_row("spark ui", apps[-1].ui_url)
 
 
 def result_summary(result: ResultView) -> str:

@@ -185,6 +185,15 @@ def test_status_text_shows_the_attempts_table(fake: FakeJobManagers, run: Run) -
     assert "taskmanager" in out
 
 
+def test_status_text_shows_the_latest_spark_application(fake: FakeJobManagers, run: Run) -> None:
+    app = {"app_id": "app-20261123-0007", "ui_url": "http://tm-1:4040", "master": "yarn"}
+    fake.add_job("x", job_json("x", "RUNNING", attempts=[attempt_json(1, spark_app=app)]))
+    code, out, _err = run("status", "x")
+    assert code == 0
+    assert "app-20261123-0007 on yarn" in out
+    assert "http://tm-1:4040" in out
+
+
 def test_an_unknown_job_is_one_line_and_exit_2(fake: FakeJobManagers, run: Run) -> None:
     code, out, err = run("status", "nope", "--json")
     assert code == 2
