@@ -122,7 +122,7 @@ def _follow(client: Client, job_id: str, *, quiet: bool) -> ResultView:
     console = Console(stderr=True)
     try:
         with Live(console=console, refresh_per_second=4, transient=False) as live:
-            return client.wait(
+            result = client.wait(
                 job_id,
                 on_update=lambda view: live.update(
                     render.status_line(view, time.monotonic() - started)
@@ -131,6 +131,9 @@ def _follow(client: Client, job_id: str, *, quiet: bool) -> ResultView:
     except KeyboardInterrupt:
         console.print(f"stopped following; the job keeps running: steward status {job_id}")
         raise click.Abort from None
+    if not console.is_terminal:
+        console.line()  # off a terminal, Live leaves its last line without a newline
+    return result
 
 
 @click.command("list")
