@@ -45,8 +45,6 @@ class Option:
     help: str
     spark_key: str | None = None
     short: str | None = None
-    repeatable: bool = False
-    """Values accumulate (``--conf``, ``--label``); otherwise the last one given wins."""
 
 
 SPARK_OPTIONS: tuple[Option, ...] = (
@@ -64,7 +62,7 @@ SPARK_OPTIONS: tuple[Option, ...] = (
         " supervises; cluster is refused.",
     ),
     Option("--name", "NAME", "A name for the job and the application. [spark.app.name]"),
-    Option("--conf", "KEY=VALUE", "A Spark setting; repeat it.", short="-c", repeatable=True),
+    Option("--conf", "KEY=VALUE", "A Spark setting; repeat it.", short="-c"),
     Option("--properties-file", "FILE", "A spark-defaults style file; its spark.* keys are read."),
     Option(
         "--py-files",
@@ -159,7 +157,7 @@ STEWARD_OPTIONS: tuple[Option, ...] = (
     Option("--sdk", None, "Same as --program sdk: call its main(ctx)."),
     Option("--entrypoint", "FUNC", "'function' or 'module:function' of an sdk pipeline."),
     Option("--kind", "KIND", "batch | streaming (default batch)."),
-    Option("--label", "KEY=VALUE", "A label; repeat it.", repeatable=True),
+    Option("--label", "KEY=VALUE", "A label; repeat it."),
     Option(
         "--requirements",
         "FILE",
@@ -199,7 +197,8 @@ class CommandLine:
     """The words of a command line, sorted: options' values, the file, the arguments."""
 
     values: dict[str, list[str]] = field(default_factory=dict)
-    """Option name (the long one) -> the values given, in order; a flag's are ``""``."""
+    """Option name (the long one) -> the values given, in order; a flag's are ``""``. Where
+    an option takes one value, the last one given wins (:meth:`last`), as in spark-submit."""
     pipeline: str | None = None
     args: list[str] = field(default_factory=list)
 

@@ -117,7 +117,10 @@ def parse(words: Sequence[str]) -> SubmitPlan:
 def _spark_conf(line: CommandLine) -> tuple[dict[str, str], list[str]]:
     conf, warnings = _properties_file(line.last("--properties-file"))
     conf.update(parse_pairs(line.values.get("--conf", []), "--conf"))
-    _check_deploy_mode(line.last("--deploy-mode"), conf.get(DEPLOY_MODE))
+    deploy_mode = line.last("--deploy-mode")
+    _check_deploy_mode(deploy_mode, conf.get(DEPLOY_MODE))
+    if deploy_mode is not None and DEPLOY_MODE in conf:
+        conf[DEPLOY_MODE] = deploy_mode  # the option wins, as in spark-submit
     for option in SPARK_OPTIONS:
         value = line.last(option.name)
         if option.spark_key is not None and value is not None:

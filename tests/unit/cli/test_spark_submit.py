@@ -216,6 +216,11 @@ def test_client_deploy_mode_is_accepted() -> None:
     assert parse(["--deploy-mode", "client", "app.py"]).spark_conf == {}
 
 
+def test_client_deploy_mode_wins_over_a_conf_that_says_cluster() -> None:
+    plan = parse(["--conf", "spark.submit.deployMode=cluster", "--deploy-mode", "client", "app.py"])
+    assert plan.spark_conf == {"spark.submit.deployMode": "client"}
+
+
 @pytest.mark.parametrize(
     "words",
     [
