@@ -195,14 +195,11 @@ def _remove_quietly(path: Path) -> None:
 
 
 def own_cgroup() -> Cgroup | None:
-    """The cgroup this process is in, if it is an attempt's (its path is under ``steward/``)."""
-    mount, relative = _mount(), _own_relative_path()
-    if mount is None or relative is None:
+    """The attempt's cgroup, if this process is in the one its TaskManager made for it."""
+    expected, relative = os.environ.get(CGROUP_ENV), _own_relative_path()
+    if not expected or not relative or relative == "/" or not expected.endswith(relative):
         return None
-    path = mount / relative.lstrip("/")
-    if path.parent.parent.name != _STEWARD_DIR:
-        return None
-    return Cgroup(path)
+    return Cgroup(Path(expected))
 
 
 def enter_attempt() -> None:
