@@ -203,6 +203,11 @@ class SubmitRequest(Value):
 
     spec: dict[str, JsonValue]
     artifact: ArtifactUpload
+    options: dict[str, str] = Field(
+        default_factory=dict,
+        description="spark-submit's options by name ('driver-memory', or Livy's"
+        " 'driverMemory'): each sets its Spark key, over spec.spark_conf's",
+    )
 
 
 class ErrorBody(Value):

@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 
 import click
 
+from steward.spark_options import SPARK_OPTION_KEYS
+
 
 @dataclass(frozen=True)
 class Option:
@@ -43,8 +45,15 @@ class Option:
     name: str
     metavar: str | None
     help: str
-    spark_key: str | None = None
     short: str | None = None
+
+    @property
+    def spark_key(self) -> str | None:
+        """The Spark key the option sets (:data:`steward.spark_options.SPARK_OPTION_KEYS`);
+        ``--name`` is resolved with the job's name instead."""
+        if self.name == "--name":
+            return None
+        return SPARK_OPTION_KEYS.get(self.name.removeprefix("--"))
 
 
 SPARK_OPTIONS: tuple[Option, ...] = (
@@ -53,7 +62,6 @@ SPARK_OPTIONS: tuple[Option, ...] = (
         "URL",
         "local[*], spark://HOST:PORT, yarn, k8s://https://HOST:PORT or sc://HOST"
         " (default: the cluster's).",
-        "spark.master",
     ),
     Option(
         "--deploy-mode",
@@ -85,53 +93,19 @@ SPARK_OPTIONS: tuple[Option, ...] = (
         "JARS",
         "Comma-separated jars for the driver's and executors' classpaths. [spark.jars]",
     ),
-    Option(
-        "--packages",
-        "COORDS",
-        "Comma-separated groupId:artifactId:version to fetch.",
-        "spark.jars.packages",
-    ),
-    Option(
-        "--exclude-packages",
-        "G:A,...",
-        "groupId:artifactId to leave out of --packages.",
-        "spark.jars.excludes",
-    ),
-    Option(
-        "--repositories",
-        "URLS",
-        "More repositories to fetch --packages from.",
-        "spark.jars.repositories",
-    ),
-    Option("--driver-memory", "MEM", "The driver's memory, e.g. 2g.", "spark.driver.memory"),
-    Option("--driver-cores", "N", "The driver's cores.", "spark.driver.cores"),
-    Option(
-        "--driver-java-options",
-        "OPTS",
-        "Extra JVM options of the driver.",
-        "spark.driver.extraJavaOptions",
-    ),
-    Option(
-        "--driver-class-path",
-        "PATH",
-        "Extra classpath of the driver.",
-        "spark.driver.extraClassPath",
-    ),
-    Option(
-        "--driver-library-path",
-        "PATH",
-        "Extra native library path of the driver.",
-        "spark.driver.extraLibraryPath",
-    ),
-    Option("--executor-memory", "MEM", "Memory per executor, e.g. 4g.", "spark.executor.memory"),
-    Option("--executor-cores", "N", "Cores per executor.", "spark.executor.cores"),
-    Option(
-        "--num-executors", "N", "Executors to start (YARN, Kubernetes).", "spark.executor.instances"
-    ),
-    Option(
-        "--total-executor-cores", "N", "Cores of all executors (standalone).", "spark.cores.max"
-    ),
-    Option("--queue", "QUEUE", "The YARN queue.", "spark.yarn.queue"),
+    Option("--packages", "COORDS", "Comma-separated groupId:artifactId:version to fetch."),
+    Option("--exclude-packages", "G:A,...", "groupId:artifactId to leave out of --packages."),
+    Option("--repositories", "URLS", "More repositories to fetch --packages from."),
+    Option("--driver-memory", "MEM", "The driver's memory, e.g. 2g."),
+    Option("--driver-cores", "N", "The driver's cores."),
+    Option("--driver-java-options", "OPTS", "Extra JVM options of the driver."),
+    Option("--driver-class-path", "PATH", "Extra classpath of the driver."),
+    Option("--driver-library-path", "PATH", "Extra native library path of the driver."),
+    Option("--executor-memory", "MEM", "Memory per executor, e.g. 4g."),
+    Option("--executor-cores", "N", "Cores per executor."),
+    Option("--num-executors", "N", "Executors to start (YARN, Kubernetes)."),
+    Option("--total-executor-cores", "N", "Cores of all executors (standalone)."),
+    Option("--queue", "QUEUE", "The YARN queue."),
     Option(
         "--verbose",
         None,

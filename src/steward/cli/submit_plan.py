@@ -31,9 +31,10 @@ from steward.cli.options import parse_pairs, parse_restart
 from steward.cli.properties import parse_properties
 from steward.cli.spark_submit import SPARK_OPTIONS, CommandLine, read_command_line
 from steward.model import PLAIN_FILENAME_PATTERN, JobKind, ProgramKind, RestartStrategy
+from steward.spark_options import CLUSTER_MODE_REFUSED
+from steward.spark_options import DEPLOY_MODE_KEY as DEPLOY_MODE
 
 APP_NAME = "spark.app.name"
-DEPLOY_MODE = "spark.submit.deployMode"
 FILE_KEYS = {
     "--py-files": "spark.submit.pyFiles",
     "--files": "spark.files",
@@ -42,12 +43,6 @@ FILE_KEYS = {
 }
 """The Spark key whose value a files option replaces (spark-submit: the option wins)."""
 
-CLUSTER_MODE_REFUSED = (
-    "--deploy-mode cluster is not supported: Steward runs the driver on one of its"
-    " TaskManagers (client mode) because that is where it supervises it (an execution lease,"
-    " restarts, adoption on failover); in cluster mode the driver would run out of Steward's"
-    " reach. Leave --deploy-mode out or use --deploy-mode client."
-)
 _MASTERS = ("local", "spark://", "yarn", "k8s://", "sc://")
 _MEMORY = r"\d+([kmgtp]b?|b)?"
 _ALIAS = re.compile(PLAIN_FILENAME_PATTERN)

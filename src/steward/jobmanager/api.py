@@ -23,6 +23,7 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from steward import spark_options
 from steward.errors import (
     BlobStoreError,
     FencedError,
@@ -305,6 +306,8 @@ def _submit(
     if not spec_fields.get("job_id"):
         stem = request.artifact.filename.rsplit(".", 1)[0] or "job"
         spec_fields["job_id"] = new_job_id("".join(c if c.isalnum() else "-" for c in stem)[:40])
+    if request.options:
+        _apply_spark_options(spec_fields, request.options)
     try:
         spec = JobSpec.model_validate(spec_fields)
     except ValidationError as exc:
@@ -328,6 +331,20 @@ def _submit(
     except StewardError as exc:
         _raise_for(exc)
     return JSONResponse(view.model_dump(mode="json"), status_code=201)
+
+
+def _apply_spark_options(spec_fields: dict[str, Any], options: dict[str, str]) -> None:
+    """spark-submit's options (``driver-memory``, Livy's ``driverMemory``) into the spec."""
+    conf = spec_fields.get("spark_conf") or {}
+    if not isinstance(conf, dict):
+        return  # the spec's own validation names the problem
+    try:
+        spec_fields["spark_conf"] = spark_options.apply(conf, options)
+    except JobRejectedError as exc:
+        raise ApiError(400, "bad_request", str(exc)) from None
+    name = spec_fields["spark_conf"].get(spark_options.SPARK_OPTION_KEYS["name"])
+    if name is not None and not spec_fields.get("name"):
+        spec_fields["name"] = name
 
 
 def _heartbeat(manager: JobManager, body: bytes) -> Response:

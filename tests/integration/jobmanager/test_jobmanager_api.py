@@ -25,8 +25,9 @@ from jobmanager_harness import (
 from steward.client import Client
 from steward.errors import JobRejectedError
 from steward.jobmanager.api import MAX_ARTIFACT_BYTES, MAX_SUBMISSION_BYTES
-from steward.model import JobGraphPointer
+from steward.model import JobGraph, JobGraphPointer
 from steward.status import JobStatusRecord
+from steward.store.blob import BlobStore
 from support import wait_until
 
 pytestmark = pytest.mark.zookeeper
@@ -149,6 +150,14 @@ def test_bad_submissions_are_refused_and_nothing_is_stored(cluster: JobManagerCl
         "a zip without an entry module": with_artifact("stw_p.zip", b64(no_entry)),
         "a corrupt zip": with_artifact("stw_p.zip", b64(b"PK not really a zip")),
         "no artifact": {"spec": {"job_id": "job-bad"}},
+        "cluster deploy mode": {
+            **with_artifact("stw_p.py", good),
+            "options": {"deploy-mode": "cluster"},
+        },
+        "an unknown spark-submit option": {
+            **with_artifact("stw_p.py", good),
+            "options": {"supervise": "true"},
+        },
     }
     for manager in (leader, standby):
         for what, body in cases.items():
@@ -174,6 +183,38 @@ def test_bad_submissions_are_refused_and_nothing_is_stored(cluster: JobManagerCl
     assert "SyntaxError" in syntax["message"]
     kind = cluster.post(leader, "/v1/jobs", cases["a .txt artifact"]).json()
     assert ".py" in kind["message"]
+    cluster_mode = cluster.post(leader, "/v1/jobs", cases["cluster deploy mode"]).json()
+    assert "client mode" in cluster_mode["message"]
+
+
+def test_spark_submit_options_set_their_spark_keys_over_the_specs(
+    cluster: JobManagerCluster,
+) -> None:
+    leader = cluster.start_leader("jm-1")
+    body = submission(
+        "job-options", spark_conf={"spark.driver.memory": "1g", "spark.executor.cores": "2"}
+    )
+    body["options"] = {
+        "driverMemory": "3g",  # Livy's spelling
+        "master": "spark://spark-master:7077",
+        "num-executors": "4",
+        "deploy_mode": "client",
+        "name": "nightly",
+    }
+
+    response = cluster.post(leader, "/v1/jobs", body)
+
+    assert response.status_code == 201, response.text
+    assert response.json()["name"] == "nightly"
+    pointer = JobGraphPointer.from_json(cluster.data(cluster.layout.jobgraph("job-options")))
+    graph = JobGraph.from_json(BlobStore(cluster.storage.as_uri()).get(pointer.blob))
+    assert graph.spec.spark_conf == {
+        "spark.driver.memory": "3g",  # the option wins, as on spark-submit's command line
+        "spark.executor.cores": "2",
+        "spark.master": "spark://spark-master:7077",
+        "spark.executor.instances": "4",
+        "spark.app.name": "nightly",
+    }
 
 
 def test_duplicates_cancel_result_and_resubmission(cluster: JobManagerCluster) -> None:
