@@ -161,8 +161,8 @@ class ProcessGroup:
     def alive(self) -> bool:
         """True while any live process of the attempt exists, whatever its group or session.
 
-        Once the runner has exited, the rest of the attempt is SIGKILLed (once): nothing would
-        ever stop it otherwise, and the lease waits for it.
+        Once the runner has exited, the rest of the attempt is SIGKILLed (on each call until it
+        is gone): nothing would ever stop it otherwise, and the lease waits for it.
         """
         if self.capper is not None:
             self.capper.poll()  # reap it once it is done: no zombie per attempt
@@ -184,7 +184,9 @@ class ProcessGroup:
                 self._popen.returncode,
                 self.cgroup.path if self.cgroup is not None else None,
             )
-            self.kill()
+        # On every pass until it is gone: without a cgroup, a process that forks faster than
+        # a scan of /proc can outrun one kill.
+        self._kill()
         return True
 
     def _rest_alive(self) -> bool:
@@ -227,6 +229,9 @@ class ProcessGroup:
         if self._gone:
             return
         log.info("killing attempt pgid=%d cgroup=%s", self.pgid, self.cgroup)
+        self._kill()
+
+    def _kill(self) -> None:
         if self.cgroup is not None:
             self.cgroup.kill()
         # The runner last: while it lives, the orphans of what is killed go to it.

@@ -121,3 +121,40 @@ def test_a_subreaper_adopts_the_orphans_of_its_descendants(
     group, escaped = spawned.start(tmp_path, SUBREAPER)
 
     assert psutil.Process(escaped).ppid() == group.pid
+
+
+# Forks a child into a new session, which does the same, while its parent exits: no pid and
+# no group lives long, so no scan of the process table can catch it; its cgroup does. It joins
+# its cgroup first thing, as the runner does (the TaskManager's move may come late under load).
+WALKER = """
+import os, sys, time
+from steward.runtime import containment
+containment.enter_attempt()
+open(sys.argv[1], "w").close()
+while True:
+    time.sleep(0.005)
+    if os.fork() == 0:
+        os.setsid()
+        continue
+    os._exit(0)
+"""
+
+
+def test_a_process_that_keeps_forking_into_new_sessions_is_killed_with_its_cgroup(
+    spawned: Spawned, tmp_path: Path
+) -> None:
+    if containment.attempt_parent() is None:
+        pytest.skip("no usable cgroup v2 on this host")
+    started = tmp_path / "walking"
+    group = ProcessGroup.spawn([sys.executable, "-c", WALKER, str(started)])
+    spawned.groups.append(group)
+    wait_until(started.exists, 10, message="walker started")
+    assert group.cgroup is not None
+    cgroup = containment.Cgroup(group.cgroup.path)
+    wait_until(lambda: group.returncode is not None, 10, message="first walker gone")
+    assert cgroup.populated(), "it walks on"
+
+    group.kill()
+
+    assert group.wait_gone(10.0)
+    assert not cgroup.populated()
