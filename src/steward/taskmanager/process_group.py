@@ -182,7 +182,7 @@ class ProcessGroup:
                 "runner gone, killing the rest of its attempt pid=%d returncode=%s cgroup=%s",
                 self.pid,
                 self._popen.returncode,
-                self.cgroup.path if self.cgroup is not None else None,
+                self.cgroup,
             )
         # On every pass until it is gone: without a cgroup, a process that forks faster than
         # a scan of /proc can outrun one kill.
@@ -192,7 +192,8 @@ class ProcessGroup:
     def _rest_alive(self) -> bool:
         # The group and the token too: a child that is not the runner may fork before it was
         # moved into the cgroup (the runner joins it itself before it starts anything).
-        if self.cgroup is not None and self.cgroup.populated():
+        cgroup = self.cgroup  # read once: another thread may remove it meanwhile
+        if cgroup is not None and cgroup.populated():
             return True
         return self._group_alive() or bool(self.token and reaping.marked(self.token))
 
@@ -214,7 +215,8 @@ class ProcessGroup:
         return False
 
     def _remove_cgroup(self) -> None:
-        if self.cgroup is not None and self.cgroup.remove():
+        cgroup = self.cgroup
+        if cgroup is not None and cgroup.remove():
             self.cgroup = None
 
     def _signal(self, signum: signal.Signals) -> None:
@@ -232,8 +234,9 @@ class ProcessGroup:
         self._kill()
 
     def _kill(self) -> None:
-        if self.cgroup is not None:
-            self.cgroup.kill()
+        cgroup = self.cgroup  # read once: another thread may remove it meanwhile
+        if cgroup is not None:
+            cgroup.kill()
         # The runner last: while it lives, the orphans of what is killed go to it.
         reaping.kill_all(self._fallback_members, exclude=[self.pid])
         self._signal(signal.SIGKILL)
