@@ -177,12 +177,12 @@ def attempt_parent() -> Path | None:
     that are gone (a SIGKILLed TaskManager) are emptied and removed then.
     """
     with _lock:
-        return _parent_once()
+        return _parent_of(os.getpid())  # by pid: a forked child must not use its parent's
 
 
 @functools.cache
-def _parent_once() -> Path | None:
-    parent = _make_parent()
+def _parent_of(pid: int) -> Path | None:
+    parent = _make_parent(pid)
     if parent is not None:
         _sweep_stale(parent.parent)
         atexit.register(_remove_quietly, parent)  # empty by then, unless attempts outlive us
@@ -214,11 +214,11 @@ def enter_attempt() -> None:
         Cgroup(Path(path)).add(os.getpid())
 
 
-def _make_parent() -> Path | None:
+def _make_parent(pid: int) -> Path | None:
     mount, relative = _mount(), _own_relative_path()
     if mount is None or relative is None:
         return None
-    parent = mount / relative.lstrip("/") / _STEWARD_DIR / str(os.getpid())
+    parent = mount / relative.lstrip("/") / _STEWARD_DIR / str(pid)
     try:
         parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
