@@ -15,6 +15,10 @@ shorten it is the server's ``maxSessionTimeout``, which :func:`zookeeper_capped`
 
 Each master's web UI answers ``GET /json/`` with its ``status`` (ALIVE, STANDBY,
 RECOVERING, COMPLETING_RECOVERY) and its ``activeapps``: the benchmark polls that.
+
+How a Spark daemon is launched (its command, environment, ports) comes from the testing kit
+:mod:`steward.testing.spark`, which the tests' standalone cluster uses too; this module adds
+the ZooKeeper recovery, the second master and the peer's applications.
 """
 
 from __future__ import annotations
@@ -23,7 +27,6 @@ import contextlib
 import os
 import random
 import signal
-import socket
 import subprocess
 import sys
 import textwrap
@@ -43,31 +46,22 @@ from _common import (
     temp_zookeeper,
     wait_until,
 )
+from steward.testing.spark import (
+    LOOPBACK,
+    free_port,
+    master_command,
+    spark_env,
+    spark_home,
+    spark_version,
+    worker_command,
+)
 from steward.zookeeper import layout
 
+__all__ = ["free_port", "spark_home", "spark_version"]  # imported from here by other benchmarks
+
 Json = dict[str, Any]
-LOOPBACK = "127.0.0.1"
 SPARK_ZK_SESSION_MS = 60000
 """What Spark's curator asks ZooKeeper for (hard-coded in SparkCuratorUtil)."""
-
-
-def spark_home() -> Path:
-    """The pyspark package directory: it holds bin/spark-class and jars/ (pip's layout)."""
-    import pyspark
-
-    return Path(pyspark.__file__).resolve().parent
-
-
-def spark_version() -> str:
-    import pyspark
-
-    return str(pyspark.__version__)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind((LOOPBACK, 0))
-        return int(sock.getsockname()[1])
 
 
 @contextmanager
@@ -158,26 +152,12 @@ class SparkStandalone:
     # ------------------------------------------------------------------ environment
 
     def _env(self) -> dict[str, str]:
-        home = spark_home()
-        conf_dir = self.workdir / "conf"
-        conf_dir.mkdir(parents=True, exist_ok=True)  # empty: no spark-defaults from elsewhere
         recovery = (
             "-Dspark.deploy.recoveryMode=ZOOKEEPER"
             f" -Dspark.deploy.zookeeper.url={self.zookeeper_url}"
             f" -Dspark.deploy.zookeeper.dir={self.zk_dir}"
         )
-        env = {
-            **os.environ,
-            "SPARK_HOME": str(home),
-            "SPARK_CONF_DIR": str(conf_dir),
-            "SPARK_LOCAL_IP": LOOPBACK,
-            "SPARK_DAEMON_JAVA_OPTS": recovery,
-            "SPARK_DAEMON_MEMORY": "512m",
-            "PYSPARK_PYTHON": sys.executable,
-            "PYSPARK_DRIVER_PYTHON": sys.executable,
-        }
-        env.pop("PYTHONPATH", None)
-        return env
+        return spark_env(self.workdir, daemon_java_opts=recovery)
 
     def _spawn(self, name: str, argv: list[str]) -> subprocess.Popen[bytes]:
         log = self.workdir / "logs" / f"{name}.log"
@@ -193,16 +173,7 @@ class SparkStandalone:
     def start_master(self, name: str, port: int = 0, webui: int = 0) -> Daemon:
         """Start a master (on fresh ports unless given: a replacement keeps the URL valid)."""
         port, webui = port or free_port(), webui or free_port()
-        argv = [
-            str(spark_home() / "bin" / "spark-class"),
-            "org.apache.spark.deploy.master.Master",
-            "--host",
-            LOOPBACK,
-            "--port",
-            str(port),
-            "--webui-port",
-            str(webui),
-        ]
+        argv = master_command(port, webui)
         daemon = Daemon(name, self._spawn(name, argv), self.workdir / "logs" / f"{name}.log")
         daemon.port, daemon.webui_port = port, webui
         self.masters.append(daemon)
@@ -210,21 +181,13 @@ class SparkStandalone:
 
     def start_worker(self, name: str = "worker") -> Daemon:
         webui = free_port()
-        argv = [
-            str(spark_home() / "bin" / "spark-class"),
-            "org.apache.spark.deploy.worker.Worker",
-            "--host",
-            LOOPBACK,
-            "--webui-port",
-            str(webui),
-            "--cores",
-            str(self.worker_cores),
-            "--memory",
-            self.worker_memory,
-            "--work-dir",
-            str(self.workdir / "worker"),
+        argv = worker_command(
             self.master_url,
-        ]
+            webui_port=webui,
+            cores=self.worker_cores,
+            memory=self.worker_memory,
+            work_dir=self.workdir / "worker",
+        )
         daemon = Daemon(name, self._spawn(name, argv), self.workdir / "logs" / f"{name}.log")
         daemon.webui_port = webui
         self.workers.append(daemon)

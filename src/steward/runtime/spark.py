@@ -59,6 +59,7 @@ _WARM_UP_JOBS = 5
 # Fencing the earlier attempts' Connect sessions; stopping this attempt's operations.
 _CONNECT_FENCE_TIMEOUT = 60.0
 _CONNECT_STOP_TIMEOUT = 10.0
+_CONNECT_CLIENT_KEYS = frozenset({"spark.master", "spark.remote"})
 
 
 def app_name(job_id: str, attempt: int) -> str:
@@ -84,16 +85,29 @@ def build_session(
 
 def new_session(*, master: str, name: str, conf: Mapping[str, str]) -> SparkSession:
     """A SparkSession on ``master`` with Steward's defaults, then ``conf``, named ``name``."""
+    if connect.is_connect(master):
+        return _new_connect_session(master, name, conf)
     builder = SparkSession.builder
     # stdout is a log file, not a terminal: no progress bars unless the job asks for them.
     for key, value in {**DEFAULT_CONF, **conf}.items():
         builder = builder.config(key, value)
-    if connect.is_connect(master):
-        master = _connect_url(master, name)
-        builder = builder.remote(master)
-    else:
-        builder = builder.master(master)
+    builder = builder.master(master)
     log.info("starting SparkSession master=%s app=%s", master, name)
+    return builder.appName(name).getOrCreate()
+
+
+def _new_connect_session(master: str, name: str, conf: Mapping[str, str]) -> SparkSession:
+    """The attempt's session on a Connect server; ``conf`` is set on the server's session.
+
+    PySpark refuses ``spark.master`` beside a Connect URL, and Steward's defaults are for a
+    local JVM (the server owns its console): neither is passed.
+    """
+    url = _connect_url(master, name)
+    builder = SparkSession.builder.remote(url)
+    for key, value in conf.items():
+        if key not in _CONNECT_CLIENT_KEYS:
+            builder = builder.config(key, value)
+    log.info("starting SparkSession remote=%s app=%s", url, name)
     return builder.appName(name).getOrCreate()
 
 

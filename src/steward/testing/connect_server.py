@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -132,6 +133,12 @@ def jobs_of_session(jobs: list[Mapping[str, Any]], session_id: str) -> list[Mapp
     """The jobs among ``jobs`` that an operation of Connect session ``session_id`` started."""
     marker = f"_Session_{session_id}_"
     return [job for job in jobs if any(marker in tag for tag in job.get("jobTags", []))]
+
+
+def job_time(value: str) -> float:
+    """A time of the REST API (``2026-01-02T03:04:05.678GMT``) in epoch seconds."""
+    parsed = datetime.strptime(value.replace("GMT", "+0000"), "%Y-%m-%dT%H:%M:%S.%f%z")
+    return parsed.timestamp()
 
 
 @contextmanager
