@@ -69,6 +69,7 @@ CLUSTER_SUITE = (
     # machine or a first run (a 330 MB download) needs more.
     Benchmark("flink_peer", "flink_peer", timeout=1800.0),
     Benchmark("pipeline_overhead", "pipeline_overhead"),
+    Benchmark("script_submit", "script_submit"),
 )
 SUITES = {"foundation": SUITE, "cluster": CLUSTER_SUITE}
 CHILD_STOP_TIMEOUT = 60.0
