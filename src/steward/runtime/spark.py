@@ -105,7 +105,7 @@ def _new_connect_session(master: str, name: str, conf: Mapping[str, str]) -> Spa
     url = _connect_url(master, name)
     builder = SparkSession.builder.remote(url)
     for key, value in conf.items():
-        if key not in _CONNECT_CLIENT_KEYS:
+        if key not in _CONNECT_CLIENT_KEYS and DEFAULT_CONF.get(key) != value:
             builder = builder.config(key, value)
     log.info("starting SparkSession remote=%s app=%s", url, name)
     return builder.appName(name).getOrCreate()

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from pipelines import EXPECTED_SUM, LONG, SUM, write
+from pipelines import EXPECTED_SUM, LONG, SCRIPT, SUM, write
 
 from e2e.processes import ProcessCluster
 from steward.model import FixedDelayRestart
@@ -62,6 +62,32 @@ def test_sdk_pipeline_runs_its_executors_on_the_standalone_worker(
     app = wait_until(completed, 30.0, interval=0.2, message="the job's app completed")
     assert spark_standalone.executors_of(app.id), spark_standalone.worker_json()
     process_cluster.check_alive()
+
+
+@pytest.mark.slow
+def test_unmodified_spark_submit_script_runs_on_the_standalone_master(
+    process_cluster: ProcessCluster, spark_standalone: StandaloneCluster, tmp_path: Path
+) -> None:
+    script = write(tmp_path / "pipelines", "plain_script.py", SCRIPT)
+    output = tmp_path / "script-output.txt"
+    process_cluster.start_jobmanager("jm-1")
+    process_cluster.start_taskmanager("tm-1")
+    process_cluster.wait_ready(taskmanagers=1)
+    with process_cluster.client() as client:
+        conf = standalone_conf(spark_standalone)
+        client.submit(script, job_id="plain-script", args=[str(output)], spark_conf=conf)
+        result = client.wait("plain-script", timeout=SPARK_DEADLINE)
+    assert result.state.value == "FINISHED", result.error
+    total, app_id, master = output.read_text().split()
+    assert (int(total), master) == (EXPECTED_SUM, spark_standalone.master_url)
+
+    def completed() -> SparkApp | None:
+        state = spark_standalone.state()
+        return next((a for a in state.completed if a.id == app_id), None) if state else None
+
+    app = wait_until(completed, 30.0, interval=0.2, message="the script's app completed")
+    assert app.name == "unmodified-script"
+    assert spark_standalone.executors_of(app.id), spark_standalone.worker_json()
 
 
 def _kill_during_long_attempt(
