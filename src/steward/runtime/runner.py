@@ -39,21 +39,19 @@ from __future__ import annotations
 import argparse
 import contextlib
 import faulthandler
-import json
 import logging
 import os
 import signal
 import sys
 import time
-import traceback
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType, ModuleType, TracebackType
+from types import FrameType, ModuleType
 from typing import TYPE_CHECKING, NoReturn
 
 from steward.errors import CorruptStateError
-from steward.model import ErrorInfo, JsonValue, ProgramKind
+from steward.model import ErrorInfo, ProgramKind
 from steward.runtime import connect, dependencies, script, session_settings
 from steward.runtime.app_watch import SparkAppWatcher
 from steward.runtime.artifact import entry_file, load_pipeline
@@ -67,13 +65,13 @@ from steward.runtime.deadman import (
     kill_leftovers,
     read_launch_line,
 )
+from steward.runtime.outcomes import describe_error, result_value
 from steward.runtime.program import ProgramError
 from steward.runtime.protocol import (
     DEFAULT_LAUNCH_TIMEOUT,
     EXIT_FAILED,
     EXIT_FINISHED,
     EXIT_USAGE,
-    MAX_RESULT_BYTES,
     ArtifactError,
     AttemptCancelled,
     FailedEvent,
@@ -82,7 +80,6 @@ from steward.runtime.protocol import (
     LaunchDocument,
     LaunchError,
     ReadyEvent,
-    ResultError,
     RunMode,
     RunnerError,
     StartedEvent,
@@ -96,11 +93,8 @@ if TYPE_CHECKING:
 # Named explicitly: run with -m, __name__ is "__main__".
 log = logging.getLogger("steward.runtime.runner")
 
-_RUNTIME_DIR = str(Path(__file__).resolve().parent)
-_MAX_MESSAGE = 16 * 1024
 CONNECT_FENCE_TIMEOUT = 60.0
 """Seconds to stop an earlier attempt's Spark Connect operations before this one starts."""
-_MAX_TRACEBACK = 256 * 1024
 
 
 def main(argv: Sequence[str] | None = None) -> NoReturn:
@@ -339,73 +333,6 @@ def _sigterm_cancels() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
-
-
-def result_value(value: object, what: str) -> JsonValue:
-    """``value`` as plain JSON data, or ResultError naming what is wrong with it."""
-    try:
-        encoded = json.dumps(value, allow_nan=False, ensure_ascii=False)
-        encoded.encode()  # lone surrogates pass json.dumps but cannot be sent
-    except (TypeError, ValueError, RecursionError) as exc:  # UnicodeError is a ValueError
-        raise ResultError(
-            f"{what} returned a value of type {type(value).__qualname__} that is not"
-            f" JSON-serialisable: {_clean(str(exc))}"
-        ) from None
-    if (size := len(encoded.encode())) > MAX_RESULT_BYTES:
-        raise ResultError(
-            f"{what} returned {size} bytes of JSON; the limit is {MAX_RESULT_BYTES}:"
-            " write large results to storage and return where they are"
-        )
-    return json.loads(encoded)
-
-
-def describe_error(exc: BaseException) -> ErrorInfo:
-    """Type, message and (for exceptions from user code) the traceback of ``exc``."""
-    if isinstance(exc, SystemExit):
-        message = f"the pipeline called sys.exit({exc.code!r})"
-    else:
-        message = _safe_str(exc)
-    trace = None if isinstance(exc, RunnerError) else _user_traceback(exc)
-    return ErrorInfo(
-        type=error_type_name(type(exc)),
-        message=_truncate(_clean(message), _MAX_MESSAGE),
-        traceback=None if trace is None else _truncate(_clean(trace), _MAX_TRACEBACK),
-    )
-
-
-def _clean(text: str) -> str:
-    """``text`` with lone surrogates escaped: the events are UTF-8."""
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")
-
-
-def _user_traceback(exc: BaseException) -> str:
-    # Leading frames are the runner's and importlib's, the same for every failure: drop them
-    # so the traceback starts in the pipeline.
-    tb: TracebackType | None = exc.__traceback__
-    while tb is not None and _is_plumbing(tb.tb_frame.f_code.co_filename):
-        tb = tb.tb_next
-    try:
-        return "".join(traceback.format_exception(type(exc), exc, tb or exc.__traceback__))
-    except Exception:
-        return f"{error_type_name(type(exc))}: <traceback could not be formatted>"
-
-
-def _is_plumbing(filename: str) -> bool:
-    return filename.startswith((_RUNTIME_DIR, "<frozen importlib"))
-
-
-def _safe_str(exc: BaseException) -> str:
-    try:
-        return str(exc)
-    except Exception:
-        return f"<{type(exc).__name__} with an unprintable message>"
-
-
-def _truncate(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    half = limit // 2
-    return f"{text[:half]}\n... [{len(text) - limit} characters cut] ...\n{text[-half:]}"
 
 
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from steward.runtime.outcomes import describe_error, result_value
 from steward.runtime.protocol import ArtifactError, AttemptCancelled, ResultError
-from steward.runtime.runner import describe_error, result_value
 
 
 def _throw(exc: BaseException) -> None:
