@@ -75,6 +75,16 @@ class Deployment:
     checkpoint_acked: int = 0
     await_report_until: float | None = None
     """Recovered without a lease: wait this long (monotonic) for its TaskManager's report."""
+    inherited: bool = False
+    """Found by this leader's recovery (adopted from its lease, or awaited), not deployed by it:
+    it ran before this leader existed, so losing it is never "the start command never left"."""
+
+    @property
+    def never_sent(self) -> bool:
+        """This leader's start command for it never left (nothing ran: losing it spends
+        nothing); False once a TaskManager collected it or reported the attempt, and for an
+        inherited attempt."""
+        return self.collected_at is None and not self.reported and not self.inherited
 
 
 class JobMaster:
@@ -227,13 +237,15 @@ class JobMaster:
         )
         self._replace(adopted)
         self.attempt_count = max(self.attempt_count, number)
-        self.current = Deployment(number, taskmanager, lease_epoch, reported=False)
+        self.current = Deployment(number, taskmanager, lease_epoch, inherited=True)
         self._set_live()
         return self.current
 
     def await_report(self, number: int, taskmanager: str, epoch: int, until: float) -> None:
         """Recovered an attempt with no lease that its TaskManager may still report ended."""
-        self.current = Deployment(number, taskmanager, epoch, await_report_until=until)
+        self.current = Deployment(
+            number, taskmanager, epoch, await_report_until=until, inherited=True
+        )
         self._set_live(f"waiting for {taskmanager} to report attempt {number}")
 
     def running(self, number: int, started_at: float | None) -> bool:

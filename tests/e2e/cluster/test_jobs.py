@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from e2e.processes import ProcessCluster
+from e2e.ticking import read_truth, write_pipeline
 from steward.model import FixedDelayRestart, NoRestart
 from steward.status import JobState
 from support import wait_until
@@ -21,35 +22,6 @@ from support import wait_until
 pytestmark = pytest.mark.zookeeper
 
 EXAMPLES = Path(__file__).parents[3] / "examples"
-
-# Records every attempt's start and end in TRUTH (an append-only file), then ticks.
-TICKING = """
-import os, sys, time
-
-def main(ctx):
-    truth, ticks, interval = ctx.args[0], int(ctx.args[1]), float(ctx.args[2])
-    with open(truth, "a") as out:
-        out.write(f"start {ctx.attempt} {os.getpid()} {time.monotonic()}\\n")
-    for tick in range(ticks):
-        time.sleep(interval)
-        ctx.report_progress(tick=tick + 1, pid=os.getpid())
-    with open(truth, "a") as out:
-        out.write(f"end {ctx.attempt} {os.getpid()} {time.monotonic()}\\n")
-    return {"ticks": ticks, "pid": os.getpid()}
-"""
-
-
-def _pipeline(tmp_path: Path) -> Path:
-    path = tmp_path / "ticking.py"
-    path.write_text(TICKING)
-    return path
-
-
-def _truth(path: Path) -> list[tuple[str, int, int]]:
-    if not path.exists():
-        return []
-    lines = [line.split() for line in path.read_text().splitlines() if line.strip()]
-    return [(kind, int(attempt), int(pid)) for kind, attempt, pid, _ in lines]
 
 
 def _alive(pid: int) -> bool:
@@ -66,7 +38,9 @@ def test_submit_run_finish_and_result(process_cluster: ProcessCluster, tmp_path:
     process_cluster.wait_ready(taskmanagers=1)
     truth = tmp_path / "truth.log"
     with process_cluster.client() as client:
-        job = client.submit(_pipeline(tmp_path), args=[str(truth), "2", "0.1"], job_id="tick-1")
+        job = client.submit(
+            write_pipeline(tmp_path), args=[str(truth), "2", "0.1"], job_id="tick-1"
+        )
         assert job.job_id == "tick-1"
         result = client.wait("tick-1", timeout=60)
         assert result.state.value == "FINISHED"
@@ -75,7 +49,7 @@ def test_submit_run_finish_and_result(process_cluster: ProcessCluster, tmp_path:
         assert view.state is JobState.FINISHED
         # The result outlives the job's cleanup: HA data gone, the entry CLEAN.
         wait_until(lambda: client.result("tick-1").cleanup == "CLEAN", 20)
-    assert [kind for kind, _, _ in _truth(truth)] == ["start", "end"]
+    assert [kind for kind, _, _ in read_truth(truth)] == ["start", "end"]
     process_cluster.check_alive()
 
 
@@ -85,9 +59,11 @@ def test_cancel_stops_the_attempt(process_cluster: ProcessCluster, tmp_path: Pat
     process_cluster.wait_ready(taskmanagers=1)
     truth = tmp_path / "truth.log"
     with process_cluster.client() as client:
-        client.submit(_pipeline(tmp_path), args=[str(truth), "100000", "0.2"], job_id="forever")
-        wait_until(lambda: _truth(truth), 30, message="attempt started")
-        pid = _truth(truth)[0][2]
+        client.submit(
+            write_pipeline(tmp_path), args=[str(truth), "100000", "0.2"], job_id="forever"
+        )
+        wait_until(lambda: read_truth(truth), 30, message="attempt started")
+        pid = read_truth(truth)[0][2]
         wait_until(lambda: client.job("forever").state is JobState.RUNNING, 20)
         client.cancel("forever")
         result = client.wait("forever", timeout=30)
@@ -129,7 +105,7 @@ def test_bad_pipeline_fails_alone(process_cluster: ProcessCluster, tmp_path: Pat
     truth = tmp_path / "truth.log"
     with process_cluster.client() as client:
         client.submit(broken, job_id="broken", restart=NoRestart())
-        client.submit(_pipeline(tmp_path), args=[str(truth), "1", "0.1"], job_id="fine")
+        client.submit(write_pipeline(tmp_path), args=[str(truth), "1", "0.1"], job_id="fine")
         broken_result = client.wait("broken", timeout=60)
         assert broken_result.state.value == "FAILED"
         assert broken_result.error is not None
@@ -149,7 +125,7 @@ def test_leader_sigkill_running_attempt_is_adopted(
     leader = process_cluster.wait_ready(taskmanagers=2)
     truth = tmp_path / "truth.log"
     with process_cluster.client(timeout=60) as client:
-        client.submit(_pipeline(tmp_path), args=[str(truth), "40", "0.25"], job_id="adopted")
+        client.submit(write_pipeline(tmp_path), args=[str(truth), "40", "0.25"], job_id="adopted")
         wait_until(lambda: client.job("adopted").state is JobState.RUNNING, 30)
         before = client.cluster().leader
         assert before is not None and before.id == leader.id
@@ -165,8 +141,8 @@ def test_leader_sigkill_running_attempt_is_adopted(
         result = client.wait("adopted", timeout=60)
         assert result.state.value == "FINISHED"
         final = client.job("adopted")
-    starts = [entry for entry in _truth(truth) if entry[0] == "start"]
-    assert len(starts) == 1, f"the attempt ran more than once: {_truth(truth)}"
+    starts = [entry for entry in read_truth(truth) if entry[0] == "start"]
+    assert len(starts) == 1, f"the attempt ran more than once: {read_truth(truth)}"
     assert result.value["pid"] == starts[0][2]
     assert final.result is not None
     process_cluster.check_alive()

@@ -708,3 +708,28 @@ def test_a_restart_already_due_starts_at_once() -> None:
     assert master.wants_slot(time.monotonic())
     old_record = recovered(restarting_record(None), delay=10.0)  # written before restart_at
     assert old_record.wants_slot(time.monotonic())
+
+
+# ---------------------------------------------------------------- inherited attempts
+
+
+def test_a_deployment_whose_command_never_left_was_never_sent() -> None:
+    master = scheduled()
+    deployment = master.deploy("tm-1", EPOCH)
+    assert deployment.never_sent
+    deployment.collected_at = NOW
+    assert not deployment.never_sent
+
+
+def test_an_adopted_attempt_was_sent_by_an_earlier_leader() -> None:
+    master = make_master(FixedDelayRestart(attempts=3, delay=0.0))
+    adopted = master.adopt("tm-1", 4, lease_epoch=EPOCH - 1, epoch=EPOCH)
+    assert adopted.inherited
+    assert not adopted.never_sent
+
+
+def test_an_awaited_attempt_was_sent_by_an_earlier_leader() -> None:
+    master = make_master()
+    master.await_report(2, "tm-1", EPOCH - 1, until=NOW + 10)
+    assert master.current is not None
+    assert not master.current.never_sent
