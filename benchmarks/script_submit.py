@@ -451,7 +451,8 @@ def script_rows(results: Json) -> list[Json]:
         f" {min(loads):g}-{max(loads):g} on {os.cpu_count()} cores; Steward"
         f" {min(ours):g}-{max(ours):g} s, spark-submit {min(peer):g}-{max(peer):g} s" + verdict,
     )
-    return [overhead, _outside_attempt_row(runs, direct), *_control_plane_row(runs)]
+    rows = [overhead, _outside_attempt_row(runs, direct), *_control_plane_row(runs)]
+    return rows + _jvm_row(runs)
 
 
 _OUTSIDE = (
@@ -507,6 +508,29 @@ def _control_plane_row(runs: list[Json]) -> list[Json]:
             digits=2,
             note=f"{share * 100:.1f} % of the machine's {os.cpu_count()} cores over the run;"
             " by role in the breakdown (cpu.*)",
+        )
+    ]
+
+
+def _jvm_row(runs: list[Json]) -> list[Json]:
+    """Spark's JVM CPU each way: whether Spark does the same work under Steward (a figure that
+    waiting for a CPU on a loaded machine changes much less than the run's time)."""
+    cpu = {
+        way: [r["cpu"][JAVA] for r in runs if r["way"] == way and JAVA in r.get("cpu", {})]
+        for way in ("steward", "spark-submit")
+    }
+    if not all(cpu.values()):
+        return []
+    return [
+        summary_row(
+            "CPU of Spark's JVM per run (median)",
+            _median(cpu["steward"]),
+            "CPU s",
+            peer=_median(cpu["spark-submit"]),
+            goal="",
+            met=None,
+            digits=2,
+            note=f"Steward {cpu['steward']}, spark-submit {cpu['spark-submit']}",
         )
     ]
 
@@ -632,7 +656,19 @@ def main() -> int:
     options.add_argument(
         "--keep", type=Path, default=None, help="work in this folder and keep it (logs)"
     )
+    options.add_argument(
+        "--resummarise",
+        type=Path,
+        default=None,
+        help="measure nothing: re-derive summary and breakdown of a stored document",
+    )
     args = options.parse_args()
+    if args.resummarise is not None:
+        stored = json.loads(args.resummarise.read_text(encoding="utf-8"))
+        stored["summary"] = summarise(stored["results"])
+        stored["breakdown"] = breakdown(stored["results"])
+        print(json.dumps(stored, indent=2))
+        return 0
     parameters = {
         "megabytes": args.megabytes or (2 if args.quick else 200),
         "repeats": args.repeats or (1 if args.quick else 3),
