@@ -23,6 +23,9 @@ these, keeping the original as ``__cause__``::
     │   └── CorruptStateError         a payload is malformed, truncated or fails its checksum
     │       └── UnsupportedSchemaError  written by a newer Steward (schema too high)
     ├── JobRejectedError              a submission is invalid; nothing was stored
+    ├── NotReadyError                 the leader is still recovering, or no longer leads (retry)
+    ├── JobResultExistsError          the leader refuses a submit or cancel: the job already has
+    │                                 a result (carried as .result; answered 409 job_terminated)
     ├── ApiError                      a JobManager answered with an error (status, code)
     │   ├── JobTerminatedError        the job already has a result (carried as .result)
     │   └── NoLeaderError             no leader was elected (503 no_leader) until the deadline
@@ -40,6 +43,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from steward.model import JobResultEntry
     from steward.status import ResultView
 
 
@@ -144,6 +148,18 @@ class UnsupportedSchemaError(CorruptStateError):
 
 class JobRejectedError(StewardError):
     """A job submission is invalid (bad spec or artifact); nothing was stored."""
+
+
+class NotReadyError(StewardError):
+    """The new leader is still recovering (or no longer leads); try again shortly."""
+
+
+class JobResultExistsError(StewardError):
+    """The job already has a result (``result``); the leader neither submits nor cancels it."""
+
+    def __init__(self, result: JobResultEntry) -> None:
+        super().__init__(f"job {result.job_id!r} has already terminated: {result.state.value}")
+        self.result = result
 
 
 class ApiError(StewardError):

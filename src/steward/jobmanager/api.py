@@ -30,6 +30,8 @@ from steward.errors import (
     JobExistsError,
     JobNotFoundError,
     JobRejectedError,
+    JobResultExistsError,
+    NotReadyError,
     StewardError,
 )
 from steward.heartbeat import HEARTBEAT_PATH, Heartbeat, HeartbeatReply
@@ -47,7 +49,7 @@ from steward.status import (
 from steward.store.contents import ContentStore
 
 from .content_routes import add_content_routes, missing_contents
-from .dispatcher import JobTerminatedError, NotReadyError, new_job_id
+from .dispatcher import new_job_id
 
 if TYPE_CHECKING:
     from .process import JobManager
@@ -416,7 +418,7 @@ def _job_view(manager: JobManager, job_id: str) -> JobView:
 
 
 def _raise_for(exc: StewardError) -> NoReturn:
-    if isinstance(exc, JobTerminatedError):
+    if isinstance(exc, JobResultExistsError):
         raise ApiError(409, "job_terminated", str(exc), result=ResultView.of(exc.result)) from None
     if isinstance(exc, JobExistsError):
         raise ApiError(409, "job_exists", str(exc)) from None

@@ -20,13 +20,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import queue
 import threading
 import time
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Any
 
 from kazoo.exceptions import KazooException
@@ -36,6 +34,8 @@ from steward.errors import (
     FencedError,
     JobExistsError,
     JobNotFoundError,
+    JobResultExistsError,
+    NotReadyError,
     StewardError,
     ZooKeeperUnavailableError,
 )
@@ -57,12 +57,9 @@ from steward.model import (
     CompletedCheckpoint,
     ErrorInfo,
     JobGraph,
-    JobResultEntry,
     JobSpec,
     TaskManagerInfo,
-    TerminalState,
 )
-from steward.runtime import storage
 from steward.runtime.protocol import FailedEvent, FinishedEvent, completed_stages_of
 from steward.runtime.unpack import may_define_initialize
 from steward.status import (
@@ -70,22 +67,21 @@ from steward.status import (
     JobState,
     JobView,
     TaskManagerView,
-    attempts_to_keep,
 )
 from steward.store import zk
 from steward.store.blob import BlobStore
-from steward.store.checkpoints import CheckpointIDCounter, CompletedCheckpointStore
+from steward.store.checkpoints import CheckpointIDCounter
 from steward.store.contents import ContentStore
-from steward.store.job_graphs import JobGraphStore
-from steward.store.results import JobResultStore, ResultTooLargeError
-from steward.store.statuses import JobStatusStore
-from steward.taskmanager.leases import ExecutionLeases
 
 from .content_gc import ContentCollector
 from .hooks import HookRunner
-from .jobmaster import JobMaster, Terminal
+from .jobmaster import JobMaster
+from .leader.cleanup import Cleanup
+from .leader.records import Records
+from .leader.stores import LeaderStores, checkpoint_dir
+from .leader.table import JobTable
+from .leader.term import Term
 from .reads import status_view
-from .resources import ResourceManager
 
 log = logging.getLogger(__name__)
 
@@ -94,29 +90,6 @@ _NOT_TAKEN = Rejection.NO_SLOT
 
 TICK = 0.2
 """Seconds between scheduling passes when nothing wakes the scheduler earlier."""
-
-
-class JobTerminatedError(StewardError):
-    """The job already has a result; ``result`` is it."""
-
-    def __init__(self, result: JobResultEntry) -> None:
-        super().__init__(f"job {result.job_id!r} has already terminated: {result.state.value}")
-        self.result = result
-
-
-class NotReadyError(StewardError):
-    """The new leader is still recovering; try again shortly."""
-
-
-@dataclass
-class _PendingResult:
-    master: JobMaster
-    terminal: Terminal
-
-
-def checkpoint_dir(config: Configuration, job_id: str) -> str:
-    """The job's own directory for Spark checkpoints and stages (stable across attempts)."""
-    return storage.join(config.storage_dir, "pipelines", job_id)
 
 
 class Dispatcher:
@@ -136,32 +109,19 @@ class Dispatcher:
         self.fence = leadership.fence
         self.config = config
         self.id = jobmanager_id
-        self._blobs = blobs
-        self._graphs = JobGraphStore(session, blobs)
+        self._term = Term.of(leadership, config, jobmanager_id, on_fenced)
+        self.table = JobTable()
+        self.stores = LeaderStores.open(session, blobs, config, jobmanager_id)
         # Content GC hook: the leader's collection of unreferenced files (content_gc.py).
         self.content_gc = ContentCollector(
-            ContentStore(blobs), self._graphs, retention=config.contents_retention
+            ContentStore(blobs), self.stores.graphs, retention=config.contents_retention
         )
-        self._results = JobResultStore(session)
-        self._statuses = JobStatusStore(session)
-        self._leases = ExecutionLeases(session, tm_id=jobmanager_id)
         self._hooks = hooks
-        self._on_fenced = on_fenced
-        self._lock = threading.RLock()
-        self._jobs: dict[str, JobMaster] = {}
-        self._pending_results: dict[str, _PendingResult] = {}
-        self._submitting: set[str] = set()
-        self._unpersisted: set[str] = set()
-        self._hookless: set[str] = set()
-        self._deferred: set[str] | None = None
-        """While recovering: jobs whose status record is written in batches before ready."""
-        """Jobs whose pipeline cannot define ``initialize``: no hook round, one status write."""
-        self._rm = ResourceManager()
-        self._ready = threading.Event()
-        self._stopped = threading.Event()
-        self._wakeup = threading.Event()
+        self._cleanup = Cleanup(self._term, self.table, self.stores)
+        self._term.when_stopped(self.table.rm.wake_all)
+        self._term.when_stopped(hooks.cancel_all)
+        self._records = Records(self._term, self.table, self.stores, self._cleanup, hooks)
         self._members_changed = threading.Event()
-        self._cleanups: queue.Queue[str] = queue.Queue()
         self._threads: list[threading.Thread] = []
         self.recovery_summary: dict[str, int] = {}
 
@@ -169,18 +129,18 @@ class Dispatcher:
 
     @property
     def ready(self) -> bool:
-        return self._ready.is_set()
+        return self._term.ready.is_set()
 
     @property
     def stopped(self) -> bool:
-        return self._stopped.is_set()
+        return self._term.stopped.is_set()
 
     def start(self) -> Dispatcher:
         self.session.client.ChildrenWatch(self.session.layout.taskmanagers, self._on_members)
         for name, target in (
             ("recover", self._run),
-            ("cleanup", self._cleanup_loop),
-            ("content-gc", lambda: self.content_gc.run(self._stopped)),  # content GC hook
+            ("cleanup", self._cleanup.run),
+            ("content-gc", lambda: self.content_gc.run(self._term.stopped)),  # content GC hook
         ):
             thread = threading.Thread(target=target, name=f"{self.id}-{name}", daemon=True)
             thread.start()
@@ -189,25 +149,13 @@ class Dispatcher:
 
     def stop(self) -> None:
         """End the term: stop scheduling and cleanup. Running attempts are left alone."""
-        if self._stopped.is_set():
-            return
-        self._stopped.set()
-        self._wakeup.set()
-        self._cleanups.put("")
-        self._rm.wake_all()
-        self._hooks.cancel_all()
-        log.info("dispatcher stopped epoch=%d", self.epoch)
-
-    def _fenced(self, exc: FencedError) -> None:
-        log.error("dispatcher fenced, stepping down epoch=%d cause=%s", self.epoch, exc)
-        self.stop()
-        self._on_fenced()
+        self._term.stop()
 
     def _on_members(self, _children: list[str]) -> bool:
-        if self._stopped.is_set():
+        if self._term.stopped.is_set():
             return False
         self._members_changed.set()
-        self._wakeup.set()
+        self._term.wakeup.set()
         return True
 
     # ------------------------------------------------------------------ recovery
@@ -216,38 +164,37 @@ class Dispatcher:
         try:
             self._recover()
         except FencedError as exc:
-            self._fenced(exc)
+            self._term.fenced(exc)
             return
         except Exception:
             log.exception("recovery failed epoch=%d; stepping down", self.epoch)
             self.stop()
-            self._on_fenced()
+            self._term.on_fenced()
             return
-        self._ready.set()
+        self._term.ready.set()
         self._schedule_loop()
 
     def _recover(self) -> None:
         started = time.monotonic()
         self._refresh_members()
-        entries = self._results.entries()
+        entries = self.stores.results.entries()
         result_ids = {entry.job_id for entry in entries}
         dirty = 0
         for entry in entries:
             if entry.status is CleanupStatus.DIRTY:
-                self._cleanups.put(entry.job_id)
+                self._cleanup.put(entry.job_id)
                 dirty += 1
-        leases = self._leases.all()
-        graph_ids = self._graphs.job_ids()
+        leases = self.stores.leases.all()
+        graph_ids = self.stores.graphs.job_ids()
         leftovers = [job_id for job_id in graph_ids if job_id in result_ids]
         for job_id in leftovers:  # a result exists: only the cleanup was left to do
-            self._cleanups.put(job_id)
+            self._cleanup.put(job_id)
         todo = [job_id for job_id in graph_ids if job_id not in result_ids]
         parallelism = int(self.config["jobmanager.recovery-parallelism"])
-        with self._lock:
-            self._deferred = set()
+        self._records.defer()
         with ThreadPoolExecutor(max_workers=parallelism, thread_name_prefix="recover") as pool:
             outcomes = list(pool.map(lambda j: self._recover_one(j, leases), todo))
-        self._flush_deferred()
+        self._records.flush_deferred()
         self.recovery_summary = {
             "jobs": len(todo),
             "adopted": outcomes.count("adopted"),
@@ -276,12 +223,12 @@ class Dispatcher:
                     type="steward.RecoveryError",
                     message=f"job {job_id!r} could not be recovered: {exc!r}",
                 )
-                self._fail_unrecoverable(job_id, error)
+                self._records.fail_unrecoverable(job_id, error)
             return "failed"
 
     def _recover_job(self, job_id: str, leases: dict[str, Any]) -> str:
         try:
-            pointer, graph = self._graphs.get_with_pointer(job_id)
+            pointer, graph = self.stores.graphs.get_with_pointer(job_id)
         except JobNotFoundError:
             return "gone"  # removed meanwhile (cannot happen under our fence, but harmless)
         except FencedError:
@@ -291,23 +238,23 @@ class Dispatcher:
                 type="steward.RecoveryError",
                 message=f"job graph of {job_id!r} could not be recovered: {exc}",
             )
-            self._fail_unrecoverable(job_id, error)
+            self._records.fail_unrecoverable(job_id, error)
             return "failed"
-        record = self._statuses.find_quietly(job_id)
+        record = self.stores.statuses.find_quietly(job_id)
         master = JobMaster(graph.spec, pointer, graph.submitted_at, record=record)
         master.is_recovery = record is not None
         lease = leases.get(job_id)
         hookless = not may_define_initialize(graph.artifact)
-        with self._lock:
-            self._jobs[job_id] = master
+        with self.table.lock:
+            self.table.jobs[job_id] = master
             if hookless:
-                self._hookless.add(job_id)
+                self.table.hookless.add(job_id)
             if lease is not None:
                 master.adopt(lease.taskmanager, lease.attempt, lease.epoch, self.epoch)
-                self._rm.assign(lease.taskmanager, job_id, lease.attempt, graph.spec.slots)
+                self.table.rm.assign(lease.taskmanager, job_id, lease.attempt, graph.spec.slots)
                 if master.cancel_requested:
                     self._send_cancel(master)
-                self._persist(master)
+                self._records.persist(master)
                 log.info(
                     "attempt adopted job=%s attempt=%d tm=%s lease_epoch=%d epoch=%d",
                     job_id,
@@ -319,69 +266,54 @@ class Dispatcher:
                 return "adopted"
             last = master.attempts[-1] if master.attempts else None
             if last is not None and not last.state.is_final:
-                if self._rm.is_registered(last.taskmanager):
+                if self.table.rm.is_registered(last.taskmanager):
                     # Its lease is gone but its TaskManager lives: it may hold the outcome.
                     until = time.monotonic() + 3 * self.config.heartbeat_interval + 5.0
                     master.await_report(last.number, last.taskmanager, last.epoch, until)
-                    self._rm.assign(last.taskmanager, job_id, last.number, graph.spec.slots)
+                    self.table.rm.assign(last.taskmanager, job_id, last.number, graph.spec.slots)
                     return "awaiting"
                 cause = ErrorInfo(
                     type="steward.TaskManagerLost",
                     message=f"TaskManager {last.taskmanager} left while the leader changed",
                 )
-                terminal = master.lost(
-                    last.number, cause, now=time.monotonic(), grace=self._grace()
-                )
+                terminal = master.lost(last.number, cause, now=time.monotonic(), grace=self._grace)
                 if terminal is not None:
-                    self._terminate(master, terminal)
+                    self._records.terminate(master, terminal)
                     return "failed"
             if master.cancel_requested:
-                self._settle(master, master.cancel())
+                self._records.settle(master, master.cancel())
                 return "failed"
             self._start_initialize(master)
             return "restarted"
-
-    def _fail_unrecoverable(self, job_id: str, error: ErrorInfo) -> None:
-        entry = JobResultEntry(
-            job_id=job_id,
-            state=TerminalState.FAILED,
-            error=error,
-            finished_at=time.time(),
-            epoch=self.epoch,
-        )
-        with contextlib.suppress(JobExistsError):  # recorded before: the first result stands
-            self._results.create_dirty(self.fence, entry)
-        log.error("job failed in recovery job=%s cause=%s", job_id, error.message)
-        self._cleanups.put(job_id)
 
     # ------------------------------------------------------------------ submission
 
     def submit(self, spec: JobSpec, graph: JobGraph) -> JobView:
         """Persist a new job's graph and schedule it. Raises JobTerminatedError, JobExistsError."""
-        self._check_ready()
+        self._term.check_ready()
         job_id = spec.job_id
-        with self._lock:
+        with self.table.lock:
             self._refuse_taken(job_id)
-            self._submitting.add(job_id)
+            self.table.submitting.add(job_id)
         try:
             # The blob is written outside the lock (it can be large); the pointer's create
             # fails for a second submission of the same id, so no two can both succeed.
-            pointer = self._graphs.put(self.fence, graph)
+            pointer = self.stores.graphs.put(self.fence, graph)
         except FencedError as exc:
-            self._fenced(exc)
+            self._term.fenced(exc)
             raise
         except JobExistsError:
             self._take_up_orphan(job_id)
             raise
         finally:
-            with self._lock:
-                self._submitting.discard(job_id)
+            with self.table.lock:
+                self.table.submitting.discard(job_id)
         hookless = not may_define_initialize(graph.artifact)
-        with self._lock:
+        with self.table.lock:
             master = JobMaster(spec, pointer, graph.submitted_at)
-            self._jobs[job_id] = master
+            self.table.jobs[job_id] = master
             if hookless:
-                self._hookless.add(job_id)
+                self.table.hookless.add(job_id)
             # _start_initialize persists the job's first record (one status write, not two).
             self._start_initialize(master)
             log.info("job submitted job=%s name=%r epoch=%d", job_id, spec.name, self.epoch)
@@ -394,36 +326,36 @@ class Dispatcher:
         got 503 and retried); without this the job would wait for the next failover's
         recovery. Called while ``job_id`` is in ``_submitting``, so nothing races it.
         """
-        with self._lock:
-            if job_id in self._jobs or job_id in self._pending_results:
+        with self.table.lock:
+            if job_id in self.table.jobs or job_id in self.table.pending_results:
                 return
         log.warning("job graph found without a job master; recovering it job=%s", job_id)
         try:
-            self._recover_one(job_id, self._leases.all())
+            self._recover_one(job_id, self.stores.leases.all())
         except FencedError as exc:
-            self._fenced(exc)
+            self._term.fenced(exc)
         except (StewardError, KazooException) as exc:  # the next failover recovers it
             log.warning("could not take up job=%s error=%r", job_id, exc)
 
     def _refuse_taken(self, job_id: str) -> None:
-        existing = self._results.find(job_id)
+        existing = self.stores.results.find(job_id)
         if existing is not None:
-            raise JobTerminatedError(existing)
-        if job_id in self._jobs or job_id in self._submitting:
+            raise JobResultExistsError(existing)
+        if job_id in self.table.jobs or job_id in self.table.submitting:
             raise JobExistsError(job_id, "running submission")
 
     def cancel(self, job_id: str) -> JobView:
-        self._check_ready()
-        with self._lock:
-            master = self._jobs.get(job_id)
+        self._term.check_ready()
+        with self.table.lock:
+            master = self.table.jobs.get(job_id)
             if master is None:
-                pending = self._pending_results.get(job_id)
+                pending = self.table.pending_results.get(job_id)
                 if pending is not None:
                     self._require_stored(pending.master)
                     return self._view(pending.master)
-                result = self._results.find(job_id)
+                result = self.stores.results.find(job_id)
                 if result is not None:
-                    raise JobTerminatedError(result)
+                    raise JobResultExistsError(result)
                 raise JobNotFoundError(job_id, "job")
             if master.cancel_requested:
                 self._require_stored(master)
@@ -432,20 +364,20 @@ class Dispatcher:
             terminal = master.cancel()
             self._hooks.cancel(job_id)
             if terminal is not None:
-                self._terminate(master, terminal)
+                self._records.terminate(master, terminal)
             elif current is not None:
-                if not current.reported and self._rm.withdraw_start(
+                if not current.reported and self.table.rm.withdraw_start(
                     current.taskmanager, job_id, current.number
                 ):
                     # Never collected by its TaskManager: nothing runs.
-                    self._rm.release(current.taskmanager, job_id, current.number)
+                    self.table.rm.release(current.taskmanager, job_id, current.number)
                     master.current = None
                     finished = master.cancel()
                     if finished is not None:
-                        self._terminate(master, finished)
+                        self._records.terminate(master, finished)
                 else:
                     self._send_cancel(master)
-                    self._persist(master)
+                    self._records.persist(master)
             log.info("job cancel requested job=%s state=%s", job_id, master.state)
             self._require_stored(master)
             return self._view(master)
@@ -457,12 +389,12 @@ class Dispatcher:
         record or result could not be written; the retry writes it again.
         """
         job_id = master.job_id
-        if self._stopped.is_set():  # fenced while writing it: the next leader decides
+        if self._term.stopped.is_set():  # fenced while writing it: the next leader decides
             raise NotReadyError("this JobManager is no longer the leader")
-        if job_id in self._unpersisted:
-            self._unpersisted.discard(job_id)
-            self._persist(master)  # adds it back if ZooKeeper is still unreachable
-        if job_id in self._unpersisted or job_id in self._pending_results:
+        if job_id in self.table.unpersisted:
+            self.table.unpersisted.discard(job_id)
+            self._records.persist(master)  # adds it back if ZooKeeper is still unreachable
+        if job_id in self.table.unpersisted or job_id in self.table.pending_results:
             raise ZooKeeperUnavailableError(
                 f"the cancel of job {job_id!r} is not stored yet: ZooKeeper is unreachable; retry"
             )
@@ -473,30 +405,24 @@ class Dispatcher:
             return
         current.cancel_sent = True
         grace = float(self.config["jobmanager.cancel-grace"])
-        self._rm.enqueue(
+        self.table.rm.enqueue(
             current.taskmanager,
             CancelAttempt(
                 job_id=master.job_id, attempt=current.number, epoch=self.epoch, grace=grace
             ),
         )
 
-    def _check_ready(self) -> None:
-        if self._stopped.is_set():
-            raise NotReadyError("this JobManager is no longer the leader")
-        if not self._ready.is_set():
-            raise NotReadyError("the leader is recovering its jobs")
-
     # ------------------------------------------------------------------ initialize hooks
 
     def _start_initialize(self, master: JobMaster) -> None:
         master.initializing()
-        if master.job_id in self._hookless:
+        if master.job_id in self.table.hookless:
             # No hook can run: schedule now. Skipping the hook round saves a status write, a
             # blob read and a second trip through the lock per job (recovery is bound by it).
-            self._settle(master, master.initialized(FinishedEvent()))
-            self._wakeup.set()
+            self._records.settle(master, master.initialized(FinishedEvent()))
+            self._term.wakeup.set()
             return
-        self._persist(master)
+        self._records.persist(master)
         self._hooks.submit(
             master.job_id,
             master.pointer,
@@ -508,29 +434,29 @@ class Dispatcher:
         )
 
     def _initialized(self, job_id: str, outcome: FinishedEvent | FailedEvent) -> None:
-        with self._lock:
-            master = self._jobs.get(job_id)
+        with self.table.lock:
+            master = self.table.jobs.get(job_id)
             if master is None or master.state is not JobState.INITIALIZING or self.stopped:
                 return
             terminal = master.initialized(outcome)
             if terminal is not None:
-                self._terminate(master, terminal)
+                self._records.terminate(master, terminal)
             else:
-                self._persist(master)
-        self._wakeup.set()
+                self._records.persist(master)
+        self._term.wakeup.set()
 
     # ------------------------------------------------------------------ heartbeats
 
     def heartbeat(self, beat: Heartbeat) -> HeartbeatReply:
         """Take a TaskManager's reports; answer with acknowledgements and its commands."""
-        with self._lock:
-            state = self._rm.heartbeat(beat)
+        with self.table.lock:
+            state = self.table.rm.heartbeat(beat)
             acks: list[Ack] = []
-            if self._ready.is_set() and not self._stopped.is_set():
+            if self._term.ready.is_set() and not self._term.stopped.is_set():
                 for report in beat.attempts:
                     acks.extend(self._on_report(beat.taskmanager, report))
                 self._expire_uncollected(beat, state.assigned)
-                commands = self._rm.take_commands(beat.taskmanager)
+                commands = self.table.rm.take_commands(beat.taskmanager)
             else:
                 commands = []
             wake = state.wake
@@ -541,19 +467,19 @@ class Dispatcher:
             report.checkpoints or report.phase in (AttemptPhase.ENDED, AttemptPhase.REJECTED)
             for report in beat.attempts
         )
-        if not commands and not fresh and beat.wait > 0 and not self._stopped.is_set():
+        if not commands and not fresh and beat.wait > 0 and not self._term.stopped.is_set():
             wake.wait(min(beat.wait, 30.0))
-            with self._lock:
-                if self._ready.is_set() and not self._stopped.is_set():
-                    commands = self._rm.take_commands(beat.taskmanager)
+            with self.table.lock:
+                if self._term.ready.is_set() and not self._term.stopped.is_set():
+                    commands = self.table.rm.take_commands(beat.taskmanager)
         for command in commands:
             if isinstance(command, StartAttempt):
                 self._mark_collected(command.job_id, command.attempt)
         return HeartbeatReply(epoch=self.epoch, leader=self.id, commands=commands, acks=acks)
 
     def _mark_collected(self, job_id: str, attempt: int) -> None:
-        with self._lock:
-            master = self._jobs.get(job_id)
+        with self.table.lock:
+            master = self.table.jobs.get(job_id)
             if master and master.current and master.current.number == attempt:
                 master.current.collected_at = time.monotonic()
 
@@ -565,7 +491,7 @@ class Dispatcher:
         horizon = 2 * self.config.heartbeat_interval + 5.0
         now = time.monotonic()
         for job_id in list(assigned):
-            master = self._jobs.get(job_id)
+            master = self.table.jobs.get(job_id)
             current = master.current if master is not None else None
             if (
                 master is None
@@ -583,19 +509,19 @@ class Dispatcher:
                 current.number,
                 beat.taskmanager,
             )
-            self._rm.release(current.taskmanager, master.job_id, current.number)
+            self.table.rm.release(current.taskmanager, master.job_id, current.number)
             terminal = master.rejected(
                 current.number,
                 _NOT_TAKEN,
                 "the TaskManager never took the attempt",
                 now=now,
             )
-            self._settle(master, terminal)
+            self._records.settle(master, terminal)
 
     def _on_report(self, tm_id: str, report: AttemptReport) -> list[Ack]:
         seq = max((c.seq for c in report.checkpoints), default=0)
         settled = report.phase in (AttemptPhase.ENDED, AttemptPhase.REJECTED)
-        master = self._jobs.get(report.job_id)
+        master = self.table.jobs.get(report.job_id)
         current = master.current if master else None
         if (
             master is None
@@ -605,7 +531,7 @@ class Dispatcher:
         ):
             # Not the attempt this job is waiting for: an old one, or one of a job that is
             # terminated or unknown. If it still runs, it must stop; either way, forget it.
-            pending = self._pending_results.get(report.job_id)
+            pending = self.table.pending_results.get(report.job_id)
             if pending is not None and settled:
                 return []  # its outcome is being recorded: acknowledge once it is
             if not settled:
@@ -620,15 +546,15 @@ class Dispatcher:
             ]
         assert master is not None
         if report.phase is AttemptPhase.REJECTED:
-            self._rm.release(tm_id, master.job_id, report.attempt)
+            self.table.rm.release(tm_id, master.job_id, report.attempt)
             terminal = master.rejected(
                 report.attempt,
                 report.rejection or _NOT_TAKEN,
                 report.rejection_message or "refused",
                 now=time.monotonic(),
             )
-            self._settle(master, terminal)
-            self._wakeup.set()
+            self._records.settle(master, terminal)
+            self._term.wakeup.set()
             return [Ack(job_id=report.job_id, attempt=report.attempt, outcome=True)]
         acked = self._record_checkpoints(master, report)
         if report.progress is not None:
@@ -641,17 +567,17 @@ class Dispatcher:
             if running or app_changed or master.cancel_requested:
                 if master.cancel_requested:
                     self._send_cancel(master)
-                self._persist(master)
+                self._records.persist(master)
             return [Ack(job_id=report.job_id, attempt=report.attempt, checkpoint_seq=acked)]
         outcome = report.outcome or lost_outcome("the TaskManager reported no outcome")
-        self._rm.release(tm_id, master.job_id, report.attempt)
+        self.table.rm.release(tm_id, master.job_id, report.attempt)
         master.running(report.attempt, report.started_at)
         terminal = master.ended(report.attempt, outcome, now=time.monotonic())
         if terminal is not None:
-            done = self._terminate(master, terminal)
+            done = self._records.terminate(master, terminal)
         else:
-            done = self._persist(master)
-            self._wakeup.set()
+            done = self._records.persist(master)
+            self._term.wakeup.set()
         log.info(
             "attempt ended job=%s attempt=%d tm=%s outcome=%s job_state=%s",
             master.job_id,
@@ -665,7 +591,7 @@ class Dispatcher:
         ]
 
     def _cancel_stray(self, tm_id: str, report: AttemptReport) -> None:
-        state = self._rm.get(tm_id)
+        state = self.table.rm.get(tm_id)
         key = f"{report.job_id}/{report.attempt}"
         if state is None or key in state.stray_cancelled:
             return
@@ -676,7 +602,7 @@ class Dispatcher:
             report.attempt,
             tm_id,
         )
-        self._rm.enqueue(
+        self.table.rm.enqueue(
             tm_id,
             CancelAttempt(
                 job_id=report.job_id,
@@ -694,7 +620,7 @@ class Dispatcher:
                 continue
             try:
                 cid = CheckpointIDCounter(self.session, master.job_id).get_and_increment(self.fence)
-                self._checkpoints(master.job_id).add(
+                self.stores.checkpoints(master.job_id).add(
                     self.fence,
                     CompletedCheckpoint(
                         job_id=master.job_id,
@@ -705,7 +631,7 @@ class Dispatcher:
                     ),
                 )
             except FencedError as exc:
-                self._fenced(exc)
+                self._term.fenced(exc)
                 break
             except (StewardError, KazooException) as exc:
                 log.warning("checkpoint not recorded yet job=%s error=%r", master.job_id, exc)
@@ -713,27 +639,22 @@ class Dispatcher:
             current.checkpoint_acked = reported.seq
         return current.checkpoint_acked
 
-    def _checkpoints(self, job_id: str) -> CompletedCheckpointStore:
-        return CompletedCheckpointStore(
-            self.session, self._blobs, job_id, self.config.checkpoints_retained
-        )
-
     # ------------------------------------------------------------------ scheduling
 
     def _schedule_loop(self) -> None:
-        while not self._stopped.is_set():
-            self._wakeup.wait(TICK)
-            self._wakeup.clear()
-            if self._stopped.is_set():
+        while not self._term.stopped.is_set():
+            self._term.wakeup.wait(TICK)
+            self._term.wakeup.clear()
+            if self._term.stopped.is_set():
                 return
             try:
                 if self._members_changed.is_set():
                     self._members_changed.clear()
                     self._refresh_members()
-                with self._lock:
+                with self.table.lock:
                     self._schedule_once()
             except FencedError as exc:
-                self._fenced(exc)
+                self._term.fenced(exc)
                 return
             except (StewardError, KazooException) as exc:
                 log.warning("scheduling pass failed, retrying error=%r", exc)
@@ -751,15 +672,15 @@ class Dispatcher:
                 members[tm_id] = TaskManagerInfo.from_json(found[0])
             except StewardError as exc:
                 log.warning("unreadable TaskManager registration tm=%s error=%s", tm_id, exc)
-        with self._lock:
-            gone = self._rm.set_members(members)
+        with self.table.lock:
+            gone = self.table.rm.set_members(members)
             for tm_id in gone:
                 log.warning("taskmanager gone tm=%s", tm_id)
                 self._taskmanager_lost(tm_id)
 
     def _taskmanager_lost(self, tm_id: str) -> None:
         now = time.monotonic()
-        for master in list(self._jobs.values()):
+        for master in list(self.table.jobs.values()):
             current = master.current
             if current is None or current.taskmanager != tm_id:
                 continue
@@ -768,45 +689,39 @@ class Dispatcher:
                 terminal = master.rejected(
                     current.number, _NOT_TAKEN, f"TaskManager {tm_id} left", now=now
                 )
-                self._settle(master, terminal)
+                self._records.settle(master, terminal)
                 continue
             cause = ErrorInfo(
                 type="steward.TaskManagerLost",
                 message=f"TaskManager {tm_id} lost its ZooKeeper session (and the attempt's"
                 " lease) before the attempt reported an outcome",
             )
-            terminal = master.lost(current.number, cause, now=now, grace=self._grace())
-            self._settle(master, terminal)
+            terminal = master.lost(current.number, cause, now=now, grace=self._grace)
+            self._records.settle(master, terminal)
 
+    @property
     def _grace(self) -> float:
-        return float(self.config["jobmanager.replacement-grace"])
+        return self._term.replacement_grace
 
     def _schedule_once(self) -> None:
         now = time.monotonic()
-        for job_id, pending in list(self._pending_results.items()):
-            del self._pending_results[job_id]
-            self._terminate(pending.master, pending.terminal)
-        for job_id in list(self._unpersisted):
-            master = self._jobs.get(job_id)
-            self._unpersisted.discard(job_id)
-            if master is not None:
-                self._persist(master)
-        for master in sorted(self._jobs.values(), key=lambda m: m.submitted_at):
+        self._records.retry_unwritten()
+        for master in sorted(self.table.jobs.values(), key=lambda m: m.submitted_at):
             current = master.current
             if (
                 current is not None
                 and current.await_report_until is not None
                 and now > current.await_report_until
             ):
-                self._rm.release(current.taskmanager, master.job_id, current.number)
+                self.table.rm.release(current.taskmanager, master.job_id, current.number)
                 cause = ErrorInfo(
                     type="steward.AttemptLost",
                     message=f"TaskManager {current.taskmanager} no longer knows attempt"
                     f" {current.number}",
                 )
-                terminal = master.lost(current.number, cause, now=now, grace=self._grace())
+                terminal = master.lost(current.number, cause, now=now, grace=self._grace)
                 if terminal is not None:
-                    self._terminate(master, terminal)
+                    self._records.terminate(master, terminal)
                     continue
                 self._start_initialize(master)
                 continue
@@ -814,19 +729,19 @@ class Dispatcher:
                 self._deploy(master)
 
     def _deploy(self, master: JobMaster) -> None:
-        tm_id = self._rm.allocate(master.spec.slots)
+        tm_id = self.table.rm.allocate(master.spec.slots)
         if tm_id is None:
-            if master.waiting(self._rm.shortage(master.spec.slots)):
-                self._persist(master)
+            if master.waiting(self.table.rm.shortage(master.spec.slots)):
+                self._records.persist(master)
             return
         # Read before anything changes: if this read fails the pass is retried with the job
         # still waiting; failing after deploy() would strand it with no start command sent.
-        latest = self._checkpoints(master.job_id).latest().checkpoint
+        latest = self.stores.checkpoints(master.job_id).latest().checkpoint
         metadata = latest.metadata if latest else None
         deployment = master.deploy(tm_id, self.epoch)
-        self._rm.assign(tm_id, master.job_id, deployment.number, master.spec.slots)
-        self._persist(master)
-        self._rm.enqueue(
+        self.table.rm.assign(tm_id, master.job_id, deployment.number, master.spec.slots)
+        self._records.persist(master)
+        self.table.rm.enqueue(
             tm_id,
             StartAttempt(
                 job_id=master.job_id,
@@ -848,130 +763,14 @@ class Dispatcher:
             self.epoch,
         )
 
-    # ------------------------------------------------------------------ results, cleanup
-
-    def _persist(self, master: JobMaster) -> bool:
-        """Write the job's status record; False (retried later) if ZooKeeper is unreachable.
-
-        During recovery the write is only noted: :meth:`_flush_deferred` writes every noted
-        record in a few batched transactions before the leader is ready (one write per job,
-        made under the lock, used to bound recovery and so failover).
-        """
-        if self._deferred is not None:
-            self._deferred.add(master.job_id)
-            return True
-        try:
-            self._statuses.write(self.fence, master.record(self.epoch))
-        except FencedError as exc:
-            self._fenced(exc)
-            return False
-        except (StewardError, KazooException) as exc:
-            log.warning("job status not persisted yet job=%s error=%r", master.job_id, exc)
-            self._unpersisted.add(master.job_id)
-            return False
-        return True
-
-    def _flush_deferred(self) -> None:
-        """Write the status records noted during recovery; FencedError propagates."""
-        with self._lock:
-            deferred, self._deferred = self._deferred or set(), None
-            masters = [self._jobs[job_id] for job_id in sorted(deferred) if job_id in self._jobs]
-            try:
-                self._statuses.write_many(self.fence, [m.record(self.epoch) for m in masters])
-            except FencedError:
-                raise
-            except (StewardError, KazooException) as exc:
-                log.warning("recovered job statuses not persisted yet error=%r", exc)
-                self._unpersisted.update(m.job_id for m in masters)
-
-    def _settle(self, master: JobMaster, terminal: Terminal | None) -> bool:
-        """Record ``terminal`` if the job ended, else persist its new state."""
-        if terminal is not None:
-            return self._terminate(master, terminal)
-        return self._persist(master)
-
-    def _terminate(self, master: JobMaster, terminal: Terminal) -> bool:
-        """Record the job's result (DIRTY), then hand it to cleanup. False: retried later."""
-        job_id = master.job_id
-        entry = JobResultEntry(
-            job_id=job_id,
-            state=terminal.state,
-            value=terminal.value,
-            error=terminal.error,
-            submitted_at=master.submitted_at,
-            finished_at=time.time(),
-            name=master.spec.name,
-            attempts=attempts_to_keep(master.attempts),
-            attempt_count=master.attempt_count,
-            epoch=self.epoch,
-        )
-        try:
-            try:
-                self._results.create_dirty(self.fence, entry)
-            except ResultTooLargeError as exc:
-                error = ErrorInfo(type="steward.ResultTooLarge", message=str(exc))
-                entry = entry.model_copy(
-                    update={"state": TerminalState.FAILED, "value": None, "error": error}
-                )
-                self._results.create_dirty(self.fence, entry)
-        except JobExistsError:
-            pass  # recorded before (by us, or by an earlier leader): the first result stands
-        except FencedError as exc:
-            self._fenced(exc)
-            return False
-        except (StewardError, KazooException) as exc:
-            log.warning("result not recorded yet job=%s error=%r", job_id, exc)
-            self._pending_results[job_id] = _PendingResult(master, terminal)
-            return False
-        self._jobs.pop(job_id, None)
-        self._hookless.discard(job_id)
-        self._hooks.cancel(job_id)
-        if master.current is not None:
-            self._rm.release(master.current.taskmanager, job_id, master.current.number)
-        self._cleanups.put(job_id)
-        log.info("job terminated job=%s state=%s epoch=%d", job_id, terminal.state, self.epoch)
-        return True
-
-    def _cleanup_loop(self) -> None:
-        delays: dict[str, float] = {}
-        while not self._stopped.is_set():
-            job_id = self._cleanups.get()
-            if not job_id or self._stopped.is_set():
-                continue
-            try:
-                self._cleanup(job_id)
-                delays.pop(job_id, None)
-            except FencedError as exc:
-                self._fenced(exc)
-                return
-            except (StewardError, KazooException, OSError) as exc:
-                delay = min(30.0, delays.get(job_id, 0.5) * 2)
-                delays[job_id] = delay
-                log.warning("cleanup failed job=%s retry_in=%.1fs error=%r", job_id, delay, exc)
-                timer = threading.Timer(delay, self._cleanups.put, args=(job_id,))
-                timer.daemon = True
-                timer.start()
-
-    def _cleanup(self, job_id: str) -> None:
-        """Remove a terminated job's HA data (rule 7); idempotent; then mark its result CLEAN."""
-        with self._lock:
-            if job_id in self._jobs:
-                return  # not terminated (a stale queue entry)
-        self._statuses.remove(self.fence, job_id)
-        self._graphs.remove(self.fence, job_id)
-        self._checkpoints(job_id).remove_all(self.fence)
-        storage.remove(checkpoint_dir(self.config, job_id))
-        self._results.mark_clean(self.fence, job_id)
-        log.info("job cleaned up job=%s epoch=%d", job_id, self.epoch)
-
     # ------------------------------------------------------------------ reads
 
     def view(self, job_id: str, *, with_checkpoints: bool = True) -> JobView | None:
         """The live job's view, or None if this leader has no such live job."""
-        with self._lock:
-            master = self._jobs.get(job_id)
+        with self.table.lock:
+            master = self.table.jobs.get(job_id)
             if master is None:
-                pending = self._pending_results.get(job_id)
+                pending = self.table.pending_results.get(job_id)
                 master = pending.master if pending else None
             if master is None:
                 return None
@@ -981,12 +780,12 @@ class Dispatcher:
         return view
 
     def views(self) -> list[JobView]:
-        with self._lock:
-            return [self._view(m) for m in self._jobs.values()]
+        with self.table.lock:
+            return [self._view(m) for m in self.table.jobs.values()]
 
     def taskmanagers(self) -> list[TaskManagerView]:
-        with self._lock:
-            return self._rm.views()
+        with self.table.lock:
+            return self.table.rm.views()
 
     def _view(self, master: JobMaster) -> JobView:
         # The same view a standby builds from the persisted record, plus live progress.
@@ -994,7 +793,7 @@ class Dispatcher:
         return view.model_copy(update={"progress": master.progress})
 
     def _checkpoint_views(self, job_id: str) -> list[CheckpointView]:
-        store = self._checkpoints(job_id)
+        store = self.stores.checkpoints(job_id)
         views = []
         try:
             for cid in store.checkpoint_ids():

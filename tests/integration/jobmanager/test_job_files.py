@@ -130,7 +130,7 @@ def test_the_client_uploads_each_file_once_and_the_job_names_them(
         second = time.monotonic() - started
     assert (cluster.storage / "contents" / "sha256" / SHA).stat().st_mtime == 1  # not re-sent
     assert view.job_id == "job-2"
-    graph = dispatcher_of(leader)._graphs.get("job-2")
+    graph = dispatcher_of(leader).stores.graphs.get("job-2")
     assert [(d.kind.value, d.filename, d.alias) for d in graph.spec.dependencies] == [
         ("py-file", "helper.py", None),
         ("archive", "env.tar.gz", "environment"),

@@ -503,7 +503,7 @@ def test_many_long_polling_taskmanagers_do_not_starve_the_rest_api(
             thread.start()
         # The first 40 polls are inside the leader (and holding a worker each).
         wait_until(
-            lambda: sum(dispatcher._rm.get(f"tm-{n}") is not None for n in range(polls)) >= 40,
+            lambda: sum(dispatcher.table.rm.get(f"tm-{n}") is not None for n in range(polls)) >= 40,
             SETTLE,
             message="40 long polls reached the leader",
         )

@@ -1,0 +1,74 @@
+"""Cleanup of terminated jobs (DESIGN rule 7): their HA data goes, then the result is CLEAN.
+
+A job is queued once its result is DIRTY (or, at recovery, when a DIRTY result or a leftover
+job graph is found). One thread per term removes, in order, the status record, the job graph
+(pointer, then blob), the checkpoints and their counter, and the job's storage directory, then
+marks the result CLEAN; every step is idempotent, so a failure is retried with backoff.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+
+from kazoo.exceptions import KazooException
+
+from steward.errors import FencedError, StewardError
+from steward.runtime import storage
+
+from .stores import LeaderStores, checkpoint_dir
+from .table import JobTable
+from .term import Term
+
+log = logging.getLogger(__name__)
+
+
+class Cleanup:
+    def __init__(self, term: Term, table: JobTable, stores: LeaderStores) -> None:
+        self._term = term
+        self._table = table
+        self._stores = stores
+        self._queue: queue.Queue[str] = queue.Queue()
+        term.when_stopped(self.wake)
+
+    def put(self, job_id: str) -> None:
+        """Queue a terminated job's cleanup."""
+        self._queue.put(job_id)
+
+    def wake(self) -> None:
+        self._queue.put("")
+
+    def run(self) -> None:
+        """The cleanup thread: until the term stops, clean up queued jobs, retrying failures."""
+        delays: dict[str, float] = {}
+        while not self._term.stopped.is_set():
+            job_id = self._queue.get()
+            if not job_id or self._term.stopped.is_set():
+                continue
+            try:
+                self._cleanup(job_id)
+                delays.pop(job_id, None)
+            except FencedError as exc:
+                self._term.fenced(exc)
+                return
+            except (StewardError, KazooException, OSError) as exc:
+                delay = min(30.0, delays.get(job_id, 0.5) * 2)
+                delays[job_id] = delay
+                log.warning("cleanup failed job=%s retry_in=%.1fs error=%r", job_id, delay, exc)
+                timer = threading.Timer(delay, self._queue.put, args=(job_id,))
+                timer.daemon = True
+                timer.start()
+
+    def _cleanup(self, job_id: str) -> None:
+        """Remove a terminated job's HA data (rule 7); idempotent; then mark its result CLEAN."""
+        with self._table.lock:
+            if job_id in self._table.jobs:
+                return  # not terminated (a stale queue entry)
+        fence = self._term.fence
+        self._stores.statuses.remove(fence, job_id)
+        self._stores.graphs.remove(fence, job_id)
+        self._stores.checkpoints(job_id).remove_all(fence)
+        storage.remove(checkpoint_dir(self._term.config, job_id))
+        self._stores.results.mark_clean(fence, job_id)
+        log.info("job cleaned up job=%s epoch=%d", job_id, self._term.epoch)

@@ -1,0 +1,55 @@
+"""The HA stores one term writes through its fence, built once and passed to every part.
+
+Also where a job's own storage directory is named (:func:`checkpoint_dir`): the scheduler hands
+it to attempts, the initialize hook gets it, cleanup removes it (DESIGN rule 7).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from steward.config import Configuration
+from steward.ha.session import Session
+from steward.runtime import storage
+from steward.store.blob import BlobStore
+from steward.store.checkpoints import CheckpointIDCounter, CompletedCheckpointStore
+from steward.store.job_graphs import JobGraphStore
+from steward.store.results import JobResultStore
+from steward.store.statuses import JobStatusStore
+from steward.taskmanager.leases import ExecutionLeases
+
+
+def checkpoint_dir(config: Configuration, job_id: str) -> str:
+    """The job's own directory for Spark checkpoints and stages (stable across attempts)."""
+    return storage.join(config.storage_dir, "pipelines", job_id)
+
+
+@dataclass
+class LeaderStores:
+    session: Session
+    blobs: BlobStore
+    graphs: JobGraphStore
+    results: JobResultStore
+    statuses: JobStatusStore
+    leases: ExecutionLeases
+    checkpoints_retained: int
+
+    @classmethod
+    def open(
+        cls, session: Session, blobs: BlobStore, config: Configuration, jobmanager_id: str
+    ) -> LeaderStores:
+        return cls(
+            session=session,
+            blobs=blobs,
+            graphs=JobGraphStore(session, blobs),
+            results=JobResultStore(session),
+            statuses=JobStatusStore(session),
+            leases=ExecutionLeases(session, tm_id=jobmanager_id),
+            checkpoints_retained=config.checkpoints_retained,
+        )
+
+    def checkpoints(self, job_id: str) -> CompletedCheckpointStore:
+        return CompletedCheckpointStore(self.session, self.blobs, job_id, self.checkpoints_retained)
+
+    def checkpoint_counter(self, job_id: str) -> CheckpointIDCounter:
+        return CheckpointIDCounter(self.session, job_id)
