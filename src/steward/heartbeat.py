@@ -144,6 +144,24 @@ class HeartbeatReply(Payload):
     acks: list[Ack] = Field(default_factory=list)
 
 
+class OutcomeRecord(Payload):
+    """``jobs/<job-id>/outcome-<attempt>``: an attempt's outcome, made durable as its lease goes.
+
+    A TaskManager deletes an ended attempt's lease and creates this record in one multi-op, so
+    an outcome no leader has heard yet outlives the TaskManager (a crash right after the
+    release). A leader about to count the attempt LOST reads it and settles the attempt from
+    it instead. The TaskManager deletes its record once the leader acknowledged the outcome
+    (so the job's status or result holds it); the job's cleanup removes any left behind.
+    """
+
+    kind_name: ClassVar[str] = "attempt outcome"
+    job_id: str
+    attempt: int = Field(ge=0)
+    taskmanager: str
+    epoch: int = Field(ge=1, description="epoch of the leader that started the attempt")
+    outcome: Annotated[FinishedEvent | FailedEvent, Field(discriminator="event")]
+
+
 def lost_outcome(message: str) -> FailedEvent:
     """The failed event a TaskManager reports for a runner that exited without a final one."""
     return FailedEvent(error=ErrorInfo(type="steward.AttemptLost", message=message))

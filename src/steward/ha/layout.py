@@ -10,6 +10,9 @@ from dataclasses import dataclass
 
 from steward.model import check_job_id
 
+OUTCOME_PREFIX = "outcome-"
+"""The children of ``jobs/<job-id>`` named ``outcome-<attempt>`` are attempts' outcome records."""
+
 
 @dataclass(frozen=True)
 class Layout:
@@ -61,6 +64,10 @@ class Layout:
 
     def checkpoint(self, job_id: str, checkpoint_id: int) -> str:
         return f"{self.checkpoints(job_id)}/{checkpoint_id:019d}"
+
+    def attempt_outcome(self, job_id: str, attempt: int) -> str:
+        """Where a TaskManager records an attempt's outcome as it releases the lease."""
+        return f"{self.job(job_id)}/{OUTCOME_PREFIX}{attempt}"
 
     @property
     def executions(self) -> str:

@@ -33,6 +33,7 @@ from steward.ha.session import Session
 from steward.model import CheckpointPointer, CompletedCheckpoint
 from steward.store import zk
 from steward.store.blob import BlobRef, BlobStore
+from steward.store.outcomes import is_outcome_name
 
 log = logging.getLogger(__name__)
 
@@ -211,6 +212,10 @@ class CompletedCheckpointStore:
         if zk.read(self._client, self._layout.checkpoint_counter(self.job_id)) is not None:
             txn.delete(self._layout.checkpoint_counter(self.job_id))
         if zk.read(self._client, self._layout.job(self.job_id)) is not None:
+            # Attempts' outcome records (store/outcomes.py) go with the job's node.
+            for name in zk.children(self._client, self._layout.job(self.job_id)):
+                if is_outcome_name(name):
+                    txn.delete(f"{self._layout.job(self.job_id)}/{name}")
             txn.delete(self._layout.job(self.job_id))
         if len(txn):
             txn.commit()

@@ -61,6 +61,8 @@ class Attempt:
     rejection: Rejection | None = None
     rejection_message: str | None = None
     lease_released: bool = False
+    outcome_recorded: bool = False
+    """Its outcome record was created with the lease's release: delete it once forgotten."""
     outcome_acked: bool = False
     runner: RunnerProcess | None = None
     cancel_grace: float | None = None
@@ -252,13 +254,14 @@ class Attempts:
             outcome.error.type if isinstance(outcome, FailedEvent) else None,
         )
 
-    def released(self, job_id: str, attempt_number: int) -> None:
+    def released(self, job_id: str, attempt_number: int, *, outcome_recorded: bool = False) -> None:
         """The attempt's lease is no longer held (released, or gone with a session)."""
         with self._lock:
             attempt = self._attempts.get((job_id, attempt_number))
             if attempt is None:
                 return
             attempt.lease_released = True
+            attempt.outcome_recorded = attempt.outcome_recorded or outcome_recorded
             self.changed.set()
             self._forget_if_done(attempt)
 

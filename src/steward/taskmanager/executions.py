@@ -3,8 +3,9 @@
 This module owns the order that makes DESIGN rule 3 hold on a TaskManager:
 
 - start: acquire the lease first, then spawn; if spawning fails, release the lease again;
-- end: a monitor thread releases a lease only once the attempt's *whole* process group is gone
-  (runner and Spark JVM), then reports the exit through ``on_exit``;
+- end: a monitor thread reports the exit through ``on_exit`` once the attempt's *whole*
+  process group is gone (runner and Spark JVM), then releases its lease, together with the
+  attempt's outcome record when ``outcome_of`` knows the outcome (one multi-op);
 - :meth:`Executions.kill_all` (self-fencing, shutdown) kills every group; their leases are
   released by the monitor as usual, once the groups are really gone.
 """
@@ -26,15 +27,19 @@ from steward.errors import (
     StoreError,
 )
 from steward.model import ExecutionLease
-from steward.taskmanager.leases import ExecutionLeases, LeaseHeldError
+from steward.runtime.protocol import FinalEvent
+from steward.taskmanager.leases import ExecutionLeases, LeaseHeldError, Released
 from steward.taskmanager.process_group import ProcessGroup
 
 log = logging.getLogger(__name__)
 
 OnExit = Callable[[str, int, int | None], None]
 """``on_exit(job_id, attempt, returncode)``; returncode is the runner's (negative: signal)."""
-OnReleased = Callable[[str, int], None]
-"""``on_released(job_id, attempt)``: the attempt is gone and its lease no longer held by us."""
+OnReleased = Callable[[str, int, bool], None]
+"""``on_released(job_id, attempt, recorded)``: the attempt is gone and its lease no longer held
+by us; ``recorded``: its outcome record was created with the lease's release."""
+OutcomeOf = Callable[[str, int], FinalEvent | None]
+"""``outcome_of(job_id, attempt)``: the ended attempt's outcome, if known."""
 Spawn = Callable[[], ProcessGroup]
 
 
@@ -48,6 +53,7 @@ class Execution:
     started_at: float = field(default_factory=time.time)
     exited: bool = False
     """The whole group is gone and ``on_exit`` was called; the lease may await release."""
+    outcome_recorded: bool = False
 
     @property
     def attempt(self) -> int:
@@ -68,11 +74,15 @@ class Executions:
         *,
         poll_interval: float = 0.1,
         on_released: OnReleased | None = None,
+        outcome_of: OutcomeOf | None = None,
     ) -> None:
         self._leases = leases
         self._on_exit = on_exit
         self._on_released = on_released
+        self._outcome_of = outcome_of
         self._orphans: set[tuple[str, int]] = set()
+        self._records_lock = threading.Lock()  # never held with another lock
+        self._records_to_drop: set[tuple[str, int]] = set()
         self._refusing: str | None = None
         self._poll_interval = poll_interval
         self._lock = threading.Lock()
@@ -263,12 +273,31 @@ class Executions:
                         del self._running[execution.job_id]
                 self._report_released(execution)
         self._release_orphans()
+        self._drop_outcome_records()
+
+    def drop_outcome_record(self, job_id: str, attempt: int) -> None:
+        """Delete the attempt's outcome record on the monitor's next pass (retried until
+        done); the caller may hold any lock."""
+        with self._records_lock:
+            self._records_to_drop.add((job_id, attempt))
+
+    def _drop_outcome_records(self) -> None:
+        with self._records_lock:
+            pending = sorted(self._records_to_drop)
+        for job_id, attempt in pending:
+            try:
+                self._leases.drop_outcome(job_id, attempt)
+            except StewardError as exc:
+                log.info("outcome record drop deferred job=%s attempt=%d: %r", job_id, attempt, exc)
+                continue
+            with self._records_lock:
+                self._records_to_drop.discard((job_id, attempt))
 
     def _report_released(self, execution: Execution) -> None:
         if self._on_released is None:
             return
         try:
-            self._on_released(execution.job_id, execution.attempt)
+            self._on_released(execution.job_id, execution.attempt, execution.outcome_recorded)
         except Exception:
             log.exception("on_released callback failed job=%s", execution.job_id)
 
@@ -303,9 +332,16 @@ class Executions:
             log.exception("on_exit callback failed job=%s", execution.job_id)
 
     def _try_release(self, execution: Execution) -> bool:
-        """Release the lease; False (retry next pass) if ZooKeeper cannot be reached now."""
+        """Release the lease (with the outcome record if the outcome is known); False (retry
+        next pass) if ZooKeeper cannot be reached now."""
+        job_id, attempt = execution.job_id, execution.attempt
+        outcome = self._outcome_of(job_id, attempt) if self._outcome_of is not None else None
         try:
-            self._leases.release(execution.job_id, execution.attempt)
+            if outcome is None:
+                self._leases.release(job_id, attempt)
+            else:
+                released = self._leases.release_recording(job_id, attempt, outcome)
+                execution.outcome_recorded = released is Released.RECORDED
         except StewardError as exc:
             log.warning(
                 "lease release deferred job=%s attempt=%d cause=%r",

@@ -7,21 +7,32 @@ most one attempt of a job can hold it, and it vanishes when that session ends.
 
 This module owns creating, reading and deleting leases, and the newest leader epoch this
 TaskManager has seen (commands from older leaders are refused without asking ZooKeeper).
+
+An ended attempt's lease goes together with its outcome record (:meth:`release_recording`,
+one multi-op): from the moment the lease is gone the outcome is in ZooKeeper, so a
+TaskManager that dies before its report reaches a leader loses nothing (see
+:mod:`steward.store.outcomes`).
 """
 
 from __future__ import annotations
 
+import enum
 import logging
 import threading
+from typing import Any
 
-from kazoo.exceptions import BadVersionError, KazooException
+from kazoo.exceptions import BadVersionError, KazooException, RolledBackError
+from kazoo.exceptions import NodeExistsError as KazooNodeExists
 from kazoo.exceptions import NoNodeError as KazooNoNode
 from kazoo.handlers.threading import KazooTimeoutError
 
 from steward.errors import CorruptStateError, FencedError, NodeExistsError, StewardError, StoreError
 from steward.ha.fencing import Fence, translate
 from steward.ha.session import Session
+from steward.heartbeat import OutcomeRecord
 from steward.model import ExecutionLease
+from steward.runtime.protocol import FinalEvent
+from steward.store.outcomes import encode
 from steward.store.zk import job_children, read
 
 log = logging.getLogger(__name__)
@@ -43,6 +54,17 @@ class LeaseHeldError(StoreError):
         super().__init__(f"the execution lease of job {job_id!r} is held by {who}")
         self.job_id = job_id
         self.holder = holder
+
+
+class Released(enum.Enum):
+    """What :meth:`ExecutionLeases.release_recording` did."""
+
+    NOT_OURS = "not-ours"
+    """Nothing: the lease was gone already, or is another session's or attempt's."""
+    RELEASED = "released"
+    """The lease is deleted; no outcome record was made (the job's node is gone)."""
+    RECORDED = "recorded"
+    """The lease is deleted and the outcome record created, in one multi-op."""
 
 
 class ExecutionLeases:
@@ -121,34 +143,103 @@ class ExecutionLeases:
         Returns False, and deletes nothing, if the lease is gone or belongs to someone else
         (another session, another attempt): never delete a lease that is not ours.
         """
+        return self._release(job_id, attempt, None) is not Released.NOT_OURS
+
+    def release_recording(self, job_id: str, attempt: int, outcome: FinalEvent) -> Released:
+        """Like :meth:`release`, creating the attempt's outcome record in the same multi-op.
+
+        If the record cannot be made (the job's node is gone: the job is cleaned up, no leader
+        needs it), the lease is released alone.
+        """
+        return self._release(job_id, attempt, outcome)
+
+    def _release(self, job_id: str, attempt: int, outcome: FinalEvent | None) -> Released:
         path = self._layout.execution(job_id)
         found = read(self._session.client, path)
         if found is None:
             log.info("lease already gone job=%s attempt=%d", job_id, attempt)
-            return False
+            return Released.NOT_OURS
         data, stat = found
-        if not self._is_ours(data, stat.ephemeralOwner, attempt):
+        lease = self._ours(data, stat.ephemeralOwner, attempt)
+        if lease is None:
             log.warning("not releasing a lease that is not ours job=%s attempt=%d", job_id, attempt)
-            return False
+            return Released.NOT_OURS
+        released = Released.RELEASED
+        if outcome is not None:
+            record = OutcomeRecord(
+                job_id=job_id,
+                attempt=attempt,
+                taskmanager=self.tm_id,
+                epoch=lease.epoch,
+                outcome=outcome,
+            )
+            released = self._delete_recording(path, stat.version, record)
+        if released is Released.RELEASED:
+            released = self._delete(path, stat.version)
+        if released is not Released.NOT_OURS:
+            log.info(
+                "lease released job=%s attempt=%d tm=%s outcome_recorded=%s",
+                job_id,
+                attempt,
+                self.tm_id,
+                released is Released.RECORDED,
+            )
+        return released
+
+    def drop_outcome(self, job_id: str, attempt: int) -> None:
+        """Delete the outcome record of ``attempt`` (the leader has acknowledged the outcome,
+        so the job's status or result holds it); a record already gone is no error."""
+        path = self._layout.attempt_outcome(job_id, attempt)
         try:
-            # Version-checked: if the znode was replaced since we read it, it is not ours.
-            self._session.client.delete(path, version=stat.version)
-        except (KazooNoNode, BadVersionError):
-            log.warning("lease changed while releasing job=%s attempt=%d", job_id, attempt)
-            return False
+            self._session.client.delete(path)
+        except KazooNoNode:
+            return
         except (KazooException, KazooTimeoutError) as exc:
             raise translate(exc, path) from exc
-        log.info("lease released job=%s attempt=%d tm=%s", job_id, attempt, self.tm_id)
-        return True
+        log.info("outcome record dropped job=%s attempt=%d tm=%s", job_id, attempt, self.tm_id)
 
-    def _is_ours(self, data: bytes, owner: int, attempt: int) -> bool:
+    def _delete(self, path: str, version: int) -> Released:
+        try:
+            # Version-checked: if the znode was replaced since we read it, it is not ours.
+            self._session.client.delete(path, version=version)
+        except (KazooNoNode, BadVersionError):
+            log.warning("lease changed while releasing path=%s", path)
+            return Released.NOT_OURS
+        except (KazooException, KazooTimeoutError) as exc:
+            raise translate(exc, path) from exc
+        return Released.RELEASED
+
+    def _delete_recording(self, path: str, version: int, record: OutcomeRecord) -> Released:
+        """The version-checked delete and the record's create, in one multi-op; RELEASED
+        means "not done, delete alone" (the record's parent is gone, or it exists already)."""
+        record_path = self._layout.attempt_outcome(record.job_id, record.attempt)
+        txn = self._session.client.transaction()
+        txn.delete(path, version=version)
+        txn.create(record_path, encode(record))
+        try:
+            results: list[Any] = txn.commit_async().get(timeout=self._session.session_timeout)
+        except (KazooException, KazooTimeoutError) as exc:
+            raise translate(exc, path) from exc
+        lease_result, record_result = results
+        if isinstance(lease_result, KazooNoNode | BadVersionError):
+            log.warning("lease changed while releasing path=%s", path)
+            return Released.NOT_OURS
+        if isinstance(record_result, KazooNoNode | KazooNodeExists):
+            log.info("outcome not recorded path=%s cause=%r", record_path, record_result)
+            return Released.RELEASED
+        for result in (lease_result, record_result):
+            if isinstance(result, Exception) and not isinstance(result, RolledBackError):
+                raise translate(result, path) from result
+        return Released.RECORDED
+
+    def _ours(self, data: bytes, owner: int, attempt: int) -> ExecutionLease | None:
         if owner != self._session.session_id:
-            return False
+            return None
         try:
             lease = ExecutionLease.from_json(data)
         except StewardError:
-            return False
-        return lease.taskmanager == self.tm_id and lease.attempt == attempt
+            return None
+        return lease if lease.taskmanager == self.tm_id and lease.attempt == attempt else None
 
     # ------------------------------------------------------------------ reads
 

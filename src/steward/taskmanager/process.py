@@ -59,6 +59,7 @@ from steward.runtime.protocol import (
     AttemptCancelled,
     CheckpointEvent,
     FailedEvent,
+    FinalEvent,
     ProgressEvent,
     RunnerEvent,
     SparkAppEvent,
@@ -114,7 +115,9 @@ class TaskManager:
         self.session = Session.from_config(config, name=self.id)
         self.leases = ExecutionLeases(self.session, self.id)
         self.attempts = Attempts(self.slots, on_forgotten=self._forgotten)
-        self.executions = Executions(self.leases, self._on_exit, on_released=self._released)
+        self.executions = Executions(
+            self.leases, self._on_exit, on_released=self._released, outcome_of=self._outcome_of
+        )
         self._log_max_size = config.attempt_log_max_size
         self.cleaner = WorkdirCleaner(
             self.workdir,
@@ -394,15 +397,24 @@ class TaskManager:
         return self.slots - taken
 
     def _forgotten(self, attempt: Attempt) -> None:
-        """Its outcome is acknowledged and its processes gone: its folder may go (later)."""
+        """Its outcome is acknowledged and its processes gone: its folder may go (later), and
+        its outcome record (the leader holds the outcome now)."""
         self.cleaner.attempt_ended(attempt.job_id, attempt.attempt)
+        if attempt.outcome_recorded:
+            self.executions.drop_outcome_record(attempt.job_id, attempt.attempt)
 
-    def _released(self, job_id: str, attempt_number: int) -> None:
-        self.attempts.released(job_id, attempt_number)
+    def _released(self, job_id: str, attempt_number: int, recorded: bool) -> None:
+        self.attempts.released(job_id, attempt_number, outcome_recorded=recorded)
         if self.spares is not None:
             self.spares.wake()  # a slot is free again: warm its spare now
 
     # ------------------------------------------------------------------ attempts' ends
+
+    def _outcome_of(self, job_id: str, attempt_number: int) -> FinalEvent | None:
+        """An ended attempt's outcome, recorded with its lease's release (the monitor asks
+        right after ``_on_exit`` settled it)."""
+        attempt = self.attempts.get(job_id, attempt_number)
+        return attempt.outcome if attempt is not None else None
 
     def _on_runner_event(self, attempt: Attempt, event: RunnerEvent) -> None:
         if isinstance(event, ProgressEvent):

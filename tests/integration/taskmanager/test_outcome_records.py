@@ -1,0 +1,127 @@
+"""An ended attempt's lease goes with its outcome record, in one multi-op (store/outcomes.py).
+
+The record is what a leader settles the attempt from when the TaskManager dies before its
+report arrives; these tests check the TaskManager's half against a real ZooKeeper.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from steward.ha.election import Leadership
+from steward.ha.session import Session
+from steward.model import ErrorInfo
+from steward.runtime.protocol import FailedEvent, FinishedEvent
+from steward.store.blob import BlobStore
+from steward.store.checkpoints import CompletedCheckpointStore, ensure_job_node
+from steward.store.outcomes import MAX_RECORD_BYTES, TOO_LARGE_ERROR, AttemptOutcomes
+from steward.taskmanager.leases import ExecutionLeases, Released
+
+pytestmark = pytest.mark.zookeeper
+
+Leases = Callable[..., ExecutionLeases]
+
+
+def _job_node(leader: Leadership, session: Session, job_id: str) -> None:
+    ensure_job_node(session.client, session.layout, leader.fence, job_id)
+
+
+def test_release_with_an_outcome_deletes_the_lease_and_records_the_outcome(
+    leader: Leadership, leases: Leases, tm_session: Callable[..., Session]
+) -> None:
+    session = tm_session("reader")
+    _job_node(leader, session, "job-a")
+    tm1 = leases("tm-1")
+    tm1.acquire("job-a", attempt=3, epoch=leader.epoch)
+    outcome = FinishedEvent(value={"rows": 42})
+
+    assert tm1.release_recording("job-a", 3, outcome) is Released.RECORDED
+
+    assert tm1.held("job-a") is None
+    record = AttemptOutcomes(session).find("job-a", 3)
+    assert record is not None
+    assert (record.taskmanager, record.epoch, record.outcome) == ("tm-1", leader.epoch, outcome)
+    assert AttemptOutcomes(session).find("job-a", 2) is None
+
+
+def test_a_lease_that_is_not_ours_is_neither_released_nor_recorded(
+    leader: Leadership, leases: Leases, tm_session: Callable[..., Session]
+) -> None:
+    session = tm_session("reader")
+    _job_node(leader, session, "job-a")
+    tm1, tm2 = leases("tm-1"), leases("tm-2")
+    tm1.acquire("job-a", attempt=1, epoch=leader.epoch)
+
+    assert tm2.release_recording("job-a", 1, FinishedEvent()) is Released.NOT_OURS
+    assert tm1.release_recording("job-a", 2, FinishedEvent()) is Released.NOT_OURS
+
+    assert tm1.held("job-a") is not None
+    assert AttemptOutcomes(session).find("job-a", 1) is None
+
+
+def test_without_the_jobs_node_the_lease_is_released_alone(
+    leader: Leadership, leases: Leases, tm_session: Callable[..., Session]
+) -> None:
+    session = tm_session("reader")
+    tm1 = leases("tm-1")
+    tm1.acquire("job-gone", attempt=1, epoch=leader.epoch)
+
+    assert tm1.release_recording("job-gone", 1, FinishedEvent()) is Released.RELEASED
+
+    assert tm1.held("job-gone") is None
+    assert session.client.exists(session.layout.job("job-gone")) is None
+
+
+def test_an_outcome_too_large_for_a_record_is_recorded_as_the_failure_it_would_be(
+    leader: Leadership, leases: Leases, tm_session: Callable[..., Session]
+) -> None:
+    session = tm_session("reader")
+    _job_node(leader, session, "job-a")
+    tm1 = leases("tm-1")
+    tm1.acquire("job-a", attempt=1, epoch=leader.epoch)
+
+    big = FinishedEvent(value="x" * (MAX_RECORD_BYTES + 1))
+    assert tm1.release_recording("job-a", 1, big) is Released.RECORDED
+
+    record = AttemptOutcomes(session).find("job-a", 1)
+    assert record is not None and isinstance(record.outcome, FailedEvent)
+    assert record.outcome.error.type == TOO_LARGE_ERROR
+
+
+def test_a_leader_removes_a_record_and_the_jobs_cleanup_removes_the_rest(
+    leader: Leadership, leases: Leases, tm_session: Callable[..., Session], tmp_path: Path
+) -> None:
+    session = tm_session("reader")
+    _job_node(leader, session, "job-a")
+    tm1 = leases("tm-1")
+    failed = FailedEvent(error=ErrorInfo(type="ValueError", message="bad row"))
+    for attempt in (1, 2):
+        tm1.acquire("job-a", attempt=attempt, epoch=leader.epoch)
+        assert tm1.release_recording("job-a", attempt, failed) is Released.RECORDED
+    outcomes = AttemptOutcomes(session)
+
+    outcomes.remove(leader.fence, "job-a", 1)
+    outcomes.remove(leader.fence, "job-a", 1)  # idempotent
+    assert outcomes.find("job-a", 1) is None and outcomes.find("job-a", 2) is not None
+
+    blobs = BlobStore(f"file://{tmp_path}/blobs")
+    CompletedCheckpointStore(session, blobs, "job-a", retained=1).remove_all(leader.fence)
+    assert session.client.exists(session.layout.job("job-a")) is None
+
+
+def test_the_taskmanager_drops_its_record_once_the_outcome_is_acknowledged(
+    leader: Leadership, leases: Leases, tm_session: Callable[..., Session]
+) -> None:
+    session = tm_session("reader")
+    _job_node(leader, session, "job-a")
+    tm1 = leases("tm-1")
+    tm1.acquire("job-a", attempt=1, epoch=leader.epoch)
+    tm1.release_recording("job-a", 1, FinishedEvent())
+
+    tm1.drop_outcome("job-a", 1)
+    tm1.drop_outcome("job-a", 1)  # already gone: no error
+
+    assert AttemptOutcomes(session).find("job-a", 1) is None
