@@ -15,11 +15,18 @@ Rules it owns:
 - an attempt that failed with a permanent error (``ErrorInfo.permanent``: the code does not
   parse, its entrypoint is missing, its environment cannot be built) fails the job at once:
   no restart could end otherwise, so none is spent waiting for it;
-- a cancel ends the job CANCELED, unless the attempt already finished: then it is FINISHED.
+- a cancel ends the job CANCELED, unless the attempt already finished: then it is FINISHED;
+- a late outcome (:meth:`JobMaster.late_outcome`) of an attempt counted LOST: a FINISHED one
+  wins, because an attempt that finished on its own did so before self-fencing could kill it,
+  so while it held its lease, before any replacement could start (DESIGN rule 4). With no
+  attempt in flight the job finishes at once; with a replacement in flight, the replacement
+  is cancelled and the job finishes with the late value once the replacement is gone,
+  whatever the replacement's own end. A late FAILED outcome only corrects the attempt's cause.
 """
 
 from __future__ import annotations
 
+import enum
 import time
 from dataclasses import dataclass, field
 
@@ -57,6 +64,21 @@ class Terminal:
     state: TerminalState
     value: JsonValue = None
     error: ErrorInfo | None = None
+
+
+class Late(enum.StrEnum):
+    """What :meth:`JobMaster.late_outcome` made of an outcome sent after its attempt was lost."""
+
+    IGNORED = "ignored"
+    """Not an attempt this live job counted LOST (or no longer remembers): nothing changes."""
+    CAUSE = "cause"
+    """A late failure: the attempt's recorded cause is corrected; nothing else changes."""
+    FINISHED = "finished"
+    """No attempt was in flight: the job is FINISHED with the late value (see the terminal)."""
+    CANCEL_REPLACEMENT = "cancel-replacement"
+    """Cancel the attempt in flight; the job finishes with the late value once it is gone."""
+    PENDING = "pending"
+    """Already waiting for the replacement to go (a repeated report)."""
 
 
 @dataclass
@@ -112,6 +134,10 @@ class JobMaster:
         self.restart_at: float | None = None
         """While RESTARTING: ``not_before`` as wall-clock time, stored in the status record."""
         self.cancel_requested = False
+        self.late: tuple[int, FinishedEvent] | None = None
+        """An attempt counted LOST that finished after all: the job ends with its value once
+        the attempt in flight is gone (kept in memory only: its TaskManager sends the outcome
+        again until the job's result is recorded, to this leader or the next)."""
         self.is_recovery = False
         self.progress: dict[str, JsonValue] | None = None
         self.updated_at = time.time()
@@ -278,6 +304,14 @@ class JobMaster:
         self, number: int, outcome: FinishedEvent | FailedEvent, *, now: float
     ) -> Terminal | None:
         """The attempt's process group is gone with this outcome."""
+        if self._replacement_of_late(number):
+            state = AttemptState.FINISHED
+            if isinstance(outcome, FailedEvent):
+                cancelled = outcome.error.type == _CANCELLED_TYPE
+                state = AttemptState.CANCELED if cancelled else AttemptState.FAILED
+            cause = outcome.error if isinstance(outcome, FailedEvent) else None
+            self._finish_attempt(number, state, cause, outcome.at)
+            return self._finish_late()
         if isinstance(outcome, FinishedEvent):
             self._finish_attempt(number, AttemptState.FINISHED, None, outcome.at)
             self._set(JobState.FINISHED, None)
@@ -289,7 +323,10 @@ class JobMaster:
 
     def lost(self, number: int, cause: ErrorInfo, *, now: float, grace: float) -> Terminal | None:
         """The attempt's TaskManager is gone (its lease with it) without an outcome."""
+        replacement = self._replacement_of_late(number)
         self._finish_attempt(number, AttemptState.LOST, cause, time.time())
+        if replacement:
+            return self._finish_late()
         return self._after_failure(cause, now=now, grace=grace)
 
     def rejected(
@@ -305,12 +342,47 @@ class JobMaster:
         self.attempts = [a for a in self.attempts if a.number != number]
         self.attempt_count = max((a.number for a in self.attempts), default=0)
         self.attempt_count = max(self.attempt_count, number - 1)
+        if self.late is not None:
+            return self._finish_late()
         if self.cancel_requested:
             self._set(JobState.CANCELED, "cancelled")
             return Terminal(TerminalState.CANCELED)
         self.not_before = now + REJECTION_BACKOFF
         self._set(JobState.SCHEDULED, f"attempt {number} refused ({rejection.value}): {message}")
         return None
+
+    def late_outcome(
+        self, number: int, outcome: FinishedEvent | FailedEvent
+    ) -> tuple[Late, Terminal | None]:
+        """Attempt ``number`` reports an outcome after this job counted it LOST.
+
+        Only a FINISHED outcome changes the job's course (see the module docstring); the
+        caller cancels the replacement on CANCEL_REPLACEMENT and records the terminal on
+        FINISHED.
+        """
+        record = self.attempt(number)
+        current = self.current
+        if (
+            record is None
+            or record.state is not AttemptState.LOST
+            or self.state.is_terminal
+            or (current is not None and current.number == number)
+        ):
+            return Late.IGNORED, None
+        if isinstance(outcome, FailedEvent):
+            self._replace(record.model_copy(update={"cause": trim_cause(outcome.error)}))
+            return Late.CAUSE, None
+        if self.late is not None:
+            return Late.PENDING, None
+        self.late = (number, outcome)
+        if current is None:
+            return Late.FINISHED, self._finish_late()
+        self.updated_at = time.time()
+        self.reason = (
+            f"attempt {number} finished after it was counted lost; cancelling attempt"
+            f" {current.number}"
+        )
+        return Late.CANCEL_REPLACEMENT, None
 
     def cancel(self) -> Terminal | None:
         """Cancel: terminal at once unless an attempt is in flight (then CANCELLING)."""
@@ -327,6 +399,23 @@ class JobMaster:
         return Terminal(TerminalState.FAILED, error=error)
 
     # ------------------------------------------------------------------ helpers
+
+    def _replacement_of_late(self, number: int) -> bool:
+        return self.late is not None and self.current is not None and self.current.number == number
+
+    def _finish_late(self) -> Terminal:
+        assert self.late is not None
+        number, outcome = self.late
+        self.current = None
+        record = self.attempt(number)
+        if record is not None:
+            self._replace(
+                record.model_copy(
+                    update={"state": AttemptState.FINISHED, "ended_at": outcome.at, "cause": None}
+                )
+            )
+        self._set(JobState.FINISHED, f"attempt {number} finished after it was counted lost")
+        return Terminal(TerminalState.FINISHED, value=outcome.value)
 
     def _after_failure(self, error: ErrorInfo, *, now: float, grace: float) -> Terminal | None:
         self.current = None
