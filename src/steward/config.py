@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from steward.errors import ConfigurationError
+from steward.timing import TimingChain
 
 T = TypeVar("T")
 
@@ -242,8 +243,9 @@ OPTIONS: tuple[Option, ...] = (
         _to_duration,
         None,
         "A runner whose TaskManager has written nothing to its stdin for this long kills itself"
-        " and its Spark JVM (DESIGN rule 4). Default: the fence-after (a share of the session"
-        " timeout), so a frozen TaskManager's attempts are dead before its leases expire.",
+        " and its Spark JVM (DESIGN rule 4). At most taskmanager.fence-after. Default: the"
+        " fence-after (a share of the session timeout), so a frozen TaskManager's attempts are"
+        " dead before its leases expire.",
         _positive,
     ),
     Option(
@@ -299,6 +301,16 @@ OPTIONS: tuple[Option, ...] = (
         "",
         "URL other processes use to reach this JobManager (published in leader/info). Empty:"
         " http://<bind-host>:<port>.",
+    ),
+    Option(
+        "jobmanager.fence-after",
+        _to_duration,
+        None,
+        "A JobManager none of whose ZooKeeper round trips has worked for this long kills the"
+        " initialize hooks it runs and starts none until one works again, so a leader cut off"
+        " from ZooKeeper has stopped them before its session (and leadership) can expire and"
+        " the next leader runs them. Default: taskmanager.fence-after.",
+        _positive,
     ),
     Option(
         "jobmanager.initialize-timeout",
@@ -442,6 +454,21 @@ class Configuration:
         return float(self["taskmanager.fence-after"])
 
     @property
+    def jobmanager_fence_after(self) -> float:
+        return float(self["jobmanager.fence-after"])
+
+    @property
+    def timing(self) -> TimingChain:
+        """The timeouts that must stay in order (docs/architecture.md, "Timing chain")."""
+        return TimingChain(
+            session_timeout=self.session_timeout,
+            fence_after=self.fence_after,
+            deadman_timeout=self.deadman_timeout,
+            jobmanager_fence_after=self.jobmanager_fence_after,
+            replacement_grace=float(self["jobmanager.replacement-grace"]),
+        )
+
+    @property
     def checkpoints_retained(self) -> int:
         return int(self["state.checkpoints.num-retained"])
 
@@ -538,19 +565,25 @@ def _validate(raw: Mapping[str, object], sources: Mapping[str, str]) -> Configur
                 f"bad value {value!r} for {option.key}: {problem}", key=option.key
             )
         values[option.key] = parsed
-    session_timeout = values["high-availability.zookeeper.session-timeout"]
-    values.setdefault("taskmanager.fence-after", FENCE_AFTER_SHARE * session_timeout)
-    if values["taskmanager.fence-after"] >= session_timeout:
-        raise ConfigurationError(
-            "bad value for taskmanager.fence-after: must be shorter than"
-            " high-availability.zookeeper.session-timeout, or an attempt could outlive its lease",
-            key="taskmanager.fence-after",
-        )
-    values.setdefault("taskmanager.deadman-timeout", values["taskmanager.fence-after"])
+    _derive_timing(values)
     values["high-availability.storage-dir"] = _absolute_storage(
         values["high-availability.storage-dir"]
     )
     return Configuration(values, raw)
+
+
+def _derive_timing(values: dict[str, Any]) -> None:
+    """Fill in the derived timeouts, then refuse a chain that is out of order."""
+    session_timeout = values["high-availability.zookeeper.session-timeout"]
+    values.setdefault("taskmanager.fence-after", FENCE_AFTER_SHARE * session_timeout)
+    values.setdefault("taskmanager.deadman-timeout", values["taskmanager.fence-after"])
+    values.setdefault("jobmanager.fence-after", values["taskmanager.fence-after"])
+    problems = Configuration(values).timing.problems()
+    if problems:
+        key = problems[0][0]
+        raise ConfigurationError(
+            f"bad value for {key}: " + "; ".join(text for _, text in problems), key=key
+        )
 
 
 def _absolute_storage(url: str) -> str:

@@ -4,6 +4,12 @@ Wraps one :class:`kazoo.client.KazooClient`. Kazoo reports CONNECTED, SUSPENDED 
 module adds RECONNECTED (the same session came back after SUSPENDED) and delivers every change,
 in order, on a thread of its own, so a listener may call ZooKeeper without deadlocking kazoo's
 connection thread.
+
+After connecting it reads the session timeout the server *granted* (a server's
+``minSessionTimeout`` and ``maxSessionTimeout`` bound what a client asks for) and, given the
+configuration's :class:`~steward.timing.TimingChain`, refuses to start when the granted
+timeout breaks the chain (docs/architecture.md, "Timing chain"); a granted timeout that only
+differs from the configured one is logged as a warning.
 """
 
 from __future__ import annotations
@@ -19,12 +25,14 @@ from typing import Any
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import KazooException, NodeExistsError
 from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.protocol.serialization import Connect
 from kazoo.protocol.states import KeeperState
 from kazoo.retry import KazooRetry
 
 from steward.config import Configuration
-from steward.errors import CoordinationError, ZooKeeperUnavailableError
+from steward.errors import ConfigurationError, CoordinationError, ZooKeeperUnavailableError
 from steward.ha.layout import Layout
+from steward.timing import TimingChain
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +73,7 @@ class Session:
         session_timeout: float = 10.0,
         connection_timeout: float = 15.0,
         name: str = "steward",
+        timing: TimingChain | None = None,
     ) -> None:
         self.quorum = quorum
         self.layout = Layout(root)
@@ -87,6 +96,10 @@ class Session:
         self._closing = threading.Event()
         self.restarts = 0
         """How many times the watchdog restarted a client whose connection thread died."""
+        self._timing = timing
+        self._granted: float | None = None
+        self._started = False
+        self._record_granted_timeouts()
 
     @classmethod
     def from_config(cls, config: Configuration, name: str = "steward") -> Session:
@@ -96,6 +109,7 @@ class Session:
             session_timeout=config.session_timeout,
             connection_timeout=config.connection_timeout,
             name=name,
+            timing=config.timing,
         )
 
     # ------------------------------------------------------------------ lifecycle
@@ -116,6 +130,12 @@ class Session:
                 f"could not connect to ZooKeeper at {self.quorum} within"
                 f" {self.connection_timeout:g}s; is it running? (steward zookeeper status)"
             ) from exc
+        try:
+            self._check_granted()
+        except ConfigurationError:
+            self.close()
+            raise
+        self._started = True
         self._ensure_layout()
         threading.Thread(
             target=self._watchdog, name=f"{self.name}-zk-watchdog", daemon=True
@@ -147,6 +167,58 @@ class Session:
                 self._client.create(self.layout.leader_epoch, b"0")
         except KazooException as exc:
             raise CoordinationError(f"could not create {self.layout.root}: {exc!r}") from exc
+
+    # ------------------------------------------------------------------ granted timeout
+
+    @property
+    def granted_session_timeout(self) -> float | None:
+        """The session timeout (seconds) the server granted at the last connect; None before."""
+        return self._granted
+
+    def _record_granted_timeouts(self) -> None:
+        # Kazoo uses the timeout of the server's ConnectResponse for its own read timeouts but
+        # keeps it nowhere; wrap the one call that returns it (connection set-up only).
+        connection: Any = getattr(self._client, "_connection", None)
+        invoke: Any = getattr(connection, "_invoke", None)
+        if invoke is None:
+            log.warning("cannot read the granted session timeout session=%s", self.name)
+            return
+
+        def recording(timeout: float, request: Any, xid: int | None = None) -> Any:
+            result = invoke(timeout, request, xid)
+            if isinstance(request, Connect) and result[0].time_out > 0:
+                self._granted = result[0].time_out / 1000.0
+            return result
+
+        connection._invoke = recording
+
+    def _check_granted(self) -> None:
+        """Refuse a granted timeout that breaks the timing chain; warn when it differs."""
+        granted = self._granted
+        if granted is None:
+            return
+        problem = self._timing.granted_problem(granted) if self._timing else None
+        if problem:
+            log.error("zookeeper session too short session=%s: %s", self.name, problem)
+            raise ConfigurationError(problem, key="high-availability.zookeeper.session-timeout")
+        if abs(granted - self.session_timeout) > 0.0005:
+            log.warning(
+                "zookeeper granted another session timeout session=%s granted=%gs"
+                " configured=%gs (high-availability.zookeeper.session-timeout; the servers'"
+                " minSessionTimeout/maxSessionTimeout bound it); the timing chain still holds",
+                self.name,
+                granted,
+                self.session_timeout,
+            )
+
+    def _recheck_granted(self) -> None:
+        # A new session after LOST, perhaps from another server: a running process cannot
+        # refuse to start any more, so it says so as loudly as it can.
+        try:
+            self._check_granted()
+        except ConfigurationError as exc:
+            log.error("the new zookeeper session breaks the timing chain session=%s", self.name)
+            log.debug("timing chain problem: %s", exc)
 
     # ------------------------------------------------------------------ state
 
@@ -235,6 +307,8 @@ class Session:
     def _dispatch(self) -> None:
         while (event := self._events.get()) is not None:
             log.info("zookeeper connection state=%s session=%s", event, self.name)
+            if event is ConnectionState.CONNECTED and self._started:
+                self._recheck_granted()
             with self._lock:
                 listeners = list(self._listeners)
             for listener in listeners:

@@ -1,0 +1,122 @@
+"""The timing chain: the timeouts that keep two attempts of a job (or two leaders' initialize
+hooks) from ever running at once, and the checks that they are in the right order.
+
+docs/architecture.md ("Timing chain") states each bound and why it holds. In short, with T
+the session timeout ZooKeeper *granted*, F ``taskmanager.fence-after``, D
+``taskmanager.deadman-timeout``, P = F/4 the liveness probe's period, G
+``jobmanager.replacement-grace``, Fj ``jobmanager.fence-after`` and M a margin of
+:data:`MARGIN_SHARE` of T for the kills themselves and scheduling:
+
+- ``D <= F``: a runner never outlives a silent TaskManager by more than its own fence-after;
+- ``max(F, D + P) + M <= T + G``: a TaskManager cut off from ZooKeeper (F) or frozen (D, plus
+  up to one probe period since its last round trip) has killed its attempts before its leases
+  expire and the replacement grace ends, which is when a replacement may start;
+- ``max(Fj, D + Fj/4) + M <= T``: a leader cut off (Fj) or frozen (D) has killed its
+  initialize hooks before its session, and with it its latch, expires, which is when the next
+  leader may be granted and run the same hooks (there is no grace before those);
+- ``F < T``, as before: fence-after is counted from the last round trip, never past the lease.
+
+The configured timeout is checked when the configuration is loaded; the granted one, which a
+server's ``maxSessionTimeout`` (or ``minSessionTimeout``) may change, after connecting.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MARGIN_SHARE = 0.1
+"""Share of the session timeout left for SIGKILLs to land and threads to be scheduled."""
+PROBE_ROUNDS = 4
+"""Liveness-probe round trips per fence-after (the probe's period is fence-after / this)."""
+
+
+def _s(seconds: float) -> str:
+    return f"{seconds:g}s"
+
+
+@dataclass(frozen=True)
+class TimingChain:
+    """The chain's settings, in seconds, as configured."""
+
+    session_timeout: float
+    fence_after: float
+    deadman_timeout: float
+    jobmanager_fence_after: float
+    replacement_grace: float
+
+    @property
+    def probe_period(self) -> float:
+        return self.fence_after / PROBE_ROUNDS
+
+    @property
+    def taskmanager_bound(self) -> float:
+        """Longest an attempt may run after its TaskManager's last ZooKeeper round trip."""
+        return max(self.fence_after, self.deadman_timeout + self.probe_period)
+
+    @property
+    def jobmanager_bound(self) -> float:
+        """Longest an initialize hook may run after its leader's last ZooKeeper round trip."""
+        period = self.jobmanager_fence_after / PROBE_ROUNDS
+        return max(self.jobmanager_fence_after, self.deadman_timeout + period)
+
+    def problems(self, session_timeout: float | None = None) -> list[tuple[str, str]]:
+        """What breaks the chain with ``session_timeout`` (default: the configured one), as
+        (key to change, explanation) pairs; empty when the chain holds."""
+        t = self.session_timeout if session_timeout is None else session_timeout
+        margin = MARGIN_SHARE * t
+        found: list[tuple[str, str]] = []
+        if self.fence_after >= t:
+            found.append(("taskmanager.fence-after", self._fence_after_too_long(t)))
+        if self.deadman_timeout > self.fence_after:
+            found.append(("taskmanager.deadman-timeout", self._deadman_too_long()))
+        if self.taskmanager_bound + margin > t + self.replacement_grace:
+            found.append(("taskmanager.fence-after", self._tm_chain_broken(t, margin)))
+        if self.jobmanager_bound + margin > t:
+            found.append(("jobmanager.fence-after", self._jm_chain_broken(t, margin)))
+        return found
+
+    def _fence_after_too_long(self, t: float) -> str:
+        return (
+            f"taskmanager.fence-after ({_s(self.fence_after)}) must be shorter than the session"
+            f" timeout ({_s(t)}), or an attempt could outlive its lease"
+        )
+
+    def _deadman_too_long(self) -> str:
+        return (
+            f"taskmanager.deadman-timeout ({_s(self.deadman_timeout)}) must not be longer than"
+            f" taskmanager.fence-after ({_s(self.fence_after)}): the runner of a frozen"
+            " TaskManager would outlive its lease"
+        )
+
+    def _tm_chain_broken(self, t: float, margin: float) -> str:
+        return (
+            "an attempt may run for max(taskmanager.fence-after, taskmanager.deadman-timeout +"
+            f" fence-after/{PROBE_ROUNDS}) = {_s(self.taskmanager_bound)} after its"
+            f" TaskManager's last ZooKeeper round trip; with a {_s(margin)} margin that must not"
+            f" exceed the session timeout ({_s(t)}) plus jobmanager.replacement-grace"
+            f" ({_s(self.replacement_grace)}), or a replacement could start while it runs"
+        )
+
+    def _jm_chain_broken(self, t: float, margin: float) -> str:
+        return (
+            "an initialize hook may run for max(jobmanager.fence-after,"
+            f" taskmanager.deadman-timeout + jobmanager.fence-after/{PROBE_ROUNDS})"
+            f" = {_s(self.jobmanager_bound)} after its leader's last ZooKeeper round trip; with a"
+            f" {_s(margin)} margin that must not exceed the session timeout ({_s(t)}), or the"
+            " next leader could run the same hooks meanwhile"
+        )
+
+    def granted_problem(self, granted: float) -> str | None:
+        """A clear refusal when the session timeout the server granted breaks the chain."""
+        broken = self.problems(granted)
+        if not broken:
+            return None
+        keys = sorted({key for key, _ in broken})
+        return (
+            f"ZooKeeper granted a session timeout of {_s(granted)} where"
+            f" high-availability.zookeeper.session-timeout asks for {_s(self.session_timeout)}"
+            " (the servers' maxSessionTimeout or minSessionTimeout in zoo.cfg bound it): "
+            + "; ".join(text for _, text in broken)
+            + f". Set {', '.join(keys)} for a {_s(granted)} session, or raise the servers'"
+            " maxSessionTimeout to at least the configured session timeout."
+        )
