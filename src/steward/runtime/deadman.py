@@ -5,6 +5,8 @@ Owns fd 0 of the runner: :func:`read_launch_line` takes the launch document off 
 watches it from a daemon thread. When the parent stops writing (EOF, or silence for
 ``timeout`` seconds) the switch SIGKILLs every process of the attempt, then the runner, so an
 attempt can never outlive a dead or frozen TaskManager by more than ``timeout`` (DESIGN rule 4).
+The timeout is measured on :mod:`steward.clock`, which counts a suspend of the host as the
+ZooKeeper servers do, and a heartbeat that arrives after it has run out is too late.
 
 "Every process of the attempt" is more than the runner's process group (PySpark's worker
 daemon leaves it, user code may call ``setsid``): :func:`ensure_own_process_group` also makes
@@ -36,6 +38,7 @@ from typing import NoReturn
 
 import psutil
 
+from steward import clock
 from steward.runtime import containment, reaping
 from steward.runtime.protocol import LaunchError
 
@@ -122,14 +125,20 @@ class DeadmanSwitch:
     def _watch(self) -> None:
         poller = select.poll()
         poller.register(self._fd, _POLL_EVENTS)
-        last_beat = time.monotonic()
+        last_beat = clock.now()
         while True:
-            remaining = last_beat + self._timeout - time.monotonic()
+            # Checked after every wait, before reading: a heartbeat that arrives once the
+            # deadline has passed (the host was suspended, or this thread could not run) does
+            # not revive the attempt, whose lease may be gone by now.
+            remaining = last_beat + self._timeout - clock.now()
             if remaining <= 0:
                 self._fire(f"no heartbeat on stdin for {self._timeout:g}s")
                 return
-            if not poller.poll(_millis(remaining)):
+            # In slices: poll's timeout stops during a suspend, the safety clock does not.
+            if not poller.poll(_millis(clock.slice_of(remaining))):
                 continue
+            if last_beat + self._timeout <= clock.now():
+                continue  # fires at the top of the loop
             try:
                 chunk = os.read(self._fd, 4096)
             except OSError as exc:
@@ -138,7 +147,7 @@ class DeadmanSwitch:
             if not chunk:
                 self._fire("stdin closed by the parent")
                 return
-            last_beat = time.monotonic()
+            last_beat = clock.now()
             if self._on_data is not None:
                 self._on_data(chunk)
 

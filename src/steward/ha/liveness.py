@@ -1,0 +1,134 @@
+"""The liveness probe: self-fencing timed from the last ZooKeeper round trip that worked.
+
+The TaskManager's :class:`~steward.taskmanager.self_fencing.SelfFencing` times a suspension
+from kazoo's SUSPENDED event. When a server freezes or the network is cut, no connection is
+reset and kazoo notices only after its read timeout (2/3 of the session timeout): a bound
+counted from then would end after the session has expired on the servers, and a new leader
+could already be starting replacements (or running initialize hooks) while we still run ours.
+
+This module closes that gap (DESIGN rule 4; docs/architecture.md, "Timing chain"): a thread
+makes a cheap round trip (``exists(<cluster root>)``) every ``fence_after / 4`` and calls
+``on_fence`` as soon as ``fence_after`` seconds have passed since the *start* of the last
+round trip that succeeded. The server answered after that instant, so the session was alive
+then, and it cannot expire before that instant plus the session timeout. A round trip that
+succeeds again calls ``on_alive`` with the ``time.monotonic()`` instant it started.
+
+Time is measured on :mod:`steward.clock` (it counts a suspend of the host, as the servers
+do), and every wait is cut into slices of at most :data:`steward.clock.MAX_WAIT`, so a
+deadline that passed while the host slept fences within one slice of the resume. The
+TaskManager and the JobManager (which stops its initialize hooks) both use it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from kazoo.exceptions import KazooException
+from kazoo.handlers.threading import KazooTimeoutError
+
+from steward import clock
+from steward.ha.session import Session
+
+log = logging.getLogger(__name__)
+
+
+class LivenessProbe:
+    """Fences when no ZooKeeper round trip has succeeded for ``fence_after`` seconds."""
+
+    def __init__(
+        self,
+        session: Session,
+        fence_after: float,
+        on_fence: Callable[[str], None],
+        on_alive: Callable[[float], None] = lambda _started: None,
+        *,
+        interval: float | None = None,
+    ) -> None:
+        self._session = session
+        self.fence_after = fence_after
+        self.interval = interval if interval is not None else fence_after / 4
+        self._on_fence = on_fence
+        self._on_alive = on_alive
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._last_success = clock.now()
+        self._silent = False
+        self.fences = 0
+        """How many times this probe called ``on_fence`` (once per silence)."""
+
+    @property
+    def last_success(self) -> float:
+        """:func:`steward.clock.now` at the start of the last round trip that succeeded."""
+        return self._last_success
+
+    def start(self) -> LivenessProbe:
+        self._last_success = clock.now()
+        self._thread = threading.Thread(
+            target=self._run, name=f"{self._session.name}-liveness", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            started, started_monotonic = clock.now(), time.monotonic()
+            deadline = self._last_success + self.fence_after
+            # Never wait past the deadline: a frozen server must be noticed on time.
+            timeout = self.interval if self._silent else min(self.interval, deadline - started)
+            if self._round_trip(max(0.001, timeout)):
+                self._succeeded(started, started_monotonic)
+            elif clock.now() >= deadline and not self._silent:
+                self._fence(clock.now() - self._last_success)
+            next_probe = started + self.interval
+            if not self._silent:
+                next_probe = min(next_probe, self._last_success + self.fence_after)
+            while not self._stop.is_set() and (left := next_probe - clock.now()) > 0:
+                self._stop.wait(clock.slice_of(left))
+
+    def _round_trip(self, timeout: float) -> bool:
+        until = clock.now() + timeout
+        try:
+            result = self._session.client.exists_async(self._session.layout.root)
+            while not result.wait(clock.slice_of(until - clock.now())):
+                if clock.now() >= until:
+                    log.debug("liveness probe timed out after %.3fs", timeout)
+                    return False
+            result.get_nowait()
+        except (KazooException, KazooTimeoutError) as exc:
+            log.debug("liveness probe failed cause=%r", exc)
+            return False
+        except Exception as exc:  # the client refuses requests while closed or lost
+            log.debug("liveness probe failed cause=%r", exc)
+            return False
+        return True
+
+    def _succeeded(self, started: float, started_monotonic: float) -> None:
+        self._last_success = max(self._last_success, started)
+        if self._silent:
+            self._silent = False
+            log.warning("zookeeper answers again session=%s", self._session.name)
+        try:
+            self._on_alive(started_monotonic)
+        except Exception:
+            log.exception("on_alive failed")
+
+    def _fence(self, silence: float) -> None:
+        self._silent = True
+        self.fences += 1
+        reason = (
+            f"no zookeeper round trip succeeded for {silence:.1f}s"
+            f" (fence-after {self.fence_after:g}s)"
+        )
+        log.error("self-fencing reason=%s session=%s", reason, self._session.name)
+        try:
+            self._on_fence(reason)
+        except Exception:
+            log.exception("on_fence failed reason=%s", reason)
