@@ -1,11 +1,12 @@
 """Fast crash detection against a real ZooKeeper: a standby removes the latch of a leader whose
 port refuses connections, never of one whose port accepts, and a wrong guess is fenced.
 
-The "leader" here is a live contender whose published address is a port we control: closed
-(refuses, as when the leader's process died on a live host) or listening without ever
-accepting (as a SIGSTOPped process's kernel does). Its ZooKeeper session stays alive
-throughout, so without the detector the standby could never be granted: the test fails if
-detection does nothing.
+The "leader" here is a live contender whose published address is a port we control: listening
+and then closed (refuses, as when the leader's process died on a live host), listening without
+ever accepting (as a SIGSTOPped process's kernel does), or an address that never answered this
+standby (a wildcard, another host's loopback). Its ZooKeeper session stays alive throughout,
+so without the detector the standby could never be granted: the first test fails if detection
+does nothing, the last ones if it acts on an address that names nobody.
 """
 
 from __future__ import annotations
@@ -71,15 +72,21 @@ def start_pair(
 def test_standby_takes_over_from_a_leader_whose_port_refuses_long_before_its_session_expires(
     zk_quorum: str, root: str, made: list[Contender]
 ) -> None:
-    # Given a leader whose published REST port refuses connections (its session stays alive)
+    # Given a leader whose published REST port accepted the standby's probes, then refuses
+    # connections (its process died; its session stays alive)
     monitor = Monitor()
+    listening = socket.socket()
+    listening.bind(("127.0.0.1", 0))
+    listening.listen(64)
     leader, standby, detector = start_pair(
-        zk_quorum, root, monitor, made, f"http://127.0.0.1:{closed_port()}"
+        zk_quorum, root, monitor, made, f"http://127.0.0.1:{listening.getsockname()[1]}"
     )
     old_term = leader.election.leadership
     assert old_term is not None
-    started = time.monotonic()
     detector.start()
+    wait_until(lambda: detector.probes >= 2, 10, message="the standby saw the leader listen")
+    listening.close()
+    started = time.monotonic()
     try:
         # When the standby's detector has seen the refusals for REFUSED_FOR
         name, epoch = monitor.wait_for_leader(timeout=10, other_than="jm-1")
@@ -125,6 +132,39 @@ def test_a_leader_whose_port_accepts_is_never_removed(
         finally:
             detector.stop()
     # Then nothing was removed and the leader leads under the same epoch
+    assert detector.removed == 0
+    assert leader.election.is_leader and not standby.election.is_leader
+    assert epoch_version(observer_session) == epoch
+    assert monitor.grants == [("jm-1", epoch)]
+
+
+@pytest.mark.parametrize(
+    "host",
+    ["0.0.0.0", "127.0.0.1"],
+    ids=["wildcard", "loopback-of-another-host"],
+)
+def test_a_leader_address_that_never_answered_this_standby_is_never_removed(
+    zk_quorum: str, root: str, made: list[Contender], observer_session: Session, host: str
+) -> None:
+    # Given a live leader publishing an address that, probed from the standby, names nobody
+    # listening: a wildcard (connects to the standby's own host) or a loopback address
+    # published from another host (the standby's own loopback)
+    monitor = Monitor()
+    leader, standby, detector = start_pair(
+        zk_quorum, root, monitor, made, f"http://{host}:{closed_port()}"
+    )
+    epoch = epoch_version(observer_session)
+    detector.start()
+    try:
+        # When the detector has probed for many windows, every probe refused or unanswered
+        wait_until(
+            lambda: detector.probes >= 10 * 5 or detector.removed,
+            30,
+            message="the detector probed 50 times",
+        )
+    finally:
+        detector.stop()
+    # Then the live leader's latch was never removed: it still leads under the same epoch
     assert detector.removed == 0
     assert leader.election.is_leader and not standby.election.is_leader
     assert epoch_version(observer_session) == epoch

@@ -17,11 +17,22 @@ Why a wrong guess is harmless (only liveness rides on this signal, never safety)
   cases wait for the session timeout as before.
 - Only the first latch in line, carrying the same contender id and address as the published
   leader, is deleted, with the version read just before, and never one of our own session.
+- A refusal says that the process which listened at the address is gone only if this
+  standby saw one listen there: refusals count only after the leader's address accepted a
+  probe of this detector under the same epoch. An address can name something else from
+  here: a wildcard (``0.0.0.0``, ``::``) connects to the standby's own host, a loopback
+  address published by a leader on another host names the standby's own loopback, and a
+  NAT'd or mistyped one names nobody; each of those would refuse for ever and get a live
+  leader's latch deleted at every term. Wildcards are never probed at all. The cost: a
+  standby that never saw the leader alive (it started after the crash, or the leader died
+  within one probe interval of its grant) waits for the session timeout, as without
+  detection.
 """
 
 from __future__ import annotations
 
 import enum
+import ipaddress
 import logging
 import socket
 import threading
@@ -59,7 +70,7 @@ def probe(address: str, timeout: float) -> ProbeOutcome:
         host, port = parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
     except ValueError:
         return ProbeOutcome.UNKNOWN
-    if not host:
+    if not host or is_wildcard(host):
         return ProbeOutcome.UNKNOWN
     try:
         with socket.create_connection((host, port), timeout=timeout):
@@ -68,6 +79,15 @@ def probe(address: str, timeout: float) -> ProbeOutcome:
         return ProbeOutcome.REFUSED
     except OSError:
         return ProbeOutcome.UNKNOWN
+
+
+def is_wildcard(host: str) -> bool:
+    """Whether ``host`` is an unspecified address (``0.0.0.0``, ``::``): a listening socket
+    bound to all interfaces, never an address of one machine."""
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_unspecified
+    except ValueError:
+        return False
 
 
 @dataclass
@@ -122,6 +142,8 @@ class CrashDetector:
         self.interval = max(MIN_PROBE_INTERVAL, refused_for / PROBES_PER_WINDOW)
         self._window = RefusalWindow(refused_for)
         self._acted_on: tuple[str, int] | None = None
+        self._seen_alive: tuple[str, str, int] | None = None
+        """The leader (contender, address, epoch) whose address accepted one of our probes."""
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.probes = 0
@@ -160,13 +182,22 @@ class CrashDetector:
         ):
             self._window.reset()
             return False
-        outcome = probe(leader.address, timeout=self.interval)
+        outcome = self._judged(leader, probe(leader.address, timeout=self.interval))
         self.probes += 1
         if not self._window.observe(leader, outcome, time.monotonic()):
             return False
         self._window.reset()
         self._acted_on = (leader.contender, leader.epoch)
         return self._remove_latch(leader)
+
+    def _judged(self, leader: LeaderInfo, outcome: ProbeOutcome) -> ProbeOutcome:
+        """A refusal of an address never seen accepting here says nothing: UNKNOWN."""
+        key = (leader.contender, leader.address, leader.epoch)
+        if outcome is ProbeOutcome.ACCEPTED:
+            self._seen_alive = key
+        elif outcome is ProbeOutcome.REFUSED and self._seen_alive != key:
+            return ProbeOutcome.UNKNOWN
+        return outcome
 
     def _remove_latch(self, leader: LeaderInfo) -> bool:
         client = self._session.client
