@@ -10,6 +10,13 @@ A hook works in ``<workdir>/<job-id>/initialize-<attempt>/``: its artifact is re
 ends, its (capped) ``initialize.log`` stays for ``taskmanager.workdir.retention``, the same
 time a TaskManager keeps an attempt's folder. Older hook folders are swept at most once a
 minute, after a hook ends; a job whose hook is being prepared or runs is never swept.
+
+A leader cut off from ZooKeeper for ``jobmanager.fence-after`` pauses its hooks through its
+liveness probe (:meth:`HookRunner.pause`; docs/architecture.md, "Timing chain"): every
+running hook is killed before the session, and with it the leadership, can expire and the
+next leader runs the same hooks; no hook starts while paused. When ZooKeeper answers again
+and the term goes on, :meth:`HookRunner.resume` runs the interrupted hooks again from the
+start (a hook runs again on every recovery anyway); when the term ends, they are dropped.
 """
 
 from __future__ import annotations
@@ -66,6 +73,10 @@ class HookRunner:
         """Jobs whose hook is being prepared or runs: their folders are not swept."""
         self._swept_at: float | None = None
         self._closed = False
+        self._paused: str | None = None
+        """Why hooks may not run now (the leader is cut off from ZooKeeper), or None."""
+        self._pauses = 0
+        self._allowed = threading.Condition(self._lock)
 
     def submit(
         self,
@@ -89,6 +100,7 @@ class HookRunner:
         with self._lock:
             self._cancelled.add(job_id)
             runner = self._running.get(job_id)
+            self._allowed.notify_all()
         if runner is not None:
             runner.kill()
 
@@ -97,14 +109,42 @@ class HookRunner:
         with self._lock:
             self._closed = True
             runners = list(self._running.values())
+            self._allowed.notify_all()
         self._pool.shutdown(wait=False, cancel_futures=True)
         for runner in runners:
             runner.kill()
 
+    @property
+    def paused(self) -> bool:
+        return self._paused is not None
+
+    def pause(self, reason: str) -> None:
+        """Kill every running hook and start none until :meth:`resume`; the killed ones run
+        again then."""
+        with self._lock:
+            first = self._paused is None
+            self._paused = reason
+            self._pauses += 1
+            runners = list(self._running.items())
+        for job_id, runner in runners:
+            log.warning("initialize hook killed job=%s reason=%s", job_id, reason)
+            runner.kill()
+        if first:
+            log.warning("initialize hooks paused running=%d reason=%s", len(runners), reason)
+
+    def resume(self) -> None:
+        """ZooKeeper answers again: hooks may run (the interrupted ones again)."""
+        with self._lock:
+            if self._paused is None:
+                return
+            self._paused = None
+            self._allowed.notify_all()
+        log.warning("initialize hooks resumed")
+
     def _spawned(self, job_id: str, runner: RunnerProcess) -> None:
         with self._lock:
             self._running[job_id] = runner
-            doomed = self._closed or job_id in self._cancelled
+            doomed = self._closed or job_id in self._cancelled or self._paused is not None
         if doomed:
             runner.kill()
 
@@ -113,18 +153,41 @@ class HookRunner:
         with self._lock:
             self._active.add(job_id)
         try:
-            outcome = self._outcome(work)
-        except Exception as exc:
-            log.exception("initialize hook could not run job=%s", job_id)
-            outcome = FailedEvent(error=ErrorInfo(type="steward.InitializeError", message=f"{exc}"))
+            outcome = self._run_unless_paused(work)
         finally:
             with self._lock:
                 self._active.discard(job_id)
-        with self._lock:
-            cancelled = job_id in self._cancelled
-        if not cancelled:
+        if outcome is not None:
             on_done(job_id, outcome)
         self.sweep()  # housekeeping, after the job moved on
+
+    def _run_unless_paused(self, work: _HookWork) -> FinishedEvent | FailedEvent | None:
+        """The hook's outcome, run again as long as a pause interrupted it; None when the
+        job's hook was cancelled, or the term ended while it waited for a resume."""
+        while (generation := self._wait_allowed(work.job_id)) is not None:
+            try:
+                outcome = self._outcome(work)
+            except Exception as exc:
+                log.exception("initialize hook could not run job=%s", work.job_id)
+                error = ErrorInfo(type="steward.InitializeError", message=f"{exc}")
+                outcome = FailedEvent(error=error)
+            with self._lock:
+                if work.job_id in self._cancelled:
+                    return None
+                if self._closed or self._pauses == generation:
+                    return outcome  # a term that ended hears its outcome, as before
+            log.warning("initialize hook interrupted by a pause job=%s; runs again", work.job_id)
+        return None
+
+    def _wait_allowed(self, job_id: str) -> int | None:
+        """Wait while paused; the pause count to compare with after the run, or None when
+        the hook must not run any more."""
+        with self._lock:
+            while self._paused is not None and not self._closed and job_id not in self._cancelled:
+                self._allowed.wait()
+            if self._closed or job_id in self._cancelled:
+                return None
+            return self._pauses
 
     def _outcome(self, work: _HookWork) -> FinishedEvent | FailedEvent:
         job_id, pointer, attempt = work.job_id, work.pointer, work.attempt

@@ -8,6 +8,14 @@ JobManager going away (the next leader adopts them). A standby also runs a
 :class:`CrashDetector`: when the leader's process has died but its host lives (its port
 refuses connections), the standby removes the dead leader's latch and takes over without
 waiting for the session to expire either.
+
+Every JobManager runs a :class:`LivenessProbe` too. A leader none of whose ZooKeeper round
+trips has worked for ``jobmanager.fence-after`` pauses its initialize hooks (kills the running
+ones, starts none): with ``tolerate-suspended-connections`` it keeps its leadership until
+kazoo reports LOST, which may come only when it reconnects, long after its session expired
+and the next leader ran the same hooks. Hooks resume when a round trip of the same session
+works again; a term whose session is gone never resumes them (docs/architecture.md,
+"Timing chain").
 """
 
 from __future__ import annotations
@@ -18,15 +26,18 @@ import os
 import signal
 import socket
 import threading
+import time
 from pathlib import Path
 from types import FrameType
+from urllib.parse import urlsplit
 
 import uvicorn
 
 from steward.config import Configuration
 from steward.errors import StewardError
-from steward.ha.crash_detection import CrashDetector
+from steward.ha.crash_detection import CrashDetector, is_wildcard
 from steward.ha.election import LeaderElection, Leadership
+from steward.ha.liveness import LivenessProbe
 from steward.ha.retrieval import LeaderRetrieval
 from steward.ha.session import Session
 from steward.model import LeaderInfo
@@ -49,6 +60,12 @@ class JobManager:
         self._socket = _bind(str(config["jobmanager.bind-host"]), int(config["jobmanager.port"]))
         host, port = self._socket.getsockname()[:2]
         self.address = str(config["jobmanager.advertised-address"]) or f"http://{host}:{port}"
+        if is_wildcard(urlsplit(self.address).hostname or ""):
+            log.warning(
+                "advertised address %s names no machine: standbys cannot forward to it and"
+                " crash detection ignores it; set jobmanager.advertised-address",
+                self.address,
+            )
         self.reader = ClusterReader(self.session, jobmanager_id)
         self.retrieval = LeaderRetrieval(self.session)
         self._lock = threading.Lock()
@@ -58,6 +75,12 @@ class JobManager:
         self._stopping = threading.Event()
         self._workdir = Path(str(config["taskmanager.workdir"])) / jobmanager_id
         self.election = self._new_election()
+        self._hooks: HookRunner | None = None
+        self._hooks_session: int | None = None
+        self._cut_off_at: float | None = None
+        self.probe = LivenessProbe(
+            self.session, config.jobmanager_fence_after, self._cut_off, self._answered
+        )
         self.crash_detector: CrashDetector | None = None
         if config.crash_detection > 0:
             self.crash_detector = CrashDetector(
@@ -89,6 +112,7 @@ class JobManager:
 
     def start(self) -> JobManager:
         self.session.start()
+        self.probe.start()
         self._start_server()
         self.retrieval.start()
         self.election.start()
@@ -111,6 +135,7 @@ class JobManager:
         if dispatcher is not None:
             dispatcher.stop()
         self.retrieval.stop()
+        self.probe.stop()
         if self._server is not None:
             self._server.should_exit = True
         if self._server_thread is not None:
@@ -137,9 +162,36 @@ class JobManager:
         )
         with self._lock:
             previous, self._dispatcher = self._dispatcher, dispatcher
+            self._hooks, self._hooks_session = hooks, self.session.session_id
+            cut_off = self._cut_off_at is not None
+        if cut_off:
+            hooks.pause("zookeeper has not answered since before this term began")
         if previous is not None:
             previous.stop()
         dispatcher.start()
+
+    # ------------------------------------------------------------------ liveness
+
+    def _cut_off(self, reason: str) -> None:
+        """No ZooKeeper round trip worked for jobmanager.fence-after: stop every hook."""
+        with self._lock:
+            self._cut_off_at = time.monotonic()
+            hooks = self._hooks
+        log.error("cut off from zookeeper id=%s reason=%s", self.id, reason)
+        if hooks is not None:
+            hooks.pause(reason)
+
+    def _answered(self, probe_started: float) -> None:
+        """A round trip that started after the cut-off worked: this term's hooks may run
+        again, if the term's session is still the one that answered."""
+        with self._lock:
+            if self._cut_off_at is None or probe_started <= self._cut_off_at:
+                return
+            self._cut_off_at = None
+            hooks, same_session = self._hooks, self._hooks_session == self.session.session_id
+        log.warning("zookeeper answers again id=%s same_session=%s", self.id, same_session)
+        if hooks is not None and same_session:
+            hooks.resume()
 
     def _revoked(self, leadership: Leadership) -> None:
         log.warning("leadership revoked id=%s epoch=%d", self.id, leadership.epoch)
