@@ -2,6 +2,7 @@
 
 :class:`~steward.jobmanager.dispatcher.Dispatcher` composes them for one term of leadership.
 ``term`` holds what every part shares (epoch, fence, settings, the term's events, the clock),
-``table`` the live jobs under the one lock, ``stores`` the HA stores; ``records`` writes status
-records and results, ``cleanup`` removes a terminated job's HA data.
+``table`` the live jobs under the one lock, ``stores`` the HA stores; then ``recovery``,
+``submissions``, ``initialization``, ``heartbeats``, ``membership``, ``scheduler``,
+``records`` (status records and results), ``cleanup``, ``commands`` and ``views``.
 """

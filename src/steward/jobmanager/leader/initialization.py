@@ -1,0 +1,63 @@
+"""The initialize hook round a job goes through before it is scheduled (DESIGN rule 6).
+
+A job's ``initialize(ctx)`` runs in a child process (:class:`~..hooks.HookRunner`), never in
+the JobManager, at submission and again at recovery; its outcome comes back on the hook
+runner's thread and is applied under the job table's lock. A pipeline that cannot define the
+hook skips the round: it is scheduled at once, with one status write instead of two.
+"""
+
+from __future__ import annotations
+
+from steward.runtime.protocol import FailedEvent, FinishedEvent
+from steward.status import JobState
+
+from ..hooks import HookRunner
+from ..jobmaster import JobMaster
+from .records import Records
+from .stores import checkpoint_dir
+from .table import JobTable
+from .term import Term
+
+
+class Initialization:
+    def __init__(self, term: Term, table: JobTable, records: Records, hooks: HookRunner) -> None:
+        self._term = term
+        self._table = table
+        self._records = records
+        self._hooks = hooks
+
+    def start(self, master: JobMaster) -> None:
+        """Run the job's hook (or skip it), then schedule it; called under the lock."""
+        master.initializing()
+        if master.job_id in self._table.hookless:
+            # No hook can run: schedule now. Skipping the hook round saves a status write, a
+            # blob read and a second trip through the lock per job (recovery is bound by it).
+            self._records.settle(master, master.initialized(FinishedEvent()))
+            self._term.wakeup.set()
+            return
+        self._records.persist(master)
+        self._hooks.submit(
+            master.job_id,
+            master.pointer,
+            checkpoint_dir(self._term.config, master.job_id),
+            is_recovery=master.is_recovery,
+            attempt=master.attempt_count + 1,
+            epoch=self._term.epoch,
+            on_done=self._initialized,
+        )
+
+    def _initialized(self, job_id: str, outcome: FinishedEvent | FailedEvent) -> None:
+        with self._table.lock:
+            master = self._table.jobs.get(job_id)
+            if (
+                master is None
+                or master.state is not JobState.INITIALIZING
+                or self._term.stopped.is_set()
+            ):
+                return
+            terminal = master.initialized(outcome)
+            if terminal is not None:
+                self._records.terminate(master, terminal)
+            else:
+                self._records.persist(master)
+        self._term.wakeup.set()

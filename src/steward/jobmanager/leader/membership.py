@@ -1,0 +1,137 @@
+"""Which TaskManagers are members, and what the leader decides when one, or an attempt, is lost.
+
+Membership is the ``taskmanagers/`` children in ZooKeeper: a TaskManager is alive exactly as
+long as its session, which also owns its execution leases (DESIGN rule 3). A watch wakes the
+scheduler when they change; the scheduling pass then re-reads them. Loss lives here too:
+
+- a TaskManager that left: its attempts are LOST (a restart is spent, and the replacement waits
+  ``jobmanager.replacement-grace``, rule 4), except an attempt whose start command never left
+  this leader (``collected_at is None and not reported``): nothing ran, so it is a rejection;
+- an attempt that recovery found without its lease, waiting for its TaskManager's report: when
+  the wait is over with no report, the attempt is LOST.
+
+Called under the job table's lock, except :meth:`Membership.refresh`'s ZooKeeper reads.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from steward.errors import StewardError
+from steward.ha.session import Session
+from steward.heartbeat import Rejection
+from steward.model import ErrorInfo, TaskManagerInfo
+from steward.store import zk
+
+from ..jobmaster import JobMaster
+from .initialization import Initialization
+from .records import Records
+from .table import JobTable
+from .term import Term
+
+log = logging.getLogger(__name__)
+
+NOT_TAKEN = Rejection.NO_SLOT
+"""How a start command that never ran (never collected, or never mentioned) is counted."""
+
+
+class Membership:
+    def __init__(
+        self,
+        term: Term,
+        table: JobTable,
+        session: Session,
+        records: Records,
+        initialization: Initialization,
+    ) -> None:
+        self._term = term
+        self._table = table
+        self._session = session
+        self._records = records
+        self._initialization = initialization
+        self._changed = threading.Event()
+
+    def watch(self) -> None:
+        """Follow ``taskmanagers/``: a change wakes the scheduler, which refreshes."""
+        self._session.client.ChildrenWatch(self._session.layout.taskmanagers, self._on_members)
+
+    def _on_members(self, _children: list[str]) -> bool:
+        if self._term.stopped.is_set():
+            return False
+        self._changed.set()
+        self._term.wakeup.set()
+        return True
+
+    def refresh_if_changed(self) -> None:
+        if self._changed.is_set():
+            self._changed.clear()
+            self.refresh()
+
+    def refresh(self) -> None:
+        """Read the members from ZooKeeper; the attempts of those that left are lost."""
+        members = self._read_members()
+        with self._table.lock:
+            gone = self._table.rm.set_members(members)
+            for tm_id in gone:
+                log.warning("taskmanager gone tm=%s", tm_id)
+                self._taskmanager_lost(tm_id)
+
+    def _read_members(self) -> dict[str, TaskManagerInfo]:
+        client, layout = self._session.client, self._session.layout
+        members: dict[str, TaskManagerInfo] = {}
+        for tm_id in zk.children(client, layout.taskmanagers):
+            found = zk.read(client, layout.taskmanager(tm_id))
+            if found is None:
+                continue
+            try:
+                members[tm_id] = TaskManagerInfo.from_json(found[0])
+            except StewardError as exc:
+                log.warning("unreadable TaskManager registration tm=%s error=%s", tm_id, exc)
+        return members
+
+    def _taskmanager_lost(self, tm_id: str) -> None:
+        now = self._term.monotonic()
+        for master in list(self._table.jobs.values()):
+            current = master.current
+            if current is None or current.taskmanager != tm_id:
+                continue
+            if current.collected_at is None and not current.reported:
+                # The start command never left this leader: nothing ran, nothing is spent.
+                terminal = master.rejected(
+                    current.number, NOT_TAKEN, f"TaskManager {tm_id} left", now=now
+                )
+                self._records.settle(master, terminal)
+                continue
+            cause = ErrorInfo(
+                type="steward.TaskManagerLost",
+                message=f"TaskManager {tm_id} lost its ZooKeeper session (and the attempt's"
+                " lease) before the attempt reported an outcome",
+            )
+            grace = self._term.replacement_grace
+            terminal = master.lost(current.number, cause, now=now, grace=grace)
+            self._records.settle(master, terminal)
+
+    def expire_awaited_report(self, master: JobMaster, now: float) -> bool:
+        """An attempt recovery left waiting for a report: LOST once the wait is over.
+
+        True if the attempt was waited for and has now been given up (the job is then
+        terminated or initialized again for its next attempt).
+        """
+        current = master.current
+        if current is None or current.await_report_until is None:
+            return False
+        if now <= current.await_report_until:
+            return False
+        self._table.rm.release(current.taskmanager, master.job_id, current.number)
+        cause = ErrorInfo(
+            type="steward.AttemptLost",
+            message=f"TaskManager {current.taskmanager} no longer knows attempt {current.number}",
+        )
+        grace = self._term.replacement_grace
+        terminal = master.lost(current.number, cause, now=now, grace=grace)
+        if terminal is not None:
+            self._records.terminate(master, terminal)
+        else:
+            self._initialization.start(master)
+        return True

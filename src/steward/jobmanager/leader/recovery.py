@@ -1,0 +1,196 @@
+"""Recovery on grant (DESIGN rules 6-8): the step that fills the job table before scheduling.
+
+In order: every DIRTY result, and every job graph whose job already has a result, is queued for
+cleanup; the execution leases are read once; every other job graph is recovered on its own, on
+``jobmanager.recovery-parallelism`` threads. A job that cannot be recovered (graph missing or
+corrupt, anything else raised) becomes FAILED with its cause; no other job is affected and the
+leader keeps going (rule 6). A job whose lease exists is adopted: its attempt keeps running
+(rule 8). A job whose record shows an attempt in flight without a lease waits a few heartbeats
+for its TaskManager's report if that TaskManager is a member, else the attempt is LOST. Every
+other job runs its initialize hook again. Status records are written in batches at the end,
+before the term is ready. Only a FencedError (or a failure of the whole step) ends the term.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from concurrent.futures import ThreadPoolExecutor
+
+from kazoo.exceptions import KazooException
+
+from steward.errors import FencedError, JobNotFoundError, StewardError
+from steward.model import AttemptRecord, CleanupStatus, ErrorInfo, ExecutionLease
+from steward.runtime.unpack import may_define_initialize
+
+from ..jobmaster import JobMaster
+from .cleanup import Cleanup
+from .commands import send_cancel
+from .initialization import Initialization
+from .membership import Membership
+from .records import Records
+from .stores import LeaderStores
+from .table import JobTable
+from .term import Term
+
+log = logging.getLogger(__name__)
+
+
+class Recovery:
+    def __init__(
+        self,
+        term: Term,
+        table: JobTable,
+        stores: LeaderStores,
+        *,
+        records: Records,
+        cleanup: Cleanup,
+        initialization: Initialization,
+        membership: Membership,
+    ) -> None:
+        self._term = term
+        self._table = table
+        self._stores = stores
+        self._records = records
+        self._cleanup = cleanup
+        self._initialization = initialization
+        self._membership = membership
+
+    def recover(self) -> dict[str, int]:
+        """Recover every job of the cluster into the table; the summary, by outcome."""
+        started = self._term.monotonic()
+        self._membership.refresh()
+        entries = self._stores.results.entries()
+        result_ids = {entry.job_id for entry in entries}
+        dirty = 0
+        for entry in entries:
+            if entry.status is CleanupStatus.DIRTY:
+                self._cleanup.put(entry.job_id)
+                dirty += 1
+        leases = self._stores.leases.all()
+        graph_ids = self._stores.graphs.job_ids()
+        for job_id in graph_ids:
+            if job_id in result_ids:  # a result exists: only the cleanup was left to do
+                self._cleanup.put(job_id)
+        todo = [job_id for job_id in graph_ids if job_id not in result_ids]
+        outcomes = self._recover_all(todo, leases)
+        summary = {
+            "jobs": len(todo),
+            "adopted": outcomes.count("adopted"),
+            "awaiting": outcomes.count("awaiting"),
+            "restarted": outcomes.count("restarted"),
+            "failed": outcomes.count("failed"),
+            "dirty_cleanups": dirty,
+        }
+        log.info(
+            "recovery done epoch=%d seconds=%.3f %s",
+            self._term.epoch,
+            self._term.monotonic() - started,
+            " ".join(f"{k}={v}" for k, v in summary.items()),
+        )
+        return summary
+
+    def _recover_all(self, todo: list[str], leases: dict[str, ExecutionLease]) -> list[str]:
+        parallelism = int(self._term.config["jobmanager.recovery-parallelism"])
+        self._records.defer()
+        with ThreadPoolExecutor(max_workers=parallelism, thread_name_prefix="recover") as pool:
+            outcomes = list(pool.map(lambda j: self.recover_one(j, leases), todo))
+        self._records.flush_deferred()
+        return outcomes
+
+    def recover_one(self, job_id: str, leases: dict[str, ExecutionLease]) -> str:
+        """Recover one job; never raises for a problem of this job alone (rule 6)."""
+        try:
+            return self._recover_job(job_id, leases)
+        except FencedError:
+            raise
+        except Exception as exc:
+            log.exception("recovery of one job failed job=%s", job_id)
+            with contextlib.suppress(FencedError, StewardError, KazooException, ValueError):
+                error = ErrorInfo(
+                    type="steward.RecoveryError",
+                    message=f"job {job_id!r} could not be recovered: {exc!r}",
+                )
+                self._records.fail_unrecoverable(job_id, error)
+            return "failed"
+
+    def _recover_job(self, job_id: str, leases: dict[str, ExecutionLease]) -> str:
+        loaded = self._load(job_id)
+        if isinstance(loaded, str):
+            return loaded
+        master, hookless = loaded
+        lease = leases.get(job_id)
+        with self._table.lock:
+            self._table.jobs[job_id] = master
+            if hookless:
+                self._table.hookless.add(job_id)
+            if lease is not None:
+                return self._adopt(master, lease)
+            return self._resume(master)
+
+    def _load(self, job_id: str) -> tuple[JobMaster, bool] | str:
+        """The job's master (from its graph and record) and whether it is hookless; else the
+        recovery's outcome."""
+        try:
+            pointer, graph = self._stores.graphs.get_with_pointer(job_id)
+        except JobNotFoundError:
+            return "gone"  # removed meanwhile (cannot happen under our fence, but harmless)
+        except FencedError:
+            raise
+        except StewardError as exc:
+            error = ErrorInfo(
+                type="steward.RecoveryError",
+                message=f"job graph of {job_id!r} could not be recovered: {exc}",
+            )
+            self._records.fail_unrecoverable(job_id, error)
+            return "failed"
+        record = self._stores.statuses.find_quietly(job_id)
+        master = JobMaster(graph.spec, pointer, graph.submitted_at, record=record)
+        master.is_recovery = record is not None
+        return master, not may_define_initialize(graph.artifact)
+
+    def _adopt(self, master: JobMaster, lease: ExecutionLease) -> str:
+        """The attempt holds its lease: it keeps running under this term (rule 8)."""
+        epoch, rm = self._term.epoch, self._table.rm
+        master.adopt(lease.taskmanager, lease.attempt, lease.epoch, epoch)
+        rm.assign(lease.taskmanager, master.job_id, lease.attempt, master.spec.slots)
+        if master.cancel_requested:
+            send_cancel(self._term, rm, master)
+        self._records.persist(master)
+        log.info(
+            "attempt adopted job=%s attempt=%d tm=%s lease_epoch=%d epoch=%d",
+            master.job_id,
+            lease.attempt,
+            lease.taskmanager,
+            lease.epoch,
+            epoch,
+        )
+        return "adopted"
+
+    def _resume(self, master: JobMaster) -> str:
+        """No lease: wait for the last attempt's report, or count it lost; then go on."""
+        last = master.attempts[-1] if master.attempts else None
+        if last is not None and not last.state.is_final:
+            if self._table.rm.is_registered(last.taskmanager):
+                return self._await_report(master, last)
+            cause = ErrorInfo(
+                type="steward.TaskManagerLost",
+                message=f"TaskManager {last.taskmanager} left while the leader changed",
+            )
+            now, grace = self._term.monotonic(), self._term.replacement_grace
+            terminal = master.lost(last.number, cause, now=now, grace=grace)
+            if terminal is not None:
+                self._records.terminate(master, terminal)
+                return "failed"
+        if master.cancel_requested:
+            self._records.settle(master, master.cancel())
+            return "failed"
+        self._initialization.start(master)
+        return "restarted"
+
+    def _await_report(self, master: JobMaster, last: AttemptRecord) -> str:
+        # Its lease is gone but its TaskManager lives: it may hold the outcome.
+        until = self._term.monotonic() + 3 * self._term.config.heartbeat_interval + 5.0
+        master.await_report(last.number, last.taskmanager, last.epoch, until)
+        self._table.rm.assign(last.taskmanager, master.job_id, last.number, master.spec.slots)
+        return "awaiting"

@@ -1,0 +1,116 @@
+"""Scheduling: the loop that places jobs that want a slot on the TaskManagers' free slots.
+
+A pass runs every ``TICK`` or as soon as something wakes it (a submission, an outcome, a member
+change). Each pass, under the job table's lock: write again what ZooKeeper refused before, give
+up attempts whose awaited report never came, then deploy every job that wants a slot, oldest
+submission first. A job that finds no free slot waits in SCHEDULED with the reason shown; it
+spends no restart (DESIGN rule 9). A deployment is persisted before its start command is
+queued, and the command carries the term's epoch, which the TaskManager's lease checks (rule 3).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from kazoo.exceptions import KazooException
+from pydantic import JsonValue
+
+from steward.errors import FencedError, StewardError
+from steward.heartbeat import StartAttempt
+from steward.runtime.protocol import completed_stages_of
+
+from ..jobmaster import Deployment, JobMaster
+from .membership import Membership
+from .records import Records
+from .stores import LeaderStores, checkpoint_dir
+from .table import JobTable
+from .term import Term
+
+log = logging.getLogger(__name__)
+
+TICK = 0.2
+"""Seconds between scheduling passes when nothing wakes the scheduler earlier."""
+
+
+class Scheduler:
+    def __init__(
+        self,
+        term: Term,
+        table: JobTable,
+        stores: LeaderStores,
+        records: Records,
+        membership: Membership,
+    ) -> None:
+        self._term = term
+        self._table = table
+        self._stores = stores
+        self._records = records
+        self._membership = membership
+
+    def run(self) -> None:
+        """Scheduling passes until the term stops; a failed pass is retried, a fence ends it."""
+        term = self._term
+        while not term.stopped.is_set():
+            term.wakeup.wait(TICK)
+            term.wakeup.clear()
+            if term.stopped.is_set():
+                return
+            try:
+                self._membership.refresh_if_changed()
+                with self._table.lock:
+                    self.schedule_once()
+            except FencedError as exc:
+                term.fenced(exc)
+                return
+            except (StewardError, KazooException) as exc:
+                log.warning("scheduling pass failed, retrying error=%r", exc)
+            except Exception:
+                log.exception("scheduling pass crashed, retrying")
+
+    def schedule_once(self) -> None:
+        """One pass; called under the job table's lock."""
+        now = self._term.monotonic()
+        self._records.retry_unwritten()
+        for master in sorted(self._table.jobs.values(), key=lambda m: m.submitted_at):
+            if self._membership.expire_awaited_report(master, now):
+                continue
+            if master.wants_slot(now):
+                self._deploy(master)
+
+    def _deploy(self, master: JobMaster) -> None:
+        rm = self._table.rm
+        tm_id = rm.allocate(master.spec.slots)
+        if tm_id is None:
+            if master.waiting(rm.shortage(master.spec.slots)):
+                self._records.persist(master)
+            return
+        # Read before anything changes: if this read fails the pass is retried with the job
+        # still waiting; failing after deploy() would strand it with no start command sent.
+        latest = self._stores.checkpoints(master.job_id).latest().checkpoint
+        metadata = latest.metadata if latest else None
+        deployment = master.deploy(tm_id, self._term.epoch)
+        rm.assign(tm_id, master.job_id, deployment.number, master.spec.slots)
+        self._records.persist(master)
+        rm.enqueue(tm_id, self._start_command(master, deployment, metadata))
+        log.info(
+            "attempt deployed job=%s attempt=%d tm=%s epoch=%d",
+            master.job_id,
+            deployment.number,
+            tm_id,
+            self._term.epoch,
+        )
+
+    def _start_command(
+        self, master: JobMaster, deployment: Deployment, metadata: dict[str, JsonValue] | None
+    ) -> StartAttempt:
+        return StartAttempt(
+            job_id=master.job_id,
+            attempt=deployment.number,
+            epoch=self._term.epoch,
+            job_graph_blob=master.pointer.blob,
+            job_graph_sha256=master.pointer.sha256,
+            checkpoint_dir=checkpoint_dir(self._term.config, master.job_id),
+            is_recovery=master.is_recovery or deployment.number > 1,
+            completed_stages=completed_stages_of(metadata),
+            last_checkpoint=metadata,
+        )

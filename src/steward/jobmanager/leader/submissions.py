@@ -1,0 +1,187 @@
+"""Submissions and cancels: the leader's two writes on behalf of clients.
+
+A submission stores the job's graph through the fence (outside the lock: the blob can be
+large); the pointer's create fails for a second submission of the same id, so no two can both
+succeed, and an id that already has a result is refused with that result (DESIGN rule 7). A
+cancel is answered only once ZooKeeper holds it (the status record or the result), so the next
+leader cannot lose it. Both answer NotReadyError while the term recovers or after it ended.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+
+from kazoo.exceptions import KazooException
+
+from steward.errors import (
+    FencedError,
+    JobExistsError,
+    JobNotFoundError,
+    JobResultExistsError,
+    NotReadyError,
+    StewardError,
+    ZooKeeperUnavailableError,
+)
+from steward.model import JobGraph, JobSpec
+from steward.runtime.unpack import may_define_initialize
+from steward.status import JobView
+
+from ..hooks import HookRunner
+from ..jobmaster import JobMaster
+from .commands import send_cancel
+from .initialization import Initialization
+from .records import Records
+from .recovery import Recovery
+from .stores import LeaderStores
+from .table import JobTable
+from .term import Term
+from .views import live_view
+
+log = logging.getLogger(__name__)
+
+
+def new_job_id(stem: str = "job") -> str:
+    return f"{stem}-{uuid.uuid4().hex[:12]}"
+
+
+class Submissions:
+    def __init__(
+        self,
+        term: Term,
+        table: JobTable,
+        stores: LeaderStores,
+        *,
+        records: Records,
+        initialization: Initialization,
+        recovery: Recovery,
+        hooks: HookRunner,
+    ) -> None:
+        self._term = term
+        self._table = table
+        self._stores = stores
+        self._records = records
+        self._initialization = initialization
+        self._recovery = recovery
+        self._hooks = hooks
+
+    def submit(self, spec: JobSpec, graph: JobGraph) -> JobView:
+        """Persist a new job's graph and schedule it.
+
+        Raises JobResultExistsError (the id has a result) or JobExistsError (it is live, or
+        being submitted).
+        """
+        self._term.check_ready()
+        job_id, table = spec.job_id, self._table
+        with table.lock:
+            self._refuse_taken(job_id)
+            table.submitting.add(job_id)
+        try:
+            # The blob is written outside the lock (it can be large); the pointer's create
+            # fails for a second submission of the same id, so no two can both succeed.
+            pointer = self._stores.graphs.put(self._term.fence, graph)
+        except FencedError as exc:
+            self._term.fenced(exc)
+            raise
+        except JobExistsError:
+            self._take_up_orphan(job_id)
+            raise
+        finally:
+            with table.lock:
+                table.submitting.discard(job_id)
+        hookless = not may_define_initialize(graph.artifact)
+        with table.lock:
+            master = JobMaster(spec, pointer, graph.submitted_at)
+            table.jobs[job_id] = master
+            if hookless:
+                table.hookless.add(job_id)
+            # Initialization persists the job's first record (one status write, not two).
+            self._initialization.start(master)
+            log.info("job submitted job=%s name=%r epoch=%d", job_id, spec.name, self._term.epoch)
+            return live_view(self._term, master)
+
+    def _take_up_orphan(self, job_id: str) -> None:
+        """A pointer exists that this term has no JobMaster for: take the job up.
+
+        It is our own earlier create whose answer was lost (ZooKeeper unreachable: the client
+        got 503 and retried); without this the job would wait for the next failover's
+        recovery. Called while ``job_id`` is in ``submitting``, so nothing races it.
+        """
+        with self._table.lock:
+            if job_id in self._table.jobs or job_id in self._table.pending_results:
+                return
+        log.warning("job graph found without a job master; recovering it job=%s", job_id)
+        try:
+            self._recovery.recover_one(job_id, self._stores.leases.all())
+        except FencedError as exc:
+            self._term.fenced(exc)
+        except (StewardError, KazooException) as exc:  # the next failover recovers it
+            log.warning("could not take up job=%s error=%r", job_id, exc)
+
+    def _refuse_taken(self, job_id: str) -> None:
+        existing = self._stores.results.find(job_id)
+        if existing is not None:
+            raise JobResultExistsError(existing)
+        if job_id in self._table.jobs or job_id in self._table.submitting:
+            raise JobExistsError(job_id, "running submission")
+
+    def cancel(self, job_id: str) -> JobView:
+        self._term.check_ready()
+        with self._table.lock:
+            master = self._table.jobs.get(job_id)
+            if master is None:
+                return self._cancel_ended(job_id)
+            if not master.cancel_requested:
+                self._cancel_live(master)
+                log.info("job cancel requested job=%s state=%s", job_id, master.state)
+            self._require_stored(master)
+            return live_view(self._term, master)
+
+    def _cancel_ended(self, job_id: str) -> JobView:
+        """Cancel of a job with no live master: its result is being written, or exists."""
+        pending = self._table.pending_results.get(job_id)
+        if pending is not None:
+            self._require_stored(pending.master)
+            return live_view(self._term, pending.master)
+        result = self._stores.results.find(job_id)
+        if result is not None:
+            raise JobResultExistsError(result)
+        raise JobNotFoundError(job_id, "job")
+
+    def _cancel_live(self, master: JobMaster) -> None:
+        job_id, rm = master.job_id, self._table.rm
+        current = master.current
+        terminal = master.cancel()
+        self._hooks.cancel(job_id)
+        if terminal is not None:
+            self._records.terminate(master, terminal)
+        elif current is not None:
+            if not current.reported and rm.withdraw_start(
+                current.taskmanager, job_id, current.number
+            ):
+                # Never collected by its TaskManager: nothing runs.
+                rm.release(current.taskmanager, job_id, current.number)
+                master.current = None
+                finished = master.cancel()
+                if finished is not None:
+                    self._records.terminate(master, finished)
+            else:
+                send_cancel(self._term, rm, master)
+                self._records.persist(master)
+
+    def _require_stored(self, master: JobMaster) -> None:
+        """Answer a cancel only once ZooKeeper holds it, so no next leader can lose it.
+
+        Raises ZooKeeperUnavailableError (503: the client retries) while the job's status
+        record or result could not be written; the retry writes it again.
+        """
+        job_id, table = master.job_id, self._table
+        if self._term.stopped.is_set():  # fenced while writing it: the next leader decides
+            raise NotReadyError("this JobManager is no longer the leader")
+        if job_id in table.unpersisted:
+            table.unpersisted.discard(job_id)
+            self._records.persist(master)  # adds it back if ZooKeeper is still unreachable
+        if job_id in table.unpersisted or job_id in table.pending_results:
+            raise ZooKeeperUnavailableError(
+                f"the cancel of job {job_id!r} is not stored yet: ZooKeeper is unreachable; retry"
+            )
