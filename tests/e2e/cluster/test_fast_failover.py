@@ -15,8 +15,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from e2e.cluster.test_jobs import _pipeline, _truth
 from e2e.processes import Proc, ProcessCluster
+from e2e.ticking import read_truth, write_pipeline
 from steward.status import JobState
 from support import wait_until
 
@@ -55,7 +55,7 @@ def test_sigkilled_leader_is_replaced_well_within_the_session_timeout(
 ) -> None:
     truth = tmp_path / "truth.log"
     with cluster.client(timeout=60) as client:
-        client.submit(_pipeline(tmp_path), args=[str(truth), "120", "0.25"], job_id="kept")
+        client.submit(write_pipeline(tmp_path), args=[str(truth), "120", "0.25"], job_id="kept")
         wait_until(lambda: client.job("kept").state is JobState.RUNNING, 30)
         leader = cluster.leader()
         before = client.cluster().leader
@@ -76,7 +76,7 @@ def test_sigkilled_leader_is_replaced_well_within_the_session_timeout(
         assert view.state is JobState.RUNNING and view.attempt_count == 1, view
         assert view.attempts[-1].adopted_by
         client.cancel("kept")
-    assert [entry[0] for entry in _truth(truth)] == ["start"]
+    assert [entry[0] for entry in read_truth(truth)] == ["start"]
     cluster.check_alive()
 
 
@@ -85,7 +85,7 @@ def test_frozen_leader_keeps_its_term_while_its_port_still_accepts(
 ) -> None:
     truth = tmp_path / "truth.log"
     with cluster.client(timeout=60) as client:
-        client.submit(_pipeline(tmp_path), args=[str(truth), "120", "0.25"], job_id="kept")
+        client.submit(write_pipeline(tmp_path), args=[str(truth), "120", "0.25"], job_id="kept")
         wait_until(lambda: client.job("kept").state is JobState.RUNNING, 30)
         leader = cluster.leader()
         before = client.cluster().leader
@@ -112,5 +112,5 @@ def test_frozen_leader_keeps_its_term_while_its_port_still_accepts(
         assert view.state is JobState.RUNNING and view.attempt_count == 1, view
         client.cancel("kept")
     assert "refuses connections" not in standby.log_text()
-    assert [entry[0] for entry in _truth(truth)] == ["start"]
+    assert [entry[0] for entry in read_truth(truth)] == ["start"]
     cluster.check_alive()
