@@ -560,7 +560,7 @@ def archive_rows(rounds: list[Json]) -> list[Json]:
             goal="",
             met=None,
             note=f"uploaded again in {resent} of {len(rounds)}; {_phase_note(rounds, 'second')};"
-            f" the client hashes the archive on every submission ({hashing:g} s of it)",
+            f" the client hashes the archive on every submission (hashing it alone: {hashing:g} s)",
         ),
         summary_row(
             "second submission over the first (content addressing)",
