@@ -122,7 +122,6 @@ def _result(cluster: NetnsCluster, job_id: str) -> Any:
 
 
 @pytest.mark.slow  # ~25 s: one session timeout, a replacement, a heal
-@pytest.mark.xfail(strict=True, reason="the leader drops a late FINISHED as a stray (issue 11)")
 def test_outcome_sent_after_a_partition_wins_over_the_lost_verdict(
     partitioned: NetnsCluster, tmp_path: Path
 ) -> None:
@@ -165,7 +164,6 @@ def test_outcome_sent_after_a_partition_wins_over_the_lost_verdict(
     cluster.check_alive()
 
 
-@pytest.mark.xfail(strict=True, reason="no outcome outlives the lease's release (issue 11)")
 def test_outcome_recorded_with_the_lease_release_survives_the_taskmanager(
     partitioned: NetnsCluster, tmp_path: Path
 ) -> None:

@@ -35,6 +35,7 @@ from steward.runtime.protocol import CheckpointEvent
 from ..jobmaster import JobMaster
 from .commands import send_cancel
 from .membership import NOT_TAKEN
+from .outcomes import AttemptOutcomes
 from .records import Records
 from .stores import LeaderStores
 from .table import JobTable
@@ -51,6 +52,7 @@ class Heartbeats:
         self._table = table
         self._stores = stores
         self._records = records
+        self._outcomes = AttemptOutcomes(term, table, stores.session, records)
 
     def heartbeat(self, beat: Heartbeat) -> HeartbeatReply:
         """Take a TaskManager's reports; answer with acknowledgements and its commands."""
@@ -149,6 +151,9 @@ class Heartbeats:
     def _on_stray_report(self, tm_id: str, report: AttemptReport) -> list[Ack]:
         # Not the attempt this job is waiting for: an old one, or one of a job that is
         # terminated or unknown. If it still runs, it must stop; either way, forget it.
+        late = self._outcomes.late_report(self._table.jobs.get(report.job_id), report)
+        if late is not None:
+            return late  # the outcome of an attempt counted lost, arriving late
         seq = max((c.seq for c in report.checkpoints), default=0)
         settled = report.phase in _SETTLED
         pending = self._table.pending_results.get(report.job_id)

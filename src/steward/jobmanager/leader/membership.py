@@ -26,6 +26,7 @@ from steward.store import zk
 
 from ..jobmaster import JobMaster
 from .initialization import Initialization
+from .outcomes import AttemptOutcomes
 from .records import Records
 from .table import JobTable
 from .term import Term
@@ -50,6 +51,7 @@ class Membership:
         self._session = session
         self._records = records
         self._initialization = initialization
+        self._outcomes = AttemptOutcomes(term, table, session, records)
         self._changed = threading.Event()
 
     def watch(self) -> None:
@@ -109,7 +111,7 @@ class Membership:
                 " lease) before the attempt reported an outcome",
             )
             grace = self._term.replacement_grace
-            terminal = master.lost(current.number, cause, now=now, grace=grace)
+            terminal = self._outcomes.lose(master, current.number, cause, now=now, grace=grace)
             self._records.settle(master, terminal)
 
     def expire_awaited_report(self, master: JobMaster, now: float) -> bool:
@@ -129,7 +131,7 @@ class Membership:
             message=f"TaskManager {current.taskmanager} no longer knows attempt {current.number}",
         )
         grace = self._term.replacement_grace
-        terminal = master.lost(current.number, cause, now=now, grace=grace)
+        terminal = self._outcomes.lose(master, current.number, cause, now=now, grace=grace)
         if terminal is not None:
             self._records.terminate(master, terminal)
         else:

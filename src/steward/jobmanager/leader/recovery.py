@@ -28,6 +28,7 @@ from .cleanup import Cleanup
 from .commands import send_cancel
 from .initialization import Initialization
 from .membership import Membership
+from .outcomes import AttemptOutcomes
 from .records import Records
 from .stores import LeaderStores
 from .table import JobTable
@@ -55,6 +56,7 @@ class Recovery:
         self._cleanup = cleanup
         self._initialization = initialization
         self._membership = membership
+        self._outcomes = AttemptOutcomes(term, table, stores.session, records)
 
     def recover(self) -> dict[str, int]:
         """Recover every job of the cluster into the table; the summary, by outcome."""
@@ -178,7 +180,7 @@ class Recovery:
                 message=f"TaskManager {last.taskmanager} left while the leader changed",
             )
             now, grace = self._term.monotonic(), self._term.replacement_grace
-            terminal = master.lost(last.number, cause, now=now, grace=grace)
+            terminal = self._outcomes.lose(master, last.number, cause, now=now, grace=grace)
             if terminal is not None:
                 self._records.terminate(master, terminal)
                 return "failed"
