@@ -6,6 +6,8 @@ infrastructure fault but two ZooKeeper faults never do (a quorum always survives
 - processes: SIGKILL of the leader, a standby, a TaskManager or a runner; SIGSTOP then SIGCONT
   (after a pause around the session timeout) of the leader, a standby or a TaskManager. A
   killed member is restarted as itself after a random delay, so the cluster keeps its size.
+  One TaskManager kill is timed: the moment an attempt's pipeline returned, so it lands
+  between the attempt's end, its lease's release (with its outcome record) and its report.
 - infrastructure: stop/start or freeze/thaw of one ZooKeeper server; the blob storage made
   read-only (a read-only bind mount: chmod does not stop root) for a few seconds.
 
@@ -30,8 +32,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import psutil
+
 from chaos.cluster import ChaosCluster, StorageFreezer
-from chaos.truth import DeathWatcher
+from chaos.truth import Attempt, DeathWatcher
 from e2e.processes import Proc
 from steward.errors import StewardError
 from steward.zookeeper.managed import ManagedEnsemble
@@ -42,6 +46,7 @@ PROCESS_KINDS = (
     "kill_leader",
     "kill_standby",
     "kill_taskmanager",
+    "kill_taskmanager_after_finish",
     "kill_runner",
     "freeze_leader",
     "freeze_standby",
@@ -222,6 +227,35 @@ class Nemesis:
 
     def _kill_taskmanager(self, rng: random.Random) -> Fault | None:
         return self._kill(rng, self._taskmanager(rng), "kill_taskmanager")
+
+    def _kill_taskmanager_after_finish(self, rng: random.Random) -> Fault | None:
+        """SIGKILL the TaskManager of the next attempt whose pipeline returns (its stop line),
+        at once; None if none returns within a few fault intervals."""
+        deadline = time.monotonic() + 4 * self.settings.mean_interval
+        hosts: dict[int, tuple[Attempt, Proc]] = {}
+        while not self._stop.is_set() and time.monotonic() < deadline:
+            hosts.update(self._hosts_of_running_attempts(known=hosts))
+            for attempt, proc in hosts.values():
+                if attempt.stop_t is not None and proc.alive():
+                    return self._kill(rng, proc, "kill_taskmanager_after_finish")
+            time.sleep(0.01)
+        return None
+
+    def _hosts_of_running_attempts(
+        self, known: dict[int, tuple[Attempt, Proc]]
+    ) -> dict[int, tuple[Attempt, Proc]]:
+        """Running attempts not in ``known``, by runner pid, with their TaskManager (the
+        runner's parent process)."""
+        managers = {p.pid: p for p in self.cluster.current("taskmanager") if p.alive()}
+        found: dict[int, tuple[Attempt, Proc]] = {}
+        for attempt in self.watcher.running():
+            if attempt.pid in known or attempt.stop_t is not None:
+                continue
+            with contextlib.suppress(psutil.Error):
+                host = managers.get(psutil.Process(attempt.pid).ppid())
+                if host is not None:
+                    found[attempt.pid] = (attempt, host)
+        return found
 
     def _kill(self, rng: random.Random, proc: Proc | None, kind: str) -> Fault | None:
         if proc is None:
