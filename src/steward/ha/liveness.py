@@ -13,6 +13,10 @@ round trip that succeeded. The server answered after that instant, so the sessio
 then, and it cannot expire before that instant plus the session timeout. A round trip that
 succeeds again calls ``on_alive`` with the ``time.monotonic()`` instant it started.
 
+When it fences it also drops the connection to the silent server (:meth:`Session.drop_connection`),
+so kazoo reconnects to another server of the ensemble at once: kazoo's own detection (an
+unanswered ping, sent only after a quiet spell) never fires while the probe keeps sending.
+
 Time is measured on :mod:`steward.clock` (it counts a suspend of the host, as the servers
 do), and every wait is cut into slices of at most :data:`steward.clock.MAX_WAIT`, so a
 deadline that passed while the host slept fences within one slice of the resume. The
@@ -132,3 +136,7 @@ class LivenessProbe:
             self._on_fence(reason)
         except Exception:
             log.exception("on_fence failed reason=%s", reason)
+        # The server has not answered for fence_after: move to another one now, rather than
+        # when kazoo's own ping notices (which the probe's steady round trips can put off for
+        # as long as they go on).
+        self._session.drop_connection("the server did not answer the liveness probe")

@@ -18,6 +18,7 @@ import contextlib
 import enum
 import logging
 import queue
+import socket
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -239,6 +240,27 @@ class Session:
     def session_id(self) -> int | None:
         session = self._client.client_id
         return int(session[0]) if session else None
+
+    def drop_connection(self, reason: str) -> bool:
+        """Make kazoo give up its server connection now and reconnect, to another server of
+        the ensemble if there is one (the same session, if it is still alive there).
+
+        For a caller that knows the server stopped answering (the liveness probe): kazoo
+        notices a frozen server only when its heartbeat ping goes unanswered, and it sends
+        that ping only after a quiet spell of a third of the session timeout, which steady
+        requests (the probe's own round trips) never leave it. True if a connection was
+        dropped.
+        """
+        connection: Any = getattr(self._client, "_connection", None)
+        sock: Any = getattr(connection, "_socket", None)
+        if sock is None:
+            return False
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            return False  # already closed: kazoo is reconnecting anyway
+        log.warning("zookeeper connection dropped session=%s reason=%s", self.name, reason)
+        return True
 
     @property
     def connected_to(self) -> tuple[str, int] | None:
