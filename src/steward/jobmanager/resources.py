@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from steward.heartbeat import AttemptPhase, AttemptReport, CancelAttempt, Command, Heartbeat
@@ -27,6 +28,9 @@ class TaskManagerState:
     address: str
     slots: int
     registered: bool = False
+    incarnation: int | None = None
+    """The ZooKeeper session that owns its registration: a TaskManager restarted under the same
+    id is another incarnation, whose attempts and leases are not the old one's."""
     last_heartbeat: float | None = None
     reports: dict[str, AttemptReport] = field(default_factory=dict)
     """The attempts its last heartbeat listed, by job id."""
@@ -59,19 +63,29 @@ class ResourceManager:
 
     # ------------------------------------------------------------------ membership
 
-    def set_members(self, members: dict[str, TaskManagerInfo]) -> list[str]:
-        """The registered TaskManagers now; returns the ids that are no longer registered."""
-        gone = [tm for tm, state in self._tms.items() if state.registered and tm not in members]
-        for tm_id, info in members.items():
-            state = self._tms.get(tm_id)
-            if state is None:
-                self._tms[tm_id] = TaskManagerState(tm_id, info.address, info.slots, True)
-            else:
-                state.registered = True
-                state.address, state.slots = info.address, info.slots
+    def set_members(
+        self, members: dict[str, TaskManagerInfo], incarnations: Mapping[str, int] | None = None
+    ) -> list[str]:
+        """The registered TaskManagers now, with the session owning each registration if known;
+        returns the ids whose incarnation is gone: no longer registered, or registered again
+        by a new process (its registration owned by another session)."""
+        incarnations = incarnations or {}
+        gone = [
+            tm
+            for tm, state in self._tms.items()
+            if state.registered
+            and (tm not in members or _reborn(state.incarnation, incarnations.get(tm)))
+        ]
         for tm_id in gone:
             state = self._tms.pop(tm_id)
             state.wake.set()
+        for tm_id, info in members.items():
+            state = self._tms.setdefault(
+                tm_id, TaskManagerState(tm_id, info.address, info.slots, True)
+            )
+            state.registered = True
+            state.address, state.slots = info.address, info.slots
+            state.incarnation = incarnations.get(tm_id, state.incarnation)
         return gone
 
     def is_registered(self, tm_id: str) -> bool:
@@ -174,3 +188,7 @@ class ResourceManager:
             for s in sorted(self._tms.values(), key=lambda s: s.id)
             if s.registered
         ]
+
+
+def _reborn(known: int | None, now: int | None) -> bool:
+    return known is not None and now is not None and known != now

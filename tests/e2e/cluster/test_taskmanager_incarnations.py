@@ -50,7 +50,6 @@ def _running_on(client: Client, job_id: str, taskmanagers: dict[str, Proc]) -> P
     return taskmanagers[attempt.taskmanager]
 
 
-@pytest.mark.xfail(strict=True, reason="issue 11.2: incarnations are not told apart yet")
 def test_taskmanager_restarted_under_the_same_id_gets_its_attempt_replaced(
     process_cluster: ProcessCluster, tmp_path: Path
 ) -> None:
@@ -76,7 +75,6 @@ def test_taskmanager_restarted_under_the_same_id_gets_its_attempt_replaced(
     assert [(kind, n) for kind, n, _ in runs if kind == "end"] == [("end", 2)]
 
 
-@pytest.mark.xfail(strict=True, reason="issue 11.3: an inherited attempt's loss is a rejection")
 def test_adopted_attempt_whose_taskmanager_dies_is_lost_not_rejected(
     process_cluster: ProcessCluster, tmp_path: Path
 ) -> None:

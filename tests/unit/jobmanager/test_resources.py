@@ -71,6 +71,30 @@ def test_set_members_registers_and_reports_who_left() -> None:
     assert (state.address, state.slots) == ("http://tm-a:2", 3)
 
 
+def test_a_taskmanager_registered_again_by_a_new_session_is_a_new_incarnation() -> None:
+    rm = ResourceManager()
+    assert rm.set_members({"tm-a": info(2)}, {"tm-a": 101}) == []
+    rm.assign("tm-a", "job-1", 1, 1)
+    wake = rm.wake_event("tm-a")
+    assert wake is not None
+
+    # The same id, another owner of the registration: the old incarnation is gone.
+    assert rm.set_members({"tm-a": info(2)}, {"tm-a": 202}) == ["tm-a"]
+
+    assert wake.is_set()
+    state = rm.get("tm-a")
+    assert state is not None and state.registered
+    assert state.incarnation == 202
+    assert state.assigned == {}  # the old incarnation's attempts are not the new one's
+
+
+def test_the_same_incarnation_read_again_is_not_gone() -> None:
+    rm = ResourceManager()
+    rm.set_members({"tm-a": info(2)}, {"tm-a": 101})
+    assert rm.set_members({"tm-a": info(2)}, {"tm-a": 101}) == []
+    assert rm.set_members({"tm-a": info(2)}) == []  # read without its owner: no verdict
+
+
 def test_a_heartbeat_before_registration_is_known_but_not_schedulable() -> None:
     rm = ResourceManager()
     state = rm.heartbeat(beat("tm-early", slots=4))

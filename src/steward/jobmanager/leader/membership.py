@@ -6,7 +6,12 @@ scheduler when they change; the scheduling pass then re-reads them. Loss lives h
 
 - a TaskManager that left: its attempts are LOST (a restart is spent, and the replacement waits
   ``jobmanager.replacement-grace``, rule 4), except an attempt whose start command never left
-  this leader (``collected_at is None and not reported``): nothing ran, so it is a rejection;
+  this leader (``Deployment.never_sent``): nothing ran, so it is a rejection. An attempt this
+  leader inherited (adopted from its lease, or awaited) was sent by an earlier leader: LOST;
+- a TaskManager restarted under the same id is another incarnation: its registration belongs
+  to another ZooKeeper session (``ephemeralOwner``). The old incarnation left, with its
+  session and so its leases, and its attempts are LOST as above, even though the id never
+  disappeared from the membership the leader read;
 - an attempt that recovery found without its lease, waiting for its TaskManager's report: when
   the wait is over with no report, the attempt is LOST.
 
@@ -71,17 +76,20 @@ class Membership:
             self.refresh()
 
     def refresh(self) -> None:
-        """Read the members from ZooKeeper; the attempts of those that left are lost."""
-        members = self._read_members()
+        """Read the members from ZooKeeper; the attempts of those that left are lost, and so
+        are those of a TaskManager registered again under its id by a new process."""
+        members, incarnations = self._read_members()
         with self._table.lock:
-            gone = self._table.rm.set_members(members)
+            gone = self._table.rm.set_members(members, incarnations)
             for tm_id in gone:
                 log.warning("taskmanager gone tm=%s", tm_id)
                 self._taskmanager_lost(tm_id)
 
-    def _read_members(self) -> dict[str, TaskManagerInfo]:
+    def _read_members(self) -> tuple[dict[str, TaskManagerInfo], dict[str, int]]:
+        """The registrations, and the session that owns each (the TaskManager's incarnation)."""
         client, layout = self._session.client, self._session.layout
         members: dict[str, TaskManagerInfo] = {}
+        incarnations: dict[str, int] = {}
         for tm_id in zk.children(client, layout.taskmanagers):
             found = zk.read(client, layout.taskmanager(tm_id))
             if found is None:
@@ -90,7 +98,9 @@ class Membership:
                 members[tm_id] = TaskManagerInfo.from_json(found[0])
             except StewardError as exc:
                 log.warning("unreadable TaskManager registration tm=%s error=%s", tm_id, exc)
-        return members
+                continue
+            incarnations[tm_id] = int(found[1].ephemeralOwner)
+        return members, incarnations
 
     def _taskmanager_lost(self, tm_id: str) -> None:
         now = self._term.monotonic()
@@ -98,7 +108,7 @@ class Membership:
             current = master.current
             if current is None or current.taskmanager != tm_id:
                 continue
-            if current.collected_at is None and not current.reported:
+            if current.never_sent:
                 # The start command never left this leader: nothing ran, nothing is spent.
                 terminal = master.rejected(
                     current.number, NOT_TAKEN, f"TaskManager {tm_id} left", now=now
