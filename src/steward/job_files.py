@@ -2,7 +2,8 @@
 
 spark-submit's ``--py-files``, ``--files``, ``--archives`` (``path#alias``) and ``--jars``
 become :class:`~steward.model.Dependency` entries, each with the SHA-256 and size of the local
-file (read in chunks, never whole), and a ``requirements`` argument (a list of lines or a
+file (read in chunks, never whole; a large file's hash is remembered between submissions by
+:mod:`steward.file_hashes`), and a ``requirements`` argument (a list of lines or a
 requirements file) becomes the spec's ``requirements``. Everything is read before any request
 is made: a missing or unreadable file is a :class:`JobRejectedError` and nothing was sent.
 """
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from steward.errors import JobRejectedError
+from steward.file_hashes import MIN_SIZE, FileHashes
 from steward.model import Dependency, DependencyKind
 
 CHUNK = 1 << 20
@@ -100,6 +102,19 @@ def _local(kind: DependencyKind, path: Path, alias: str | None = None) -> LocalF
 
 
 def _hash(path: Path) -> tuple[str, int]:
+    """The file's SHA-256 and size; a large file's hash is remembered (:mod:`file_hashes`)."""
+    stat = path.stat()
+    hashes = FileHashes() if stat.st_size >= MIN_SIZE else None
+    known = hashes.sha256_of(path, stat) if hashes else None
+    if known is not None:
+        return known, stat.st_size
+    sha256, size = _digest(path)
+    if hashes is not None and size == stat.st_size:
+        hashes.remember(path, stat, sha256)
+    return sha256, size
+
+
+def _digest(path: Path) -> tuple[str, int]:
     digest = hashlib.sha256()
     size = 0
     with path.open("rb") as source:
