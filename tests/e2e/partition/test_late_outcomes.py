@@ -8,6 +8,8 @@ attempt's own result, and a replacement that started was cancelled for it.
   outcome sent; at its session's expiry the leader counts the attempt LOST and starts a
   replacement elsewhere. Once healed, the TaskManager sends FINISHED late: the leader cancels
   the replacement and records the job FINISHED with the first attempt's value;
+- the same with a restart delay that holds the replacement back past the heal: the late FINISHED
+  finishes the job at once, and nothing runs a second time;
 - the TaskManager reaches ZooKeeper but not the leader, its attempt finishes (the lease is
   released) and the TaskManager is SIGKILLed before any report got through: at its session's
   expiry the leader finds the outcome recorded with the lease's release and finishes the job
@@ -65,13 +67,15 @@ def _job(cluster: NetnsCluster, job_id: str) -> JobView:
     return cluster.with_client(lambda client: client.job(job_id))
 
 
-def _submit_gated(cluster: NetnsCluster, tmp_path: Path, job_id: str) -> tuple[Path, Path]:
+def _submit_gated(
+    cluster: NetnsCluster, tmp_path: Path, job_id: str, restart: dict[str, Any] | None = None
+) -> tuple[Path, Path]:
     ground, gate = tmp_path / "truth.jsonl", tmp_path / "gate"
     pipeline = tmp_path / "gated_pipeline.py"
     pipeline.write_text(PIPELINE)
 
     def submit(client: Client) -> None:
-        client.submit(pipeline, args=[str(ground), str(gate)], job_id=job_id)
+        client.submit(pipeline, args=[str(ground), str(gate)], job_id=job_id, restart=restart)
 
     cluster.with_client(submit)
     wait_until(lambda: truth.starts(ground, job_id), 30, message="attempt 1 started")
@@ -161,6 +165,43 @@ def test_outcome_sent_after_a_partition_wins_over_the_lost_verdict(
     states = {a.number: a.state for a in view.attempts}
     assert states[1] is AttemptState.FINISHED and states[2] is AttemptState.CANCELED, states
     assert not _stopped(ground, "late", 2), "the replacement was not cancelled"
+    cluster.check_alive()
+
+
+@pytest.mark.slow  # ~20 s: one session timeout, a heal
+def test_outcome_sent_after_a_partition_finishes_a_job_waiting_to_restart(
+    partitioned: NetnsCluster, tmp_path: Path
+) -> None:
+    cluster = partitioned
+    cluster.start_jobmanager("jm-1")
+    cluster.wait_ready(taskmanagers=0)
+    cluster.start_taskmanager("tm-1")
+    cluster.wait_ready(taskmanagers=1)
+    restart = {"kind": "fixed-delay", "attempts": 3, "delay": 120.0}
+    ground, gate = _submit_gated(cluster, tmp_path, "waiting", restart=restart)
+
+    # When: tm-1 is unplugged, its attempt finishes, the leader counts it lost at the session's
+    # expiry and waits out the restart delay; then tm-1 is healed.
+    cluster.network.cut("tm-1")
+    try:
+        gate.touch()
+        wait_until(lambda: _stopped(ground, "waiting", 1), 10, message="attempt 1 returned")
+        wait_until(
+            lambda: _job(cluster, "waiting").state is JobState.RESTARTING,
+            5 * SESSION,
+            message="attempt 1 counted lost",
+        )
+    finally:
+        cluster.network.heal("tm-1")
+
+    # Then: the late FINISHED finishes the job at once, with attempt 1's value.
+    view = wait_until(lambda: _terminal(cluster, "waiting"), 6 * SESSION, message="job ends")
+    assert view.state is JobState.FINISHED, view
+    starts = truth.starts(ground, "waiting")
+    assert [s.attempt for s in starts] == [1], f"the job ran again: {starts}"
+    result = _result(cluster, "waiting")
+    assert result.value == {"pid": starts[0].pid, "attempt": 1}, result
+    assert [(a.number, a.state) for a in view.attempts] == [(1, AttemptState.FINISHED)]
     cluster.check_alive()
 
 
