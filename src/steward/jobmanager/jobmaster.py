@@ -304,21 +304,18 @@ class JobMaster:
         self, number: int, outcome: FinishedEvent | FailedEvent, *, now: float
     ) -> Terminal | None:
         """The attempt's process group is gone with this outcome."""
-        if self._replacement_of_late(number):
-            state = AttemptState.FINISHED
-            if isinstance(outcome, FailedEvent):
-                cancelled = outcome.error.type == _CANCELLED_TYPE
-                state = AttemptState.CANCELED if cancelled else AttemptState.FAILED
-            cause = outcome.error if isinstance(outcome, FailedEvent) else None
-            self._finish_attempt(number, state, cause, outcome.at)
-            return self._finish_late()
+        replacement = self._replacement_of_late(number)
         if isinstance(outcome, FinishedEvent):
             self._finish_attempt(number, AttemptState.FINISHED, None, outcome.at)
+            if replacement:
+                return self._finish_late()
             self._set(JobState.FINISHED, None)
             return Terminal(TerminalState.FINISHED, value=outcome.value)
         cancelled = outcome.error.type == _CANCELLED_TYPE
         state = AttemptState.CANCELED if cancelled else AttemptState.FAILED
         self._finish_attempt(number, state, outcome.error, outcome.at)
+        if replacement:
+            return self._finish_late()
         return self._after_failure(outcome.error, now=now, grace=0.0)
 
     def lost(self, number: int, cause: ErrorInfo, *, now: float, grace: float) -> Terminal | None:
