@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import sys
 import threading
+from typing import Any
 
 from steward.model import SparkApp
 from steward.runtime.channel import EventSink
@@ -31,6 +32,7 @@ class SparkAppWatcher:
         self._interval = interval
         self._stopped = threading.Event()
         self._reported: str | None = None
+        self._seen: object | None = None  # the SparkContext last reported: no JVM call again
         self._thread = threading.Thread(target=self._run, name="spark-app-watch", daemon=True)
 
     def start(self) -> SparkAppWatcher:
@@ -48,22 +50,28 @@ class SparkAppWatcher:
                 log.debug("could not read the SparkContext", exc_info=True)
 
     def check(self) -> SparkApp | None:
-        """Report the current application if it is new; returns it."""
-        app = current_app()
-        if app is not None and app.app_id != self._reported:
+        """Report the current application if it is new; returns it (None when unchanged)."""
+        context = active_context()
+        if context is None or context is self._seen:
+            return None
+        app = describe(context)
+        self._seen = context
+        if app.app_id != self._reported:
             self._reported = app.app_id
             log.info("spark application app_id=%s ui=%s", app.app_id, app.ui_url)
             self._events.emit(SparkAppEvent(app=app))
         return app
 
 
-def current_app() -> SparkApp | None:
-    """The running SparkContext's application, if pyspark is loaded and one runs."""
+def active_context() -> Any:
+    """PySpark's running SparkContext, if pyspark is loaded and one runs (no JVM call)."""
     pyspark = sys.modules.get("pyspark")
     context_class = getattr(pyspark, "SparkContext", None)
-    context = getattr(context_class, "_active_spark_context", None)
-    if context is None:
-        return None
+    return getattr(context_class, "_active_spark_context", None)
+
+
+def describe(context: Any) -> SparkApp:
+    """The application of ``context`` (three calls into its JVM)."""
     return SparkApp(
         app_id=str(context.applicationId),
         ui_url=context.uiWebUrl or None,
