@@ -331,8 +331,8 @@ OPTIONS: tuple[Option, ...] = (
         "jobmanager.cancel-grace",
         _to_duration,
         "10s",
-        "After a cancel, how long a runner has to end after SIGTERM before its process group"
-        " is SIGKILLed.",
+        "After a cancel, how long a runner has to end after SIGTERM before every process of"
+        " the attempt (its group, its cgroup) is SIGKILLed.",
         _positive,
     ),
     Option(
