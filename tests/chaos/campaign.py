@@ -358,7 +358,17 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--in-flight", type=int, default=6)
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--keep-workdir", action="store_true")
+    parser.add_argument(
+        "--kinds",
+        type=str,
+        default=",".join(PROCESS_KINDS + INFRA_KINDS),
+        help="comma-separated fault kinds to draw from (default: all)",
+    )
     args = parser.parse_args(argv)
+    args.kinds = tuple(kind.strip() for kind in args.kinds.split(",") if kind.strip())
+    unknown = set(args.kinds) - set(PROCESS_KINDS + INFRA_KINDS)
+    if unknown or not args.kinds:
+        parser.error(f"--kinds: unknown {sorted(unknown)}; known: {PROCESS_KINDS + INFRA_KINDS}")
     try:
         args.duration = parse_duration(args.duration)
     except ValueError as exc:
@@ -381,6 +391,7 @@ def main(argv: list[str] | None = None) -> int:
         workload=WorkloadSettings(in_flight=args.in_flight, spark_share=args.spark_share),
         fault_interval=args.fault_interval,
         keep_workdir=args.keep_workdir,
+        kinds=args.kinds,
     )
     campaign = Campaign(settings, lambda line: print(line, flush=True))
     summary = campaign.run()

@@ -47,6 +47,7 @@ PROCESS_KINDS = (
     "kill_standby",
     "kill_taskmanager",
     "kill_taskmanager_after_finish",
+    "restart_taskmanager",
     "kill_runner",
     "freeze_leader",
     "freeze_standby",
@@ -228,6 +229,11 @@ class Nemesis:
     def _kill_taskmanager(self, rng: random.Random) -> Fault | None:
         return self._kill(rng, self._taskmanager(rng), "kill_taskmanager")
 
+    def _restart_taskmanager(self, rng: random.Random) -> Fault | None:
+        """SIGKILL a TaskManager and start it again at once under the same id: the new process
+        registers while the leader may still hold the old one's attempts (issue 11, item 2)."""
+        return self._kill(rng, self._taskmanager(rng), "restart_taskmanager", delay=0.0)
+
     def _kill_taskmanager_after_finish(self, rng: random.Random) -> Fault | None:
         """SIGKILL the TaskManager of the next attempt whose pipeline returns (its stop line),
         at once; None if none returns within a few fault intervals."""
@@ -257,10 +263,13 @@ class Nemesis:
                     found[attempt.pid] = (attempt, host)
         return found
 
-    def _kill(self, rng: random.Random, proc: Proc | None, kind: str) -> Fault | None:
+    def _kill(
+        self, rng: random.Random, proc: Proc | None, kind: str, delay: float | None = None
+    ) -> Fault | None:
         if proc is None:
             return None
-        delay = rng.uniform(*self.settings.restart_delay)
+        drawn = rng.uniform(*self.settings.restart_delay)  # drawn always: the seed's sequence
+        delay = drawn if delay is None else delay
         fault = self._begin(kind, proc.id, restart_after_s=round(delay, 2))
         proc.signal(signal.SIGKILL)
         proc.popen.wait(10)
