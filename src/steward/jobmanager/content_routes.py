@@ -49,8 +49,16 @@ def add_content_routes(app: FastAPI, contents: ContentStore) -> None:
         if (refused := _refuse(sha256, request, contents.max_size)) is not None:
             return refused
         if await anyio.to_thread.run_sync(contents.exists, sha256):
-            # Not read: the client sent it for nothing, but it need not wait for it either.
-            return _stored(sha256, created=False, headers=_CLOSE)
+            # Read and dropped: answering before the body is read and closing would reset the
+            # connection under a client still sending, which then never sees the answer.
+            # (Clients ask with HEAD first and do not send what is stored.)
+            drained = 0
+            async for chunk in request.stream():
+                drained += len(chunk)
+                if contents.max_size is not None and drained > contents.max_size:
+                    message = f"content {sha256}: over the upload limit of {contents.max_size}"
+                    return _error(413, "too_large", message, headers=_CLOSE)
+            return _stored(sha256, created=False)
         try:
             upload = await anyio.to_thread.run_sync(contents.upload, sha256)
             with upload:
