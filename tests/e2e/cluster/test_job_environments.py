@@ -54,6 +54,9 @@ def write_pipeline(tmp_path: Path) -> Path:
     return pipeline
 
 
+# Slow: the same proof runs in the default suite at the runner's level
+# (tests/e2e/runtime/test_dependencies_spark.py); this one adds the cluster around it.
+@pytest.mark.slow
 def test_requirements_reach_the_driver_and_the_executors(
     process_cluster: ProcessCluster, tmp_path: Path
 ) -> None:
