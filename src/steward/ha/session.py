@@ -185,7 +185,15 @@ class Session:
             log.warning("cannot read the granted session timeout session=%s", self.name)
             return
 
+        handshake = handshake_timeout(self.session_timeout)
+
         def recording(timeout: float, request: Any, xid: int | None = None) -> Any:
+            if isinstance(request, Connect):
+                # Kazoo waits the whole session timeout for a server's answer to its connect
+                # request. A server that is starting accepts the connection and answers
+                # nothing, and a reconnect that lands there hung for that long (with a 30 s
+                # session, longer than a 20 s fence-after: the short-suspension test's flake).
+                timeout = min(timeout, handshake)
             result = invoke(timeout, request, xid)
             if isinstance(request, Connect) and result[0].time_out > 0:
                 self._granted = result[0].time_out / 1000.0
@@ -338,3 +346,10 @@ class Session:
                     listener(event)
                 except Exception:
                     log.exception("connection listener failed state=%s", event)
+
+
+def handshake_timeout(session_timeout: float) -> float:
+    """How long to wait for a server's answer to a connect request: a fifth of the session
+    timeout, at least 2 s (a healthy server answers in milliseconds; a busy one in well
+    under a second)."""
+    return min(session_timeout, max(2.0, session_timeout / 5))
