@@ -23,8 +23,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -36,6 +34,8 @@ import psutil
 
 import steward
 from steward.errors import PortInUseError
+from steward.testing.spark import http_json as http_json  # noqa: PLC0414 (re-export)
+from steward.testing.spark import wait_for
 from steward.zookeeper.fourletter import four_letter_word
 from steward.zookeeper.layout import port_is_free
 from steward.zookeeper.managed import ManagedEnsemble
@@ -128,14 +128,7 @@ def wait_until(
     predicate: Callable[[], T | None], timeout: float, what: str, interval: float = 0.01
 ) -> T:
     """Poll ``predicate`` until it returns something truthy; ``TimeoutError`` after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            raise TimeoutError(f"{what}: not within {timeout:g}s (last value {value!r})")
-        time.sleep(interval)
+    return wait_for(predicate, timeout, what, interval)
 
 
 def timed(action: Callable[[], object]) -> float:
@@ -335,15 +328,6 @@ def cluster_document(
 
 
 # ------------------------------------------------------------------------------ peers
-
-
-def http_json(url: str, timeout: float = 2.0) -> Any:
-    """The JSON at ``url``, or None if nothing answers with 200 (dead, starting, leaderless)."""
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as response:
-            return json.loads(response.read())
-    except (OSError, ValueError, urllib.error.URLError):
-        return None
 
 
 def spawn_logged(
