@@ -41,9 +41,9 @@ from _common import (
 from steward.ha.election import LeaderElection
 from steward.ha.fencing import Fence
 from steward.ha.session import Session
-from steward.model import Artifact, ArtifactKind, JobGraph, JobSpec
 from steward.store.blob import BlobStore
 from steward.store.job_graphs import BLOB_PREFIX, JobGraphStore, RecoveredJobGraph
+from steward.wire.jobs import Artifact, ArtifactKind, JobGraph, JobSpec
 
 ROOT = "/steward-bench/job-graphs"
 

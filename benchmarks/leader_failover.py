@@ -46,7 +46,7 @@ from _common import (
 )
 from steward.ha.retrieval import LeaderRetrieval
 from steward.ha.session import Session
-from steward.model import LeaderInfo
+from steward.wire.records import LeaderInfo
 from steward.zookeeper.layout import SERVER_SETTINGS
 
 CONTENDERS = 3

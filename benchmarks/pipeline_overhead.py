@@ -44,7 +44,7 @@ from _cluster import BenchCluster, bench_cluster
 from _common import Json, machine, parser, progress, rotated, run_main, source, temp_zookeeper
 from _cpu import JAVA, CpuSampler
 from _spark_standalone import spark_home, spark_version
-from steward.status import JobView
+from steward.wire.rest import JobView
 
 REPO = Path(__file__).resolve().parents[1]
 WORDCOUNT = REPO / "examples" / "wordcount.py"

@@ -42,10 +42,10 @@ from steward.ha.election import LeaderElection
 from steward.ha.fencing import Fence
 from steward.ha.session import Session
 from steward.jobmanager.jobmaster import JobMaster
-from steward.model import Artifact, ArtifactKind, JobGraph, JobSpec
 from steward.store.blob import BlobStore
 from steward.store.job_graphs import JobGraphStore
 from steward.store.statuses import JobStatusStore
+from steward.wire.jobs import Artifact, ArtifactKind, JobGraph, JobSpec
 
 RECOVERY_DONE = re.compile(r"recovery done epoch=\d+ seconds=([0-9.]+) (.*)$", re.MULTILINE)
 WRITERS = 16

@@ -77,10 +77,9 @@ from _common import (
 from _cpu import JAVA, CpuSampler
 from _spark_standalone import spark_home, spark_version
 from pipeline_overhead import generate_input
-from steward import job_files
-from steward.client import Client
-from steward.status import JobView
+from steward.client import Client, job_files
 from steward.store.contents import file_sha256
+from steward.wire.rest import JobView
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "examples" / "spark_submit_wordcount.py"

@@ -5,7 +5,7 @@
 For demos and tests of cancellation, failover and adoption: it starts no JVM, so it is up in a
 fraction of a second, and its progress shows that the same attempt is still alive. With
 ``--ticks N`` it finishes after N reports with ``{"ticks": N}``; without, it runs until
-cancelled (SIGTERM ends it through ``steward.runtime.protocol.AttemptCancelled``).
+cancelled (SIGTERM ends it through ``steward.wire.runner.AttemptCancelled``).
 """
 
 from __future__ import annotations

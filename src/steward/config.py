@@ -123,7 +123,7 @@ def _positive(value: float) -> str | None:
 
 
 MIN_ATTEMPT_LOG_SIZE = 64 * 1024
-"""Smallest attempt log cap: room for a traceback at each end (see steward.runtime.logcap)."""
+"""Smallest attempt log cap: room for a traceback at each end (see steward.supervisor.logcap)."""
 
 
 def _attempt_log_size(value: int) -> str | None:

@@ -24,27 +24,25 @@ these, keeping the original as ``__cause__``::
     │       └── UnsupportedSchemaError  written by a newer Steward (schema too high)
     ├── JobRejectedError              a submission is invalid; nothing was stored
     ├── NotReadyError                 the leader is still recovering, or no longer leads (retry)
-    ├── JobResultExistsError          the leader refuses a submit or cancel: the job already has
+    ├── JobResultExistsError *        the leader refuses a submit or cancel: the job already has
     │                                 a result (carried as .result; answered 409 job_terminated)
     ├── ApiError                      a JobManager answered with an error (status, code)
-    │   ├── JobTerminatedError        the job already has a result (carried as .result)
+    │   ├── JobTerminatedError **     the job already has a result (carried as .result)
     │   └── NoLeaderError             no leader was elected (503 no_leader) until the deadline
     ├── ClusterUnreachableError       no JobManager answered within the client's deadline
     ├── WaitTimeoutError              a job did not terminate within the time waited for it
     └── LocalClusterError             the local cluster (steward cluster) cannot start or stop
         └── LocalClusterStartError    a process failed to come up; what was started is stopped
 
+This module imports nothing from Steward. The two errors that carry a record live beside
+it: (*) in :mod:`steward.jobmanager.errors` (a :class:`JobResultEntry`), (**) in
+:mod:`steward.client.errors` (a :class:`ResultView`; also exported by :mod:`steward.client`).
+
 The client raises ``JobNotFoundError`` and ``JobExistsError`` for the API's ``job_not_found``
 and ``job_exists`` answers too, so a caller catches one class whatever layer noticed.
 """
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from steward.model import JobResultEntry
-    from steward.status import ResultView
 
 
 class StewardError(Exception):
@@ -154,14 +152,6 @@ class NotReadyError(StewardError):
     """The new leader is still recovering (or no longer leads); try again shortly."""
 
 
-class JobResultExistsError(StewardError):
-    """The job already has a result (``result``); the leader neither submits nor cancels it."""
-
-    def __init__(self, result: JobResultEntry) -> None:
-        super().__init__(f"job {result.job_id!r} has already terminated: {result.state.value}")
-        self.result = result
-
-
 class ApiError(StewardError):
     """A JobManager answered a request with an error: its HTTP status, code and message."""
 
@@ -169,14 +159,6 @@ class ApiError(StewardError):
         super().__init__(message)
         self.status = status
         self.code = code
-
-
-class JobTerminatedError(ApiError):
-    """The job already terminated (it has a result), so it cannot be submitted or cancelled."""
-
-    def __init__(self, message: str, *, result: ResultView | None, status: int = 409) -> None:
-        super().__init__(message, status=status, code="job_terminated")
-        self.result = result
 
 
 class NoLeaderError(ApiError):

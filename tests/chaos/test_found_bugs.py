@@ -16,8 +16,8 @@ import pytest
 
 from integration.jobmanager.jobmanager_harness import JobManagerCluster, PretendTaskManager
 from steward.errors import ZooKeeperUnavailableError
-from steward.heartbeat import StartAttempt
 from steward.store.checkpoints import CompletedCheckpointStore, RecoveredCheckpoint
+from steward.wire.heartbeat import StartAttempt
 
 pytestmark = pytest.mark.zookeeper
 

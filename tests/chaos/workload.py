@@ -19,9 +19,9 @@ from pathlib import Path
 
 from chaos.chaos_pipeline import expected_counts
 from chaos.checker import AcceptedJob
-from steward.client import Client
-from steward.errors import JobExistsError, JobRejectedError, JobTerminatedError, StewardError
-from steward.model import FixedDelayRestart
+from steward.client import Client, JobTerminatedError
+from steward.errors import JobExistsError, JobRejectedError, StewardError
+from steward.wire.jobs import FixedDelayRestart
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ from kazoo.client import KazooClient
 
 from steward.ha.election import LeaderElection, Leadership
 from steward.ha.session import ConnectionState, Session
-from steward.model import LeaderInfo
+from steward.wire.records import LeaderInfo
 from steward.zookeeper.layout import port_is_free
 from steward.zookeeper.managed import ManagedEnsemble
 from support import wait_until

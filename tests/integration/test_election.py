@@ -27,7 +27,7 @@ from ha_harness import (
 
 from steward.ha.election import in_line
 from steward.ha.session import ConnectionState, Session
-from steward.model import ContenderInfo
+from steward.wire.records import ContenderInfo
 from steward.zookeeper.managed import ManagedEnsemble
 from support import wait_until
 

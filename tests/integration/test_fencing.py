@@ -23,7 +23,7 @@ from steward.errors import (
 from steward.ha.election import LeaderElection, Leadership
 from steward.ha.fencing import Fence, FencedTransaction
 from steward.ha.session import Session
-from steward.model import JobGraphPointer
+from steward.wire.jobs import JobGraphPointer
 from support import wait_until
 
 pytestmark = pytest.mark.zookeeper

@@ -23,7 +23,7 @@ import pytest
 from steward.config import Configuration, load
 from steward.errors import ConfigurationError
 from steward.ha.session import Session
-from steward.taskmanager.process import TaskManager
+from steward.taskmanager.manager import TaskManager
 from steward.zookeeper import layout
 from steward.zookeeper.managed import ManagedEnsemble
 from support import ZK_TEST_ROOT, free_zookeeper_port

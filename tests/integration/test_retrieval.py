@@ -11,7 +11,7 @@ from ha_harness import SESSION_TIMEOUT, expire_session
 from steward.ha.election import LeaderElection
 from steward.ha.retrieval import LeaderRetrieval
 from steward.ha.session import ConnectionState, Session
-from steward.model import LeaderInfo
+from steward.wire.records import LeaderInfo
 from support import wait_until
 
 pytestmark = pytest.mark.zookeeper

@@ -20,10 +20,10 @@ from ha_harness import SESSION_TIMEOUT, expire_session
 from steward.errors import FencedError
 from steward.ha.election import LeaderElection, Leadership
 from steward.ha.session import Session
-from steward.model import Artifact, ArtifactKind, JobGraph, JobSpec
 from steward.store.blob import BlobStore
 from steward.store.checkpoints import CheckpointIDCounter
 from steward.store.job_graphs import JobGraphStore
+from steward.wire.jobs import Artifact, ArtifactKind, JobGraph, JobSpec
 from support import wait_until
 
 pytestmark = pytest.mark.zookeeper

@@ -18,24 +18,23 @@ import httpx
 import psutil
 import pytest
 
-from steward import failover as failover_module
-from steward.client import Client
+from steward.client import Client, JobTerminatedError
+from steward.client import failover as failover_module
+from steward.client.discovery import discover_addresses
+from steward.client.failover import Backoff
 from steward.cluster.workdir import ClusterState, ProcessEntry, Role, StateDir, save_state
 from steward.config import load
-from steward.discovery import discover_addresses
 from steward.errors import (
     ApiError,
     ClusterUnreachableError,
     JobExistsError,
     JobNotFoundError,
     JobRejectedError,
-    JobTerminatedError,
     NoLeaderError,
     WaitTimeoutError,
 )
-from steward.failover import Backoff
-from steward.model import FixedDelayRestart
-from steward.status import JobState
+from steward.wire.jobs import FixedDelayRestart
+from steward.wire.states import JobState
 from unit.fake_jobmanager import FakeJobManagers, error, job_json, result_json
 
 A = "http://jm-a:8081"

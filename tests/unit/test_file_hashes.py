@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from steward import job_files
-from steward.file_hashes import MIN_SIZE, FileHashes
+from steward.client import job_files
+from steward.client.file_hashes import MIN_SIZE, FileHashes
 
 
 @pytest.fixture(autouse=True)

@@ -10,31 +10,31 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from steward.errors import CorruptStateError, UnsupportedSchemaError
-from steward.model import (
-    SCHEMA_VERSION,
+from steward.wire.jobs import (
     Artifact,
     ArtifactKind,
-    CheckpointPointer,
     CheckpointSettings,
-    CleanupStatus,
-    CompletedCheckpoint,
-    ContenderInfo,
-    ErrorInfo,
-    ExecutionLease,
     ExponentialDelayRestart,
     FixedDelayRestart,
     JobGraph,
     JobGraphPointer,
     JobKind,
-    JobResultEntry,
     JobSpec,
-    LeaderInfo,
     NoRestart,
-    Payload,
-    TaskManagerInfo,
-    TerminalState,
-    check_job_id,
 )
+from steward.wire.records import (
+    CheckpointPointer,
+    CompletedCheckpoint,
+    ContenderInfo,
+    ErrorInfo,
+    ExecutionLease,
+    JobResultEntry,
+    JobStatusRecord,
+    LeaderInfo,
+    TaskManagerInfo,
+)
+from steward.wire.states import CleanupStatus, JobState, TerminalState
+from steward.wire.values import SCHEMA_VERSION, Payload, check_job_id
 
 # ---------------------------------------------------------------- strategies
 
@@ -132,6 +132,17 @@ payloads: dict[type[Payload], st.SearchStrategy[Any]] = {
     TaskManagerInfo: st.builds(
         TaskManagerInfo, address=texts, slots=st.integers(min_value=0, max_value=1024)
     ),
+    JobStatusRecord: st.builds(
+        JobStatusRecord,
+        job_id=job_ids,
+        name=texts,
+        state=st.sampled_from(JobState),
+        submitted_at=times,
+        updated_at=times,
+        attempt_count=st.integers(min_value=0, max_value=10**6),
+        restart_at=st.none() | times,
+        epoch=epochs,
+    ),
 }
 
 any_payload = st.one_of(*payloads.values())
@@ -164,7 +175,8 @@ _DROP = object()
 def test_every_payload_class_has_a_round_trip_strategy() -> None:
     # Guards the round-trip test below: a new payload class of the control plane's models
     # must get a strategy here (the runner's protocol payloads have their own round trips).
-    assert set(payloads) == {c for c in _all_subclasses(Payload) if c.__module__ == "steward.model"}
+    modules = {"steward.wire.values", "steward.wire.jobs", "steward.wire.records"}
+    assert set(payloads) == {c for c in _all_subclasses(Payload) if c.__module__ in modules}
 
 
 def _all_subclasses(cls: type[Payload]) -> set[type[Payload]]:
@@ -427,7 +439,8 @@ def test_invalid_job_ids_are_rejected(job_id: str) -> None:
 
 
 def test_a_result_keeps_its_last_attempts_without_tracebacks() -> None:
-    from steward.status import RESULT_ATTEMPTS_KEPT, AttemptRecord, AttemptState, attempts_to_keep
+    from steward.wire.records import RESULT_ATTEMPTS_KEPT, AttemptRecord, attempts_to_keep
+    from steward.wire.states import AttemptState
 
     cause = ErrorInfo(type="ValueError", message="bad row", traceback="Traceback ...")
     attempts = [

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from steward.errors import JobRejectedError
-from steward.spark_options import SPARK_OPTION_KEYS, apply, option_name
+from steward.wire.spark_options import SPARK_OPTION_KEYS, apply, option_name
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ import socket
 import click
 
 from steward.config import Configuration
-from steward.model import check_job_id
+from steward.wire.values import check_job_id
 
 
 def default_id() -> str:
@@ -21,7 +21,7 @@ def default_id() -> str:
 @click.pass_obj
 def jobmanager(config: Configuration, jobmanager_id: str | None) -> int:
     """Run a JobManager: contend for leadership, serve the REST API (foreground)."""
-    from steward.jobmanager.process import run
+    from steward.jobmanager.manager import run
 
     chosen = jobmanager_id or default_id()
     try:

@@ -1,7 +1,7 @@
 """The job commands: ``steward submit|list|status|cancel|result|leader``.
 
 Each talks to the cluster through :class:`steward.Client` (found by
-:func:`steward.discovery.discover_addresses`: ``rest.address``, the local cluster of
+:func:`steward.client.discovery.discover_addresses`: ``rest.address``, the local cluster of
 ``./.steward``, or ZooKeeper). ``--json`` prints exactly one JSON document on stdout, the REST
 views as the API returns them; otherwise rich text. Errors are ``StewardError``s, which
 ``steward.cli.main`` prints as one line with exit code 2.
@@ -28,8 +28,8 @@ from steward.cli.submit_command import SubmitCommand, echo_help
 from steward.cli.submit_plan import SubmitPlan
 from steward.client import Client
 from steward.config import Configuration
-from steward.model import TerminalState
-from steward.status import JobView, ResultView
+from steward.wire.rest import JobView, ResultView
+from steward.wire.states import TerminalState
 
 _json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 

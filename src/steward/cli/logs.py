@@ -21,8 +21,9 @@ import click
 from steward.cli import jobs
 from steward.config import Configuration
 from steward.errors import StewardError
-from steward.status import AttemptRecord, JobView
 from steward.taskmanager.launcher import attempt_log
+from steward.wire.records import AttemptRecord
+from steward.wire.rest import JobView
 
 _BLOCK = 64 * 1024
 

@@ -13,7 +13,7 @@ import click
 from pydantic import TypeAdapter, ValidationError
 
 from steward.config import parse_duration
-from steward.model import RestartStrategy
+from steward.wire.jobs import RestartStrategy
 
 RESTART_HELP = (
     "none | fixed-delay[:attempts=3,delay=10s] |"

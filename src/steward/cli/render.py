@@ -12,8 +12,9 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from steward.model import ErrorInfo, JsonValue
-from steward.status import AttemptRecord, ClusterView, JobView, ResultView
+from steward.wire.records import AttemptRecord, ErrorInfo
+from steward.wire.rest import ClusterView, JobView, ResultView
+from steward.wire.values import JsonValue
 
 
 def timestamp(seconds: float | None, *, short: bool = False) -> str:

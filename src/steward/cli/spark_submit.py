@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 
 import click
 
-from steward.spark_options import SPARK_OPTION_KEYS
+from steward.wire.spark_options import SPARK_OPTION_KEYS
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ class Option:
 
     @property
     def spark_key(self) -> str | None:
-        """The Spark key the option sets (:data:`steward.spark_options.SPARK_OPTION_KEYS`);
+        """The Spark key the option sets (:data:`steward.wire.spark_options.SPARK_OPTION_KEYS`);
         ``--name`` is resolved with the job's name instead."""
         if self.name == "--name":
             return None

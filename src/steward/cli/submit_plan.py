@@ -30,9 +30,9 @@ import click
 from steward.cli.options import parse_pairs, parse_restart
 from steward.cli.properties import parse_properties
 from steward.cli.spark_submit import SPARK_OPTIONS, CommandLine, read_command_line
-from steward.model import PLAIN_FILENAME_PATTERN, JobKind, ProgramKind, RestartStrategy
-from steward.spark_options import CLUSTER_MODE_REFUSED
-from steward.spark_options import DEPLOY_MODE_KEY as DEPLOY_MODE
+from steward.wire.jobs import PLAIN_FILENAME_PATTERN, JobKind, ProgramKind, RestartStrategy
+from steward.wire.spark_options import CLUSTER_MODE_REFUSED
+from steward.wire.spark_options import DEPLOY_MODE_KEY as DEPLOY_MODE
 
 APP_NAME = "spark.app.name"
 FILE_KEYS = {

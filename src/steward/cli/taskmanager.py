@@ -25,7 +25,7 @@ log = logging.getLogger(__name__)
 def taskmanager(config: Configuration, taskmanager_id: str | None) -> int:
     """Run a TaskManager: register, heartbeat to the leader, run attempts (foreground)."""
     from steward.errors import ConfigurationError
-    from steward.taskmanager.process import check_id, default_id
+    from steward.taskmanager.manager import check_id, default_id
 
     chosen = taskmanager_id or default_id()
     try:
@@ -37,7 +37,7 @@ def taskmanager(config: Configuration, taskmanager_id: str | None) -> int:
 
 def run(config: Configuration, taskmanager_id: str) -> int:
     """Run a TaskManager until SIGTERM or SIGINT; returns the exit code."""
-    from steward.taskmanager.process import TaskManager
+    from steward.taskmanager.manager import TaskManager
 
     # A server process: its own INFO lines are its log, unless -v asked for more.
     if logging.getLogger().getEffectiveLevel() > logging.INFO:

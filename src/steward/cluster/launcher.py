@@ -5,7 +5,7 @@ Each runs ``python -m steward.cli --config .steward/steward.toml [-D jobmanager.
 jobmanager|taskmanager --id <id>`` in a session of its own (closing the terminal or the end of
 the CLI does not stop it), its output appended to ``.steward/logs/<role>-<n>.log``. A recorded
 process counts as ours only while its pid, its create time and its config path in argv all
-match (:mod:`steward.zookeeper.process`), so ``stop`` never signals a process that merely
+match (:mod:`steward.supervisor.detached`), so ``stop`` never signals a process that merely
 reuses a recorded pid.
 """
 
@@ -22,8 +22,8 @@ import psutil
 
 from steward.cluster.workdir import ProcessEntry, Role, StateDir
 from steward.errors import LocalClusterError, ManagedZooKeeperError
+from steward.supervisor.detached import LOG_START_MARKER, find_live, spawn, terminate
 from steward.zookeeper.layout import LOOPBACK, port_is_free
-from steward.zookeeper.process import LOG_START_MARKER, find_live, spawn, terminate
 
 log = logging.getLogger(__name__)
 

@@ -41,7 +41,7 @@ from steward.cluster.workdir import (
 from steward.config import load
 from steward.errors import LocalClusterError, LocalClusterStartError, PortInUseError, StewardError
 from steward.ha.directory import read_directory
-from steward.status import ClusterView
+from steward.wire.rest import ClusterView
 from steward.zookeeper.layout import LOOPBACK, port_is_free
 from steward.zookeeper.managed import ManagedEnsemble
 from steward.zookeeper.state import load_state as load_ensemble_state

@@ -32,8 +32,8 @@ from typing import ClassVar
 from pydantic import Field
 
 from steward.errors import CorruptStateError, LocalClusterError
-from steward.model import Payload, Value
-from steward.zookeeper.process import ProcessRecord
+from steward.supervisor.detached import ProcessRecord
+from steward.wire.values import Payload, Value
 
 STATE_DIR_NAME = ".steward"
 

@@ -30,8 +30,9 @@ from steward.cluster.local import LocalCluster, StartOptions
 from steward.cluster.settings import UserSettings
 from steward.cluster.workdir import ClusterState, Role, load_state
 from steward.errors import StewardError
-from steward.model import NoRestart
-from steward.status import JobState, JobView
+from steward.wire.jobs import NoRestart
+from steward.wire.rest import JobView
+from steward.wire.states import JobState
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 WORDS = re.compile("[^a-z]+")

@@ -25,7 +25,7 @@ from rich.table import Table
 
 from steward.ha.retrieval import LeaderRetrieval
 from steward.ha.session import Session
-from steward.model import LeaderInfo
+from steward.wire.records import LeaderInfo
 from steward.zookeeper.layout import port_is_free
 from steward.zookeeper.managed import ManagedEnsemble
 

@@ -47,7 +47,7 @@ from kazoo.handlers.threading import KazooTimeoutError
 from steward.errors import StewardError
 from steward.ha.election import in_line
 from steward.ha.session import Session
-from steward.model import ContenderInfo, LeaderInfo
+from steward.wire.records import ContenderInfo, LeaderInfo
 
 log = logging.getLogger(__name__)
 

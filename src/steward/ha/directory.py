@@ -20,7 +20,7 @@ from kazoo.handlers.threading import KazooTimeoutError
 from steward.errors import CorruptStateError, ZooKeeperUnavailableError
 from steward.ha.fencing import translate
 from steward.ha.layout import Layout
-from steward.model import ContenderInfo, LeaderInfo
+from steward.wire.records import ContenderInfo, LeaderInfo
 
 log = logging.getLogger(__name__)
 # Kazoo logs every failed connection attempt as a warning; a lookup that fails is reported

@@ -32,7 +32,7 @@ from kazoo.protocol.states import WatchedEvent
 from steward.errors import FencedError, StewardError
 from steward.ha.fencing import Fence
 from steward.ha.session import ConnectionState, Session
-from steward.model import ContenderInfo, LeaderInfo
+from steward.wire.records import ContenderInfo, LeaderInfo
 
 log = logging.getLogger(__name__)
 

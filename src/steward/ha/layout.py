@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from steward.model import check_job_id
+from steward.wire.values import check_job_id
 
 OUTCOME_PREFIX = "outcome-"
 """The children of ``jobs/<job-id>`` named ``outcome-<attempt>`` are attempts' outcome records."""

@@ -17,7 +17,7 @@ from kazoo.protocol.states import ZnodeStat
 
 from steward.errors import CorruptStateError
 from steward.ha.session import ConnectionState, Session
-from steward.model import LeaderInfo
+from steward.wire.records import LeaderInfo
 
 log = logging.getLogger(__name__)
 

@@ -23,21 +23,22 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from steward import spark_options
 from steward.errors import (
     BlobStoreError,
     FencedError,
     JobExistsError,
     JobNotFoundError,
     JobRejectedError,
-    JobResultExistsError,
     NotReadyError,
     StewardError,
 )
-from steward.heartbeat import HEARTBEAT_PATH, Heartbeat, HeartbeatReply
-from steward.model import JobGraph, JobSpec, check_job_id
-from steward.runtime.unpack import check_submission
-from steward.status import (
+from steward.jobmanager.errors import JobResultExistsError
+from steward.store.contents import ContentStore
+from steward.supervisor.artifacts import check_submission
+from steward.wire import spark_options
+from steward.wire.heartbeat import HEARTBEAT_PATH, Heartbeat, HeartbeatReply
+from steward.wire.jobs import JobGraph, JobSpec
+from steward.wire.rest import (
     ClusterView,
     ErrorBody,
     JobList,
@@ -46,13 +47,13 @@ from steward.status import (
     ResultView,
     SubmitRequest,
 )
-from steward.store.contents import ContentStore
+from steward.wire.values import check_job_id
 
 from .content_routes import add_content_routes, missing_contents
 from .dispatcher import new_job_id
 
 if TYPE_CHECKING:
-    from .process import JobManager
+    from .manager import JobManager
 
 log = logging.getLogger(__name__)
 
@@ -195,7 +196,7 @@ def create_app(manager: JobManager) -> FastAPI:
 
     @app.post(HEARTBEAT_PATH, tags=["internal"], responses={409: {"model": ErrorBody}})
     async def heartbeat(request: Request) -> Response:
-        """TaskManager heartbeat (see steward.heartbeat): reports in, commands back."""
+        """TaskManager heartbeat (see steward.wire.heartbeat): reports in, commands back."""
         body = await request.body()
         # Heartbeats long-poll: they wait on their own threads, never on the pool that
         # serves the API (40 waiting TaskManagers would otherwise starve /healthz).

@@ -19,8 +19,6 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 
 from steward.errors import BlobStoreError
-from steward.model import Dependency
-from steward.status import ErrorBody
 from steward.store.contents import (
     CHUNK,
     ContentMismatchError,
@@ -29,6 +27,8 @@ from steward.store.contents import (
     Upload,
     check_sha256,
 )
+from steward.wire.jobs import Dependency
+from steward.wire.rest import ErrorBody
 
 log = logging.getLogger(__name__)
 

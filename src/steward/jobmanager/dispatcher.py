@@ -31,11 +31,11 @@ from steward.config import Configuration
 from steward.errors import FencedError
 from steward.ha.election import Leadership
 from steward.ha.session import Session
-from steward.heartbeat import Heartbeat, HeartbeatReply
-from steward.model import JobGraph, JobSpec
-from steward.status import JobView, TaskManagerView
 from steward.store.blob import BlobStore
 from steward.store.contents import ContentStore
+from steward.wire.heartbeat import Heartbeat, HeartbeatReply
+from steward.wire.jobs import JobGraph, JobSpec
+from steward.wire.rest import JobView, TaskManagerView
 
 from .content_gc import ContentCollector
 from .hooks import HookRunner

@@ -33,11 +33,12 @@ from pathlib import Path
 
 from steward.config import Configuration
 from steward.errors import StewardError
-from steward.model import ErrorInfo, JobGraph, JobGraphPointer
-from steward.runtime.driver import RunnerProcess, run_to_completion
-from steward.runtime.protocol import FailedEvent, FinishedEvent, LaunchDocument, RunMode
-from steward.runtime.unpack import materialize, may_define_initialize
 from steward.store.blob import BlobRef, BlobStore
+from steward.supervisor.artifacts import materialize, may_define_initialize
+from steward.supervisor.runner_process import RunnerProcess, run_to_completion
+from steward.wire.jobs import JobGraph, JobGraphPointer
+from steward.wire.records import ErrorInfo
+from steward.wire.runner import FailedEvent, FinishedEvent, LaunchDocument, RunMode
 
 log = logging.getLogger(__name__)
 

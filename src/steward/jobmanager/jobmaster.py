@@ -30,24 +30,19 @@ import enum
 import time
 from dataclasses import dataclass, field
 
-from steward.heartbeat import Rejection
-from steward.model import (
-    ErrorInfo,
-    JobGraphPointer,
-    JobSpec,
-    JsonValue,
-    SparkApp,
-    TerminalState,
-)
-from steward.runtime.protocol import AttemptCancelled, FailedEvent, FinishedEvent, error_type_name
-from steward.status import (
+from steward.wire.heartbeat import Rejection
+from steward.wire.jobs import JobGraphPointer, JobSpec
+from steward.wire.records import (
     MAX_ATTEMPTS_KEPT,
     AttemptRecord,
-    AttemptState,
-    JobState,
+    ErrorInfo,
     JobStatusRecord,
+    SparkApp,
     trim_cause,
 )
+from steward.wire.runner import AttemptCancelled, FailedEvent, FinishedEvent, error_type_name
+from steward.wire.states import AttemptState, JobState, TerminalState
+from steward.wire.values import JsonValue
 
 from .restart import restart_delay, restarts_allowed
 

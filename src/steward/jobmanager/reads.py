@@ -12,18 +12,18 @@ import logging
 from steward.errors import StewardError
 from steward.ha.election import LATCH_PREFIX
 from steward.ha.session import Session
-from steward.model import ContenderInfo, JobResultEntry, LeaderInfo, TaskManagerInfo
-from steward.status import (
-    JobManagerView,
-    JobState,
-    JobStatusRecord,
-    JobView,
-    ResultView,
-    TaskManagerView,
-)
 from steward.store import zk
 from steward.store.results import JobResultStore
 from steward.store.statuses import JobStatusStore
+from steward.wire.records import (
+    ContenderInfo,
+    JobResultEntry,
+    JobStatusRecord,
+    LeaderInfo,
+    TaskManagerInfo,
+)
+from steward.wire.rest import JobManagerView, JobView, ResultView, TaskManagerView
+from steward.wire.states import JobState
 
 log = logging.getLogger(__name__)
 

@@ -17,9 +17,10 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from steward.heartbeat import AttemptPhase, AttemptReport, CancelAttempt, Command, Heartbeat
-from steward.model import TaskManagerInfo
-from steward.status import TaskManagerView
+from steward.wire.heartbeat import AttemptReport, CancelAttempt, Command, Heartbeat
+from steward.wire.records import TaskManagerInfo
+from steward.wire.rest import TaskManagerView
+from steward.wire.states import AttemptPhase
 
 
 @dataclass

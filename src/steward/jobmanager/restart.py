@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from steward.model import ExponentialDelayRestart, FixedDelayRestart, NoRestart
+from steward.wire.jobs import ExponentialDelayRestart, FixedDelayRestart, NoRestart
 
 
 def restarts_allowed(strategy: NoRestart | FixedDelayRestart | ExponentialDelayRestart) -> int:

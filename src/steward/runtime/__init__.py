@@ -2,7 +2,7 @@
 
 Modules, by what they own:
 
-- :mod:`~steward.runtime.protocol`: the wire format between a TaskManager and a runner
+- :mod:`~steward.wire.runner`: the wire format between a TaskManager and a runner
   (launch document, events, exit codes, SIGTERM); read it first.
 - :mod:`~steward.runtime.runner`: the runner process, ``python -m steward.runtime.runner``.
 - :mod:`~steward.runtime.deadman`: stdin, the dead-man's switch, killing the process group.
@@ -11,6 +11,15 @@ Modules, by what they own:
 - :mod:`~steward.runtime.context`: :class:`JobContext`, what a pipeline's ``main(ctx)`` gets.
 - :mod:`~steward.runtime.spark`: the SparkSession and micro-batch reports (imports pyspark).
 - :mod:`~steward.runtime.storage`: paths and moves under a job's checkpoint dir.
+- :mod:`~steward.runtime.script`, :mod:`~steward.runtime.program`: spark-submit scripts, and
+  telling them from SDK pipelines.
+- :mod:`~steward.runtime.session_settings`, :mod:`~steward.runtime.app_watch`,
+  :mod:`~steward.runtime.connect`: the attempt's Spark settings, its Spark application, and
+  Spark Connect sessions.
+- :mod:`~steward.runtime.dependencies`, :mod:`~steward.runtime.outcomes`,
+  :mod:`~steward.runtime.warm`: a job's files before user code, its outcome, warm spares.
+
+The parent's side (starting and supervising a runner) is :mod:`steward.supervisor`.
 
 Importing this package does not import pyspark.
 """

@@ -4,7 +4,7 @@ A script builds its SparkSession itself, at a time the runner does not know, so 
 watches instead of being told: a daemon thread looks for PySpark's active SparkContext
 every half second (never importing pyspark itself: a pipeline without Spark starts no JVM)
 and reports each new application once as a
-:class:`~steward.runtime.protocol.SparkAppEvent`. Spark Connect sessions have no local
+:class:`~steward.wire.runner.SparkAppEvent`. Spark Connect sessions have no local
 SparkContext and are not reported.
 """
 
@@ -15,9 +15,9 @@ import sys
 import threading
 from typing import Any
 
-from steward.model import SparkApp
 from steward.runtime.channel import EventSink
-from steward.runtime.protocol import SparkAppEvent
+from steward.wire.records import SparkApp
+from steward.wire.runner import SparkAppEvent
 
 log = logging.getLogger(__name__)
 

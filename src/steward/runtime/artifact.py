@@ -31,7 +31,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from steward.runtime.protocol import ArtifactError, RunMode
+from steward.wire.runner import ArtifactError, RunMode
 
 if TYPE_CHECKING:
     from steward.runtime.context import JobContext

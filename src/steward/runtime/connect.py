@@ -40,8 +40,8 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from steward.runtime.protocol import RunnerError
 from steward.runtime.warm import CONNECT_SCHEME
+from steward.wire.runner import RunnerError
 
 log = logging.getLogger(__name__)
 

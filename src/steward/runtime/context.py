@@ -33,16 +33,17 @@ from collections.abc import Callable, Mapping, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from steward.model import JobSpec, JsonValue
 from steward.runtime import storage
 from steward.runtime.channel import EventSink
-from steward.runtime.protocol import (
+from steward.wire.jobs import JobSpec
+from steward.wire.runner import (
     MAX_PROGRESS_BYTES,
     CheckpointEvent,
     LaunchDocument,
     ProgressEvent,
     RunMode,
 )
+from steward.wire.values import JsonValue
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

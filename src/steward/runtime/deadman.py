@@ -11,10 +11,10 @@ ZooKeeper servers do, and a heartbeat that arrives after it has run out is too l
 "Every process of the attempt" is more than the runner's process group (PySpark's worker
 daemon leaves it, user code may call ``setsid``): :func:`ensure_own_process_group` also makes
 the runner the attempt's child subreaper and puts it in the attempt's cgroup
-(:mod:`steward.runtime.containment`), so that whatever the pipeline starts stays a descendant
+(:mod:`steward.supervisor.containment`), so that whatever the pipeline starts stays a descendant
 of the runner, and a member of that cgroup, whatever its group or session. The kills
 (:func:`kill_process_group`, :func:`kill_leftovers`) take descendants, group and cgroup
-members together, in rounds until none is left (:mod:`steward.runtime.reaping`), and the
+members together, in rounds until none is left (:mod:`steward.supervisor.reaping`), and the
 runner last: while it lives, orphans of the attempt are re-parented to it, not lost to init.
 
 The watcher is a thread, not a signal handler, because signal handlers only run between
@@ -39,8 +39,8 @@ from typing import NoReturn
 import psutil
 
 from steward import clock
-from steward.runtime import containment, reaping
-from steward.runtime.protocol import LaunchError
+from steward.supervisor import containment, reaping
+from steward.wire.runner import LaunchError
 
 log = logging.getLogger(__name__)
 

@@ -27,8 +27,8 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-from steward.model import DependencyKind
-from steward.runtime.protocol import LaunchDocument, LocalDependency
+from steward.wire.jobs import DependencyKind
+from steward.wire.runner import LaunchDocument, LocalDependency
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """Is a job's entry file a spark-submit script or an SDK pipeline? Decided from its source.
 
-A job's entry file is run one of two ways (:class:`~steward.model.ProgramKind`):
+A job's entry file is run one of two ways (:class:`~steward.wire.jobs.ProgramKind`):
 
 - **script**: as ``python app.py ARGS`` would run it, as ``__main__`` with
   ``sys.argv == ["app.py", *ARGS]``; the exit status says how it went;
@@ -31,7 +31,7 @@ from __future__ import annotations
 import ast
 
 from steward.errors import JobRejectedError
-from steward.model import ProgramKind
+from steward.wire.jobs import ProgramKind
 
 DEFAULT_ENTRYPOINT = "main"
 

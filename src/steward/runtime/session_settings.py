@@ -27,8 +27,8 @@ import re
 from collections.abc import Mapping, MutableMapping
 from pathlib import Path
 
-from steward.runtime.protocol import LaunchDocument
 from steward.runtime.warm import APP_NAME, CONNECT_SCHEME, DEFAULT_CONF, SPARK_MASTER
+from steward.wire.runner import LaunchDocument
 
 log = logging.getLogger(__name__)
 

@@ -30,10 +30,10 @@ from steward.errors import (
 from steward.ha.fencing import Fence
 from steward.ha.layout import Layout
 from steward.ha.session import Session
-from steward.model import CheckpointPointer, CompletedCheckpoint
 from steward.store import zk
 from steward.store.blob import BlobRef, BlobStore
 from steward.store.outcomes import is_outcome_name
+from steward.wire.records import CheckpointPointer, CompletedCheckpoint
 
 log = logging.getLogger(__name__)
 

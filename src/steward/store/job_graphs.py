@@ -37,9 +37,9 @@ from steward.errors import (
 )
 from steward.ha.fencing import Fence
 from steward.ha.session import Session
-from steward.model import JobGraph, JobGraphPointer
 from steward.store import zk
 from steward.store.blob import BlobRef, BlobStore
+from steward.wire.jobs import JobGraph, JobGraphPointer
 
 log = logging.getLogger(__name__)
 

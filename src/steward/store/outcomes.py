@@ -1,7 +1,7 @@
 """Attempts' outcome records, ``jobs/<job-id>/outcome-<attempt>`` (see :class:`OutcomeRecord`).
 
 A TaskManager creates one in the multi-op that deletes an ended attempt's lease
-(:mod:`steward.taskmanager.leases`); the leader reads one before it counts an attempt LOST,
+(:mod:`steward.ha.leases`); the leader reads one before it counts an attempt LOST,
 and removes it (fenced) once the outcome is in the job's status or result. The job's cleanup
 removes whatever is left with the job's node (:meth:`CompletedCheckpointStore.remove_all`).
 
@@ -21,11 +21,11 @@ from steward.errors import CorruptStateError, NoNodeError
 from steward.ha.fencing import Fence
 from steward.ha.layout import OUTCOME_PREFIX
 from steward.ha.session import Session
-from steward.heartbeat import OutcomeRecord
-from steward.model import ErrorInfo
-from steward.runtime.protocol import FailedEvent
 from steward.store import zk
 from steward.store.results import MAX_ENTRY_BYTES
+from steward.wire.heartbeat import OutcomeRecord
+from steward.wire.records import ErrorInfo
+from steward.wire.runner import FailedEvent
 
 log = logging.getLogger(__name__)
 

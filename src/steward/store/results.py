@@ -27,8 +27,9 @@ from steward.errors import (
 )
 from steward.ha.fencing import Fence
 from steward.ha.session import Session
-from steward.model import CleanupStatus, JobResultEntry
 from steward.store import zk
+from steward.wire.records import JobResultEntry
+from steward.wire.states import CleanupStatus
 
 log = logging.getLogger(__name__)
 

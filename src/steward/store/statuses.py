@@ -13,9 +13,9 @@ import logging
 from steward.errors import CorruptStateError, NodeExistsError, NoNodeError
 from steward.ha.fencing import Fence
 from steward.ha.session import Session
-from steward.status import JobStatusRecord
 from steward.store import zk
 from steward.store.checkpoints import ensure_job_node
+from steward.wire.records import JobStatusRecord
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from kazoo.exceptions import KazooException, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
 from steward.ha.fencing import translate
-from steward.model import check_job_id
+from steward.wire.values import check_job_id
 
 log = logging.getLogger(__name__)
 

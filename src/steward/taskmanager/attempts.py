@@ -1,7 +1,7 @@
 """What one TaskManager knows about its attempts, as it reports them to the leader.
 
 This module owns the TaskManager's side of the heartbeat's reliable delivery
-(:mod:`steward.heartbeat`): each attempt's phase, its latest progress, its checkpoint events
+(:mod:`steward.wire.heartbeat`): each attempt's phase, its latest progress, its checkpoint events
 numbered from 1 and kept until acknowledged, its outcome (or rejection) sent in every heartbeat
 until acknowledged, and the rule for forgetting an attempt: only once its outcome is
 acknowledged *and* its lease is released. It also accounts for slots and remembers recently
@@ -21,17 +21,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from steward.heartbeat import (
-    Ack,
-    AttemptPhase,
-    AttemptReport,
-    Rejection,
-    ReportedCheckpoint,
-    StartAttempt,
-)
-from steward.model import JsonValue, SparkApp
-from steward.runtime.driver import RunnerProcess
-from steward.runtime.protocol import CheckpointEvent, FailedEvent, FinalEvent
+from steward.supervisor.runner_process import RunnerProcess
+from steward.wire.heartbeat import Ack, AttemptReport, Rejection, ReportedCheckpoint, StartAttempt
+from steward.wire.records import SparkApp
+from steward.wire.runner import CheckpointEvent, FailedEvent, FinalEvent
+from steward.wire.states import AttemptPhase
+from steward.wire.values import JsonValue
 
 log = logging.getLogger(__name__)
 

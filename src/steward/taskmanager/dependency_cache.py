@@ -30,10 +30,10 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-from steward.model import Dependency, DependencyKind
-from steward.runtime.protocol import LocalDependency
 from steward.store.contents import ContentStore
 from steward.taskmanager.archives import DEFAULT_MAX_BYTES, unpack
+from steward.wire.jobs import Dependency, DependencyKind
+from steward.wire.runner import LocalDependency
 
 log = logging.getLogger(__name__)
 

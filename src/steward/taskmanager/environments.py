@@ -30,9 +30,9 @@ from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 
 from steward.errors import StewardError
-from steward.model import DependencyKind, JobSpec
-from steward.runtime.protocol import LocalDependency
 from steward.taskmanager.dependency_cache import file_lock
+from steward.wire.jobs import DependencyKind, JobSpec
+from steward.wire.runner import LocalDependency
 
 log = logging.getLogger(__name__)
 

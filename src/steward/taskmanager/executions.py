@@ -26,10 +26,10 @@ from steward.errors import (
     StewardError,
     StoreError,
 )
-from steward.model import ExecutionLease
-from steward.runtime.protocol import FinalEvent
-from steward.taskmanager.leases import ExecutionLeases, LeaseHeldError, Released
-from steward.taskmanager.process_group import ProcessGroup
+from steward.ha.leases import ExecutionLeases, LeaseHeldError, Released
+from steward.supervisor.process_group import ProcessGroup
+from steward.wire.records import ExecutionLease
+from steward.wire.runner import FinalEvent
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """The TaskManager's heartbeats: its attempts' reports to the leader, the leader's reply back.
 
-This module owns the HTTP side of :mod:`steward.heartbeat`. Two threads share one
+This module owns the HTTP side of :mod:`steward.wire.heartbeat`. Two threads share one
 ``httpx.Client``:
 
 - the poller heartbeats continuously, asking the leader to hold each request up to
@@ -27,9 +27,9 @@ import httpx
 
 from steward.errors import StewardError
 from steward.ha.retrieval import LeaderRetrieval
-from steward.heartbeat import HEARTBEAT_PATH, Heartbeat, HeartbeatReply
-from steward.model import LeaderInfo
 from steward.taskmanager.attempts import Attempts
+from steward.wire.heartbeat import HEARTBEAT_PATH, Heartbeat, HeartbeatReply
+from steward.wire.records import LeaderInfo
 
 log = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ worker (never on the heartbeat thread): fetch the job graph blob (checked agains
 command's sha256), unpack its artifact under ``<workdir>/<job-id>/<attempt>/artifact``, and
 fetch the files the job names into the host's cache and build its Python environment
 (:mod:`~steward.taskmanager.dependency_cache`, :mod:`~steward.taskmanager.environments`), and
-build the :class:`~steward.runtime.protocol.LaunchDocument`. Anything wrong with the job's
+build the :class:`~steward.wire.runner.LaunchDocument`. Anything wrong with the job's
 data is a :class:`~steward.errors.StewardError` whose message says what; the caller turns it
 into the attempt's failed outcome (permanent when the error's class says so).
 """
@@ -20,14 +20,14 @@ from pydantic import ValidationError
 
 from steward.config import Configuration
 from steward.errors import CorruptStateError
-from steward.heartbeat import StartAttempt
-from steward.model import JobGraph, JobSpec
-from steward.runtime.protocol import LaunchDocument, RunMode
-from steward.runtime.unpack import materialize
 from steward.store.blob import BlobRef, BlobStore
 from steward.store.contents import ContentStore
+from steward.supervisor.artifacts import materialize
 from steward.taskmanager.dependency_cache import CACHE_DIR, DependencyCache
 from steward.taskmanager.environments import Environments
+from steward.wire.heartbeat import StartAttempt
+from steward.wire.jobs import JobGraph, JobSpec
+from steward.wire.runner import LaunchDocument, RunMode
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """A TaskManager's membership: the ephemeral ``taskmanagers/<tm-id>`` znode.
 
-The node carries :class:`~steward.model.TaskManagerInfo` and lives as long as the
+The node carries :class:`~steward.wire.records.TaskManagerInfo` and lives as long as the
 TaskManager's session. This module owns creating it at start, creating it again on every new
 session (after LOST, a CONNECTED brings a session without it), and deleting it on a graceful
 stop.
@@ -21,7 +21,7 @@ from kazoo.handlers.threading import KazooTimeoutError
 
 from steward.errors import StewardError
 from steward.ha.session import ConnectionState, Session
-from steward.model import TaskManagerInfo
+from steward.wire.records import TaskManagerInfo
 
 log = logging.getLogger(__name__)
 

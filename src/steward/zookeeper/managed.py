@@ -31,6 +31,7 @@ from pathlib import Path
 import psutil
 
 from steward.errors import ManagedZooKeeperError
+from steward.supervisor.detached import LOG_START_MARKER, find_live, is_frozen, spawn, terminate
 from steward.zookeeper.fourletter import ServerMode, connected_clients, serving_mode
 from steward.zookeeper.install import ZooKeeperInstall, locate_install
 from steward.zookeeper.layout import (
@@ -40,13 +41,6 @@ from steward.zookeeper.layout import (
     plan_ports,
     server_dir,
     write_server_config,
-)
-from steward.zookeeper.process import (
-    LOG_START_MARKER,
-    find_live,
-    is_frozen,
-    spawn,
-    terminate,
 )
 from steward.zookeeper.state import STATE_FILE, EnsembleState, ServerRecord, load_state, save_state
 

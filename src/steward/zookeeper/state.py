@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from steward.errors import ManagedZooKeeperError
+from steward.supervisor.detached import ProcessRecord
 from steward.zookeeper.layout import ServerPorts
-from steward.zookeeper.process import ProcessRecord
 
 SCHEMA = 1
 STATE_FILE = "ensemble.json"

@@ -15,7 +15,7 @@ import psutil
 import pytest
 
 from e2e.processes import ProcessCluster
-from steward.model import NoRestart
+from steward.wire.jobs import NoRestart
 from support import wait_until
 
 pytestmark = pytest.mark.zookeeper

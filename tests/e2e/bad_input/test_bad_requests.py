@@ -16,7 +16,7 @@ import pytest
 
 from e2e.bad_input.conftest import assert_clear_error, run_cli
 from e2e.processes import ProcessCluster
-from steward.status import JobState
+from steward.wire.states import JobState
 from support import wait_until
 
 pytestmark = pytest.mark.zookeeper

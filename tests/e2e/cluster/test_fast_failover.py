@@ -17,7 +17,7 @@ import pytest
 
 from e2e.processes import Proc, ProcessCluster
 from e2e.ticking import read_truth, write_pipeline
-from steward.status import JobState
+from steward.wire.states import JobState
 from support import wait_until
 
 pytestmark = pytest.mark.zookeeper

@@ -15,8 +15,8 @@ import pytest
 
 from e2e.processes import ProcessCluster
 from e2e.ticking import read_truth, write_pipeline
-from steward.model import FixedDelayRestart, NoRestart
-from steward.status import JobState
+from steward.wire.jobs import FixedDelayRestart, NoRestart
+from steward.wire.states import JobState
 from support import wait_until
 
 pytestmark = pytest.mark.zookeeper

@@ -15,7 +15,7 @@ import pytest
 from e2e.processes import ProcessCluster
 from e2e.wordcounts import SAMPLE, count_words
 from steward.errors import JobNotFoundError, JobRejectedError
-from steward.model import NoRestart
+from steward.wire.jobs import NoRestart
 
 pytestmark = pytest.mark.zookeeper
 

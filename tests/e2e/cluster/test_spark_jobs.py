@@ -15,7 +15,7 @@ from e2e.wordcounts import (
     read_json_counts,
     split_into_files,
 )
-from steward.model import JobKind
+from steward.wire.jobs import JobKind
 from support import wait_until
 
 pytestmark = [pytest.mark.zookeeper, pytest.mark.spark]

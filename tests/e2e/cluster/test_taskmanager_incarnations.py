@@ -21,8 +21,8 @@ import pytest
 from e2e.processes import Proc, ProcessCluster
 from e2e.ticking import TICKING, read_truth
 from steward.client import Client
-from steward.model import FixedDelayRestart
-from steward.status import AttemptState, JobState
+from steward.wire.jobs import FixedDelayRestart
+from steward.wire.states import AttemptState, JobState
 from support import wait_until
 
 pytestmark = pytest.mark.zookeeper

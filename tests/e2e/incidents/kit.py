@@ -10,8 +10,9 @@ from e2e.incidents.truth import PIPELINE, GroundTruth
 from e2e.processes import Proc, ProcessCluster
 from steward.client import Client
 from steward.errors import StewardError
-from steward.model import FixedDelayRestart
-from steward.status import JobState, JobView
+from steward.wire.jobs import FixedDelayRestart
+from steward.wire.rest import JobView
+from steward.wire.states import JobState
 from support import wait_until
 
 RESTART = FixedDelayRestart(attempts=5, delay=0.2)

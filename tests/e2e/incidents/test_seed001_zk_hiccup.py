@@ -21,7 +21,7 @@ from e2e.incidents import kit
 from e2e.incidents.truth import GroundTruth
 from e2e.incidents.zkview import ZkView
 from e2e.processes import Proc, ProcessCluster
-from steward.status import JobState
+from steward.wire.states import JobState
 from steward.zookeeper.managed import ManagedEnsemble
 from support import wait_until
 

@@ -23,7 +23,7 @@ from e2e.incidents.zkview import ZkView
 from e2e.processes import Proc, ProcessCluster
 from steward.client import Client
 from steward.errors import StewardError
-from steward.status import JobState
+from steward.wire.states import JobState
 from support import wait_until
 
 pytestmark = pytest.mark.zookeeper

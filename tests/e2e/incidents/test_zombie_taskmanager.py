@@ -20,7 +20,7 @@ from e2e.incidents import kit
 from e2e.incidents.truth import GroundTruth, pid_gone
 from e2e.incidents.zkview import ZkView
 from e2e.processes import ProcessCluster
-from steward.status import AttemptState, JobState
+from steward.wire.states import AttemptState, JobState
 from support import wait_until
 
 pytestmark = pytest.mark.zookeeper

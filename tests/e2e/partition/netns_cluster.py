@@ -21,10 +21,10 @@ import httpx
 from e2e.partition.network import Network, Observer
 from e2e.processes import Proc, ProcessCluster
 from steward.client import Client
+from steward.supervisor.detached import spawn, terminate
 from steward.zookeeper.fourletter import four_letter_word
 from steward.zookeeper.install import locate_install
 from steward.zookeeper.layout import SERVER_SETTINGS
-from steward.zookeeper.process import spawn, terminate
 from support import wait_until
 
 T = TypeVar("T")

@@ -28,7 +28,8 @@ from e2e.partition import truth
 from e2e.partition.netns_cluster import ZK, NetnsCluster
 from steward.client import Client
 from steward.ha.layout import Layout
-from steward.status import AttemptState, JobState, JobView
+from steward.wire.rest import JobView
+from steward.wire.states import AttemptState, JobState
 from support import ZK_TEST_ROOT, wait_until
 
 pytestmark = pytest.mark.zookeeper

@@ -23,8 +23,8 @@ from typing import Any, Self
 
 import psutil
 
-from steward.model import JobSpec, ProgramKind
-from steward.runtime.protocol import (
+from steward.wire.jobs import JobSpec, ProgramKind
+from steward.wire.runner import (
     BaseEvent,
     CheckpointEvent,
     FailedEvent,

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from runner_harness import alive, launch_document
 
-from steward.runtime.driver import RunnerProcess, run_to_completion
-from steward.runtime.protocol import (
+from steward.supervisor.runner_process import RunnerProcess, run_to_completion
+from steward.wire.runner import (
     FailedEvent,
     FinishedEvent,
     LaunchDocument,
@@ -158,7 +158,7 @@ def test_cancel_raises_attempt_cancelled_and_the_group_goes(
     finish(runner)
     outcome = runner.outcome()
     assert isinstance(outcome, FailedEvent)
-    assert outcome.error.type == "steward.runtime.protocol.AttemptCancelled"
+    assert outcome.error.type == "steward.wire.runner.AttemptCancelled"
     assert runner.group.wait_exit(DEADLINE) == 1  # ended by itself, well within the grace
 
 

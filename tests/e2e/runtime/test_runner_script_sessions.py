@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from runner_harness import SPARK_TEST_MASTER, launch_document, running
 
-from steward.model import ProgramKind
-from steward.runtime.protocol import FinishedEvent, SparkAppEvent
+from steward.wire.jobs import ProgramKind
+from steward.wire.runner import FinishedEvent, SparkAppEvent
 
 pytestmark = pytest.mark.spark
 

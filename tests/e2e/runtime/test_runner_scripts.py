@@ -12,8 +12,8 @@ from pathlib import Path
 
 from runner_harness import RunnerHarness, launch_document, running
 
-from steward.model import ProgramKind
-from steward.runtime.protocol import FailedEvent, FinishedEvent, LaunchDocument
+from steward.wire.jobs import ProgramKind
+from steward.wire.runner import FailedEvent, FinishedEvent, LaunchDocument
 
 EXIT_DEADLINE = 30.0
 

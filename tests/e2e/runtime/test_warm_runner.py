@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from runner_harness import launch_document
 
-from steward.runtime.driver import RunnerProcess
-from steward.runtime.protocol import FinishedEvent, RunnerEvent, StartedEvent
 from steward.runtime.warm import STATIC_SQL_CONFS
+from steward.supervisor.runner_process import RunnerProcess
+from steward.wire.runner import FinishedEvent, RunnerEvent, StartedEvent
 
 pytestmark = pytest.mark.spark
 

@@ -20,8 +20,8 @@ import pytest
 from pipelines import EXPECTED_SUM, LONG, write
 
 from e2e.processes import ProcessCluster
-from steward.model import FixedDelayRestart
 from steward.testing.connect_server import ConnectServer, job_time, jobs_of_session
+from steward.wire.jobs import FixedDelayRestart
 from support import wait_until
 
 pytestmark = [pytest.mark.zookeeper, pytest.mark.spark, pytest.mark.slow]

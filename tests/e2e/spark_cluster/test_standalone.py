@@ -17,8 +17,8 @@ import pytest
 from pipelines import EXPECTED_SUM, LONG, SCRIPT, SUM, write
 
 from e2e.processes import ProcessCluster
-from steward.model import FixedDelayRestart
 from steward.testing.standalone import MasterState, SparkApp, StandaloneCluster
+from steward.wire.jobs import FixedDelayRestart
 from support import wait_until
 
 pytestmark = [pytest.mark.zookeeper, pytest.mark.spark]

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from kazoo.client import KazooClient
 
+from steward.client.discovery import discover_addresses
 from steward.config import Configuration, load
-from steward.discovery import discover_addresses
 from steward.errors import ClusterUnreachableError
 from steward.ha.layout import Layout
-from steward.model import ContenderInfo, LeaderInfo
+from steward.wire.records import ContenderInfo, LeaderInfo
 from support import ZK_TEST_ROOT
 
 pytestmark = pytest.mark.zookeeper

@@ -2,11 +2,11 @@
 
 - :class:`JobManagerCluster` (the ``cluster`` fixture) builds the configuration of one test's
   Steward cluster (its own ZooKeeper namespace, storage and work dirs under ``tmp_path``, any
-  free port, short timings), starts :class:`~steward.jobmanager.process.JobManager` objects in
+  free port, short timings), starts :class:`~steward.jobmanager.manager.JobManager` objects in
   this process and stops them after the test; it also has a kazoo client of its own to look
   at (and tamper with) the cluster's znodes, and small REST helpers.
 - :class:`PretendTaskManager` registers ``taskmanagers/<id>`` on a ZooKeeper session of its
-  own and speaks the heartbeat protocol (:mod:`steward.heartbeat`) by hand, so the leader's
+  own and speaks the heartbeat protocol (:mod:`steward.wire.heartbeat`) by hand, so the leader's
   side of it can be driven step by step without a real TaskManager.
 
 Import as ``from jobmanager_harness import ...`` from tests in this folder.
@@ -28,9 +28,10 @@ from kazoo.exceptions import NoNodeError
 
 from steward.config import Configuration, load
 from steward.ha.layout import Layout
-from steward.heartbeat import (
+from steward.jobmanager.dispatcher import Dispatcher
+from steward.jobmanager.manager import JobManager
+from steward.wire.heartbeat import (
     HEARTBEAT_PATH,
-    AttemptPhase,
     AttemptReport,
     CancelAttempt,
     Heartbeat,
@@ -38,10 +39,9 @@ from steward.heartbeat import (
     Rejection,
     StartAttempt,
 )
-from steward.jobmanager.dispatcher import Dispatcher
-from steward.jobmanager.process import JobManager
-from steward.model import ContenderInfo, TaskManagerInfo
-from steward.runtime.protocol import FailedEvent, FinishedEvent
+from steward.wire.records import ContenderInfo, TaskManagerInfo
+from steward.wire.runner import FailedEvent, FinishedEvent
+from steward.wire.states import AttemptPhase
 from support import ZK_TEST_ROOT, wait_until
 
 SESSION_TIMEOUT = "4s"

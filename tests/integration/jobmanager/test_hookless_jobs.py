@@ -12,8 +12,8 @@ from __future__ import annotations
 import pytest
 from jobmanager_harness import JobManagerCluster, dispatcher_of
 
-from steward.status import JobStatusRecord
 from steward.store.statuses import BATCH
+from steward.wire.records import JobStatusRecord
 from support import wait_until
 
 pytestmark = pytest.mark.zookeeper

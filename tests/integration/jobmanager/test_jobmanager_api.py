@@ -25,9 +25,9 @@ from jobmanager_harness import (
 from steward.client import Client
 from steward.errors import JobRejectedError
 from steward.jobmanager.api import MAX_ARTIFACT_BYTES, MAX_SUBMISSION_BYTES
-from steward.model import JobGraph, JobGraphPointer
-from steward.status import JobStatusRecord
 from steward.store.blob import BlobStore
+from steward.wire.jobs import JobGraph, JobGraphPointer
+from steward.wire.records import JobStatusRecord
 from support import wait_until
 
 pytestmark = pytest.mark.zookeeper

@@ -25,9 +25,8 @@ from jobmanager_harness import (
     report,
 )
 
-from steward.heartbeat import (
+from steward.wire.heartbeat import (
     HEARTBEAT_PATH,
-    AttemptPhase,
     AttemptReport,
     CancelAttempt,
     Heartbeat,
@@ -35,8 +34,9 @@ from steward.heartbeat import (
     ReportedCheckpoint,
     StartAttempt,
 )
-from steward.model import ErrorInfo, ExecutionLease, JobResultEntry
-from steward.runtime.protocol import CheckpointEvent, FailedEvent, FinishedEvent
+from steward.wire.records import ErrorInfo, ExecutionLease, JobResultEntry
+from steward.wire.runner import CheckpointEvent, FailedEvent, FinishedEvent
+from steward.wire.states import AttemptPhase
 from support import wait_until
 
 pytestmark = pytest.mark.zookeeper
@@ -288,7 +288,7 @@ def test_cancelling_a_running_attempt_sends_a_cancel_and_ends_canceled(
     assert (cancel.attempt, cancel.epoch) == (1, start.epoch)
     assert cluster.job(leader, "job-stop")["state"] == "CANCELLING"
     cancelled = FailedEvent(
-        error=ErrorInfo(type="steward.runtime.protocol.AttemptCancelled", message="SIGTERM")
+        error=ErrorInfo(type="steward.wire.runner.AttemptCancelled", message="SIGTERM")
     )
     reply = tm.heartbeat(leader, report(start, ENDED, cancelled))
     assert [(a.job_id, a.outcome) for a in reply.acks] == [("job-stop", True)]

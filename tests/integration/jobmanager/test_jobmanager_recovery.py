@@ -15,9 +15,9 @@ import psutil
 import pytest
 from jobmanager_harness import SETTLE, JobManagerCluster, PretendTaskManager, dispatcher_of
 
-from steward.heartbeat import StartAttempt
-from steward.model import JobGraphPointer
-from steward.status import JobStatusRecord
+from steward.wire.heartbeat import StartAttempt
+from steward.wire.jobs import JobGraphPointer
+from steward.wire.records import JobStatusRecord
 from support import wait_until
 
 pytestmark = pytest.mark.zookeeper

@@ -25,11 +25,12 @@ from jobmanager_harness import (
     report,
 )
 
-from steward.heartbeat import AttemptPhase, StartAttempt
-from steward.model import JobGraph, JobSpec
-from steward.runtime.unpack import build_artifact
-from steward.status import JobState, JobStatusRecord
 from steward.store.job_graphs import JobGraphStore
+from steward.supervisor.artifacts import build_artifact
+from steward.wire.heartbeat import StartAttempt
+from steward.wire.jobs import JobGraph, JobSpec
+from steward.wire.records import JobStatusRecord
+from steward.wire.states import AttemptPhase, JobState
 from steward.zookeeper.managed import ManagedEnsemble
 from support import wait_until
 

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from steward.ha.election import LeaderElection, Leadership
 from steward.ha.fencing import Fence
 from steward.ha.session import Session
-from steward.model import Artifact, ArtifactKind, JobGraph, JobSpec
 from steward.store.blob import BlobStore
+from steward.wire.jobs import Artifact, ArtifactKind, JobGraph, JobSpec
 
 
 @dataclass

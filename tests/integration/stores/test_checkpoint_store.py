@@ -16,13 +16,13 @@ from stores_support import Contender, blob_keys
 
 from steward.errors import BlobStoreError, CorruptStateError
 from steward.ha.session import Session
-from steward.model import CheckpointPointer, CompletedCheckpoint
 from steward.store.blob import BlobStore
 from steward.store.checkpoints import (
     BLOB_PREFIX,
     CheckpointIDCounter,
     CompletedCheckpointStore,
 )
+from steward.wire.records import CheckpointPointer, CompletedCheckpoint
 
 pytestmark = pytest.mark.zookeeper
 

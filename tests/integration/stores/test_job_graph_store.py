@@ -22,9 +22,9 @@ from steward.errors import (
     JobNotFoundError,
 )
 from steward.ha.session import Session
-from steward.model import JobGraphPointer
 from steward.store.blob import BlobStore
 from steward.store.job_graphs import BLOB_PREFIX, JobGraphStore
+from steward.wire.jobs import JobGraphPointer
 
 pytestmark = pytest.mark.zookeeper
 

@@ -14,10 +14,11 @@ from stores_support import Contender, make_graph
 
 from steward.errors import CorruptStateError, JobExistsError, JobNotFoundError
 from steward.ha.session import Session
-from steward.model import CleanupStatus, ErrorInfo, JobResultEntry, TerminalState
 from steward.store.blob import BlobStore
 from steward.store.job_graphs import JobGraphStore
 from steward.store.results import MAX_ENTRY_BYTES, JobResultStore, ResultTooLargeError
+from steward.wire.records import ErrorInfo, JobResultEntry
+from steward.wire.states import CleanupStatus, TerminalState
 
 pytestmark = pytest.mark.zookeeper
 

@@ -15,12 +15,13 @@ from stores_support import Contender, blob_keys, make_graph, znode_snapshot
 
 from steward.errors import FencedError
 from steward.ha.session import Session
-from steward.model import CleanupStatus, CompletedCheckpoint, JobResultEntry, TerminalState
 from steward.store import job_graphs
 from steward.store.blob import BlobStore
 from steward.store.checkpoints import CheckpointIDCounter, CompletedCheckpointStore
 from steward.store.job_graphs import JobGraphStore
 from steward.store.results import JobResultStore
+from steward.wire.records import CompletedCheckpoint, JobResultEntry
+from steward.wire.states import CleanupStatus, TerminalState
 
 pytestmark = pytest.mark.zookeeper
 

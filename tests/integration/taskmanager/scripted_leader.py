@@ -23,19 +23,19 @@ from typing import Any
 
 from steward.ha.election import LeaderElection, Leadership
 from steward.ha.session import Session
-from steward.heartbeat import (
+from steward.store.blob import BlobStore
+from steward.supervisor.artifacts import build_artifact
+from steward.wire.heartbeat import (
     HEARTBEAT_PATH,
     Ack,
-    AttemptPhase,
     AttemptReport,
     Command,
     Heartbeat,
     HeartbeatReply,
     StartAttempt,
 )
-from steward.model import JobGraph, JobSpec
-from steward.runtime.unpack import build_artifact
-from steward.store.blob import BlobStore
+from steward.wire.jobs import JobGraph, JobSpec
+from steward.wire.states import AttemptPhase
 from support import wait_until
 
 GRANT_TIMEOUT = 15.0

@@ -25,13 +25,14 @@ from scripted_leader import ScriptedLeader, start_command
 
 from escapers import ESCAPER, alive, escaped_from, kill_sleepers
 from steward.config import Configuration
+from steward.ha.leases import ExecutionLeases
 from steward.ha.session import Session
-from steward.heartbeat import AttemptPhase, CancelAttempt
-from steward.runtime import containment
-from steward.runtime.protocol import FailedEvent, FinishedEvent
 from steward.store.blob import BlobStore
-from steward.taskmanager.leases import ExecutionLeases
-from steward.taskmanager.process import TaskManager
+from steward.supervisor import containment
+from steward.taskmanager.manager import TaskManager
+from steward.wire.heartbeat import CancelAttempt
+from steward.wire.runner import FailedEvent, FinishedEvent
+from steward.wire.states import AttemptPhase
 from support import wait_until
 
 pytestmark = pytest.mark.zookeeper
@@ -141,7 +142,7 @@ def test_a_cancelled_attempt_takes_its_daemonised_process_with_it(rig: Rig) -> N
 
     outcome = assert_gone_before_release(rig.leader, rig.observer, escaped)
     assert isinstance(outcome, FailedEvent)
-    assert outcome.error.type == "steward.runtime.protocol.AttemptCancelled"
+    assert outcome.error.type == "steward.wire.runner.AttemptCancelled"
 
 
 def test_a_sigkilled_runner_leaves_nothing_behind_its_lease(rig: Rig) -> None:

@@ -16,11 +16,12 @@ import pytest
 from scripted_leader import ScriptedLeader, start_command
 
 from escapers import alive, kill_sleepers
-from steward.heartbeat import AttemptPhase, AttemptReport, CancelAttempt
-from steward.runtime.protocol import FailedEvent, FinishedEvent
+from steward.ha.leases import ExecutionLeases
 from steward.store.blob import BlobStore
-from steward.taskmanager.leases import ExecutionLeases
-from steward.taskmanager.process import TaskManager
+from steward.taskmanager.manager import TaskManager
+from steward.wire.heartbeat import AttemptReport, CancelAttempt
+from steward.wire.runner import FailedEvent, FinishedEvent
+from steward.wire.states import AttemptPhase
 from support import wait_until
 
 # Each test starts a JVM: ~10 s on an idle machine, several times that on a shared one.
@@ -137,4 +138,4 @@ def test_a_udfs_process_in_its_own_session_dies_with_a_cancelled_attempt(
 
     outcome = assert_nothing_left(leader, ExecutionLeases(leader.session, "observer"), report)
     assert isinstance(outcome, FailedEvent)
-    assert outcome.error.type == "steward.runtime.protocol.AttemptCancelled"
+    assert outcome.error.type == "steward.wire.runner.AttemptCancelled"

@@ -1,4 +1,4 @@
-"""A real runner's output through the log capper (steward.runtime.logcap), as a TaskManager
+"""A real runner's output through the log capper (steward.supervisor.logcap), as a TaskManager
 starts it: every byte of the attempt's group is capped, the last lines arrive, and a capper
 that dies or freezes never keeps an attempt from ending or its dead-man's switch from firing.
 
@@ -17,9 +17,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from steward.model import JobSpec
-from steward.runtime.driver import RunnerProcess
-from steward.runtime.protocol import FailedEvent, FinishedEvent, LaunchDocument
+from steward.supervisor.runner_process import RunnerProcess
+from steward.wire.jobs import JobSpec
+from steward.wire.runner import FailedEvent, FinishedEvent, LaunchDocument
 from support import wait_until
 
 CAP = 4 << 20  # 4 MiB: more than a pipe read (1 MiB), so rolling the tail moves file bytes

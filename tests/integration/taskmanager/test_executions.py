@@ -13,9 +13,9 @@ import pytest
 
 from steward.errors import FencedError
 from steward.ha.election import Leadership
+from steward.ha.leases import ExecutionLeases, LeaseHeldError
+from steward.supervisor.process_group import SpawnError
 from steward.taskmanager.executions import Executions
-from steward.taskmanager.leases import ExecutionLeases, LeaseHeldError
-from steward.taskmanager.process_group import SpawnError
 from support import wait_until
 
 pytestmark = pytest.mark.zookeeper

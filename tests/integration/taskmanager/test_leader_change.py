@@ -15,11 +15,12 @@ from pathlib import Path
 import pytest
 from scripted_leader import ScriptedLeader, start_command
 
-from steward.heartbeat import AttemptPhase, CancelAttempt, HeartbeatReply
-from steward.runtime.protocol import FinishedEvent
+from steward.ha.leases import ExecutionLeases
 from steward.store.blob import BlobStore
-from steward.taskmanager.leases import ExecutionLeases
-from steward.taskmanager.process import TaskManager
+from steward.taskmanager.manager import TaskManager
+from steward.wire.heartbeat import CancelAttempt, HeartbeatReply
+from steward.wire.runner import FinishedEvent
+from steward.wire.states import AttemptPhase
 from support import wait_until
 
 pytestmark = pytest.mark.zookeeper

@@ -9,9 +9,9 @@ import pytest
 
 from steward.errors import FencedError
 from steward.ha.election import LeaderElection, Leadership
+from steward.ha.leases import ExecutionLeases, LeaseHeldError
 from steward.ha.session import Session
-from steward.model import ExecutionLease
-from steward.taskmanager.leases import ExecutionLeases, LeaseHeldError
+from steward.wire.records import ExecutionLease
 from support import wait_until
 
 pytestmark = pytest.mark.zookeeper

@@ -18,10 +18,11 @@ from pathlib import Path
 import pytest
 from scripted_leader import ScriptedLeader, start_command
 
-from steward.heartbeat import AttemptPhase, Rejection
-from steward.runtime.protocol import FailedEvent
 from steward.store.blob import BlobStore
-from steward.taskmanager.process import SELF_FENCED_ERROR, TaskManager
+from steward.taskmanager.manager import SELF_FENCED_ERROR, TaskManager
+from steward.wire.heartbeat import Rejection
+from steward.wire.runner import FailedEvent
+from steward.wire.states import AttemptPhase
 from steward.zookeeper.managed import ManagedEnsemble
 from support import wait_until
 

@@ -23,10 +23,11 @@ import pytest
 from scripted_leader import GATED, ScriptedLeader, start_command
 
 from steward.config import Configuration
-from steward.heartbeat import AttemptPhase, CancelAttempt
-from steward.runtime.protocol import AttemptCancelled, FailedEvent, FinishedEvent, error_type_name
 from steward.store.blob import BlobStore
-from steward.taskmanager.process import TaskManager
+from steward.taskmanager.manager import TaskManager
+from steward.wire.heartbeat import CancelAttempt
+from steward.wire.runner import AttemptCancelled, FailedEvent, FinishedEvent, error_type_name
+from steward.wire.states import AttemptPhase
 from support import wait_until
 
 # Each test starts one JVM (~10 s on an idle machine), the first two (plus a replacement).

@@ -19,9 +19,9 @@ import pytest
 from scripted_leader import ScriptedLeader, start_command
 
 from steward.config import Configuration
-from steward.heartbeat import AttemptPhase
 from steward.store.blob import BlobStore
-from steward.taskmanager.process import TaskManager
+from steward.taskmanager.manager import TaskManager
+from steward.wire.states import AttemptPhase
 from support import wait_until
 
 pytestmark = pytest.mark.zookeeper

@@ -13,7 +13,7 @@ import click
 import pytest
 
 from steward.cli.options import parse_pairs, parse_restart
-from steward.model import ExponentialDelayRestart, FixedDelayRestart, NoRestart
+from steward.wire.jobs import ExponentialDelayRestart, FixedDelayRestart, NoRestart
 from unit.fake_jobmanager import FakeJobManagers, attempt_json, job_json, result_json
 from unit.steward_cli import Run
 

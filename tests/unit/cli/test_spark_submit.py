@@ -14,7 +14,7 @@ import pytest
 from steward.cli.properties import parse_properties
 from steward.cli.spark_submit import HelpRequested, read_command_line
 from steward.cli.submit_plan import CLUSTER_MODE_REFUSED, describe, parse
-from steward.model import ExponentialDelayRestart, JobKind, NoRestart, ProgramKind
+from steward.wire.jobs import ExponentialDelayRestart, JobKind, NoRestart, ProgramKind
 
 
 @pytest.fixture(autouse=True)

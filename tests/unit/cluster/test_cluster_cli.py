@@ -11,7 +11,7 @@ import pytest
 
 from steward.cluster.launcher import live_process
 from steward.cluster.workdir import ClusterState, ProcessEntry, Role, StateDir, save_state
-from steward.zookeeper.process import spawn
+from steward.supervisor.detached import spawn
 from unit.steward_cli import run_steward
 
 

@@ -14,8 +14,8 @@ from steward.cluster import launcher
 from steward.cluster.local import LocalCluster
 from steward.cluster.workdir import ClusterState, ProcessEntry, Role, StateDir, save_state
 from steward.errors import LocalClusterError
+from steward.supervisor.detached import spawn
 from steward.zookeeper.layout import port_is_free
-from steward.zookeeper.process import spawn
 from support import wait_until
 
 MARKER = "314159"  # `sleep 314159`: the marker is an argument of the command line

@@ -5,7 +5,7 @@ from __future__ import annotations
 import socket
 
 from steward.ha.crash_detection import ProbeOutcome, RefusalWindow, probe
-from steward.model import LeaderInfo
+from steward.wire.records import LeaderInfo
 
 LEADER = LeaderInfo(contender="jm-1", address="http://127.0.0.1:9", epoch=3)
 REFUSED, ACCEPTED, UNKNOWN = ProbeOutcome.REFUSED, ProbeOutcome.ACCEPTED, ProbeOutcome.UNKNOWN

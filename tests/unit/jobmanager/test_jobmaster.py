@@ -10,27 +10,25 @@ import time
 
 import pytest
 
-from steward.heartbeat import Rejection
 from steward.jobmanager.jobmaster import REJECTION_BACKOFF, JobMaster, Terminal
-from steward.model import (
-    ErrorInfo,
+from steward.wire.heartbeat import Rejection
+from steward.wire.jobs import (
     ExponentialDelayRestart,
     FixedDelayRestart,
     JobGraphPointer,
     JobSpec,
     NoRestart,
     RestartStrategy,
-    TerminalState,
 )
-from steward.runtime.protocol import AttemptCancelled, FailedEvent, FinishedEvent, error_type_name
-from steward.status import (
+from steward.wire.records import (
     MAX_ATTEMPTS_KEPT,
     MAX_CAUSE_TRACEBACK,
     AttemptRecord,
-    AttemptState,
-    JobState,
+    ErrorInfo,
     JobStatusRecord,
 )
+from steward.wire.runner import AttemptCancelled, FailedEvent, FinishedEvent, error_type_name
+from steward.wire.states import AttemptState, JobState, TerminalState
 
 NOW = 1000.0
 EPOCH = 3

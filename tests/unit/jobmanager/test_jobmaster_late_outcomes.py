@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import pytest
 
-from steward.heartbeat import Rejection
 from steward.jobmanager.jobmaster import JobMaster, Late, Terminal
-from steward.model import ErrorInfo, FixedDelayRestart, JobGraphPointer, JobSpec, TerminalState
-from steward.runtime.protocol import AttemptCancelled, FailedEvent, FinishedEvent, error_type_name
-from steward.status import AttemptState, JobState
+from steward.wire.heartbeat import Rejection
+from steward.wire.jobs import FixedDelayRestart, JobGraphPointer, JobSpec
+from steward.wire.records import ErrorInfo
+from steward.wire.runner import AttemptCancelled, FailedEvent, FinishedEvent, error_type_name
+from steward.wire.states import AttemptState, JobState, TerminalState
 
 NOW = 1000.0
 EPOCH = 3

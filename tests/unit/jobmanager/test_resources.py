@@ -4,15 +4,10 @@ from __future__ import annotations
 
 import threading
 
-from steward.heartbeat import (
-    AttemptPhase,
-    AttemptReport,
-    CancelAttempt,
-    Heartbeat,
-    StartAttempt,
-)
 from steward.jobmanager.resources import ResourceManager
-from steward.model import TaskManagerInfo
+from steward.wire.heartbeat import AttemptReport, CancelAttempt, Heartbeat, StartAttempt
+from steward.wire.records import TaskManagerInfo
+from steward.wire.states import AttemptPhase
 
 EPOCH = 2
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from steward.jobmanager.restart import restart_delay, restarts_allowed
-from steward.model import ExponentialDelayRestart, FixedDelayRestart, NoRestart
+from steward.wire.jobs import ExponentialDelayRestart, FixedDelayRestart, NoRestart
 
 
 def test_no_restart_allows_none() -> None:

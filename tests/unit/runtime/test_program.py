@@ -8,9 +8,9 @@ import zipfile
 
 import pytest
 
-from steward.model import JobSpec, ProgramKind
 from steward.runtime.program import ProgramError, resolve
-from steward.runtime.unpack import check_submission
+from steward.supervisor.artifacts import check_submission
+from steward.wire.jobs import JobSpec, ProgramKind
 
 AUTO, SCRIPT, SDK = ProgramKind.AUTO, ProgramKind.SCRIPT, ProgramKind.SDK
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from steward.runtime.artifact import load_pipeline, module_name_for
-from steward.runtime.protocol import ArtifactError, RunMode
+from steward.wire.runner import ArtifactError, RunMode
 
 
 @pytest.fixture(autouse=True)

@@ -9,9 +9,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from steward.model import ErrorInfo
 from steward.runtime.channel import EventChannel, MemorySink
-from steward.runtime.protocol import (
+from steward.wire.records import ErrorInfo
+from steward.wire.runner import (
     FailedEvent,
     FinishedEvent,
     ProgressEvent,

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from steward.model import JobSpec
 from steward.runtime.channel import MemorySink
 from steward.runtime.context import JobContext
-from steward.runtime.protocol import CheckpointEvent, LaunchDocument, ProgressEvent, RunMode
+from steward.wire.jobs import JobSpec
+from steward.wire.runner import CheckpointEvent, LaunchDocument, ProgressEvent, RunMode
 
 
 def make_context(tmp_path: Path, **overrides: Any) -> tuple[JobContext, MemorySink]:
@@ -127,8 +127,8 @@ def test_a_pipeline_that_never_touches_spark_never_imports_pyspark(tmp_path: Pat
         from steward.runtime import runner
         from steward.runtime.channel import MemorySink
         from steward.runtime.context import JobContext
-        from steward.runtime.protocol import LaunchDocument
-        from steward.model import JobSpec
+        from steward.wire.runner import LaunchDocument
+        from steward.wire.jobs import JobSpec
 
         ctx = JobContext(
             LaunchDocument(job_id="j", attempt=1, epoch=1, spec=JobSpec(job_id="j"),

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from steward.model import DependencyKind, JobSpec
 from steward.runtime.dependencies import PY_FILES_DIR, prepare, spark_settings
-from steward.runtime.protocol import LaunchDocument, LocalDependency
+from steward.wire.jobs import DependencyKind, JobSpec
+from steward.wire.runner import LaunchDocument, LocalDependency
 
 
 @pytest.fixture(autouse=True)

@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from steward.errors import CorruptStateError, UnsupportedSchemaError
-from steward.model import ErrorInfo, JobSpec
-from steward.runtime.protocol import (
+from steward.wire.jobs import JobSpec
+from steward.wire.records import ErrorInfo
+from steward.wire.runner import (
     RUNNER_MODULE,
     ArtifactError,
     CheckpointEvent,
@@ -164,4 +165,4 @@ def test_runner_command_is_the_documented_invocation() -> None:
 
 def test_error_type_names_are_qualified_except_for_builtins() -> None:
     assert error_type_name(KeyError) == "KeyError"
-    assert error_type_name(ArtifactError) == "steward.runtime.protocol.ArtifactError"
+    assert error_type_name(ArtifactError) == "steward.wire.runner.ArtifactError"

@@ -9,9 +9,10 @@ import threading
 
 import pytest
 
-from steward.model import DependencyKind, JobSpec
 from steward.runtime.deadman import DeadmanSwitch, LaunchLineCollector
-from steward.runtime.protocol import (
+from steward.runtime.warm import cold_reason, files_cold_reason, is_runtime_sql_conf, runtime_conf
+from steward.wire.jobs import DependencyKind, JobSpec
+from steward.wire.runner import (
     EXIT_USAGE,
     RUNNER_MODULE,
     LaunchDocument,
@@ -23,7 +24,6 @@ from steward.runtime.protocol import (
     runner_command,
     spare_command,
 )
-from steward.runtime.warm import cold_reason, files_cold_reason, is_runtime_sql_conf, runtime_conf
 
 MASTER = "local[*]"
 

@@ -11,15 +11,15 @@ from pathlib import Path
 import pytest
 
 from steward.errors import CorruptStateError
-from steward.model import ArtifactKind
 from steward.runtime.artifact import load_pipeline
-from steward.runtime.unpack import (
+from steward.supervisor.artifacts import (
     MAX_UNPACKED_BYTES,
     ArtifactRejectedError,
     build_artifact,
     materialize,
     may_define_initialize,
 )
+from steward.wire.jobs import ArtifactKind
 
 PIPELINE = b"def main(ctx):\n    return 42\n"
 

@@ -1,4 +1,4 @@
-"""The attempt log's cap (steward.runtime.logcap.CappedLog): head kept, tail rolls, marker counts.
+"""The attempt log's cap (supervisor.logcap.CappedLog): head kept, tail rolls, marker counts.
 
 Given a stream of numbered lines written in arbitrary chunks, the file never exceeds the
 budget, and reads: the stream's first bytes as they came, one marker line with the exact
@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from steward.runtime.logcap import CappedLog
+from steward.supervisor.logcap import CappedLog
 
 MARKER = re.compile(
     rb"(\n?)\.\.\. (\d+) bytes dropped \(taskmanager\.attempt-log\.max-size[^\n]*\n"

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import pytest
 
-from steward.heartbeat import Ack, AttemptPhase, Rejection, StartAttempt
-from steward.runtime.protocol import CheckpointEvent, FinishedEvent
 from steward.taskmanager.attempts import Attempt, Attempts
+from steward.wire.heartbeat import Ack, Rejection, StartAttempt
+from steward.wire.runner import CheckpointEvent, FinishedEvent
+from steward.wire.states import AttemptPhase
 
 
 def command(job_id: str = "job-a", attempt: int = 1) -> StartAttempt:

@@ -18,8 +18,8 @@ import psutil
 import pytest
 
 from escapers import DOUBLE_FORK, alive, escaped_from, kill_sleepers
-from steward.runtime import containment
-from steward.taskmanager.process_group import ProcessGroup
+from steward.supervisor import containment
+from steward.supervisor.process_group import ProcessGroup
 from support import wait_until
 
 RUNNER = """
@@ -30,7 +30,7 @@ time.sleep(1000)
 
 SUBREAPER = """
 import subprocess, sys, time
-from steward.runtime import containment
+from steward.supervisor import containment
 assert containment.become_subreaper() and containment.is_subreaper()
 subprocess.run([sys.executable, "-c", sys.argv[1], sys.argv[2]], check=True)
 time.sleep(1000)
@@ -128,7 +128,7 @@ def test_a_subreaper_adopts_the_orphans_of_its_descendants(
 # its cgroup first thing, as the runner does (the TaskManager's move may come late under load).
 WALKER = """
 import os, sys, time
-from steward.runtime import containment
+from steward.supervisor import containment
 containment.enter_attempt()
 open(sys.argv[1], "w").close()
 while True:

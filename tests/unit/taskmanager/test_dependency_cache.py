@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 
 from steward.errors import CorruptStateError
-from steward.model import Dependency, DependencyKind
 from steward.store.blob import BlobStore
 from steward.store.contents import ContentStore
 from steward.taskmanager.archives import ArchiveRejectedError, unpack
 from steward.taskmanager.dependency_cache import DependencyCache
+from steward.wire.jobs import Dependency, DependencyKind
 
 
 @pytest.fixture

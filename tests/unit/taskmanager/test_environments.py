@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from steward.model import DependencyKind, JobSpec
-from steward.runtime.protocol import LocalDependency
 from steward.taskmanager.environments import EnvironmentBuildError, Environments
+from steward.wire.jobs import DependencyKind, JobSpec
+from steward.wire.runner import LocalDependency
 from tiny_wheel import build_wheel
 
 

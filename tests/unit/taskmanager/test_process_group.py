@@ -11,7 +11,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from steward.taskmanager.process_group import ProcessGroup, SpawnError
+from steward.supervisor.process_group import ProcessGroup, SpawnError
 from support import wait_until
 
 RUNNER_WITH_GRANDCHILD = ["sh", "-c", "sleep 1000 & sleep 1000"]

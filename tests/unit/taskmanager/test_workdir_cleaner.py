@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from steward.heartbeat import StartAttempt
 from steward.taskmanager.attempts import Attempts
 from steward.taskmanager.workdir_cleaner import WorkdirCleaner, paths_in_use
+from steward.wire.heartbeat import StartAttempt
 from support import wait_until
 
 

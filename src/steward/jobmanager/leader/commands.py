@@ -7,7 +7,7 @@ lock (the ResourceManager's queues are not thread-safe on their own).
 
 from __future__ import annotations
 
-from steward.heartbeat import CancelAttempt
+from steward.wire.heartbeat import CancelAttempt
 
 from ..jobmaster import JobMaster
 from ..resources import ResourceManager

@@ -18,9 +18,8 @@ import logging
 from kazoo.exceptions import KazooException
 
 from steward.errors import FencedError, StewardError
-from steward.heartbeat import (
+from steward.wire.heartbeat import (
     Ack,
-    AttemptPhase,
     AttemptReport,
     CancelAttempt,
     Command,
@@ -29,8 +28,9 @@ from steward.heartbeat import (
     StartAttempt,
     lost_outcome,
 )
-from steward.model import CompletedCheckpoint
-from steward.runtime.protocol import CheckpointEvent
+from steward.wire.records import CompletedCheckpoint
+from steward.wire.runner import CheckpointEvent
+from steward.wire.states import AttemptPhase
 
 from ..jobmaster import JobMaster
 from .commands import send_cancel

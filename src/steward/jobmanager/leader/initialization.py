@@ -8,8 +8,8 @@ hook skips the round: it is scheduled at once, with one status write instead of 
 
 from __future__ import annotations
 
-from steward.runtime.protocol import FailedEvent, FinishedEvent
-from steward.status import JobState
+from steward.wire.runner import FailedEvent, FinishedEvent
+from steward.wire.states import JobState
 
 from ..hooks import HookRunner
 from ..jobmaster import JobMaster

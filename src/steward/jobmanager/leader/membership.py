@@ -25,9 +25,9 @@ import threading
 
 from steward.errors import StewardError
 from steward.ha.session import Session
-from steward.heartbeat import Rejection
-from steward.model import ErrorInfo, TaskManagerInfo
 from steward.store import zk
+from steward.wire.heartbeat import Rejection
+from steward.wire.records import ErrorInfo, TaskManagerInfo
 
 from ..jobmaster import JobMaster
 from .initialization import Initialization

@@ -3,7 +3,7 @@
 Two ways an attempt's outcome could be lost, and what this module does about each:
 
 - its TaskManager released the lease and died before its report arrived: the outcome was
-  recorded with the release (:class:`~steward.heartbeat.OutcomeRecord`, one multi-op), so
+  recorded with the release (:class:`~steward.wire.heartbeat.OutcomeRecord`, one multi-op), so
   before counting an attempt LOST the leader reads that record and settles the attempt from
   it (:meth:`AttemptOutcomes.lose`);
 - its TaskManager was cut off, the attempt finished, and the leader counted it LOST at the
@@ -28,9 +28,10 @@ from kazoo.exceptions import KazooException
 
 from steward.errors import FencedError, StewardError
 from steward.ha.session import Session
-from steward.heartbeat import Ack, AttemptPhase, AttemptReport, OutcomeRecord
-from steward.model import ErrorInfo
 from steward.store.outcomes import AttemptOutcomes as OutcomeStore
+from steward.wire.heartbeat import Ack, AttemptReport, OutcomeRecord
+from steward.wire.records import ErrorInfo
+from steward.wire.states import AttemptPhase
 
 from ..jobmaster import JobMaster, Late, Terminal
 from .commands import send_cancel

@@ -16,9 +16,9 @@ import logging
 from kazoo.exceptions import KazooException
 
 from steward.errors import FencedError, JobExistsError, StewardError
-from steward.model import ErrorInfo, JobResultEntry, TerminalState
-from steward.status import attempts_to_keep
 from steward.store.results import ResultTooLargeError
+from steward.wire.records import ErrorInfo, JobResultEntry, attempts_to_keep
+from steward.wire.states import TerminalState
 
 from ..hooks import HookRunner
 from ..jobmaster import JobMaster, Terminal

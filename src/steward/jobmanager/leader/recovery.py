@@ -20,8 +20,9 @@ from concurrent.futures import ThreadPoolExecutor
 from kazoo.exceptions import KazooException
 
 from steward.errors import FencedError, JobNotFoundError, StewardError
-from steward.model import AttemptRecord, CleanupStatus, ErrorInfo, ExecutionLease
-from steward.runtime.unpack import may_define_initialize
+from steward.supervisor.artifacts import may_define_initialize
+from steward.wire.records import AttemptRecord, ErrorInfo, ExecutionLease
+from steward.wire.states import CleanupStatus
 
 from ..jobmaster import JobMaster
 from .cleanup import Cleanup

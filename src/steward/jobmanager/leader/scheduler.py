@@ -16,8 +16,8 @@ from kazoo.exceptions import KazooException
 from pydantic import JsonValue
 
 from steward.errors import FencedError, StewardError
-from steward.heartbeat import StartAttempt
-from steward.runtime.protocol import completed_stages_of
+from steward.wire.heartbeat import StartAttempt
+from steward.wire.runner import completed_stages_of
 
 from ..jobmaster import Deployment, JobMaster
 from .membership import Membership

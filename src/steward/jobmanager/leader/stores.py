@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from steward.config import Configuration
+from steward.ha.leases import ExecutionLeases
 from steward.ha.session import Session
 from steward.runtime import storage
 from steward.store.blob import BlobStore
@@ -16,7 +17,6 @@ from steward.store.checkpoints import CheckpointIDCounter, CompletedCheckpointSt
 from steward.store.job_graphs import JobGraphStore
 from steward.store.results import JobResultStore
 from steward.store.statuses import JobStatusStore
-from steward.taskmanager.leases import ExecutionLeases
 
 
 def checkpoint_dir(config: Configuration, job_id: str) -> str:

@@ -18,14 +18,14 @@ from steward.errors import (
     FencedError,
     JobExistsError,
     JobNotFoundError,
-    JobResultExistsError,
     NotReadyError,
     StewardError,
     ZooKeeperUnavailableError,
 )
-from steward.model import JobGraph, JobSpec
-from steward.runtime.unpack import may_define_initialize
-from steward.status import JobView
+from steward.jobmanager.errors import JobResultExistsError
+from steward.supervisor.artifacts import may_define_initialize
+from steward.wire.jobs import JobGraph, JobSpec
+from steward.wire.rest import JobView
 
 from ..hooks import HookRunner
 from ..jobmaster import JobMaster

@@ -12,7 +12,7 @@ import logging
 from kazoo.exceptions import KazooException
 
 from steward.errors import StewardError
-from steward.status import CheckpointView, JobView, TaskManagerView
+from steward.wire.rest import CheckpointView, JobView, TaskManagerView
 
 from ..jobmaster import JobMaster
 from ..reads import status_view

@@ -19,7 +19,7 @@ This module wires the TaskManager's parts together and owns its reactions:
   attempt whose job can use one is handed a spare where a cold runner would be spawned,
   after its lease is taken;
 - disk use: each attempt's log is capped (``taskmanager.attempt-log.max-size``,
-  :mod:`steward.runtime.logcap`), and the folders of forgotten attempts and dead spares are
+  :mod:`steward.supervisor.logcap`), and the folders of forgotten attempts and dead spares are
   removed after ``taskmanager.workdir.retention`` (:mod:`steward.taskmanager.workdir_cleaner`).
 
 A new leader changes nothing for running attempts: they are reported to it, and its reply
@@ -45,17 +45,25 @@ from steward.errors import (
     FencedError,
     StewardError,
 )
+from steward.ha.leases import ExecutionLeases, LeaseHeldError
 from steward.ha.retrieval import LeaderRetrieval
 from steward.ha.session import ConnectionState, Session
-from steward.heartbeat import (
-    CancelAttempt,
-    HeartbeatReply,
-    Rejection,
-    StartAttempt,
-)
-from steward.model import ErrorInfo, LeaderInfo, TaskManagerInfo
-from steward.runtime.driver import RunnerProcess
-from steward.runtime.protocol import (
+from steward.runtime.warm import files_cold_reason
+from steward.store.blob import BlobStore
+from steward.supervisor.process_group import ProcessGroup, SpawnError
+from steward.supervisor.runner_process import RunnerProcess
+from steward.taskmanager.attempts import Attempt, Attempts
+from steward.taskmanager.executions import Executions
+from steward.taskmanager.heartbeater import Heartbeater
+from steward.taskmanager.launcher import Launch, Launcher
+from steward.taskmanager.liveness import LivenessProbe
+from steward.taskmanager.registration import Registration
+from steward.taskmanager.self_fencing import SelfFencing
+from steward.taskmanager.spares import SparePool
+from steward.taskmanager.workdir_cleaner import WorkdirCleaner
+from steward.wire.heartbeat import CancelAttempt, HeartbeatReply, Rejection, StartAttempt
+from steward.wire.records import ErrorInfo, LeaderInfo, TaskManagerInfo
+from steward.wire.runner import (
     AttemptCancelled,
     CheckpointEvent,
     FailedEvent,
@@ -65,19 +73,6 @@ from steward.runtime.protocol import (
     SparkAppEvent,
     error_type_name,
 )
-from steward.runtime.warm import files_cold_reason
-from steward.store.blob import BlobStore
-from steward.taskmanager.attempts import Attempt, Attempts
-from steward.taskmanager.executions import Executions
-from steward.taskmanager.heartbeater import Heartbeater
-from steward.taskmanager.launcher import Launch, Launcher
-from steward.taskmanager.leases import ExecutionLeases, LeaseHeldError
-from steward.taskmanager.liveness import LivenessProbe
-from steward.taskmanager.process_group import ProcessGroup, SpawnError
-from steward.taskmanager.registration import Registration
-from steward.taskmanager.self_fencing import SelfFencing
-from steward.taskmanager.spares import SparePool
-from steward.taskmanager.workdir_cleaner import WorkdirCleaner
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """Pipeline artifacts as submitted: checking them on the way in, unpacking them on the way out.
 
-A job's code travels as an :class:`~steward.model.Artifact` (a ``.py`` file or a zipped
+A job's code travels as an :class:`~steward.wire.jobs.Artifact` (a ``.py`` file or a zipped
 folder, base64 inside the job graph). This module owns both ends of that trip:
 
 - :func:`build_artifact`, on the JobManager: turn an uploaded file into an Artifact, or refuse
@@ -10,7 +10,7 @@ folder, base64 inside the job graph). This module owns both ends of that trip:
   bounds, with its entry module at the top or under one top-level folder;
 - :func:`materialize`, on a TaskManager (or for a JobManager's initialize hook): check the
   checksum and write the file, or extract the zip safely, into a work directory; returns the
-  absolute path a :class:`~steward.runtime.protocol.LaunchDocument` wants;
+  absolute path a :class:`~steward.wire.runner.LaunchDocument` wants;
 - :func:`may_define_initialize`: a cheap test so a leader need not start a hook process for a
   pipeline that cannot have an ``initialize`` hook.
 
@@ -36,9 +36,9 @@ from pathlib import Path, PurePosixPath
 from typing import IO
 
 from steward.errors import CorruptStateError, JobRejectedError
-from steward.model import Artifact, ArtifactKind, JobSpec
 from steward.runtime import program
 from steward.runtime.artifact import ENTRY_MODULE_FILES, INITIALIZE_HOOK, module_name_for
+from steward.wire.jobs import Artifact, ArtifactKind, JobSpec
 
 log = logging.getLogger(__name__)
 

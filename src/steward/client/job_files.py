@@ -1,9 +1,9 @@
 """The files a job names, on the client's side: found, hashed and described for the spec.
 
 spark-submit's ``--py-files``, ``--files``, ``--archives`` (``path#alias``) and ``--jars``
-become :class:`~steward.model.Dependency` entries, each with the SHA-256 and size of the local
+become :class:`~steward.wire.jobs.Dependency` entries, each with the SHA-256 and size of the local
 file (read in chunks, never whole; a large file's hash is remembered between submissions by
-:mod:`steward.file_hashes`), and a ``requirements`` argument (a list of lines or a
+:mod:`steward.client.file_hashes`), and a ``requirements`` argument (a list of lines or a
 requirements file) becomes the spec's ``requirements``. Everything is read before any request
 is made: a missing or unreadable file is a :class:`JobRejectedError` and nothing was sent.
 """
@@ -15,9 +15,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from steward.client.file_hashes import MIN_SIZE, FileHashes
 from steward.errors import JobRejectedError
-from steward.file_hashes import MIN_SIZE, FileHashes
-from steward.model import Dependency, DependencyKind
+from steward.wire.jobs import Dependency, DependencyKind
 
 CHUNK = 1 << 20
 

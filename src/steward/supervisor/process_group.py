@@ -4,7 +4,7 @@ process group or session it ends up in.
 The runner is started with ``start_new_session=True``, so it leads a new session and process
 group (pgid == its pid). That group alone is not the attempt: PySpark's worker daemon calls
 ``setpgid(0, 0)``, and user code may start processes in sessions of their own. So each attempt
-is also *contained* (:mod:`steward.runtime.containment`):
+is also *contained* (:mod:`steward.supervisor.containment`):
 
 - in its own cgroup v2 where the host has a usable one: created before the spawn, the runner
   moved in right after it (and joining again itself before it starts anything); every
@@ -22,13 +22,13 @@ the attempt serves no one and is SIGKILLed (:meth:`ProcessGroup.alive`), so the 
 held forever by a process nobody will stop.
 
 Signals go to the whole cgroup (``cgroup.kill``) or, without one, to every process found
-(:func:`steward.runtime.reaping.kill_all`, the runner last so that orphans still reach it) and
+(:func:`steward.supervisor.reaping.kill_all`, the runner last so that orphans still reach it) and
 the group (``killpg``). Linux does not reuse a pid while a process group of that id still has
 a member, so signalling the group is safe until we have seen it gone; after that we never
 signal it again.
 
 With ``log_max_size`` the attempt's stdout and stderr are a pipe to a log capper
-(:mod:`steward.runtime.logcap`) instead of the log file itself. The capper runs in its own
+(:mod:`steward.supervisor.logcap`) instead of the log file itself. The capper runs in its own
 session and outside the cgroup, so it is no process of the attempt: it never keeps the lease
 alive, and no kill of the attempt stops it before it has written the attempt's last output.
 """
@@ -49,9 +49,9 @@ from typing import IO
 import psutil
 
 from steward.errors import StewardError
-from steward.runtime import reaping
-from steward.runtime.containment import CGROUP_ENV, TOKEN_ENV, Cgroup
-from steward.runtime.logcap import LogCapper
+from steward.supervisor import reaping
+from steward.supervisor.containment import CGROUP_ENV, TOKEN_ENV, Cgroup
+from steward.supervisor.logcap import LogCapper
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +103,7 @@ class ProcessGroup:
 
         ``stdin`` is a pipe by default: the runner's dead-man's switch (DESIGN rule 4) is the
         end of that pipe when this process dies. With ``log_max_size`` the log keeps at most
-        that many bytes (:mod:`steward.runtime.logcap`). Raises :class:`SpawnError`.
+        that many bytes (:mod:`steward.supervisor.logcap`). Raises :class:`SpawnError`.
         """
         token = secrets.token_hex(8)
         cgroup = Cgroup.create(token)

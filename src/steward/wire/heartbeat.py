@@ -1,6 +1,6 @@
-"""The TaskManager <-> leader protocol: one HTTP heartbeat carries reports one way, commands back.
+r"""The TaskManager <-> leader protocol: one HTTP heartbeat carries reports one way, commands back.
 
-A TaskManager ``POST``\\ s a :class:`Heartbeat` to ``/internal/v1/heartbeat`` of the leader it
+A TaskManager ``POST``\ s a :class:`Heartbeat` to ``/internal/v1/heartbeat`` of the leader it
 found through leader retrieval, at least every ``heartbeat.interval``, and at once whenever one
 of its attempts changes. The leader answers with a :class:`HeartbeatReply`: its epoch, the
 commands for this TaskManager (start an attempt, cancel one) and acknowledgements. The request
@@ -28,23 +28,16 @@ from __future__ import annotations
 import enum
 from typing import Annotated, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import (
+    Field,
+)
 
-from steward.model import ErrorInfo, JsonValue, Payload, SparkApp, Value
-from steward.runtime.protocol import CheckpointEvent, FailedEvent, FinishedEvent
+from steward.wire.records import ErrorInfo, SparkApp
+from steward.wire.runner import CheckpointEvent, FailedEvent, FinishedEvent
+from steward.wire.states import AttemptPhase
+from steward.wire.values import JsonValue, Payload, Value
 
 HEARTBEAT_PATH = "/internal/v1/heartbeat"
-
-
-class AttemptPhase(enum.StrEnum):
-    STARTING = "STARTING"
-    """Command accepted: fetching the job graph, taking the lease, spawning the runner."""
-    RUNNING = "RUNNING"
-    """The runner process group exists."""
-    ENDED = "ENDED"
-    """The whole process group is gone; ``outcome`` is set."""
-    REJECTED = "REJECTED"
-    """Never started: see ``rejection``. Spends no restart; the leader may try again later."""
 
 
 class Rejection(enum.StrEnum):

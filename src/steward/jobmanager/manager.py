@@ -40,8 +40,8 @@ from steward.ha.election import LeaderElection, Leadership
 from steward.ha.liveness import LivenessProbe
 from steward.ha.retrieval import LeaderRetrieval
 from steward.ha.session import Session
-from steward.model import LeaderInfo
 from steward.store.blob import BlobStore
+from steward.wire.records import LeaderInfo
 
 from .api import create_app
 from .dispatcher import Dispatcher

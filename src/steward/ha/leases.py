@@ -29,11 +29,11 @@ from kazoo.handlers.threading import KazooTimeoutError
 from steward.errors import CorruptStateError, FencedError, NodeExistsError, StewardError, StoreError
 from steward.ha.fencing import Fence, translate
 from steward.ha.session import Session
-from steward.heartbeat import OutcomeRecord
-from steward.model import ExecutionLease
-from steward.runtime.protocol import FinalEvent
 from steward.store.outcomes import encode
 from steward.store.zk import job_children, read
+from steward.wire.heartbeat import OutcomeRecord
+from steward.wire.records import ExecutionLease
+from steward.wire.runner import FinalEvent
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """``steward.Client``: the Python client of the JobManagers' REST API.
 
 Any JobManager answers (standbys serve reads and forward writes to the leader); the client
-sends every request through :class:`steward.failover.Failover`, which tries each address and
+sends every request through :class:`steward.client.failover.Failover`, which tries each address and
 retries them all with backoff until the client's ``timeout``.
 
 A submission is the one request that is not naturally safe to repeat: a POST whose answer was
@@ -28,20 +28,10 @@ from typing import Any, Self, TypeVar
 import httpx
 from pydantic import BaseModel, ValidationError
 
-from steward import job_files, packaging
-from steward.config import Configuration, load
-from steward.discovery import discover_addresses, normalize_address
-from steward.errors import (
-    ApiError,
-    JobExistsError,
-    JobNotFoundError,
-    JobRejectedError,
-    JobTerminatedError,
-    NoLeaderError,
-    StewardError,
-    WaitTimeoutError,
-)
-from steward.failover import (
+from steward.client import job_files, packaging
+from steward.client.discovery import discover_addresses, normalize_address
+from steward.client.errors import JobTerminatedError
+from steward.client.failover import (
     DEFAULT_BACKOFF,
     DEFAULT_REQUEST_TIMEOUTS,
     Backoff,
@@ -51,8 +41,18 @@ from steward.failover import (
     error_body,
     retry_after_seconds,
 )
-from steward.model import JobKind, JobSpec, ProgramKind, RestartStrategy, check_job_id
-from steward.status import (
+from steward.config import Configuration, load
+from steward.errors import (
+    ApiError,
+    JobExistsError,
+    JobNotFoundError,
+    JobRejectedError,
+    NoLeaderError,
+    StewardError,
+    WaitTimeoutError,
+)
+from steward.wire.jobs import JobKind, JobSpec, ProgramKind, RestartStrategy
+from steward.wire.rest import (
     ArtifactUpload,
     ClusterView,
     ErrorBody,
@@ -62,6 +62,7 @@ from steward.status import (
     ResultView,
     SubmitRequest,
 )
+from steward.wire.values import check_job_id
 
 log = logging.getLogger(__name__)
 
@@ -74,9 +75,9 @@ V = TypeVar("V", bound=BaseModel)
 class Client:
     """Talks to a Steward cluster. Use as a context manager, or call :meth:`close`.
 
-    ``addresses``: JobManager URLs; None finds them (:func:`steward.discovery`) from ``config``
-    (default: :func:`steward.config.load`) and the working directory. ``timeout``: how long
-    one call keeps trying every address before it gives up.
+    ``addresses``: JobManager URLs; None finds them (:mod:`steward.client.discovery`) from
+    ``config`` (default: :func:`steward.config.load`) and the working directory. ``timeout``:
+    how long one call keeps trying every address before it gives up.
     """
 
     def __init__(

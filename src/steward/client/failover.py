@@ -23,7 +23,7 @@ import httpx
 from pydantic import ValidationError
 
 from steward.errors import ClusterUnreachableError, NoLeaderError, StewardError
-from steward.status import ErrorBody
+from steward.wire.rest import ErrorBody
 
 log = logging.getLogger(__name__)
 

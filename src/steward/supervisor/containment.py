@@ -18,7 +18,7 @@ it, each behind one function here so the rest of Steward stays portable:
 - **the runner as child subreaper** (``PR_SET_CHILD_SUBREAPER``, :func:`become_subreaper`):
   a process orphaned inside the attempt (its parent died, as in a double fork) is re-parented
   to the runner instead of to init, so while the runner lives every process of the attempt is
-  one of its descendants and can be walked with psutil (:mod:`steward.runtime.reaping`).
+  one of its descendants and can be walked with psutil (:mod:`steward.supervisor.reaping`).
   This works on every Linux and covers the runner's own kills (its dead-man's switch after the
   TaskManager died, and the end of a normal attempt), which need no cgroup.
 

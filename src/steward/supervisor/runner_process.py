@@ -1,7 +1,7 @@
 """The parent's side of the runner protocol: start one runner process and drive it to its end.
 
 :class:`RunnerProcess` is what a TaskManager (and a JobManager running an ``initialize`` hook)
-uses instead of talking to the pipe by hand. It follows :mod:`steward.runtime.protocol`:
+uses instead of talking to the pipe by hand. It follows :mod:`steward.wire.runner`:
 
 - :meth:`RunnerProcess.spawn` creates the events pipe, starts ``runner_command(fd)`` as the
   leader of a new process group (stdin a pipe, stdout/stderr to the log file, cwd the
@@ -11,7 +11,7 @@ uses instead of talking to the pipe by hand. It follows :mod:`steward.runtime.pr
 - :meth:`RunnerProcess.begin` writes the launch document and starts feeding the dead-man's
   switch a byte every ``deadman_timeout / 3`` from a thread;
 - :meth:`RunnerProcess.outcome` is the runner's final event or, when it exited without one,
-  :func:`steward.heartbeat.lost_outcome` ("runner exited with code C without a final event");
+  :func:`steward.wire.heartbeat.lost_outcome` ("runner exited with code C without a final event");
 - :meth:`RunnerProcess.cancel` SIGTERMs the runner's pid only (the pipeline gets
   ``AttemptCancelled``; the Spark JVM is left to the runner) and SIGKILLs the whole group
   after a grace period.
@@ -42,9 +42,10 @@ from pathlib import Path
 from typing import IO
 
 from steward.errors import StewardError
-from steward.heartbeat import lost_outcome
-from steward.model import ErrorInfo
-from steward.runtime.protocol import (
+from steward.supervisor.process_group import ProcessGroup
+from steward.wire.heartbeat import lost_outcome
+from steward.wire.records import ErrorInfo
+from steward.wire.runner import (
     FailedEvent,
     FinalEvent,
     FinishedEvent,
@@ -57,7 +58,6 @@ from steward.runtime.protocol import (
     runner_command,
     spare_command,
 )
-from steward.taskmanager.process_group import ProcessGroup
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +88,7 @@ class RunnerProcess:
     ) -> None:
         """``launch`` is None only for a spare, whose ``spare_of`` is (master, deadman).
 
-        ``log_max_size``: cap the log at that many bytes (:mod:`steward.runtime.logcap`).
+        ``log_max_size``: cap the log at that many bytes (:mod:`steward.supervisor.logcap`).
         """
         if (launch is None) == (spare_of is None):
             raise ValueError("a runner has a launch document, or is a spare; not both")
@@ -419,9 +419,9 @@ def run_to_completion(
     process: whatever the hook does, it cannot take the caller down. On timeout the whole
     process group is killed and the outcome is a failed event of type
     ``steward.InitializeTimeout`` (``steward.AttemptTimeout`` in main mode). A runner that
-    exits without a final event gives :func:`~steward.heartbeat.lost_outcome`. Raises
-    :class:`~steward.taskmanager.process_group.SpawnError` only if no process could start.
-    ``log_max_size`` caps the log as an attempt's (:mod:`steward.runtime.logcap`).
+    exits without a final event gives :func:`~steward.wire.heartbeat.lost_outcome`. Raises
+    :class:`~steward.supervisor.process_group.SpawnError` only if no process could start.
+    ``log_max_size`` caps the log as an attempt's (:mod:`steward.supervisor.logcap`).
     """
     runner = RunnerProcess(
         launch, cwd=cwd, log_path=log_path, env=env, python=python, log_max_size=log_max_size

@@ -5,7 +5,7 @@ The REST API takes them in a submission's ``options`` object, under spark-submit
 (``"driver-memory"``) or as Livy spells its batch fields (``"driverMemory"``); an option wins
 over the same key in ``spec.spark_conf``, as on spark-submit's command line. The files options
 (``--py-files``, ``--files``, ``--archives``, ``--jars``) are not here: their files travel as
-the spec's ``dependencies`` (uploaded first, see :mod:`steward.client`).
+the spec's ``dependencies`` (uploaded first, see :mod:`steward.client.client`).
 """
 
 from __future__ import annotations

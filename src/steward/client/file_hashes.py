@@ -1,6 +1,6 @@
 """Remembered SHA-256s of large local files, so a second submission need not read them again.
 
-A job's files are named by their content's hash (:mod:`steward.job_files`); hashing a 300 MB
+A job's files are named by their content's hash (:mod:`steward.client.job_files`); hashing a 300 MB
 environment archive takes about half a second, every time. This cache keeps, per absolute
 path, the hash with the file's identity as ``os.stat`` gives it (device, inode, size, and the
 modification and status-change times in nanoseconds, as git's index does): the status-change

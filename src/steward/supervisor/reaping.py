@@ -4,7 +4,7 @@ Which processes belong to an attempt is asked of a *finder* (a function returnin
 processes now), because the answer depends on where it is asked: the runner asks for its
 descendants (all of the attempt while it lives, being their subreaper), the TaskManager for
 the attempt's cgroup members or, without one, its process group and environment token
-(:mod:`steward.runtime.containment`).
+(:mod:`steward.supervisor.containment`).
 
 :func:`kill_all` kills in rounds: each round SIGKILLs every live process the finder returns
 that was not signalled yet; a process that forked between the finding and its kill left a
@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable
 
 import psutil
 
-from steward.runtime.containment import TOKEN_ENV
+from steward.supervisor.containment import TOKEN_ENV
 
 log = logging.getLogger(__name__)
 

@@ -75,7 +75,7 @@ Warm runners
 Cancelling
     SIGTERM to the runner's pid is a graceful cancel: :class:`AttemptCancelled` is raised in
     the pipeline's main thread, so ``finally`` blocks run, and the attempt ends with ``failed``
-    (type ``steward.runtime.protocol.AttemptCancelled``). A pipeline can ignore it, so the
+    (type ``steward.wire.runner.AttemptCancelled``). A pipeline can ignore it, so the
     parent SIGKILLs the process group after a grace period. Send SIGTERM to the pid only:
     sent to the group it would also stop the Spark JVM under the pipeline's feet.
 
@@ -98,18 +98,9 @@ from typing import IO, Annotated, Any, ClassVar, Literal, TypeAlias
 from pydantic import Field, TypeAdapter, ValidationError, field_validator, model_validator
 
 from steward.errors import CorruptStateError, StewardError, UnsupportedSchemaError
-from steward.model import (
-    PLAIN_FILENAME_PATTERN,
-    SCHEMA_VERSION,
-    DependencyKind,
-    ErrorInfo,
-    JobSpec,
-    JsonValue,
-    Payload,
-    SparkApp,
-    Value,
-    check_job_id,
-)
+from steward.wire.jobs import PLAIN_FILENAME_PATTERN, DependencyKind, JobSpec
+from steward.wire.records import ErrorInfo, SparkApp
+from steward.wire.values import SCHEMA_VERSION, JsonValue, Payload, Value, check_job_id
 
 RUNNER_MODULE = "steward.runtime.runner"
 DEFAULT_SPARK_MASTER = "local[*]"

@@ -1,0 +1,126 @@
+"""The REST API's bodies: the JSON documents a JobManager answers with and accepts.
+
+:mod:`steward.client.client` decodes them with the same classes.
+"""
+
+from __future__ import annotations
+
+from pydantic import (
+    Field,
+)
+
+from steward.wire.records import AttemptRecord, ErrorInfo, JobResultEntry
+from steward.wire.states import JobState, TerminalState
+from steward.wire.values import JsonValue, Value
+
+
+class CheckpointView(Value):
+    checkpoint_id: int
+    created_at: float
+    attempt: int
+    metadata: dict[str, JsonValue] = Field(default_factory=dict)
+
+
+class ResultView(Value):
+    """``GET /v1/jobs/{id}/result``: a terminated job's outcome, from the JobResultStore."""
+
+    job_id: str
+    state: TerminalState
+    value: JsonValue = None
+    error: ErrorInfo | None = None
+    submitted_at: float | None = None
+    finished_at: float
+    cleanup: str = Field(description="DIRTY while HA data is being removed, then CLEAN")
+
+    @classmethod
+    def of(cls, entry: JobResultEntry) -> ResultView:
+        return cls(
+            job_id=entry.job_id,
+            state=entry.state,
+            value=entry.value,
+            error=entry.error,
+            submitted_at=entry.submitted_at,
+            finished_at=entry.finished_at,
+            cleanup=entry.status.value,
+        )
+
+
+class JobView(Value):
+    """``GET /v1/jobs/{id}``: a job as the API shows it, live or terminated."""
+
+    job_id: str
+    name: str = ""
+    state: JobState
+    reason: str | None = None
+    submitted_at: float | None = None
+    updated_at: float | None = None
+    attempts: list[AttemptRecord] = Field(default_factory=list)
+    attempt_count: int = 0
+    failures: int = 0
+    checkpoints: list[CheckpointView] = Field(default_factory=list)
+    progress: dict[str, JsonValue] | None = None
+    result: ResultView | None = None
+    served_by: str = Field(default="", description="id of the JobManager that answered")
+
+
+class JobList(Value):
+    jobs: list[JobView]
+    served_by: str = ""
+
+
+class LeaderView(Value):
+    id: str
+    address: str
+    epoch: int
+
+
+class JobManagerView(Value):
+    id: str
+    address: str
+    leader: bool
+
+
+class TaskManagerView(Value):
+    id: str
+    address: str
+    slots: int
+    free_slots: int | None = Field(default=None, description="known to the leader only")
+    attempts: list[str] = Field(default_factory=list, description="job ids running there")
+
+
+class ClusterView(Value):
+    """``GET /v1/cluster``."""
+
+    cluster_id: str
+    leader: LeaderView | None
+    jobmanagers: list[JobManagerView]
+    taskmanagers: list[TaskManagerView]
+    served_by: str = ""
+
+
+class ArtifactUpload(Value):
+    """The pipeline's code in a submission: a ``.py`` file or a ``.zip`` of a folder."""
+
+    filename: str = Field(min_length=1, max_length=255)
+    data_b64: str
+
+
+class SubmitRequest(Value):
+    """``POST /v1/jobs``. ``spec`` is a JobSpec whose ``job_id`` may be left out (generated)."""
+
+    spec: dict[str, JsonValue]
+    artifact: ArtifactUpload
+    options: dict[str, str] = Field(
+        default_factory=dict,
+        description="spark-submit's options by name ('driver-memory', or Livy's"
+        " 'driverMemory'): each sets its Spark key, over spec.spark_conf's",
+    )
+
+
+class ErrorBody(Value):
+    """Every error response: a machine-readable code and a sentence for humans."""
+
+    code: str
+    message: str
+    result: ResultView | None = None
+    leader: LeaderView | None = None

@@ -1,0 +1,89 @@
+"""The base of every wire model: strict, frozen values and versioned payloads; job ids.
+
+Every payload carries ``"schema": 1``. Decoding is strict: unknown fields, a wrong type, a
+missing field or a schema newer than :data:`SCHEMA_VERSION` is a :class:`CorruptStateError`
+(:class:`UnsupportedSchemaError` for the last), never a half-read object. No pickle anywhere.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, ClassVar, Self, TypeAlias
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+)
+
+from steward.errors import CorruptStateError, UnsupportedSchemaError
+
+SCHEMA_VERSION = 1
+
+
+JOB_ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}"
+
+
+_JOB_ID = re.compile(JOB_ID_PATTERN)
+
+
+JsonValue: TypeAlias = Any
+
+
+"""A JSON-serialisable value (the result value of a pipeline)."""
+
+
+def check_job_id(job_id: str) -> str:
+    """Return ``job_id`` if it is a valid id; ids become znode and file names."""
+    if not _JOB_ID.fullmatch(job_id):
+        raise ValueError(
+            f"invalid job id {job_id!r}: use 1-128 letters, digits, '.', '_' or '-',"
+            " starting with a letter or digit"
+        )
+    return job_id
+
+
+class Value(BaseModel):
+    """Base of every model: strict (unknown fields are errors) and frozen."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class Payload(Value):
+    """Base of every stored top-level payload: a :class:`Value` with a schema version."""
+
+    kind_name: ClassVar[str] = "payload"
+    schema_version: int = Field(default=SCHEMA_VERSION, alias="schema")
+
+    def to_json(self) -> bytes:
+        return self.model_dump_json(by_alias=True).encode()
+
+    @classmethod
+    def from_json(cls, data: bytes | str) -> Self:
+        """Decode ``data``; anything but a valid payload of a known schema raises."""
+        try:
+            raw = json.loads(data)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise CorruptStateError(f"{cls.kind_name}: not valid JSON ({exc})") from exc
+        if not isinstance(raw, dict):
+            raise CorruptStateError(f"{cls.kind_name}: expected a JSON object")
+        schema = raw.get("schema")
+        if isinstance(schema, bool) or not isinstance(schema, int):
+            raise CorruptStateError(f"{cls.kind_name}: missing or invalid schema {schema!r}")
+        if schema > SCHEMA_VERSION:
+            raise UnsupportedSchemaError(
+                f"{cls.kind_name}: schema {schema} was written by a newer Steward"
+                f" (this version reads schema {SCHEMA_VERSION})"
+            )
+        if schema != SCHEMA_VERSION:
+            raise CorruptStateError(f"{cls.kind_name}: missing or invalid schema {schema!r}")
+        try:
+            # Strict: a stored payload must have exactly the right JSON types ("1" is not 1,
+            # false is not 0); a payload that only fits after coercion is corrupt.
+            return cls.model_validate_json(data, strict=True)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"]) or "payload"
+            raise CorruptStateError(f"{cls.kind_name}: {where}: {first['msg']}") from exc
