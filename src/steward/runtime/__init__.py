@@ -11,8 +11,8 @@ Modules, by what they own:
 - :mod:`~steward.runtime.context`: :class:`JobContext`, what a pipeline's ``main(ctx)`` gets.
 - :mod:`~steward.runtime.spark`: the SparkSession and micro-batch reports (imports pyspark).
 - :mod:`~steward.runtime.storage`: paths and moves under a job's checkpoint dir.
-- :mod:`~steward.runtime.script`, :mod:`~steward.runtime.program`: spark-submit scripts, and
-  telling them from SDK pipelines.
+- :mod:`~steward.runtime.script`: spark-submit scripts (told from SDK pipelines by
+  :mod:`steward.wire.programs`).
 - :mod:`~steward.runtime.session_settings`, :mod:`~steward.runtime.app_watch`,
   :mod:`~steward.runtime.connect`: the attempt's Spark settings, its Spark application, and
   Spark Connect sessions.

@@ -23,7 +23,6 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import logging
-import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,6 +30,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from steward.wire.programs import ENTRY_MODULE_FILES, INITIALIZE_HOOK, module_name_for
 from steward.wire.runner import ArtifactError, RunMode
 
 if TYPE_CHECKING:
@@ -38,8 +38,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-ENTRY_MODULE_FILES = ("main.py", "pipeline.py", "__main__.py")
-INITIALIZE_HOOK = "initialize"
 # __main__.py cannot be imported under its own name: sys.modules["__main__"] is the runner.
 _DUNDER_MAIN_NAME = "__steward_pipeline_main__"
 
@@ -99,12 +97,6 @@ def entry_file(artifact_path: str | Path, entrypoint: str) -> Path:
             f"artifact {path} has no entry file: expected {' or '.join(map(str, candidates))}"
         )
     return found
-
-
-def module_name_for(path: Path) -> str:
-    """The name a single-file pipeline is imported under."""
-    name = re.sub(r"\W", "_", path.stem)
-    return f"_{name}" if name[:1].isdigit() else name
 
 
 def _load_file(path: Path, module_name: str) -> ModuleType:

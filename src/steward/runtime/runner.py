@@ -65,8 +65,8 @@ from steward.runtime.deadman import (
     read_launch_line,
 )
 from steward.runtime.outcomes import describe_error, result_value
-from steward.runtime.program import ProgramError
 from steward.wire.jobs import ProgramKind
+from steward.wire.programs import ProgramError
 from steward.wire.records import ErrorInfo
 from steward.wire.runner import (
     DEFAULT_LAUNCH_TIMEOUT,

@@ -53,7 +53,7 @@ class CheckpointSettings(Value):
 
 
 class ProgramKind(enum.StrEnum):
-    """How the runner runs a job's entry file (the rule: :mod:`steward.runtime.program`)."""
+    """How the runner runs a job's entry file (the rule: :mod:`steward.wire.programs`)."""
 
     AUTO = "auto"
     """Decided from the source: a ``__main__`` guard makes a script, else ``main(ctx)``."""

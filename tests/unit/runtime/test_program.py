@@ -8,9 +8,9 @@ import zipfile
 
 import pytest
 
-from steward.runtime.program import ProgramError, resolve
 from steward.supervisor.artifacts import check_submission
 from steward.wire.jobs import JobSpec, ProgramKind
+from steward.wire.programs import ProgramError, resolve
 
 AUTO, SCRIPT, SDK = ProgramKind.AUTO, ProgramKind.SCRIPT, ProgramKind.SDK
 

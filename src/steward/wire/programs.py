@@ -1,4 +1,11 @@
-"""Is a job's entry file a spark-submit script or an SDK pipeline? Decided from its source.
+"""How a job's code is laid out and run: the contract between who submits it and the runner.
+
+The layout: a folder artifact's entry module is the first of :data:`ENTRY_MODULE_FILES` at
+its top; a single file is imported under :func:`module_name_for`; the optional hook is
+:data:`INITIALIZE_HOOK`. Submission checks (:mod:`steward.supervisor.artifacts`) and the runner
+(:mod:`steward.runtime.artifact`) read the same definitions.
+
+Is a job's entry file a spark-submit script or an SDK pipeline? Decided from its source.
 
 A job's entry file is run one of two ways (:class:`~steward.wire.jobs.ProgramKind`):
 
@@ -29,11 +36,22 @@ source parses, and an sdk pipeline has its entrypoint. Both are errors retrying 
 from __future__ import annotations
 
 import ast
+import re
+from pathlib import Path
 
 from steward.errors import JobRejectedError
 from steward.wire.jobs import ProgramKind
 
 DEFAULT_ENTRYPOINT = "main"
+ENTRY_MODULE_FILES = ("main.py", "pipeline.py", "__main__.py")
+INITIALIZE_HOOK = "initialize"
+
+
+def module_name_for(path: Path) -> str:
+    """The name a single-file pipeline is imported under."""
+    name = re.sub(r"\W", "_", path.stem)
+    return f"_{name}" if name[:1].isdigit() else name
+
 
 # Top-level statements that only define or bind names: a module made of these does nothing.
 _DEFINITIONS = (
