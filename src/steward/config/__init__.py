@@ -1,0 +1,37 @@
+"""Configuration: the known keys, their defaults, and how sources are merged and validated.
+
+Sources, lowest precedence first: built-in defaults, ``steward.toml``, environment variables
+(``STEWARD_`` + the key upper-cased with ``.`` and ``-`` turned into ``_``), and ``-D key=value``
+overrides. Keys are Flink-style (``high-availability.zookeeper.quorum``). Everything is validated
+once, in :func:`load`: an unknown key or a bad value is a :class:`ConfigurationError` naming the
+key, and nothing runs on a half-valid configuration.
+
+The modules, each with one job:
+
+- :mod:`~steward.config.units`: durations and sizes, and the converters of raw values;
+- :mod:`~steward.config.keys`: the table of keys (:data:`OPTIONS`): default, check, help;
+- :mod:`~steward.config.configuration`: validation and the validated :class:`Configuration`;
+- :mod:`~steward.config.loading`: the sources (file, environment, ``-D``) and :func:`load`.
+"""
+
+from __future__ import annotations
+
+from steward.config.configuration import Configuration
+from steward.config.keys import FENCE_AFTER_SHARE, MIN_ATTEMPT_LOG_SIZE, OPTIONS, Option
+from steward.config.loading import LOCAL_CLUSTER_CONFIG, load, parse_overrides, read_toml
+from steward.config.units import format_duration, parse_duration, parse_size
+
+__all__ = [
+    "FENCE_AFTER_SHARE",
+    "LOCAL_CLUSTER_CONFIG",
+    "MIN_ATTEMPT_LOG_SIZE",
+    "OPTIONS",
+    "Configuration",
+    "Option",
+    "format_duration",
+    "load",
+    "parse_duration",
+    "parse_overrides",
+    "parse_size",
+    "read_toml",
+]
