@@ -43,10 +43,10 @@ from steward.ha.session import Session
 from steward.store.blob import BlobStore
 from steward.wire.records import LeaderInfo
 
-from .api import create_app
 from .dispatcher import Dispatcher
 from .hooks import HookRunner
 from .reads import ClusterReader
+from .rest.app import create_app
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import anyio.to_thread
-from fastapi import FastAPI, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
 from steward.errors import BlobStoreError
@@ -30,61 +30,65 @@ from steward.store.contents import (
 from steward.wire.jobs import Dependency
 from steward.wire.rest import ErrorBody
 
+from .state import Contents
+
 log = logging.getLogger(__name__)
 
 CONTENTS_PATH = "/v1/contents/{sha256}"
 _CLOSE = {"Connection": "close"}
 
 
-def add_content_routes(app: FastAPI, contents: ContentStore) -> None:
-    errors: dict[int | str, dict[str, Any]] = {
-        400: {"model": ErrorBody},
-        413: {"model": ErrorBody},
-        507: {"model": ErrorBody},
-    }
+router = APIRouter(tags=["contents"])
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    400: {"model": ErrorBody},
+    413: {"model": ErrorBody},
+    507: {"model": ErrorBody},
+}
 
-    @app.put(CONTENTS_PATH, tags=["contents"], status_code=201, responses=errors)
-    async def put_content(sha256: str, request: Request) -> Response:
-        """Store a file a job names, under its SHA-256: 201 stored, 200 already stored."""
-        if (refused := _refuse(sha256, request, contents.max_size)) is not None:
-            return refused
-        if await anyio.to_thread.run_sync(contents.exists, sha256):
-            # Read and dropped: answering before the body is read and closing would reset the
-            # connection under a client still sending, which then never sees the answer.
-            # (Clients ask with HEAD first and do not send what is stored.)
-            drained = 0
-            async for chunk in request.stream():
-                drained += len(chunk)
-                if contents.max_size is not None and drained > contents.max_size:
-                    message = f"content {sha256}: over the upload limit of {contents.max_size}"
-                    return _error(413, "too_large", message, headers=_CLOSE)
-            return _stored(sha256, created=False)
-        try:
-            upload = await anyio.to_thread.run_sync(contents.upload, sha256)
-            with upload:
-                await _receive(request, upload)
-                created = await anyio.to_thread.run_sync(upload.commit)
-        except ContentTooLargeError as exc:
-            return _error(413, "too_large", str(exc), headers=_CLOSE)
-        except ContentMismatchError as exc:
-            return _error(400, "content_mismatch", str(exc))
-        except BlobStoreError as exc:
-            log.warning("content upload failed sha256=%s error=%s", sha256, exc)
-            return _error(507, "storage_unavailable", str(exc))
-        return _stored(sha256, created=created)
 
-    @app.head(CONTENTS_PATH, tags=["contents"], responses={404: {}})
-    def head_content(sha256: str) -> Response:
-        """200 (with ``x-steward-size``) if the file is stored, else 404."""
-        try:
-            info = contents.stat(check_sha256(sha256))
-        except ValueError:
-            return Response(status_code=400)
-        except BlobStoreError:
-            return Response(status_code=507)
-        if info is None:
-            return Response(status_code=404)
-        return Response(status_code=200, headers={"x-steward-size": str(info.size)})
+@router.put(CONTENTS_PATH, status_code=201, responses=_ERRORS)
+async def put_content(sha256: str, request: Request, contents: Contents) -> Response:
+    """Store a file a job names, under its SHA-256: 201 stored, 200 already stored."""
+    if (refused := _refuse(sha256, request, contents.max_size)) is not None:
+        return refused
+    if await anyio.to_thread.run_sync(contents.exists, sha256):
+        # Read and dropped: answering before the body is read and closing would reset the
+        # connection under a client still sending, which then never sees the answer.
+        # (Clients ask with HEAD first and do not send what is stored.)
+        drained = 0
+        async for chunk in request.stream():
+            drained += len(chunk)
+            if contents.max_size is not None and drained > contents.max_size:
+                message = f"content {sha256}: over the upload limit of {contents.max_size}"
+                return _error(413, "too_large", message, headers=_CLOSE)
+        return _stored(sha256, created=False)
+    try:
+        upload = await anyio.to_thread.run_sync(contents.upload, sha256)
+        with upload:
+            await _receive(request, upload)
+            created = await anyio.to_thread.run_sync(upload.commit)
+    except ContentTooLargeError as exc:
+        return _error(413, "too_large", str(exc), headers=_CLOSE)
+    except ContentMismatchError as exc:
+        return _error(400, "content_mismatch", str(exc))
+    except BlobStoreError as exc:
+        log.warning("content upload failed sha256=%s error=%s", sha256, exc)
+        return _error(507, "storage_unavailable", str(exc))
+    return _stored(sha256, created=created)
+
+
+@router.head(CONTENTS_PATH, responses={404: {}})
+def head_content(sha256: str, contents: Contents) -> Response:
+    """200 (with ``x-steward-size``) if the file is stored, else 404."""
+    try:
+        info = contents.stat(check_sha256(sha256))
+    except ValueError:
+        return Response(status_code=400)
+    except BlobStoreError:
+        return Response(status_code=507)
+    if info is None:
+        return Response(status_code=404)
+    return Response(status_code=200, headers={"x-steward-size": str(info.size)})
 
 
 def missing_contents(contents: ContentStore, dependencies: Iterable[Dependency]) -> str | None:

@@ -1,0 +1,42 @@
+"""The REST API every JobManager serves (OpenAPI at /openapi.json, docs at /docs).
+
+Reads are answered by whichever JobManager is asked: the leader from memory and ZooKeeper, a
+standby from ZooKeeper alone (so reads keep working while there is no leader). Writes are
+carried out by the leader; a standby forwards them to it, and answers 503 with Retry-After
+while no leader is known. Every error is an :class:`ErrorBody` with a machine-readable code.
+"""
+
+from __future__ import annotations
+
+import anyio
+from fastapi import FastAPI
+
+from steward.store.contents import ContentStore
+
+from . import cluster, contents, health, internal, jobs
+from .backend import ApiBackend
+from .errors import add_error_handlers
+from .forwarding import new_forwarder
+from .state import Services, install
+
+
+def create_app(backend: ApiBackend) -> FastAPI:
+    app = FastAPI(
+        title="Steward",
+        summary="A highly available job manager for PySpark pipelines",
+        version="1",
+    )
+    install(
+        app,
+        Services(
+            backend=backend,
+            contents=ContentStore(backend.blobs, max_size=backend.config.upload_max_size),
+            forwarder=new_forwarder(),
+            heartbeat_threads=anyio.CapacityLimiter(internal.HEARTBEAT_THREADS),
+        ),
+    )
+    add_error_handlers(app)
+    # In this order, the OpenAPI document's.
+    for router in (health.router, contents.router, cluster.router, jobs.router, internal.router):
+        app.include_router(router)
+    return app

@@ -1,0 +1,122 @@
+"""What the REST routers need of a JobManager: :class:`ApiBackend`, a structural interface.
+
+The routers never import the JobManager; :class:`~steward.jobmanager.manager.JobManager`
+satisfies :class:`ApiBackend` as it is (its ZooKeeper reads are a
+:class:`~steward.jobmanager.reads.ClusterReader`, its leadership term a
+:class:`~steward.jobmanager.dispatcher.Dispatcher`), and a test can hand the app an in-memory
+one. Every member listed here is used by a route; nothing else of the JobManager is reachable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from contextlib import AbstractContextManager
+from typing import Protocol
+
+from steward.store.blob import BlobStore
+from steward.wire.heartbeat import Heartbeat, HeartbeatReply
+from steward.wire.jobs import JobGraph, JobSpec
+from steward.wire.records import JobResultEntry, LeaderInfo
+from steward.wire.rest import JobManagerView, JobView, TaskManagerView
+
+
+class Connection(Protocol):
+    """The ZooKeeper session, as far as readiness goes."""
+
+    @property
+    def connected(self) -> bool: ...
+
+
+class UploadSettings(Protocol):
+    """The one setting the routes read: ``jobmanager.upload.max-size``, in bytes."""
+
+    @property
+    def upload_max_size(self) -> int: ...
+
+
+class ClusterReads(Protocol):
+    """What any JobManager answers from ZooKeeper alone (a standby answers every read so)."""
+
+    def leader(self) -> LeaderInfo | None: ...
+
+    def jobmanagers(self, leader: LeaderInfo | None) -> list[JobManagerView]: ...
+
+    def taskmanagers(self) -> list[TaskManagerView]: ...
+
+    def jobs(self) -> list[JobView]: ...
+
+    def terminated(self) -> list[JobView]: ...
+
+    def job(self, job_id: str) -> JobView | None: ...
+
+    def result(self, job_id: str) -> JobResultEntry | None: ...
+
+
+class ContentPins(Protocol):
+    """The leader's content GC: files a submission names are kept while it is stored."""
+
+    def pinned(self, hashes: Iterable[str]) -> AbstractContextManager[None]: ...
+
+
+class LeaderTerm(Protocol):
+    """The leader's term: live jobs in memory, and every write."""
+
+    @property
+    def ready(self) -> bool:
+        """Recovered: the term answers from memory."""
+        ...
+
+    @property
+    def stopped(self) -> bool:
+        """Ended: writes go to whichever JobManager leads next."""
+        ...
+
+    @property
+    def content_gc(self) -> ContentPins: ...
+
+    def submit(self, spec: JobSpec, graph: JobGraph) -> JobView: ...
+
+    def cancel(self, job_id: str) -> JobView: ...
+
+    def heartbeat(self, beat: Heartbeat) -> HeartbeatReply: ...
+
+    def view(self, job_id: str) -> JobView | None: ...
+
+    def views(self) -> list[JobView]: ...
+
+    def taskmanagers(self) -> list[TaskManagerView]: ...
+
+
+class ApiBackend(Protocol):
+    """A JobManager as its REST API sees it."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def is_leader(self) -> bool: ...
+
+    @property
+    def session(self) -> Connection: ...
+
+    @property
+    def reader(self) -> ClusterReads: ...
+
+    @property
+    def dispatcher(self) -> LeaderTerm | None:
+        """The current term while this JobManager leads (or has just stopped leading)."""
+        ...
+
+    @property
+    def blobs(self) -> BlobStore:
+        """Where uploaded contents are stored."""
+        ...
+
+    @property
+    def config(self) -> UploadSettings: ...
+
+    def leader(self) -> LeaderInfo | None:
+        """The leader this JobManager knows of (its own view, kept current by a watch)."""
+        ...
+
+    def cluster_id(self) -> str: ...

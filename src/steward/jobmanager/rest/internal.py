@@ -1,0 +1,54 @@
+"""The TaskManagers' heartbeat (:data:`~steward.wire.heartbeat.HEARTBEAT_PATH`): reports in,
+commands back. Only the leader takes heartbeats; a standby answers 409 ``not_leader`` naming
+the leader it knows of, and the TaskManager turns to it.
+"""
+
+from __future__ import annotations
+
+import anyio.to_thread
+from fastapi import APIRouter, Request
+from fastapi.responses import Response
+
+from steward.errors import StewardError
+from steward.wire.heartbeat import HEARTBEAT_PATH, Heartbeat, HeartbeatReply
+from steward.wire.rest import ErrorBody
+
+from .backend import ApiBackend
+from .cluster import leader_view
+from .errors import ApiError
+from .forwarding import leading
+from .state import Backend, HeartbeatThreads
+
+HEARTBEAT_THREADS = 1024
+"""Threads for TaskManager heartbeats (each may wait up to heartbeat.interval)."""
+
+router = APIRouter(tags=["internal"])
+
+
+@router.post(HEARTBEAT_PATH, responses={409: {"model": ErrorBody}})
+async def heartbeat(request: Request, backend: Backend, threads: HeartbeatThreads) -> Response:
+    """TaskManager heartbeat (see steward.wire.heartbeat): reports in, commands back."""
+    body = await request.body()
+    # Heartbeats long-poll: they wait on their own threads, never on the pool that
+    # serves the API (40 waiting TaskManagers would otherwise starve /healthz).
+    response: Response = await anyio.to_thread.run_sync(
+        lambda: _heartbeat(backend, body), limiter=threads
+    )
+    return response
+
+
+def _heartbeat(backend: ApiBackend, body: bytes) -> Response:
+    try:
+        beat = Heartbeat.from_json(body)
+    except StewardError as exc:
+        raise ApiError(400, "bad_request", str(exc)) from None
+    dispatcher = leading(backend)
+    if dispatcher is None:
+        raise ApiError(
+            409,
+            "not_leader",
+            f"{backend.id} is not the leader",
+            leader=leader_view(backend.leader()),
+        )
+    reply: HeartbeatReply = dispatcher.heartbeat(beat)
+    return Response(reply.to_json(), media_type="application/json")

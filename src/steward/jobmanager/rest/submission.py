@@ -1,0 +1,119 @@
+"""A submission's body into a stored job: size limit, parsing, checks, then the leader's submit.
+
+``POST /v1/jobs`` carries a spec and the pipeline (a .py file or a zipped folder) in base64.
+The body is read within :data:`MAX_SUBMISSION_BYTES`; on a standby it is forwarded to the
+leader as it came; on the leader the spec is completed (a job id, spark-submit's options),
+validated, the artifact checked, and the job stored with every file it names pinned.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import time
+from typing import Any
+
+import httpx
+from fastapi import Request
+from fastapi.responses import JSONResponse, Response
+from pydantic import ValidationError
+
+from steward.errors import JobRejectedError, StewardError
+from steward.store.contents import ContentStore
+from steward.supervisor.artifacts import check_submission
+from steward.wire import spark_options
+from steward.wire.jobs import JobGraph, JobSpec
+from steward.wire.rest import SubmitRequest
+
+from ..dispatcher import new_job_id
+from .backend import ApiBackend
+from .contents import missing_contents
+from .errors import ApiError, describe, raise_for
+from .forwarding import forward, leading
+
+MAX_ARTIFACT_BYTES = 64 * 1024 * 1024
+MAX_SUBMISSION_BYTES = MAX_ARTIFACT_BYTES * 4 // 3 + 64 * 1024
+"""A submission's body: the artifact in base64 plus room for the spec."""
+
+
+async def bounded_body(request: Request, limit: int) -> bytes:
+    """The request's body, refused (413) as soon as it is known to exceed ``limit`` bytes.
+
+    Read chunk by chunk, never whole: a client sending gigabytes (by mistake or not) must not
+    make the JobManager hold them in memory, least of all the leader.
+    """
+    too_large = ApiError(
+        413,
+        "too_large",
+        f"submissions are limited to {MAX_ARTIFACT_BYTES} bytes of artifact",
+        # Otherwise the server would go on reading (and dropping) the rest to keep the
+        # connection: closing it stops the upload.
+        headers={"Connection": "close"},
+    )
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise too_large
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise too_large
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def submit(
+    backend: ApiBackend, forwarder: httpx.Client, contents: ContentStore, body: bytes
+) -> Response:
+    """Store the job a submission's body describes (201), or forward it to the leader."""
+    dispatcher = leading(backend)
+    if dispatcher is None:
+        return forward(backend, forwarder, "POST", "/v1/jobs", body)
+    try:
+        request = SubmitRequest.model_validate_json(body)
+    except ValidationError as exc:
+        raise ApiError(400, "bad_request", describe(exc.errors())) from None
+    spec_fields = dict(request.spec)
+    if not spec_fields.get("job_id"):
+        stem = request.artifact.filename.rsplit(".", 1)[0] or "job"
+        spec_fields["job_id"] = new_job_id("".join(c if c.isalnum() else "-" for c in stem)[:40])
+    if request.options:
+        _apply_spark_options(spec_fields, request.options)
+    try:
+        spec = JobSpec.model_validate(spec_fields)
+    except ValidationError as exc:
+        raise ApiError(400, "bad_request", "bad spec: " + describe(exc.errors())) from None
+    try:
+        data = base64.b64decode(request.artifact.data_b64, validate=True)
+    except (binascii.Error, ValueError):
+        raise ApiError(400, "bad_request", "artifact.data_b64 is not valid base64") from None
+    if len(data) > MAX_ARTIFACT_BYTES:
+        raise ApiError(413, "too_large", f"artifacts are limited to {MAX_ARTIFACT_BYTES} bytes")
+    try:
+        artifact, spec = check_submission(request.artifact.filename, data, spec)
+        graph = JobGraph(spec=spec, artifact=artifact, submitted_at=time.time())
+        # Pinned: the leader's content GC cannot remove a file between this check and the
+        # job graph that names it being stored.
+        with dispatcher.content_gc.pinned(d.sha256 for d in spec.dependencies):
+            missing = missing_contents(contents, spec.dependencies)
+            if missing is not None:
+                raise ApiError(400, "missing_contents", missing)
+            view = dispatcher.submit(spec, graph)
+    except StewardError as exc:
+        raise_for(exc)
+    return JSONResponse(view.model_dump(mode="json"), status_code=201)
+
+
+def _apply_spark_options(spec_fields: dict[str, Any], options: dict[str, str]) -> None:
+    """spark-submit's options (``driver-memory``, Livy's ``driverMemory``) into the spec."""
+    conf = spec_fields.get("spark_conf") or {}
+    if not isinstance(conf, dict):
+        return  # the spec's own validation names the problem
+    try:
+        spec_fields["spark_conf"] = spark_options.apply(conf, options)
+    except JobRejectedError as exc:
+        raise ApiError(400, "bad_request", str(exc)) from None
+    name = spec_fields["spark_conf"].get(spark_options.SPARK_OPTION_KEYS["name"])
+    if name is not None and not spec_fields.get("name"):
+        spec_fields["name"] = name

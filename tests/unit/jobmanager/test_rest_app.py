@@ -1,0 +1,313 @@
+"""The REST routers over an in-memory :class:`~steward.jobmanager.rest.backend.ApiBackend`.
+
+No ZooKeeper and no Dispatcher: :class:`InMemoryJobManager` keeps jobs in dicts and plays
+leader or standby, so these tests check the routes' own logic (status codes, ErrorBody codes,
+which JobManager answers). The real API on real JobManagers is tested in
+tests/integration/jobmanager/test_jobmanager_api.py.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from steward.errors import BlobStoreError, JobExistsError, JobNotFoundError
+from steward.jobmanager.rest.app import create_app
+from steward.jobmanager.rest.backend import ApiBackend
+from steward.store.blob import BlobStore
+from steward.wire.heartbeat import HEARTBEAT_PATH, Heartbeat, HeartbeatReply
+from steward.wire.jobs import JobGraph, JobSpec
+from steward.wire.records import JobResultEntry, LeaderInfo
+from steward.wire.rest import JobManagerView, JobView, TaskManagerView
+from steward.wire.states import JobState
+
+PIPELINE = b"def main(ctx):\n    return {'rows': 3}\n"
+
+
+@dataclass
+class Connected:
+    connected: bool = True
+
+
+@dataclass
+class Settings:
+    upload_max_size: int = 1 << 20
+
+
+@dataclass
+class InMemoryReads:
+    """ZooKeeper's answers, kept in memory: what a standby serves."""
+
+    known_leader: LeaderInfo | None = None
+    views: dict[str, JobView] = field(default_factory=dict)
+
+    def leader(self) -> LeaderInfo | None:
+        return self.known_leader
+
+    def jobmanagers(self, leader: LeaderInfo | None) -> list[JobManagerView]:
+        if leader is None:
+            return []
+        return [JobManagerView(id=leader.contender, address=leader.address, leader=True)]
+
+    def taskmanagers(self) -> list[TaskManagerView]:
+        return []
+
+    def jobs(self) -> list[JobView]:
+        return list(self.views.values())
+
+    def terminated(self) -> list[JobView]:
+        return []
+
+    def job(self, job_id: str) -> JobView | None:
+        return self.views.get(job_id)
+
+    def result(self, job_id: str) -> JobResultEntry | None:
+        return None
+
+
+class NoContentGC:
+    @contextmanager
+    def pinned(self, hashes: Iterable[str]) -> Iterator[None]:
+        list(hashes)
+        yield
+
+
+@dataclass
+class InMemoryTerm:
+    """A leader's term holding its jobs in a dict; ``refuse`` makes every write raise it."""
+
+    ready: bool = True
+    stopped: bool = False
+    content_gc: NoContentGC = field(default_factory=NoContentGC)
+    live: dict[str, JobView] = field(default_factory=dict)
+    beats: list[Heartbeat] = field(default_factory=list)
+    refuse: Exception | None = None
+
+    def submit(self, spec: JobSpec, graph: JobGraph) -> JobView:
+        if self.refuse is not None:
+            raise self.refuse
+        if spec.job_id in self.live:
+            raise JobExistsError(spec.job_id)
+        view = JobView(job_id=spec.job_id, state=JobState.SCHEDULED, submitted_at=1.0)
+        self.live[spec.job_id] = view
+        return view
+
+    def cancel(self, job_id: str) -> JobView:
+        if job_id not in self.live:
+            raise JobNotFoundError(job_id)
+        return self.live[job_id].model_copy(update={"state": JobState.CANCELLING})
+
+    def heartbeat(self, beat: Heartbeat) -> HeartbeatReply:
+        self.beats.append(beat)
+        return HeartbeatReply(epoch=1, leader="jm-1")
+
+    def view(self, job_id: str) -> JobView | None:
+        return self.live.get(job_id)
+
+    def views(self) -> list[JobView]:
+        return list(self.live.values())
+
+    def taskmanagers(self) -> list[TaskManagerView]:
+        return []
+
+
+@dataclass
+class InMemoryJobManager:
+    """Leader (with a term) or standby (without); satisfies ApiBackend structurally."""
+
+    blobs: BlobStore
+    id: str = "jm-1"
+    session: Connected = field(default_factory=Connected)
+    reader: InMemoryReads = field(default_factory=InMemoryReads)
+    dispatcher: InMemoryTerm | None = None
+    config: Settings = field(default_factory=Settings)
+    known_leader: LeaderInfo | None = None
+
+    @property
+    def is_leader(self) -> bool:
+        return self.dispatcher is not None and not self.dispatcher.stopped
+
+    def leader(self) -> LeaderInfo | None:
+        return self.known_leader
+
+    def cluster_id(self) -> str:
+        return "test-cluster"
+
+
+LEADER = LeaderInfo(contender="jm-1", address="http://127.0.0.1:1", epoch=3)
+
+
+@pytest.fixture
+def leader(tmp_path: Path) -> InMemoryJobManager:
+    return InMemoryJobManager(
+        blobs=BlobStore(str(tmp_path)),
+        dispatcher=InMemoryTerm(),
+        known_leader=LEADER,
+        reader=InMemoryReads(known_leader=LEADER),
+    )
+
+
+@pytest.fixture
+def standby(tmp_path: Path) -> InMemoryJobManager:
+    return InMemoryJobManager(blobs=BlobStore(str(tmp_path)), id="jm-2")
+
+
+def client_of(manager: ApiBackend) -> TestClient:
+    return TestClient(create_app(manager))
+
+
+def submission(job_id: str | None, source: bytes = PIPELINE) -> dict[str, Any]:
+    spec = {"job_id": job_id} if job_id else {}
+    data = base64.b64encode(source).decode()
+    return {"spec": spec, "artifact": {"filename": "pipeline.py", "data_b64": data}}
+
+
+def test_health_and_readiness_say_the_role_and_what_is_missing(
+    leader: InMemoryJobManager, standby: InMemoryJobManager
+) -> None:
+    api = client_of(leader)
+    assert api.get("/healthz").json() == {"status": "ok", "id": "jm-1", "role": "leader"}
+    assert api.get("/readyz").json() == {"ready": True, "id": "jm-1", "role": "leader"}
+
+    assert leader.dispatcher is not None
+    leader.dispatcher.ready = False
+    recovering = api.get("/readyz")
+    assert (recovering.status_code, recovering.json()["code"]) == (503, "not_ready")
+    assert recovering.headers["retry-after"] == "1"
+
+    api = client_of(standby)
+    assert api.get("/healthz").json()["role"] == "standby"
+    no_leader = api.get("/readyz")
+    assert (no_leader.status_code, no_leader.json()["code"]) == (503, "no_leader")
+    standby.session.connected = False
+    assert api.get("/readyz").json() == {
+        "code": "not_ready",
+        "message": "not connected to ZooKeeper",
+    }
+
+
+def test_submit_read_cancel_and_result_on_the_leader(leader: InMemoryJobManager) -> None:
+    api = client_of(leader)
+    created = api.post("/v1/jobs", json=submission("job-1"))
+    assert created.status_code == 201, created.text
+    assert created.json()["job_id"] == "job-1"
+
+    again = api.post("/v1/jobs", json=submission("job-1"))
+    assert (again.status_code, again.json()["code"]) == (409, "job_exists")
+
+    assert api.get("/v1/jobs/job-1").json()["state"] == "SCHEDULED"
+    listed = api.get("/v1/jobs").json()
+    assert ([v["job_id"] for v in listed["jobs"]], listed["served_by"]) == (["job-1"], "jm-1")
+
+    cancelled = api.post("/v1/jobs/job-1/cancel")
+    assert (cancelled.status_code, cancelled.json()["state"]) == (202, "CANCELLING")
+
+    running = api.get("/v1/jobs/job-1/result")
+    assert running.status_code == 409
+    assert running.json() == {
+        "code": "job_not_terminated",
+        "message": "job 'job-1' has not terminated yet (state SCHEDULED)",
+    }
+
+
+def test_unknown_and_malformed_jobs_are_404_everywhere(leader: InMemoryJobManager) -> None:
+    api = client_of(leader)
+    for job_id in ("job-x", "not a job id!"):
+        for answer in (
+            api.get(f"/v1/jobs/{job_id}"),
+            api.get(f"/v1/jobs/{job_id}/result"),
+            api.post(f"/v1/jobs/{job_id}/cancel"),
+        ):
+            assert answer.status_code == 404, answer.text
+            assert answer.json()["code"] == "job_not_found"
+
+
+def test_bad_submissions_are_400_with_the_reason(leader: InMemoryJobManager) -> None:
+    api = client_of(leader)
+    not_json = api.post("/v1/jobs", content=b"{")
+    assert (not_json.status_code, not_json.json()["code"]) == (400, "bad_request")
+
+    body = submission("job-2")
+    body["artifact"]["data_b64"] = "***"
+    bad_b64 = api.post("/v1/jobs", json=body)
+    assert bad_b64.json() == {
+        "code": "bad_request",
+        "message": "artifact.data_b64 is not valid base64",
+    }
+
+    syntax = api.post("/v1/jobs", json=submission("job-3", source=b"def main(:\n"))
+    assert (syntax.status_code, syntax.json()["code"]) == (400, "bad_request")
+    assert leader.dispatcher is not None and leader.dispatcher.live == {}
+
+
+def test_refusals_of_the_leader_map_to_their_status(leader: InMemoryJobManager) -> None:
+    assert leader.dispatcher is not None
+    leader.dispatcher.refuse = BlobStoreError("disk full")
+    full = client_of(leader).post("/v1/jobs", json=submission("job-4"))
+    assert full.status_code == 507
+    assert full.json() == {"code": "storage_unavailable", "message": "disk full"}
+
+
+def test_a_standby_without_a_leader_answers_writes_503_and_heartbeats_409(
+    standby: InMemoryJobManager,
+) -> None:
+    api = client_of(standby)
+    for write in (api.post("/v1/jobs", json=submission("job-5")), api.post("/v1/jobs/j/cancel")):
+        assert (write.status_code, write.json()["code"]) == (503, "no_leader")
+        assert write.headers["retry-after"] == "1"
+
+    standby.known_leader = LEADER
+    beat = Heartbeat(taskmanager="tm-1", address="http://tm-1", slots=2, epoch=3)
+    refused = api.post(HEARTBEAT_PATH, content=beat.to_json())
+    assert refused.status_code == 409
+    assert refused.json() == {
+        "code": "not_leader",
+        "message": "jm-2 is not the leader",
+        "leader": {"id": "jm-1", "address": "http://127.0.0.1:1", "epoch": 3},
+    }
+
+
+def test_the_leader_takes_heartbeats(leader: InMemoryJobManager) -> None:
+    beat = Heartbeat(taskmanager="tm-1", address="http://tm-1", slots=2, epoch=3)
+    api = client_of(leader)
+    answer = api.post(HEARTBEAT_PATH, content=beat.to_json())
+    assert answer.status_code == 200
+    assert HeartbeatReply.from_json(answer.content).leader == "jm-1"
+    assert leader.dispatcher is not None and leader.dispatcher.beats == [beat]
+
+    garbled = api.post(HEARTBEAT_PATH, content=b"[]")
+    assert (garbled.status_code, garbled.json()["code"]) == (400, "bad_request")
+
+
+def test_cluster_view_and_routing_errors_as_error_bodies(leader: InMemoryJobManager) -> None:
+    api = client_of(leader)
+    view = api.get("/v1/cluster").json()
+    assert view["cluster_id"] == "test-cluster"
+    assert view["leader"] == {"id": "jm-1", "address": "http://127.0.0.1:1", "epoch": 3}
+    assert view["served_by"] == "jm-1"
+
+    assert api.get("/v1/nothing").json()["code"] == "not_found"
+    wrong = api.delete("/v1/jobs")
+    assert (wrong.status_code, wrong.json()["code"]) == (405, "method_not_allowed")
+
+
+def test_contents_are_stored_and_found_under_their_hash(leader: InMemoryJobManager) -> None:
+    api = client_of(leader)
+    data = b"a dependency"
+    sha = hashlib.sha256(data).hexdigest()
+    assert api.head(f"/v1/contents/{sha}").status_code == 404
+    stored = api.put(f"/v1/contents/{sha}", content=data)
+    assert stored.status_code == 201
+    assert stored.json() == {"sha256": sha, "created": True}
+    found = api.head(f"/v1/contents/{sha}")
+    assert (found.status_code, found.headers["x-steward-size"]) == (200, str(len(data)))
+    mismatch = api.put(f"/v1/contents/{'0' * 64}", content=data)
+    assert (mismatch.status_code, mismatch.json()["code"]) == (400, "content_mismatch")
