@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from pathlib import Path
 from typing import BinaryIO
 
 import click
@@ -42,7 +41,7 @@ def logs(
         view = client.job(job_id)
     record = _pick(view, attempt)
     path = attempt_log(
-        Path(str(config["taskmanager.workdir"])), record.taskmanager, job_id, record.number
+        config.settings.taskmanager.workdir, record.taskmanager, job_id, record.number
     )
     if path_only:
         click.echo(f"{record.taskmanager} {path}")

@@ -38,7 +38,7 @@ def discover_addresses(
     ``zookeeper_timeout`` bounds the ZooKeeper connection (default: the configured
     connection timeout, at most :data:`ZOOKEEPER_LOOKUP_TIMEOUT`).
     """
-    configured = str(config["rest.address"]).strip()
+    configured = config.settings.client.rest_address.strip()
     if configured:
         return parse_addresses(configured)
     state_dir = StateDir.of(workdir)
@@ -46,7 +46,9 @@ def discover_addresses(
     if state is not None and state.jobmanager_addresses:
         return _from_local_cluster(state_dir, state)
     if zookeeper_timeout is None:
-        zookeeper_timeout = min(config.connection_timeout, ZOOKEEPER_LOOKUP_TIMEOUT)
+        zookeeper_timeout = min(
+            config.settings.zookeeper.connection_timeout, ZOOKEEPER_LOOKUP_TIMEOUT
+        )
     return _from_zookeeper(config, zookeeper_timeout)
 
 
@@ -85,7 +87,8 @@ def _from_local_cluster(state_dir: StateDir, state: ClusterState) -> list[str]:
 
 
 def _from_zookeeper(config: Configuration, timeout: float) -> list[str]:
-    quorum, root = config.zookeeper_quorum, config.zookeeper_root
+    zookeeper = config.settings.zookeeper
+    quorum, root = zookeeper.quorum, zookeeper.cluster_root
     try:
         directory = read_directory(quorum, root, timeout=timeout)
     except CoordinationError as exc:

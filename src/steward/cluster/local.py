@@ -147,7 +147,7 @@ class LocalCluster:
         )
         write_toml(self.state_dir.config, settings, header=_TOML_HEADER)
         config = load(self.state_dir.config)  # the processes will read it so: fail here first
-        host = _reachable_host(str(config["jobmanager.bind-host"]))
+        host = _reachable_host(config.settings.jobmanager.bind_host)
         for directory in (self.state_dir.storage, self.state_dir.work, self.state_dir.logs):
             directory.mkdir(parents=True, exist_ok=True)
         for number, port in enumerate(ports, start=1):
@@ -295,7 +295,8 @@ class LocalCluster:
             return None
         try:
             config = load(Path(state.config))
-            directory = read_directory(state.quorum, config.zookeeper_root, timeout=2.0)
+            root = config.settings.zookeeper.cluster_root
+            directory = read_directory(state.quorum, root, timeout=2.0)
         except StewardError as exc:
             log.debug("no leader info from ZooKeeper: %s", exc)
             return None

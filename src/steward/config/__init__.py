@@ -11,7 +11,9 @@ The modules, each with one job:
 - :mod:`~steward.config.units`: durations and sizes, and the converters of raw values;
 - :mod:`~steward.config.keys`: the table of keys (:data:`OPTIONS`): default, check, help;
 - :mod:`~steward.config.configuration`: validation and the validated :class:`Configuration`;
-- :mod:`~steward.config.loading`: the sources (file, environment, ``-D``) and :func:`load`.
+- :mod:`~steward.config.loading`: the sources (file, environment, ``-D``) and :func:`load`;
+- :mod:`~steward.config.settings`: the typed, frozen :class:`Settings` a process reads
+  (``config.settings.jobmanager.port``), built once from a validated configuration.
 """
 
 from __future__ import annotations
@@ -19,6 +21,15 @@ from __future__ import annotations
 from steward.config.configuration import Configuration
 from steward.config.keys import FENCE_AFTER_SHARE, MIN_ATTEMPT_LOG_SIZE, OPTIONS, Option
 from steward.config.loading import LOCAL_CLUSTER_CONFIG, load, parse_overrides, read_toml
+from steward.config.settings import (
+    ClientSettings,
+    JobManagerSettings,
+    Settings,
+    SparkSettings,
+    StorageSettings,
+    TaskManagerSettings,
+    ZooKeeperSettings,
+)
 from steward.config.units import format_duration, parse_duration, parse_size
 
 __all__ = [
@@ -26,8 +37,15 @@ __all__ = [
     "LOCAL_CLUSTER_CONFIG",
     "MIN_ATTEMPT_LOG_SIZE",
     "OPTIONS",
+    "ClientSettings",
     "Configuration",
+    "JobManagerSettings",
     "Option",
+    "Settings",
+    "SparkSettings",
+    "StorageSettings",
+    "TaskManagerSettings",
+    "ZooKeeperSettings",
     "format_duration",
     "load",
     "parse_duration",

@@ -13,18 +13,22 @@ from pathlib import Path
 from typing import Any
 
 from steward.config.keys import BY_KEY, FENCE_AFTER_SHARE, OPTIONS
+from steward.config.settings import Settings
 from steward.errors import ConfigurationError
 from steward.timing import TimingChain
 
 
 class Configuration:
-    """Validated, immutable settings. Read a key with ``config["key"]`` or a typed property."""
+    """Validated, immutable values of every key. Processes read the typed :attr:`settings`;
+    ``config["key"]`` (an untyped value) is for showing and documenting the configuration."""
 
     def __init__(self, values: Mapping[str, Any], raw: Mapping[str, object] | None = None) -> None:
         self._values = dict(values)
         # The unparsed inputs, so overrides re-validate from what the user wrote (parsed
         # durations are seconds, while a bare number in the input means milliseconds).
         self._raw = dict(raw or {})
+        self.settings: Settings = Settings.from_values(self._values)
+        """Every key as a typed field, built once (see :mod:`steward.config.settings`)."""
 
     def __getitem__(self, key: str) -> Any:
         if key not in BY_KEY:
@@ -40,94 +44,90 @@ class Configuration:
         merged.update(overrides)
         return validate(merged, sources=dict.fromkeys(overrides, "override"))
 
+    # Shorthands for the typed settings, kept for the tests and callers written before
+    # ``settings`` existed; production code reads ``config.settings.<group>.<field>``.
+
     @property
     def zookeeper_quorum(self) -> str:
-        return str(self["high-availability.zookeeper.quorum"])
+        return self.settings.zookeeper.quorum
 
     @property
     def zookeeper_root(self) -> str:
-        return f"{self['high-availability.zookeeper.root']}/{self['high-availability.cluster-id']}"
+        return self.settings.zookeeper.cluster_root
 
     @property
     def session_timeout(self) -> float:
-        return float(self["high-availability.zookeeper.session-timeout"])
+        return self.settings.zookeeper.session_timeout
 
     @property
     def connection_timeout(self) -> float:
-        return float(self["high-availability.zookeeper.connection-timeout"])
+        return self.settings.zookeeper.connection_timeout
 
     @property
     def tolerate_suspended(self) -> bool:
-        return bool(self["high-availability.zookeeper.tolerate-suspended-connections"])
+        return self.settings.zookeeper.tolerate_suspended
 
     @property
     def crash_detection(self) -> float:
-        return float(self["high-availability.crash-detection"])
+        return self.settings.zookeeper.crash_detection
+
+    @property
+    def cluster_id(self) -> str:
+        return self.settings.zookeeper.cluster_id
 
     @property
     def storage_dir(self) -> str:
-        return str(self["high-availability.storage-dir"])
-
-    @property
-    def taskmanager_slots(self) -> int:
-        return int(self["taskmanager.numberOfTaskSlots"])
-
-    @property
-    def fence_after(self) -> float:
-        return float(self["taskmanager.fence-after"])
-
-    @property
-    def jobmanager_fence_after(self) -> float:
-        return float(self["jobmanager.fence-after"])
-
-    @property
-    def timing(self) -> TimingChain:
-        """The timeouts that must stay in order (docs/architecture.md, "Timing chain")."""
-        return TimingChain(
-            session_timeout=self.session_timeout,
-            fence_after=self.fence_after,
-            deadman_timeout=self.deadman_timeout,
-            jobmanager_fence_after=self.jobmanager_fence_after,
-            replacement_grace=float(self["jobmanager.replacement-grace"]),
-        )
+        return self.settings.storage.storage_dir
 
     @property
     def checkpoints_retained(self) -> int:
-        return int(self["state.checkpoints.num-retained"])
+        return self.settings.storage.checkpoints_retained
+
+    @property
+    def taskmanager_slots(self) -> int:
+        return self.settings.taskmanager.slots
+
+    @property
+    def fence_after(self) -> float:
+        return self.settings.taskmanager.fence_after
 
     @property
     def deadman_timeout(self) -> float:
-        return float(self["taskmanager.deadman-timeout"])
+        return self.settings.taskmanager.deadman_timeout
 
     @property
     def prewarm_runners(self) -> int:
-        return int(self["taskmanager.spark.prewarm-runners"])
+        return self.settings.taskmanager.prewarm_runners
 
     @property
     def attempt_log_max_size(self) -> int | None:
         """The attempt log cap in bytes; None when it is off (0)."""
-        size = int(self["taskmanager.attempt-log.max-size"])
-        return size or None
+        return self.settings.taskmanager.attempt_log_max_size
 
     @property
     def workdir_retention(self) -> float:
-        return float(self["taskmanager.workdir.retention"])
-
-    @property
-    def upload_max_size(self) -> int:
-        return int(self["jobmanager.upload.max-size"])
-
-    @property
-    def contents_retention(self) -> float:
-        return float(self["jobmanager.contents.retention"])
+        return self.settings.taskmanager.workdir_retention
 
     @property
     def heartbeat_interval(self) -> float:
-        return float(self["heartbeat.interval"])
+        return self.settings.taskmanager.heartbeat_interval
 
     @property
-    def cluster_id(self) -> str:
-        return str(self["high-availability.cluster-id"])
+    def jobmanager_fence_after(self) -> float:
+        return self.settings.jobmanager.fence_after
+
+    @property
+    def upload_max_size(self) -> int:
+        return self.settings.jobmanager.upload_max_size
+
+    @property
+    def contents_retention(self) -> float:
+        return self.settings.jobmanager.contents_retention
+
+    @property
+    def timing(self) -> TimingChain:
+        """The timeouts that must stay in order (docs/architecture.md, "Timing chain")."""
+        return self.settings.timing
 
 
 def validate(raw: Mapping[str, object], sources: Mapping[str, str]) -> Configuration:
@@ -170,7 +170,7 @@ def _derive_timing(values: dict[str, Any]) -> None:
     values.setdefault("taskmanager.fence-after", FENCE_AFTER_SHARE * session_timeout)
     values.setdefault("taskmanager.deadman-timeout", values["taskmanager.fence-after"])
     values.setdefault("jobmanager.fence-after", values["taskmanager.fence-after"])
-    problems = Configuration(values).timing.problems()
+    problems = Settings.from_values(values).timing.problems()
     if problems:
         key = problems[0][0]
         raise ConfigurationError(

@@ -104,13 +104,14 @@ class Session:
 
     @classmethod
     def from_config(cls, config: Configuration, name: str = "steward") -> Session:
+        zookeeper = config.settings.zookeeper
         return cls(
-            config.zookeeper_quorum,
-            config.zookeeper_root,
-            session_timeout=config.session_timeout,
-            connection_timeout=config.connection_timeout,
+            zookeeper.quorum,
+            zookeeper.cluster_root,
+            session_timeout=zookeeper.session_timeout,
+            connection_timeout=zookeeper.connection_timeout,
             name=name,
-            timing=config.timing,
+            timing=config.settings.timing,
         )
 
     # ------------------------------------------------------------------ lifecycle

@@ -79,7 +79,9 @@ class Dispatcher:
         self.stores = stores = LeaderStores.open(session, blobs, config, jobmanager_id)
         # Content GC hook: the leader's collection of unreferenced files (content_gc.py).
         self.content_gc = ContentCollector(
-            ContentStore(blobs), stores.graphs, retention=config.contents_retention
+            ContentStore(blobs),
+            stores.graphs,
+            retention=config.settings.jobmanager.contents_retention,
         )
         self._cleanup = Cleanup(term, table, stores)
         term.when_stopped(table.rm.wake_all)

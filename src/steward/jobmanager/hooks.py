@@ -63,7 +63,7 @@ class HookRunner:
     def __init__(
         self, config: Configuration, blobs: BlobStore, workdir: Path, parallelism: int
     ) -> None:
-        self._config = config
+        self._settings = config.settings
         self._blobs = blobs
         self._workdir = workdir
         self._pool = ThreadPoolExecutor(max_workers=parallelism, thread_name_prefix="hook")
@@ -217,20 +217,18 @@ class HookRunner:
                 spec=graph.spec,
                 artifact_path=str(artifact_path),
                 checkpoint_dir=work.checkpoint_dir,
-                spark_master=graph.spec.spark_conf.get(
-                    "spark.master", str(self._config["spark.master"])
-                ),
-                deadman_timeout=self._config.deadman_timeout,
+                spark_master=graph.spec.spark_conf.get("spark.master", self._settings.spark.master),
+                deadman_timeout=self._settings.taskmanager.deadman_timeout,
             )
             log.info("initialize hook starting job=%s recovery=%s", job_id, work.is_recovery)
             outcome = run_to_completion(
                 launch,
                 cwd=where,
                 log_path=where / "initialize.log",
-                timeout=float(self._config["jobmanager.initialize-timeout"]),
+                timeout=self._settings.jobmanager.initialize_timeout,
                 on_spawned=lambda runner: self._spawned(job_id, runner),
                 # A hook that prints in a loop must not fill the JobManager's disk.
-                log_max_size=self._config.attempt_log_max_size,
+                log_max_size=self._settings.taskmanager.attempt_log_max_size,
             )
         finally:
             with self._lock:
@@ -247,7 +245,7 @@ class HookRunner:
             if not force and self._swept_at is not None and now - self._swept_at < _SWEEP_EVERY:
                 return []
             self._swept_at = now
-        retention = float(self._config["taskmanager.workdir.retention"])
+        retention = self._settings.taskmanager.workdir_retention
         removed: list[Path] = []
         with contextlib.suppress(FileNotFoundError):
             for job_dir in list(self._workdir.iterdir()):

@@ -27,7 +27,6 @@ import signal
 import socket
 import threading
 import time
-from pathlib import Path
 from types import FrameType
 from urllib.parse import urlsplit
 
@@ -54,12 +53,13 @@ log = logging.getLogger(__name__)
 class JobManager:
     def __init__(self, config: Configuration, jobmanager_id: str) -> None:
         self.config = config
+        self.settings = settings = config.settings
         self.id = jobmanager_id
         self.session = Session.from_config(config, name=jobmanager_id)
-        self.blobs = BlobStore(config.storage_dir)
-        self._socket = _bind(str(config["jobmanager.bind-host"]), int(config["jobmanager.port"]))
+        self.blobs = BlobStore(settings.storage.storage_dir)
+        self._socket = _bind(settings.jobmanager.bind_host, settings.jobmanager.port)
         host, port = self._socket.getsockname()[:2]
-        self.address = str(config["jobmanager.advertised-address"]) or f"http://{host}:{port}"
+        self.address = settings.jobmanager.advertised_address or f"http://{host}:{port}"
         if is_wildcard(urlsplit(self.address).hostname or ""):
             log.warning(
                 "advertised address %s names no machine: standbys cannot forward to it and"
@@ -73,20 +73,20 @@ class JobManager:
         self._server: uvicorn.Server | None = None
         self._server_thread: threading.Thread | None = None
         self._stopping = threading.Event()
-        self._workdir = Path(str(config["taskmanager.workdir"])) / jobmanager_id
+        self._workdir = settings.taskmanager.workdir / jobmanager_id
         self.election = self._new_election()
         self._hooks: HookRunner | None = None
         self._hooks_session: int | None = None
         self._cut_off_at: float | None = None
         self.probe = LivenessProbe(
-            self.session, config.jobmanager_fence_after, self._cut_off, self._answered
+            self.session, settings.jobmanager.fence_after, self._cut_off, self._answered
         )
         self.crash_detector: CrashDetector | None = None
-        if config.crash_detection > 0:
+        if settings.zookeeper.crash_detection > 0:
             self.crash_detector = CrashDetector(
                 self.session,
                 jobmanager_id,
-                refused_for=config.crash_detection,
+                refused_for=settings.zookeeper.crash_detection,
                 current_leader=self.leader,
                 is_leader=lambda: self.is_leader,
             )
@@ -106,7 +106,7 @@ class JobManager:
         return self.retrieval.leader
 
     def cluster_id(self) -> str:
-        return self.config.cluster_id
+        return self.settings.zookeeper.cluster_id
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -149,7 +149,7 @@ class JobManager:
             self.config,
             self.blobs,
             self._workdir / "hooks",
-            int(self.config["jobmanager.recovery-parallelism"]),
+            self.settings.jobmanager.recovery_parallelism,
         )
         dispatcher = Dispatcher(
             self.session,
@@ -231,7 +231,7 @@ class JobManager:
             self.session,
             self.id,
             self.address,
-            tolerate_suspended=self.config.tolerate_suspended,
+            tolerate_suspended=self.settings.zookeeper.tolerate_suspended,
             on_granted=self._granted,
             on_revoked=self._revoked,
         )

@@ -56,10 +56,11 @@ class Launcher:
     def __init__(self, config: Configuration, blobs: BlobStore, workdir: Path) -> None:
         self._blobs = blobs
         self._workdir = workdir
-        self._spark_master = str(config["spark.master"])
-        self._deadman_timeout = config.deadman_timeout
+        settings = config.settings
+        self._spark_master = settings.spark.master
+        self._deadman_timeout = settings.taskmanager.deadman_timeout
         # Shared by every TaskManager of the host that uses the same taskmanager.workdir.
-        cache = Path(str(config["taskmanager.workdir"])).resolve() / CACHE_DIR
+        cache = settings.taskmanager.workdir.resolve() / CACHE_DIR
         self._dependencies = DependencyCache(ContentStore(blobs), cache)
         self._environments = Environments(cache)
 

@@ -36,7 +36,6 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 from steward.config import Configuration
 from steward.errors import (
@@ -103,36 +102,37 @@ class TaskManager:
         self, config: Configuration, tm_id: str | None = None, *, address: str | None = None
     ) -> None:
         self.config = config
+        self.settings = settings = config.settings
         self.id = check_id(tm_id or default_id())
         self.address = address or socket.gethostname()
-        self.slots = config.taskmanager_slots
-        self.workdir = (Path(str(config["taskmanager.workdir"])) / self.id).resolve()
+        self.slots = settings.taskmanager.slots
+        self.workdir = (settings.taskmanager.workdir / self.id).resolve()
         self.session = Session.from_config(config, name=self.id)
         self.leases = ExecutionLeases(self.session, self.id)
         self.attempts = Attempts(self.slots, on_forgotten=self._forgotten)
         self.executions = Executions(
             self.leases, self._on_exit, on_released=self._released, outcome_of=self._outcome_of
         )
-        self._log_max_size = config.attempt_log_max_size
+        self._log_max_size = settings.taskmanager.attempt_log_max_size
         self.cleaner = WorkdirCleaner(
             self.workdir,
-            config.workdir_retention,
+            settings.taskmanager.workdir_retention,
             self.attempts.unless_known,
             # A pool clears what earlier spares left when it starts (they died with their TM).
-            include_spares=config.prewarm_runners == 0,
+            include_spares=settings.taskmanager.prewarm_runners == 0,
         )
         self.spares: SparePool | None = None
-        if config.prewarm_runners > 0:
+        if settings.taskmanager.prewarm_runners > 0:
             self.spares = SparePool(
-                limit=config.prewarm_runners,
-                spark_master=str(config["spark.master"]),
-                deadman_timeout=config.deadman_timeout,
+                limit=settings.taskmanager.prewarm_runners,
+                spark_master=settings.spark.master,
+                deadman_timeout=settings.taskmanager.deadman_timeout,
                 folder=self.workdir / ".spares",
                 free_slots=self._slots_without_runner,
                 log_max_size=self._log_max_size,
                 on_folder_done=self.cleaner.folder_ended,
             )
-        self._launcher = Launcher(config, BlobStore(config.storage_dir), self.workdir)
+        self._launcher = Launcher(config, BlobStore(settings.storage.storage_dir), self.workdir)
         self._workers = ThreadPoolExecutor(
             max(2, self.slots), thread_name_prefix=f"{self.id}-launch"
         )
@@ -144,14 +144,16 @@ class TaskManager:
             tm_id=self.id,
             address=self.address,
             slots=self.slots,
-            interval=config.heartbeat_interval,
+            interval=settings.taskmanager.heartbeat_interval,
             attempts=self.attempts,
             retrieval=self.retrieval,
             newest_epoch=lambda: self.leases.newest_epoch,
             on_reply=self.on_reply,
         )
-        self.self_fencing = SelfFencing(self.session, config.fence_after, self._fence)
-        self.probe = LivenessProbe(self.session, config.fence_after, self._fence, self._alive)
+        self.self_fencing = SelfFencing(self.session, settings.taskmanager.fence_after, self._fence)
+        self.probe = LivenessProbe(
+            self.session, settings.taskmanager.fence_after, self._fence, self._alive
+        )
         self._fence_lock = threading.Lock()
         self._fenced_at: float | None = None
         self._stopping = False
@@ -187,8 +189,8 @@ class TaskManager:
             self.address,
             self.slots,
             self.workdir,
-            self.config.fence_after,
-            self.config.deadman_timeout,
+            self.settings.taskmanager.fence_after,
+            self.settings.taskmanager.deadman_timeout,
         )
         return self
 

@@ -94,7 +94,7 @@ class Heartbeats:
         # it never ran, so it is a rejection, not a failure. Only the attempts placed on this
         # TaskManager are looked at, so a heartbeat costs the same with 10 jobs or 10,000.
         listed = {(r.job_id, r.attempt) for r in beat.attempts}
-        horizon = 2 * self._term.config.heartbeat_interval + 5.0
+        horizon = 2 * self._term.settings.taskmanager.heartbeat_interval + 5.0
         now = self._term.monotonic()
         for job_id in list(assigned):
             master = self._table.jobs.get(job_id)

@@ -94,7 +94,7 @@ class Recovery:
         return summary
 
     def _recover_all(self, todo: list[str], leases: dict[str, ExecutionLease]) -> list[str]:
-        parallelism = int(self._term.config["jobmanager.recovery-parallelism"])
+        parallelism = self._term.settings.jobmanager.recovery_parallelism
         self._records.defer()
         with ThreadPoolExecutor(max_workers=parallelism, thread_name_prefix="recover") as pool:
             outcomes = list(pool.map(lambda j: self.recover_one(j, leases), todo))
@@ -193,7 +193,9 @@ class Recovery:
 
     def _await_report(self, master: JobMaster, last: AttemptRecord) -> str:
         # Its lease is gone but its TaskManager lives: it may hold the outcome.
-        until = self._term.monotonic() + 3 * self._term.config.heartbeat_interval + 5.0
+        until = (
+            self._term.monotonic() + 3 * self._term.settings.taskmanager.heartbeat_interval + 5.0
+        )
         master.await_report(last.number, last.taskmanager, last.epoch, until)
         self._table.rm.assign(last.taskmanager, master.job_id, last.number, master.spec.slots)
         return "awaiting"

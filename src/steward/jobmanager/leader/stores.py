@@ -21,7 +21,7 @@ from steward.store.statuses import JobStatusStore
 
 def checkpoint_dir(config: Configuration, job_id: str) -> str:
     """The job's own directory for Spark checkpoints and stages (stable across attempts)."""
-    return storage.join(config.storage_dir, "pipelines", job_id)
+    return storage.join(config.settings.storage.storage_dir, "pipelines", job_id)
 
 
 @dataclass
@@ -45,7 +45,7 @@ class LeaderStores:
             results=JobResultStore(session),
             statuses=JobStatusStore(session),
             leases=ExecutionLeases(session, tm_id=jobmanager_id),
-            checkpoints_retained=config.checkpoints_retained,
+            checkpoints_retained=config.settings.storage.checkpoints_retained,
         )
 
     def checkpoints(self, job_id: str) -> CompletedCheckpointStore:

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from steward.config import Configuration
+from steward.config import Configuration, Settings
 from steward.errors import FencedError, NotReadyError
 from steward.ha.election import Leadership
 from steward.ha.fencing import Fence
@@ -75,9 +75,13 @@ class Term:
             raise NotReadyError("the leader is recovering its jobs")
 
     @property
+    def settings(self) -> Settings:
+        return self.config.settings
+
+    @property
     def replacement_grace(self) -> float:
-        return float(self.config["jobmanager.replacement-grace"])
+        return self.settings.jobmanager.replacement_grace
 
     @property
     def cancel_grace(self) -> float:
-        return float(self.config["jobmanager.cancel-grace"])
+        return self.settings.jobmanager.cancel_grace

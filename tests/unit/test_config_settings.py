@@ -1,0 +1,190 @@
+"""Typed settings: built once from the validated configuration, frozen, and every key of the
+table reachable through them, so no process needs ``config["some.key"]``."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+import pytest
+
+from steward.config import (
+    OPTIONS,
+    ClientSettings,
+    Configuration,
+    JobManagerSettings,
+    Settings,
+    SparkSettings,
+    StorageSettings,
+    TaskManagerSettings,
+    ZooKeeperSettings,
+    load,
+)
+
+SRC = Path(__file__).parents[2] / "src" / "steward"
+
+# A valid value other than the default for every key; each alone must change the settings.
+OTHER_VALUES: dict[str, str] = {
+    "high-availability.zookeeper.quorum": "zk1:2181,zk2:2181",
+    "high-availability.zookeeper.root": "/elsewhere",
+    "high-availability.cluster-id": "prod",
+    "high-availability.zookeeper.session-timeout": "20s",
+    "high-availability.zookeeper.connection-timeout": "5s",
+    "high-availability.zookeeper.tolerate-suspended-connections": "false",
+    "high-availability.crash-detection": "0",
+    "high-availability.storage-dir": "s3://bucket/steward",
+    "taskmanager.numberOfTaskSlots": "5",
+    "taskmanager.fence-after": "5s",
+    "taskmanager.deadman-timeout": "5s",
+    "taskmanager.spark.prewarm-runners": "1",
+    "taskmanager.workdir": "/srv/steward/work",
+    "taskmanager.attempt-log.max-size": "0",
+    "taskmanager.workdir.retention": "0",
+    "jobmanager.bind-host": "0.0.0.0",
+    "jobmanager.port": "9090",
+    "jobmanager.advertised-address": "http://jm1:9090",
+    "jobmanager.fence-after": "5s",
+    "jobmanager.initialize-timeout": "2m",
+    "jobmanager.recovery-parallelism": "2",
+    "jobmanager.cancel-grace": "3s",
+    "jobmanager.replacement-grace": "2s",
+    "jobmanager.upload.max-size": "1g",
+    "jobmanager.contents.retention": "2h",
+    "heartbeat.interval": "2s",
+    "spark.master": "yarn",
+    "rest.address": "http://jm1:9090",
+    "state.checkpoints.num-retained": "7",
+}
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    # load() reads ./steward.toml when present: run every test in an empty directory.
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_defaults_give_the_documented_typed_values(_isolated_cwd: Path) -> None:
+    settings = load(environ={}).settings
+    assert settings.zookeeper == ZooKeeperSettings(
+        quorum="127.0.0.1:2181",
+        root="/steward",
+        cluster_id="default",
+        session_timeout=10.0,
+        connection_timeout=15.0,
+        tolerate_suspended=True,
+        crash_detection=0.5,
+    )
+    assert settings.zookeeper.cluster_root == "/steward/default"
+    assert settings.storage == StorageSettings(
+        storage_dir=f"file://{_isolated_cwd.resolve()}/.steward/storage", checkpoints_retained=3
+    )
+    assert settings.jobmanager == JobManagerSettings(
+        bind_host="127.0.0.1",
+        port=8081,
+        advertised_address="",
+        fence_after=6.0,
+        initialize_timeout=60.0,
+        recovery_parallelism=8,
+        cancel_grace=10.0,
+        replacement_grace=1.0,
+        upload_max_size=8 << 30,
+        contents_retention=3600.0,
+    )
+    assert settings.taskmanager == TaskManagerSettings(
+        slots=2,
+        fence_after=6.0,
+        deadman_timeout=6.0,
+        prewarm_runners=0,
+        workdir=Path("./.steward/work"),
+        attempt_log_max_size=64 << 20,
+        workdir_retention=3600.0,
+        heartbeat_interval=1.0,
+    )
+    assert settings.spark == SparkSettings(master="local[*]")
+    assert settings.client == ClientSettings(rest_address="")
+
+
+def test_overrides_arrive_parsed_and_typed() -> None:
+    settings = load(environ={}, overrides=OTHER_VALUES).settings
+    assert settings.zookeeper.cluster_root == "/elsewhere/prod"
+    assert settings.zookeeper.tolerate_suspended is False
+    assert settings.zookeeper.session_timeout == 20.0
+    assert settings.jobmanager.port == 9090
+    assert settings.jobmanager.initialize_timeout == 120.0
+    assert settings.jobmanager.upload_max_size == 1 << 30
+    assert settings.taskmanager.slots == 5
+    assert settings.taskmanager.workdir == Path("/srv/steward/work")
+    assert settings.taskmanager.attempt_log_max_size is None  # 0 turns the cap off
+    assert settings.storage == StorageSettings("s3://bucket/steward", 7)
+    assert settings.spark.master == "yarn"
+    assert settings.client.rest_address == "http://jm1:9090"
+
+
+def test_derived_timeouts_follow_the_session_timeout() -> None:
+    config = load(environ={}, overrides={"high-availability.zookeeper.session-timeout": "20s"})
+    timing = config.settings.timing
+    assert (timing.fence_after, timing.deadman_timeout, timing.jobmanager_fence_after) == (
+        12.0,
+        12.0,
+        12.0,
+    )
+    assert timing.session_timeout == 20.0
+    assert timing.replacement_grace == 1.0
+    assert timing.problems() == []
+
+
+def test_every_key_of_the_table_has_another_value_here() -> None:
+    # A new key must be added to OTHER_VALUES, and so to the test below.
+    assert set(OTHER_VALUES) == {option.key for option in OPTIONS}
+
+
+@pytest.mark.parametrize("key", sorted(OTHER_VALUES))
+def test_every_key_is_exposed_through_the_typed_settings(key: str) -> None:
+    # Given the default settings / When one key alone changes / Then the settings change: a key
+    # no settings field reads would leave them equal.
+    default = load(environ={}).settings
+    changed = load(environ={}, overrides={key: OTHER_VALUES[key]}).settings
+    assert changed != default, f"{key} is not exposed through steward.config.Settings"
+
+
+def test_settings_are_frozen_slotted_values() -> None:
+    settings = load(environ={}).settings
+    groups = [getattr(settings, field.name) for field in dataclasses.fields(settings)]
+    for value in [settings, *groups]:
+        assert not hasattr(value, "__dict__"), type(value).__name__
+        name = dataclasses.fields(value)[0].name
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(value, name, getattr(value, name))
+    assert hash(settings) == hash(load(environ={}).settings)
+
+
+def test_settings_are_built_once_with_the_configuration() -> None:
+    config = load(environ={})
+    assert config.settings is config.settings
+    assert config.settings == Settings.from_values(config.as_dict())
+    assert Configuration(config.as_dict()).settings == config.settings
+
+
+def test_the_configuration_shorthands_read_the_settings() -> None:
+    config = load(environ={}, overrides=OTHER_VALUES)
+    settings = config.settings
+    assert config.zookeeper_root == settings.zookeeper.cluster_root
+    assert config.session_timeout == settings.zookeeper.session_timeout
+    assert config.attempt_log_max_size == settings.taskmanager.attempt_log_max_size
+    assert config.timing == settings.timing
+    assert config.upload_max_size == settings.jobmanager.upload_max_size
+
+
+def test_no_module_outside_the_config_package_reads_a_key_by_name() -> None:
+    # Production code reads typed settings; config["key"] returns Any, which each caller cast.
+    pattern = re.compile(r"""\bconfig\[\s*["']""")
+    readers = [
+        f"{path.relative_to(SRC)}:{number}"
+        for path in sorted(SRC.rglob("*.py"))
+        if SRC / "config" not in path.parents
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+        if pattern.search(line)
+    ]
+    assert readers == []
