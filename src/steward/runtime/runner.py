@@ -108,6 +108,7 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
         _exit(EXIT_USAGE)
     ensure_own_process_group()
     _drop_workdir_from_path()
+    _default_worker_python()
     try:
         if args.prewarm:
             code = run_spare(
@@ -124,6 +125,19 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
     if killed := kill_leftovers():
         log.info("killed processes left in the attempt's group pids=%s", killed)
     _exit(code)
+
+
+def _default_worker_python() -> None:
+    """Spark's Python workers run this interpreter unless the host or the job names another.
+
+    PySpark's own default is ``python3`` from ``PATH``. A TaskManager started from a virtualenv
+    it did not activate finds some other Python there: one without the packages the job runs
+    with in this process (a UDF's imports fail in the workers) and, behind a pyenv shim, slower
+    to start. spark-submit run from an activated venv gets the venv's Python; this is that. A
+    ``PYSPARK_PYTHON`` of the host's environment stays, and a job's ``spark.pyspark.python``
+    (or its own environment) wins over both (:func:`steward.runtime.dependencies.prepare`).
+    """
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 
 def run_attempt(channel: EventChannel, *, launch_timeout: float) -> int:

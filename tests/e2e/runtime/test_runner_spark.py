@@ -6,6 +6,8 @@ Expected counts are computed here in plain Python with the examples' definition 
 
 from __future__ import annotations
 
+import os
+import sys
 import textwrap
 from pathlib import Path
 
@@ -192,3 +194,37 @@ def test_the_dead_man_switch_takes_the_spark_jvm_down_with_the_runner(tmp_path: 
         assert runner.wait_exit(3.0 + 30.0) == -9
         wait_until(lambda: not any(alive(pid) for pid in jvms), 30.0, message="JVM gone")
         wait_until(lambda: runner.group_members() == [], 30.0, message="group gone")
+
+
+WORKER_PYTHON = """
+import sys
+
+def main(ctx):
+    rdd = ctx.spark.sparkContext.parallelize([0, 1], 2)
+    workers = rdd.map(lambda _: sys.executable).collect()
+    return {"driver": sys.executable, "workers": sorted(set(workers))}
+"""
+
+
+def test_spark_python_workers_run_the_runners_interpreter_not_python3_from_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A python3 first on PATH that is not the runner's interpreter (a pyenv shim, a system
+    # Python): PySpark's own default would start the workers with it.
+    shims = tmp_path / "shims"
+    shims.mkdir()
+    used = tmp_path / "shim-used"
+    shim = shims / "python3"
+    shim.write_text(f'#!/bin/sh\ntouch {used}\nexec {sys.executable} "$@"\n')
+    shim.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{shims}:{os.environ['PATH']}")
+    monkeypatch.delenv("PYSPARK_PYTHON", raising=False)
+    pipeline = tmp_path / "worker_python.py"
+    pipeline.write_text(WORKER_PYTHON)
+    launch = launch_document(pipeline, tmp_path / "ck", spark=True)
+    with running(tmp_path / "work", launch) as runner:
+        final = runner.wait_final(SPARK_DEADLINE)
+
+    assert isinstance(final, FinishedEvent), runner.log()
+    assert final.value["workers"] == [final.value["driver"]]
+    assert not used.exists()
