@@ -1,12 +1,14 @@
 """A Steward cluster of real processes for the benchmarks (no imports from tests/).
 
-JobManagers and TaskManagers run as ``python -m steward.cli -D key=value ... jobmanager|
-taskmanager`` against the benchmark's own ZooKeeper, each in its own process group with its
-log in the work directory; benchmarks kill them with real signals. The REST helpers use raw
-JSON over one keep-alive ``httpx.Client`` so that polling costs little and measures the server,
-not the client's models (``httpx.get()`` builds a client per call, which cost 1-1.5 s of
-polling under load and would be counted as failover time); :meth:`BenchCluster.client` is the
-real ``steward.Client`` over the JobManagers, for submitting and waiting as users do.
+JobManagers and TaskManagers are started by the testing kit
+(:class:`steward.testing.processes.ProcessCluster`) against the benchmark's own ZooKeeper, each
+in its own process group with its log in the work directory; benchmarks kill them with real
+signals. What the benchmarks add: their settings, runners killed at the end, and REST helpers
+that use raw JSON over one keep-alive ``httpx.Client`` so that polling costs little and
+measures the server, not the client's models (``httpx.get()`` builds a client per call, which
+cost 1-1.5 s of polling under load and would be counted as failover time);
+:meth:`BenchCluster.client` is the real ``steward.Client`` over the JobManagers, for
+submitting and waiting as users do.
 
 :data:`TICKING` is the long-running pipeline of the failover benchmarks: it never touches
 Spark (no JVM) and defines no ``initialize`` (no hook process), and appends one ground-truth
@@ -17,22 +19,17 @@ output show in the file whatever Steward reports.
 from __future__ import annotations
 
 import contextlib
-import os
-import signal
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
 import psutil
 
-from _common import _free_port, progress, wait_until
+from _common import progress, wait_until
 from steward.client import Client
+from steward.testing.processes import Proc, ProcessCluster
 
 ZK_ROOT = "/steward-bench"
 
@@ -63,112 +60,48 @@ def main(ctx):
 '''
 
 
-@dataclass
-class Proc:
-    """One Steward process the benchmark started."""
-
-    role: str
-    id: str
-    popen: subprocess.Popen[bytes]
-    log: Path
-    address: str = ""
-    signalled: bool = False
-
-    @property
-    def pid(self) -> int:
-        return self.popen.pid
-
-    def alive(self) -> bool:
-        return self.popen.poll() is None
-
-    def signal(self, signum: int) -> None:
-        self.signalled = True
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(self.popen.pid, signum)
-
-    def log_tail(self, chars: int = 3000) -> str:
-        return self.log.read_text(errors="replace")[-chars:] if self.log.exists() else ""
-
-    def rss_bytes(self, children: bool = False) -> int:
-        """Resident memory of the process (plus its descendants' if ``children``)."""
-        process = psutil.Process(self.pid)
-        total = int(process.memory_info().rss)
-        if children:
-            for child in process.children(recursive=True):
-                with contextlib.suppress(psutil.NoSuchProcess):
-                    total += int(child.memory_info().rss)
-        return total
-
-
-@dataclass
-class BenchCluster:
-    """JobManagers and TaskManagers in one namespace of one ZooKeeper.
+class BenchCluster(ProcessCluster):
+    """JobManagers and TaskManagers in one namespace of one ZooKeeper (the testing kit's
+    :class:`ProcessCluster` with the benchmarks' settings: their own ZooKeeper root, the
+    product's heartbeat and replacement timing).
 
     ``verbose`` runs them with ``-v`` (INFO logs); the peer benchmarks run them without, at
-    the CLI's default WARNING level.
+    the CLI's default WARNING level. Only live JobManagers count: :meth:`jobmanagers` and
+    :meth:`client` leave out the ones a benchmark killed.
     """
 
-    workdir: Path
-    quorum: str
-    cluster_id: str
-    session_timeout: float = 4.0
-    extra: dict[str, str] = field(default_factory=dict)
-    verbose: bool = True
-    procs: list[Proc] = field(default_factory=list)
+    death_error = RuntimeError
 
-    def __post_init__(self) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        quorum: str,
+        cluster_id: str,
+        *,
+        session_timeout: float = 4.0,
+        extra: dict[str, str] | None = None,
+        verbose: bool = True,
+    ) -> None:
+        super().__init__(
+            workdir,
+            quorum,
+            cluster_id,
+            root=ZK_ROOT,
+            session_timeout=f"{session_timeout:g}s",
+            timing={},
+            extra=extra,
+            verbose=verbose,
+        )
+        self.session_timeout = session_timeout
         self.http = httpx.Client(timeout=5.0)
-
-    @property
-    def settings(self) -> dict[str, str]:
-        return {
-            "high-availability.zookeeper.quorum": self.quorum,
-            "high-availability.zookeeper.root": ZK_ROOT,
-            "high-availability.cluster-id": self.cluster_id,
-            "high-availability.zookeeper.session-timeout": f"{self.session_timeout:g}s",
-            "high-availability.storage-dir": f"file://{self.workdir / 'storage'}",
-            "taskmanager.workdir": str(self.workdir / "work"),
-            **self.extra,
-        }
 
     # ------------------------------------------------------------------ processes
 
-    def _spawn(self, role: str, proc_id: str, tail: list[str], **overrides: str) -> Proc:
-        argv = [sys.executable, "-m", "steward.cli"]
-        for key, value in {**self.settings, **overrides}.items():
-            argv += ["-D", f"{key}={value}"]
-        log = self.workdir / "logs" / f"{proc_id}.log"
-        log.parent.mkdir(parents=True, exist_ok=True)
-        with log.open("ab") as out:
-            popen = subprocess.Popen(
-                [*argv, *(["-v"] if self.verbose else []), *tail],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-                cwd=self.workdir,
-            )
-        proc = Proc(role, proc_id, popen, log)
-        self.procs.append(proc)
-        return proc
-
-    def start_jobmanager(self, jm_id: str, port: int | None = None) -> Proc:
-        port = _free_port() if port is None else port
-        proc = self._spawn(
-            "jobmanager", jm_id, ["jobmanager", "--id", jm_id], **{"jobmanager.port": str(port)}
-        )
-        proc.address = f"http://127.0.0.1:{port}"
-        return proc
-
-    def start_taskmanager(self, tm_id: str, slots: int, prewarm: int = 0) -> Proc:
-        return self._spawn(
-            "taskmanager",
-            tm_id,
-            ["taskmanager", "--id", tm_id],
-            **{
-                "taskmanager.numberOfTaskSlots": str(slots),
-                "taskmanager.spark.prewarm-runners": str(prewarm),
-            },
+    def start_taskmanager(  # type: ignore[override]
+        self, tm_id: str, slots: int, prewarm: int = 0
+    ) -> Proc:
+        return super().start_taskmanager(
+            tm_id, slots, settings={"taskmanager.spark.prewarm-runners": str(prewarm)}
         )
 
     def spare_ready(self, tm_id: str) -> bool:
@@ -180,33 +113,12 @@ class BenchCluster:
         return False
 
     def jobmanagers(self) -> list[Proc]:
-        return [p for p in self.procs if p.role == "jobmanager" and p.alive()]
-
-    def check_alive(self) -> None:
-        """Fail with the log's tail if a process died that the benchmark did not signal."""
-        for proc in self.procs:
-            if not proc.signalled and not proc.alive():
-                raise RuntimeError(
-                    f"{proc.role} {proc.id} exited with {proc.popen.returncode}:\n"
-                    + proc.log_tail()
-                )
+        return [p for p in super().jobmanagers() if p.alive()]
 
     def stop(self) -> None:
-        for proc in self.procs:
-            if proc.alive():
-                proc.signal(signal.SIGTERM)
-                proc.signal(signal.SIGCONT)  # a frozen one must run to see its SIGTERM
-        deadline = time.monotonic() + 15
-        for proc in self.procs:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.popen.wait(max(0.1, deadline - time.monotonic()))
-        for proc in self.procs:
-            # Attempts (runner process groups) outlive a TaskManager by design: kill every
-            # process group we started, and every runner left behind.
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.popen.wait(5)
+        """Stop every member, then every runner left behind (attempts run in process groups
+        of their own and outlive a TaskManager by design), and close the HTTP client."""
+        super().stop()
         self._kill_runners()
         self.http.close()
 
@@ -221,13 +133,13 @@ class BenchCluster:
 
     # ------------------------------------------------------------------ REST
 
-    def get(self, proc: Proc, path: str, timeout: float = 5.0) -> httpx.Response:
+    def request(self, proc: Proc, path: str, timeout: float = 5.0) -> httpx.Response:
         return self.http.get(proc.address + path, timeout=timeout)
 
     def get_json(self, proc: Proc, path: str, timeout: float = 5.0) -> Any | None:
         """The JSON of a 200 answer, else None (errors and refusals included)."""
         with contextlib.suppress(httpx.HTTPError, ValueError):
-            answer = self.get(proc, path, timeout)
+            answer = self.request(proc, path, timeout)
             if answer.status_code == 200:
                 return answer.json()
         return None
@@ -238,6 +150,8 @@ class BenchCluster:
         return bool(ready and ready.get("role") == "leader")
 
     def leader(self) -> Proc | None:
+        """The first live JobManager that serves as the recovered leader (over the keep-alive
+        client: cheap enough to poll while measuring)."""
         for proc in self.jobmanagers():
             if self.serving_leader(proc):
                 return proc
@@ -250,7 +164,8 @@ class BenchCluster:
 
         return wait_until(found, timeout, "a serving leader", interval=0.05)
 
-    def cluster_view(self, proc: Proc) -> Any | None:
+    def view_of(self, proc: Proc) -> Any | None:
+        """``proc``'s /v1/cluster, None if it does not answer 200."""
         return self.get_json(proc, "/v1/cluster")
 
     def wait_taskmanagers(self, count: int, timeout: float) -> Proc:
@@ -259,7 +174,7 @@ class BenchCluster:
         def enough() -> Proc | None:
             self.check_alive()
             leader = self.leader()
-            view = self.cluster_view(leader) if leader else None
+            view = self.view_of(leader) if leader else None
             return leader if view and len(view["taskmanagers"]) >= count else None
 
         return wait_until(enough, timeout, f"{count} TaskManager(s) registered", interval=0.1)
@@ -269,14 +184,14 @@ class BenchCluster:
 
         def settled() -> bool:
             self.check_alive()
-            views = [self.cluster_view(p) for p in self.jobmanagers()]
+            views = [self.view_of(p) for p in self.jobmanagers()]
             return bool(views) and all(v and len(v["jobmanagers"]) == count for v in views)
 
         wait_until(settled, timeout, f"{count} JobManagers contending", interval=0.1)
 
     def client(self, timeout: float = 60.0) -> Client:
         """A ``steward.Client`` over the live JobManagers' addresses."""
-        return Client([p.address for p in self.jobmanagers()], timeout=timeout)
+        return super().client(timeout)
 
     def jobs(self, proc: Proc) -> list[dict[str, Any]] | None:
         found = self.get_json(proc, "/v1/jobs")
@@ -296,7 +211,12 @@ def bench_cluster(
     """A :class:`BenchCluster` in ``workdir/cluster_id`` whose processes are all stopped on the
     way out; ``extra`` are further settings."""
     cluster = BenchCluster(
-        workdir / cluster_id, quorum, cluster_id, session_timeout, dict(extra), verbose
+        workdir / cluster_id,
+        quorum,
+        cluster_id,
+        session_timeout=session_timeout,
+        extra=dict(extra),
+        verbose=verbose,
     )
     cluster.workdir.mkdir(parents=True, exist_ok=True)
     try:

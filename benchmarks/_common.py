@@ -15,7 +15,6 @@ import json
 import logging
 import os
 import platform
-import random
 import re
 import signal
 import statistics
@@ -33,20 +32,15 @@ from typing import Any, TypeVar
 import psutil
 
 import steward
-from steward.errors import PortInUseError
+from steward.testing import waiting
 from steward.testing.spark import http_json as http_json  # noqa: PLC0414 (re-export)
-from steward.testing.spark import wait_for
+from steward.testing.zookeeper import start_ensemble
 from steward.zookeeper.fourletter import four_letter_word
-from steward.zookeeper.layout import port_is_free
 from steward.zookeeper.managed import ManagedEnsemble
 
 T = TypeVar("T")
 Json = dict[str, Any]
 
-# Below Linux's ephemeral range (32768-60999), so no outgoing connection takes the port
-# between our check and the server's bind.
-_PORT_RANGE = (15000, 32000)
-_START_ATTEMPTS = 3
 # Debian's build reports "3.8.0-${mvngit.commit.id}, built on ...": keep the release only.
 _ZK_VERSION = re.compile(r"^Zookeeper version: (\d+(?:\.\d+)*)", re.MULTILINE)
 
@@ -89,36 +83,16 @@ def temp_zookeeper(name: str, base: Path | None = None) -> Iterator[TempZooKeepe
     :data:`TMPFS`); stop it and delete the directory after."""
     with tempfile.TemporaryDirectory(prefix=f"steward-bench-{name}-", dir=base) as tmp:
         workdir = Path(tmp)
-        ensemble = ManagedEnsemble(workdir / "zookeeper")
+        data_dir = workdir / "zookeeper"
         try:
-            port = _start_on_free_port(ensemble)
+            ensemble = start_ensemble(data_dir, servers=1)
+            port = ensemble.client_ports[1]
             zookeeper = TempZooKeeper(ensemble, port, workdir)
             progress(f"ZooKeeper {zookeeper.version()} serving on 127.0.0.1:{port} in {workdir}")
             yield zookeeper
         finally:
-            ensemble.stop()
+            ManagedEnsemble(data_dir).stop()
             progress("ZooKeeper stopped")
-
-
-def _start_on_free_port(ensemble: ManagedEnsemble) -> int:
-    for attempt in range(1, _START_ATTEMPTS + 1):
-        port = _free_port()
-        try:
-            ensemble.start(servers=1, client_port=port, timeout=60.0)
-            return port
-        except PortInUseError:
-            # Taken between our check and the start; nothing was started, so retry elsewhere.
-            if attempt == _START_ATTEMPTS:
-                raise
-    raise AssertionError("unreachable")
-
-
-def _free_port() -> int:
-    for _ in range(200):
-        port = random.randrange(*_PORT_RANGE)
-        if port_is_free(port):
-            return port
-    raise RuntimeError(f"no free port in {_PORT_RANGE}")
 
 
 # ------------------------------------------------------------------------------ timing
@@ -127,8 +101,9 @@ def _free_port() -> int:
 def wait_until(
     predicate: Callable[[], T | None], timeout: float, what: str, interval: float = 0.01
 ) -> T:
-    """Poll ``predicate`` until it returns something truthy; ``TimeoutError`` after ``timeout``."""
-    return wait_for(predicate, timeout, what, interval)
+    """The kit's :func:`steward.testing.waiting.wait_until` polling every 10 ms by default (the
+    resolution of the measured times); a ``TimeoutError`` after ``timeout``."""
+    return waiting.wait_until(predicate, timeout, what, interval)
 
 
 def timed(action: Callable[[], object]) -> float:
@@ -328,23 +303,6 @@ def cluster_document(
 
 
 # ------------------------------------------------------------------------------ peers
-
-
-def spawn_logged(
-    argv: list[str], log: Path, *, cwd: Path, env: dict[str, str] | None = None
-) -> subprocess.Popen[bytes]:
-    """Start ``argv`` in its own process group, stdout and stderr appended to ``log``."""
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with log.open("ab") as out:
-        return subprocess.Popen(
-            argv,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-            cwd=cwd,
-            env=env,
-        )
 
 
 @dataclass

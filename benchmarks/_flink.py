@@ -41,7 +41,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from _common import PeerProcess, _free_port, http_json, progress, spawn_logged, wait_until
+from _common import PeerProcess, http_json, progress, wait_until
+from steward.testing.ports import stable_port
+from steward.testing.spawning import spawn_logged
 
 Json = dict[str, Any]
 LOOPBACK = "127.0.0.1"
@@ -296,7 +298,7 @@ class FlinkHA:
         return spawn_logged(argv, log, cwd=self.workdir, env=self._env()), log
 
     def start_jobmanager(self, name: str, rest_port: int = 0) -> FlinkProcess:
-        port = rest_port or _free_port()
+        port = rest_port or stable_port()
         argv = [
             str(self.home / "bin" / "jobmanager.sh"),
             "start-foreground",

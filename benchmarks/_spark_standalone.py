@@ -42,19 +42,19 @@ from _common import (
     TempZooKeeper,
     http_json,
     progress,
-    spawn_logged,
     temp_zookeeper,
     wait_until,
 )
+from steward.testing.ports import free_port
 from steward.testing.spark import (
     LOOPBACK,
-    free_port,
     master_command,
     spark_env,
     spark_home,
     spark_version,
     worker_command,
 )
+from steward.testing.spawning import spawn_logged
 from steward.zookeeper import layout
 
 __all__ = ["free_port", "spark_home", "spark_version"]  # imported from here by other benchmarks

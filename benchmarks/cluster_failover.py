@@ -34,7 +34,6 @@ from typing import Any
 from _cluster import (
     TICKING,
     BenchCluster,
-    Proc,
     bench_cluster,
     configured_default,
     read_truth,
@@ -55,6 +54,7 @@ from _common import (
     wait_until,
 )
 from steward.client import Client
+from steward.testing.processes import Proc
 
 SIGNALS = {"crash": signal.SIGKILL, "host": signal.SIGSTOP, "graceful": signal.SIGTERM}
 JOB_SECONDS = 24 * 3600.0

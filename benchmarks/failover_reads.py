@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from _cluster import TICKING, BenchCluster, Proc, bench_cluster
+from _cluster import TICKING, BenchCluster, bench_cluster
 from _common import (
     Json,
     TempZooKeeper,
@@ -40,6 +40,7 @@ from _common import (
     wait_until,
 )
 from steward.client import Client
+from steward.testing.processes import Proc
 
 SIGNALS = {"crash": signal.SIGKILL, "host": signal.SIGSTOP}
 PATHS = ("/v1/jobs", "/v1/cluster")

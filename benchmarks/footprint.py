@@ -25,7 +25,7 @@ from pathlib import Path
 
 import psutil
 
-from _cluster import TICKING, BenchCluster, Proc, bench_cluster, rss_mib, tick_count
+from _cluster import TICKING, BenchCluster, bench_cluster, rss_mib, tick_count
 from _common import (
     Json,
     TempZooKeeper,
@@ -38,6 +38,7 @@ from _common import (
     wait_until,
 )
 from steward.client import Client
+from steward.testing.processes import Proc
 
 
 def rss(procs: dict[str, tuple[Proc, bool]], samples: int) -> dict[str, float]:

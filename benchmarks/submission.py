@@ -19,7 +19,7 @@ import threading
 import time
 from pathlib import Path
 
-from _cluster import QUICK, BenchCluster, Proc, bench_cluster
+from _cluster import QUICK, BenchCluster, bench_cluster
 from _common import (
     Json,
     TempZooKeeper,
@@ -32,6 +32,7 @@ from _common import (
     temp_zookeeper,
 )
 from steward.client import Client
+from steward.testing.processes import Proc
 
 
 def submit_round(address: str, pipeline: Path, threads: int, per_thread: int, tag: str) -> Json:

@@ -7,7 +7,7 @@ ZooKeeper: tests that need it are marked ``@pytest.mark.zookeeper`` and use
   ``ManagedEnsemble`` itself for fault injection (stop/freeze servers), and it is healed
   (servers restarted, thawed, all serving) after each test;
 - ``cluster_id``: a fresh id per test; use the ZooKeeper namespace
-  ``/steward-tests/<cluster_id>`` (``support.ZK_TEST_ROOT``) so tests never see each
+  ``/steward-tests/<cluster_id>`` (``steward.testing.processes.TEST_ROOT``) so tests never see each
   other's nodes.
 
 Without Java or ZooKeeper these fixtures fail (EnvironmentMissingError names the apt-get
@@ -16,46 +16,18 @@ command); they never skip, so CI cannot pass by not testing.
 
 from __future__ import annotations
 
-import contextlib
 import re
 import secrets
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from steward.errors import PortInUseError
+from steward.testing.zookeeper import heal_ensemble, start_ensemble
 from steward.zookeeper.managed import ManagedEnsemble
-from support import free_zookeeper_port
 
 # ---------------------------------------------------------------------------------------------
 # ZooKeeper
 # ---------------------------------------------------------------------------------------------
-
-_START_ATTEMPTS = 3
-
-
-def start_ensemble(data_dir: Path, servers: int) -> ManagedEnsemble:
-    """Start a ``servers``-server managed ZooKeeper on free ports under ``data_dir``."""
-    ensemble = ManagedEnsemble(data_dir)
-    for _ in range(_START_ATTEMPTS - 1):
-        # Another process may take a port between our check and the start; nothing was
-        # started then, so another block of ports is a clean retry.
-        with contextlib.suppress(PortInUseError):
-            ensemble.start(servers, free_zookeeper_port(servers), timeout=60.0)
-            return ensemble
-    ensemble.start(servers, free_zookeeper_port(servers), timeout=60.0)
-    return ensemble
-
-
-def heal_ensemble(ensemble: ManagedEnsemble) -> None:
-    """Undo a test's fault injection: thaw frozen servers, restart stopped ones, wait."""
-    for status in ensemble.status():
-        if status.frozen:
-            ensemble.thaw_server(status.server_id)
-        elif not status.running:
-            ensemble.start_server(status.server_id, wait=False)
-    ensemble.wait_serving(timeout=60.0)
 
 
 @pytest.fixture(scope="session")

@@ -27,13 +27,14 @@ from pathlib import Path
 from typing import Any
 
 from chaos.checker import Observations, Violation, check
-from chaos.cluster import ChaosCluster, StorageFreezer, start_ensemble
+from chaos.cluster import ChaosCluster, StorageFreezer
 from chaos.hastate import HaState, read_state
 from chaos.nemesis import INFRA_KINDS, PROCESS_KINDS, Nemesis, NemesisSettings
 from chaos.truth import DeathWatcher, GroundTruth, prepare, still_running
 from chaos.workload import Workload, WorkloadSettings
 from steward.client import Client
 from steward.errors import StewardError
+from steward.testing.zookeeper import start_ensemble
 from support import ZK_TEST_ROOT
 
 Report = Callable[[str], None]
@@ -76,7 +77,7 @@ class Campaign:
         s = self.settings
         prepare(self.truth_dir)
         self.report(f"workdir {self.workdir}; starting a 3-server ZooKeeper ensemble")
-        ensemble = start_ensemble(self.workdir / "zookeeper", servers=3)
+        ensemble = start_ensemble(self.workdir / "zookeeper", servers=3, timeout=90.0)
         cluster = ChaosCluster(
             self.workdir,
             ensemble.connect_string,

@@ -1,7 +1,8 @@
 """The cluster under test: a 3-server ZooKeeper ensemble, JobManagers and TaskManagers as real
 processes, and the storage directory the nemesis can make read-only.
 
-Built on tests/e2e/processes.py (``ProcessCluster``); what chaos adds is restarting a killed
+Built on the testing kit (``steward.testing.processes.ProcessCluster``; the ensemble is
+``steward.testing.zookeeper.start_ensemble``); what chaos adds is restarting a killed
 member under its old id and port (so clients keep working and the cluster keeps its size),
 and telling expected deaths (the nemesis killed it) from crashes.
 """
@@ -16,25 +17,10 @@ from typing import Any
 
 import httpx
 
-from e2e.processes import Proc, ProcessCluster
-from steward.errors import PortInUseError
-from steward.zookeeper.managed import ManagedEnsemble
-from support import free_zookeeper_port
+from steward.testing.processes import Proc, ProcessCluster
 
 # A thread that died of an uncaught exception: always a bug, even if the process lives on.
 _THREAD_DEATH = re.compile(r"^Exception in thread (.*)$", re.MULTILINE)
-
-
-def start_ensemble(data_dir: Path, servers: int = 3) -> ManagedEnsemble:
-    ensemble = ManagedEnsemble(data_dir)
-    for attempt in range(3):
-        try:
-            ensemble.start(servers, free_zookeeper_port(servers), timeout=90.0)
-            return ensemble
-        except PortInUseError:
-            if attempt == 2:
-                raise
-    raise AssertionError("unreachable")
 
 
 class ChaosCluster(ProcessCluster):
@@ -42,7 +28,7 @@ class ChaosCluster(ProcessCluster):
 
     def restart(self, old: Proc) -> Proc:
         """Start ``old`` again: same role, id, arguments (so the same REST port)."""
-        proc = self._spawn(old.role, old.id, [str(arg) for arg in old.popen.args])  # type: ignore[union-attr]
+        proc = self.spawn(old.role, old.id, [str(arg) for arg in old.popen.args])  # type: ignore[union-attr]
         proc.address = old.address
         return proc
 

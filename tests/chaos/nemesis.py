@@ -36,8 +36,8 @@ import psutil
 
 from chaos.cluster import ChaosCluster, StorageFreezer
 from chaos.truth import Attempt, DeathWatcher
-from e2e.processes import Proc
 from steward.errors import StewardError
+from steward.testing.processes import Proc
 from steward.zookeeper.managed import ManagedEnsemble
 
 log = logging.getLogger(__name__)

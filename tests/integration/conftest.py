@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from ha_harness import restart_server
 
+from steward.testing.zookeeper import restart_server, start_ensemble
 from steward.zookeeper.managed import ManagedEnsemble
-from support import free_zookeeper_port
 
 
 @pytest.fixture(scope="module")
@@ -17,8 +16,7 @@ def own_zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ManagedE
 
     The session-wide ``zookeeper`` fixture is shared by every test and must never be stopped.
     """
-    ensemble = ManagedEnsemble(tmp_path_factory.mktemp("own-zookeeper"))
-    ensemble.start(1, free_zookeeper_port(1))
+    ensemble = start_ensemble(tmp_path_factory.mktemp("own-zookeeper"), servers=1)
     try:
         yield ensemble
     finally:

@@ -1,7 +1,8 @@
 """Test harness for the HA services: contenders with their own sessions, a monitor that
 catches two leaders at once, fault injection (session expiry, server restart) and readers.
 
-Import as ``from ha_harness import ...`` from tests in this folder.
+Import as ``from ha_harness import ...`` from tests in this folder; ``restart_server`` is
+the testing kit's (:mod:`steward.testing.zookeeper`), named here for them.
 """
 
 from __future__ import annotations
@@ -13,9 +14,8 @@ from kazoo.client import KazooClient
 
 from steward.ha.election import LeaderElection, Leadership
 from steward.ha.session import ConnectionState, Session
+from steward.testing.zookeeper import restart_server as restart_server  # noqa: PLC0414 (re-export)
 from steward.wire.records import LeaderInfo
-from steward.zookeeper.layout import port_is_free
-from steward.zookeeper.managed import ManagedEnsemble
 from support import wait_until
 
 SESSION_TIMEOUT = 4.0
@@ -32,14 +32,6 @@ def expire_session(session: Session) -> None:
     twin.start(timeout=10)
     twin.stop()
     twin.close()
-
-
-def restart_server(ensemble: ManagedEnsemble, server_id: int) -> None:
-    """Start a stopped server again and wait until it serves."""
-    # A killed JVM can hold its client port for a moment after it has been reaped.
-    port = ensemble.client_ports[server_id]
-    wait_until(lambda: port_is_free(port), 10, message=f"port {port} released")
-    ensemble.start_server(server_id)
 
 
 def restart_tolerant(quorum: str, copies: int = 4) -> str:

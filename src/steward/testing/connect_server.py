@@ -28,18 +28,20 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from steward.testing.ports import free_port
 from steward.testing.spark import (
     LOOPBACK,
     SparkProcess,
-    free_port,
     http_json,
     spark_env,
     spark_home,
     spawn,
-    wait_for,
 )
+from steward.testing.waiting import wait_until
 
 log = logging.getLogger(__name__)
+
+_POLL = 0.1
 
 CONNECT_SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 
@@ -84,7 +86,9 @@ class ConnectServer:
         self.process = spawn(
             "connect-server", self.command(), self.workdir, spark_env(self.workdir)
         )
-        wait_for(self._accepts_session, timeout, "the Spark Connect server accepted a session")
+        wait_until(
+            self._accepts_session, timeout, "the Spark Connect server accepted a session", _POLL
+        )
         log.info("spark connect server ready url=%s ui=%s", self.url, self.ui_url)
         return self
 

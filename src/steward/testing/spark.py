@@ -1,8 +1,8 @@
 """Spark processes for tests and benchmarks, started from the installed pyspark package.
 
 What :mod:`steward.testing.standalone` (a standalone Master and Worker) and
-:mod:`steward.testing.connect_server` (a Spark Connect server) share: where Spark is, free
-loopback ports, the environment (an empty ``SPARK_CONF_DIR`` of the caller's, so no
+:mod:`steward.testing.connect_server` (a Spark Connect server) share: where Spark is,
+the environment (an empty ``SPARK_CONF_DIR`` of the caller's, so no
 ``spark-defaults.conf`` from elsewhere leaks in), and :class:`SparkProcess`: one JVM in its own
 process group, its output in ``<workdir>/logs/<name>.log``, SIGKILLed as a group at the end.
 The daemons are launched as an operator would, with ``<pyspark>/bin/spark-class`` and
@@ -16,20 +16,19 @@ import json
 import logging
 import os
 import signal
-import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
+
+from steward.testing.spawning import spawn_logged
 
 log = logging.getLogger(__name__)
 
-T = TypeVar("T")
 LOOPBACK = "127.0.0.1"
 _KILL_WAIT = 10.0
 
@@ -47,14 +46,6 @@ def spark_version() -> str:
     return str(pyspark.__version__)
 
 
-def free_port() -> int:
-    """A TCP port on loopback that was free a moment ago (the kernel's choice)."""
-    with socket.socket() as sock:
-        sock.bind((LOOPBACK, 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 def http_json(url: str, timeout: float = 2.0) -> Any:
     """The JSON at ``url``, or None if nothing answers with 200 (dead or still starting)."""
     try:
@@ -62,20 +53,6 @@ def http_json(url: str, timeout: float = 2.0) -> Any:
             return json.loads(response.read())
     except (OSError, ValueError, urllib.error.URLError):
         return None
-
-
-def wait_for(
-    predicate: Callable[[], T | None], timeout: float, what: str, interval: float = 0.1
-) -> T:
-    """Poll ``predicate`` until it returns something truthy; ``TimeoutError`` after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            raise TimeoutError(f"{what}: not within {timeout:g}s (last value {value!r})")
-        time.sleep(interval)
 
 
 # ---------------------------------------------------------------------------------- processes
@@ -135,17 +112,7 @@ def spark_env(
 def spawn(name: str, argv: list[str], workdir: Path, env: Mapping[str, str]) -> SparkProcess:
     """Start ``argv`` in its own process group, output appended to ``workdir/logs/<name>.log``."""
     path = workdir / "logs" / f"{name}.log"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("ab") as out:
-        popen = subprocess.Popen(
-            argv,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-            cwd=workdir,
-            env=dict(env),
-        )
+    popen = spawn_logged(argv, path, cwd=workdir, env=env)
     log.info("spark process started name=%s pid=%d log=%s", name, popen.pid, path)
     return SparkProcess(name, popen, path)
 

@@ -23,19 +23,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from steward.testing.ports import free_port
 from steward.testing.spark import (
     LOOPBACK,
     SparkProcess,
-    free_port,
     http_json,
     master_command,
     spark_env,
     spawn,
-    wait_for,
     worker_command,
 )
+from steward.testing.waiting import wait_until
 
 log = logging.getLogger(__name__)
+
+_POLL = 0.1
 
 
 @dataclass(frozen=True)
@@ -131,7 +133,9 @@ class StandaloneCluster:
             work_dir=self.workdir / "worker",
         )
         self.processes.append(spawn("worker", argv, self.workdir, env))
-        wait_for(self._worker_alive, timeout, "the Spark worker registered with the master")
+        wait_until(
+            self._worker_alive, timeout, "the Spark worker registered with the master", _POLL
+        )
         log.info("spark standalone ready master=%s webui=%s", self.master_url, self.webui_url)
         return self
 
@@ -166,7 +170,7 @@ class StandaloneCluster:
             apps = state.active if active else state.apps()
             return next((app for app in apps if app.name == name), None)
 
-        return wait_for(find, timeout, f"application {name} on the master")
+        return wait_until(find, timeout, f"application {name} on the master", _POLL)
 
     def check_alive(self) -> None:
         for process in self.processes:

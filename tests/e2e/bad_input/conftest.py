@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from e2e.processes import ProcessCluster
+from steward.testing.processes import ProcessCluster
 from support import wait_until
 
 CANCEL_GRACE = "2s"

@@ -14,7 +14,7 @@ import httpx
 import psutil
 import pytest
 
-from e2e.processes import ProcessCluster
+from steward.testing.processes import ProcessCluster
 from steward.wire.jobs import NoRestart
 from support import wait_until
 

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from e2e.bad_input.conftest import assert_clear_error, run_cli
-from e2e.processes import ProcessCluster
+from steward.testing.processes import ProcessCluster
 from steward.wire.states import JobState
 from support import wait_until
 

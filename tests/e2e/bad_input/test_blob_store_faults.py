@@ -18,8 +18,8 @@ import pytest
 from kazoo.client import KazooClient
 
 from e2e.bad_input.conftest import assert_clear_error, run_cli, start_cluster
-from e2e.processes import ProcessCluster
 from steward.ha.layout import Layout
+from steward.testing.processes import ProcessCluster
 from steward.wire.states import JobState
 from support import ZK_TEST_ROOT, wait_until
 

@@ -15,8 +15,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from e2e.processes import Proc, ProcessCluster
 from e2e.ticking import read_truth, write_pipeline
+from steward.testing.processes import Proc, ProcessCluster
 from steward.wire.states import JobState
 from support import wait_until
 

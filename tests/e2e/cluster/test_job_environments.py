@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from e2e.processes import ProcessCluster
+from steward.testing.processes import ProcessCluster
 from tiny_wheel import build_wheel
 
 pytestmark = [pytest.mark.zookeeper, pytest.mark.spark]

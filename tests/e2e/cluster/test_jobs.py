@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from e2e.processes import ProcessCluster
 from e2e.ticking import read_truth, write_pipeline
+from steward.testing.processes import ProcessCluster
 from steward.wire.jobs import FixedDelayRestart, NoRestart
 from steward.wire.states import JobState
 from support import wait_until

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from e2e.processes import ProcessCluster
 from e2e.wordcounts import SAMPLE, count_words
 from steward.errors import JobNotFoundError, JobRejectedError
+from steward.testing.processes import ProcessCluster
 from steward.wire.jobs import NoRestart
 
 pytestmark = pytest.mark.zookeeper

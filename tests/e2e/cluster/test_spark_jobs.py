@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from e2e.processes import ProcessCluster
 from e2e.wordcounts import (
     SAMPLE,
     count_words,
@@ -15,6 +14,7 @@ from e2e.wordcounts import (
     read_json_counts,
     split_into_files,
 )
+from steward.testing.processes import ProcessCluster
 from steward.wire.jobs import JobKind
 from support import wait_until
 

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from e2e.processes import Proc, ProcessCluster
 from e2e.ticking import TICKING, read_truth
 from steward.client import Client
+from steward.testing.processes import Proc, ProcessCluster
 from steward.wire.jobs import FixedDelayRestart
 from steward.wire.states import AttemptState, JobState
 from support import wait_until

@@ -1,5 +1,6 @@
-"""Fixtures of the incident tests: a process cluster on the standalone or the 3-server
-ZooKeeper, a kazoo view of its namespace, and the ground-truth log of its pipelines."""
+"""Fixtures of the incident tests: a process cluster on the 3-server ZooKeeper (the one on the
+standalone server is ``process_cluster``, tests/e2e/conftest.py), a kazoo view of its
+namespace, and the ground-truth log of its pipelines."""
 
 from __future__ import annotations
 
@@ -10,18 +11,8 @@ import pytest
 
 from e2e.incidents.truth import GroundTruth
 from e2e.incidents.zkview import ZkView
-from e2e.processes import ProcessCluster
+from steward.testing.processes import ProcessCluster
 from support import ZK_TEST_ROOT
-
-
-@pytest.fixture
-def cluster(tmp_path: Path, zk_quorum: str, cluster_id: str) -> Iterator[ProcessCluster]:
-    """A process cluster (no processes yet) on the session's standalone ZooKeeper."""
-    processes = ProcessCluster(tmp_path, zk_quorum, cluster_id)
-    try:
-        yield processes
-    finally:
-        processes.stop()
 
 
 @pytest.fixture

@@ -7,9 +7,9 @@ import contextlib
 import httpx
 
 from e2e.incidents.truth import PIPELINE, GroundTruth
-from e2e.processes import Proc, ProcessCluster
 from steward.client import Client
 from steward.errors import StewardError
+from steward.testing.processes import Proc, ProcessCluster
 from steward.wire.jobs import FixedDelayRestart
 from steward.wire.rest import JobView
 from steward.wire.states import JobState

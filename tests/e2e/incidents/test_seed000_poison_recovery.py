@@ -20,7 +20,7 @@ import pytest
 from e2e.incidents import kit
 from e2e.incidents.truth import GroundTruth, pid_gone
 from e2e.incidents.zkview import ZkView
-from e2e.processes import ProcessCluster
+from steward.testing.processes import ProcessCluster
 from steward.wire.states import JobState
 from support import wait_until
 
@@ -63,16 +63,16 @@ def _poison(poison: str, tmp_path: Path, zk_view: ZkView) -> None:
 )
 def test_unrecoverable_job_fails_alone_and_cluster_restarts(
     poison: str,
-    cluster: ProcessCluster,
+    process_cluster: ProcessCluster,
     zk_view: ZkView,
     truth: GroundTruth,
     tmp_path: Path,
 ) -> None:
     # Given: 2 JobManagers, 2 TaskManagers (2 slots each), three healthy long-running jobs
     # and one that will not survive recovery.
-    leader = kit.start(cluster, jobmanagers=2, taskmanagers=2)
+    leader = kit.start(process_cluster, jobmanagers=2, taskmanagers=2)
     output = tmp_path / "output.txt"
-    with cluster.client(timeout=60) as client:
+    with process_cluster.client(timeout=60) as client:
         for job_id in GOOD:
             kit.submit(client, truth, job_id)
         if poison == "initialize-raises":
@@ -91,12 +91,12 @@ def test_unrecoverable_job_fails_alone_and_cluster_restarts(
 
         # When: the leader is SIGKILLed.
         leader.signal(signal.SIGKILL)
-        new_leader = cluster.wait_ready(taskmanagers=2, timeout=DEADLINE)
+        new_leader = process_cluster.wait_ready(taskmanagers=2, timeout=DEADLINE)
         assert new_leader.id != leader.id
         assert zk_view.epoch() > epoch_before
 
         # Then: only the poisoned job is FAILED, with a cause that names the problem.
-        kit.wait_state(cluster, client, BAD, JobState.FAILED, DEADLINE)
+        kit.wait_state(process_cluster, client, BAD, JobState.FAILED, DEADLINE)
         result = client.result(BAD)
         assert result.state.value == "FAILED"
         assert result.error is not None
@@ -116,16 +116,16 @@ def test_unrecoverable_job_fails_alone_and_cluster_restarts(
             (run,) = truth.runs(BAD)
             wait_until(lambda: pid_gone(run.pid), DEADLINE, message="poisoned attempt stopped")
             wait_until(lambda: zk_view.lease(BAD) is None, DEADLINE, message="lease freed")
-        cluster.check_alive()
+        process_cluster.check_alive()
 
     # When: the whole cluster is stopped and started again (new processes, same namespace
     # and storage).
-    cluster.stop()
-    cluster.forget_stopped()
-    kit.start(cluster, jobmanagers=2, taskmanagers=2, tag="r")
+    process_cluster.stop()
+    process_cluster.forget_stopped()
+    kit.start(process_cluster, jobmanagers=2, taskmanagers=2, tag="r")
 
     # Then: it comes up, the poisoned job stays FAILED, the others run again.
-    with cluster.client(timeout=60) as client:
+    with process_cluster.client(timeout=60) as client:
         # Their attempts ended with their TaskManagers: each is started again, once.
         def restarted() -> bool:
             return all(
@@ -139,4 +139,4 @@ def test_unrecoverable_job_fails_alone_and_cluster_restarts(
         assert not truth.starts(BAD) or len(truth.starts(BAD)) == 1
         for job_id in GOOD:
             truth.assert_no_overlap(job_id)
-        cluster.check_alive()
+        process_cluster.check_alive()

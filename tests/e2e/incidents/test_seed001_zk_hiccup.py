@@ -20,7 +20,7 @@ import pytest
 from e2e.incidents import kit
 from e2e.incidents.truth import GroundTruth
 from e2e.incidents.zkview import ZkView
-from e2e.processes import Proc, ProcessCluster
+from steward.testing.processes import Proc, ProcessCluster
 from steward.wire.states import JobState
 from steward.zookeeper.managed import ManagedEnsemble
 from support import wait_until

@@ -23,8 +23,8 @@ import pytest
 from e2e.incidents import kit
 from e2e.incidents.truth import GroundTruth
 from e2e.incidents.zkview import ZkView
-from e2e.processes import Proc, ProcessCluster
 from steward.errors import StewardError
+from steward.testing.processes import Proc, ProcessCluster
 from support import wait_until
 
 pytestmark = pytest.mark.zookeeper
@@ -72,27 +72,27 @@ INTERLEAVINGS: dict[str, Callable[[Proc, Path, ZkView], None]] = {
 )
 def test_job_finishing_during_failover_keeps_result_and_no_pointer(
     interleaving: str,
-    cluster: ProcessCluster,
+    process_cluster: ProcessCluster,
     zk_view: ZkView,
     truth: GroundTruth,
     tmp_path: Path,
 ) -> None:
     # Given: a running job that finishes as soon as the marker file exists.
-    leader = kit.start(cluster, jobmanagers=2, taskmanagers=1)
+    leader = kit.start(process_cluster, jobmanagers=2, taskmanagers=1)
     marker = tmp_path / "finish-now"
-    with cluster.client(timeout=60) as client:
+    with process_cluster.client(timeout=60) as client:
         kit.submit(client, truth, JOB, "--finish-on", str(marker), "--interval", "0.02")
         kit.wait_running(client, truth, [JOB], DEADLINE)
         assert zk_view.pointer(JOB)
 
         # When: it finishes around the moment the leader goes.
         INTERLEAVINGS[interleaving](leader, marker, zk_view)
-        new_leader = cluster.wait_ready(taskmanagers=1, timeout=DEADLINE)
+        new_leader = process_cluster.wait_ready(taskmanagers=1, timeout=DEADLINE)
         assert new_leader.id != leader.id
 
         # Then: its result is kept and its HA data is gone, the pointer first of all.
         def clean() -> bool:
-            cluster.check_alive()
+            process_cluster.check_alive()
             with contextlib.suppress(StewardError, httpx.HTTPError):
                 return client.result(JOB).cleanup == "CLEAN"
             return False
@@ -106,11 +106,11 @@ def test_job_finishing_during_failover_keeps_result_and_no_pointer(
         assert zk_view.lease(JOB) is None
         assert zk_view.status(JOB) is None
     # Nothing brings it back: another failover (to a fresh JobManager) recovers nothing of it.
-    cluster.start_jobmanager("jm-3")
+    process_cluster.start_jobmanager("jm-3")
     new_leader.signal(signal.SIGKILL)
-    cluster.wait_ready(taskmanagers=1, timeout=DEADLINE)
-    with cluster.client(timeout=60) as client:
+    process_cluster.wait_ready(taskmanagers=1, timeout=DEADLINE)
+    with process_cluster.client(timeout=60) as client:
         assert client.result(JOB).state.value == "FINISHED"
         assert len(truth.starts(JOB)) == 1, truth.runs(JOB)
         assert not zk_view.pointer(JOB)
-        cluster.check_alive()
+        process_cluster.check_alive()

@@ -20,9 +20,9 @@ import pytest
 from e2e.incidents import kit
 from e2e.incidents.truth import GroundTruth
 from e2e.incidents.zkview import ZkView
-from e2e.processes import Proc, ProcessCluster
 from steward.client import Client
 from steward.errors import StewardError
+from steward.testing.processes import Proc, ProcessCluster
 from steward.wire.states import JobState
 from support import wait_until
 
@@ -49,12 +49,12 @@ def _pester(zombie: Proc, seconds: float) -> None:
 
 
 def test_frozen_leader_cannot_write_after_a_standby_took_over(
-    cluster: ProcessCluster, zk_view: ZkView, truth: GroundTruth
+    process_cluster: ProcessCluster, zk_view: ZkView, truth: GroundTruth
 ) -> None:
     # Given: a leader, a standby, a TaskManager, and a running job.
-    zombie = kit.start(cluster, jobmanagers=2, taskmanagers=1)
-    standby = next(p for p in cluster.jobmanagers() if p.id != zombie.id)
-    with Client([p.address for p in cluster.jobmanagers()], timeout=60) as client:
+    zombie = kit.start(process_cluster, jobmanagers=2, taskmanagers=1)
+    standby = next(p for p in process_cluster.jobmanagers() if p.id != zombie.id)
+    with Client([p.address for p in process_cluster.jobmanagers()], timeout=60) as client:
         kit.submit(client, truth, CANCELLED)
         kit.wait_running(client, truth, [CANCELLED], DEADLINE)
     old_epoch = zk_view.epoch()
@@ -110,4 +110,4 @@ def test_frozen_leader_cannot_write_after_a_standby_took_over(
         kit.wait_running(client, truth, [SURVIVOR], DEADLINE)
         assert client.job(SURVIVOR).attempt_count == 1
     truth.assert_started_once(SURVIVOR)
-    cluster.check_alive()
+    process_cluster.check_alive()

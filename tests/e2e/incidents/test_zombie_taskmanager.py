@@ -19,7 +19,7 @@ import pytest
 from e2e.incidents import kit
 from e2e.incidents.truth import GroundTruth, pid_gone
 from e2e.incidents.zkview import ZkView
-from e2e.processes import ProcessCluster
+from steward.testing.processes import ProcessCluster
 from steward.wire.states import AttemptState, JobState
 from support import wait_until
 
@@ -30,16 +30,16 @@ DEADLINE = 60.0
 
 
 def test_frozen_taskmanager_attempt_dies_before_its_replacement_starts(
-    cluster: ProcessCluster, zk_view: ZkView, truth: GroundTruth
+    process_cluster: ProcessCluster, zk_view: ZkView, truth: GroundTruth
 ) -> None:
     # Given: a leader, two TaskManagers, a job running on one of them.
-    kit.start(cluster, jobmanagers=1, taskmanagers=2)
-    with cluster.client(timeout=60) as client:
+    kit.start(process_cluster, jobmanagers=1, taskmanagers=2)
+    with process_cluster.client(timeout=60) as client:
         kit.submit(client, truth, JOB)
         kit.wait_running(client, truth, [JOB], DEADLINE)
         lease = zk_view.lease(JOB)
         assert lease is not None
-        frozen = next(p for p in cluster.procs if p.id == lease["taskmanager"])
+        frozen = next(p for p in process_cluster.procs if p.id == lease["taskmanager"])
         first = truth.assert_started_once(JOB)
         assert first.pid != frozen.pid
 
@@ -52,7 +52,7 @@ def test_frozen_taskmanager_attempt_dies_before_its_replacement_starts(
         wait_until(lambda: truth.death_of(first.pid) is not None, 5, message="death seen")
         runs = truth.assert_no_overlap(JOB)
         assert runs[1].pid != first.pid
-        kit.wait_state(cluster, client, JOB, JobState.RUNNING, DEADLINE)
+        kit.wait_state(process_cluster, client, JOB, JobState.RUNNING, DEADLINE)
         replacement = client.job(JOB).attempts[-1]
         assert replacement.taskmanager != frozen.id and replacement.number == 2
 
@@ -62,7 +62,7 @@ def test_frozen_taskmanager_attempt_dies_before_its_replacement_starts(
 
         # Then: it registers again, and it neither restarts nor reports the old attempt.
         def back() -> bool:
-            cluster.check_alive()
+            process_cluster.check_alive()
             return any(tm.id == frozen.id for tm in client.cluster().taskmanagers)
 
         wait_until(back, DEADLINE, interval=0.1, message="TaskManager re-registered")
@@ -80,4 +80,4 @@ def test_frozen_taskmanager_attempt_dies_before_its_replacement_starts(
         assert (zk_view.lease(JOB) or {}).get("attempt") == 2
         assert pid_gone(first.pid)
     assert len(truth.starts(JOB)) == 2, truth.runs(JOB)
-    cluster.check_alive()
+    process_cluster.check_alive()

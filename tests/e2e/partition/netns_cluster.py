@@ -19,9 +19,9 @@ from typing import Any, TypeVar
 import httpx
 
 from e2e.partition.network import Network, Observer
-from e2e.processes import Proc, ProcessCluster
 from steward.client import Client
 from steward.supervisor.detached import spawn, terminate
+from steward.testing.processes import Proc, ProcessCluster
 from steward.zookeeper.fourletter import four_letter_word
 from steward.zookeeper.install import locate_install
 from steward.zookeeper.layout import SERVER_SETTINGS
@@ -97,27 +97,23 @@ class NetnsCluster(ProcessCluster):
 
     def start_jobmanager(self, jm_id: str) -> Proc:
         address = self.network.add(jm_id)
-        argv = self._argv(
-            "-v",
+        argv = self.command(
             "jobmanager",
-            "--id",
             jm_id,
-            **{
+            {
                 "jobmanager.port": str(JM_PORT),
                 "jobmanager.bind-host": "0.0.0.0",
                 "jobmanager.advertised-address": f"http://{address}:{JM_PORT}",
             },
         )
-        proc = self._spawn("jobmanager", jm_id, [*self.network.exec_prefix(jm_id), *argv])
+        proc = self.spawn("jobmanager", jm_id, [*self.network.exec_prefix(jm_id), *argv])
         proc.address = f"http://{address}:{JM_PORT}"
         return proc
 
     def start_taskmanager(self, tm_id: str, slots: int = 2) -> Proc:
         self.network.add(tm_id)
-        argv = self._argv(
-            "-v", "taskmanager", "--id", tm_id, **{"taskmanager.numberOfTaskSlots": str(slots)}
-        )
-        return self._spawn("taskmanager", tm_id, [*self.network.exec_prefix(tm_id), *argv])
+        argv = self.command("taskmanager", tm_id, {"taskmanager.numberOfTaskSlots": str(slots)})
+        return self.spawn("taskmanager", tm_id, [*self.network.exec_prefix(tm_id), *argv])
 
     # Every query of the base class opens sockets: run it on the private network.
 

@@ -1,5 +1,6 @@
-"""Fixtures of the real-Spark-cluster tests: a Steward cluster of processes, a standalone Spark
-Master and Worker, a Spark Connect server (all from :mod:`steward.testing`)."""
+"""Fixtures of the real-Spark-cluster tests: a standalone Spark Master and Worker and a Spark
+Connect server (both from :mod:`steward.testing`); the Steward cluster of processes is
+``process_cluster`` (tests/e2e/conftest.py)."""
 
 from __future__ import annotations
 
@@ -8,18 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from e2e.processes import ProcessCluster
 from steward.testing.connect_server import ConnectServer, connect_server
 from steward.testing.standalone import StandaloneCluster, standalone_cluster
-
-
-@pytest.fixture
-def process_cluster(tmp_path: Path, zk_quorum: str, cluster_id: str) -> Iterator[ProcessCluster]:
-    cluster = ProcessCluster(tmp_path, zk_quorum, cluster_id)
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
 
 
 @pytest.fixture

@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 from pipelines import EXPECTED_SUM, LONG, write
 
-from e2e.processes import ProcessCluster
 from steward.testing.connect_server import ConnectServer, job_time, jobs_of_session
+from steward.testing.processes import ProcessCluster
 from steward.wire.jobs import FixedDelayRestart
 from support import wait_until
 

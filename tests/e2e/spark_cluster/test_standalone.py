@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from pipelines import EXPECTED_SUM, LONG, SCRIPT, SUM, write
 
-from e2e.processes import ProcessCluster
+from steward.testing.processes import ProcessCluster
 from steward.testing.standalone import MasterState, SparkApp, StandaloneCluster
 from steward.wire.jobs import FixedDelayRestart
 from support import wait_until

@@ -1,0 +1,27 @@
+"""Starting a child process the way every kit starts its servers: in a process group of its own
+(so it can be signalled and killed as a group), stdin closed, stdout and stderr appended to
+one log file (its folder made if need be)."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+
+
+def spawn_logged(
+    argv: list[str], log: Path, *, cwd: Path, env: Mapping[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    """Start ``argv`` in ``cwd`` in its own process group, its output appended to ``log``;
+    ``env`` replaces the environment if given."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            argv,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            cwd=cwd,
+            env=None if env is None else dict(env),
+        )
