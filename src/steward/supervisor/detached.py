@@ -1,8 +1,9 @@
-"""Starting ZooKeeper JVMs detached, and signalling only the processes we started.
+"""Processes started detached (the managed ZooKeeper's JVMs, a local cluster's JobManagers and
+TaskManagers), and signalling only the ones we started.
 
 A pid alone is not an identity: after a reboot or a long run the pid in a state file may
 belong to anything. A recorded process counts as ours only if its pid, its start time and a
-marker in its command line (the path of its own zoo.cfg) all still match.
+marker in its command line (a path of its own, such as its zoo.cfg) all still match.
 """
 
 from __future__ import annotations
