@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import KazooException, NoNodeError
+from kazoo.exceptions import NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
 from steward.errors import CorruptStateError, ZooKeeperUnavailableError
-from steward.ha.fencing import translate
+from steward.ha.kazoo_errors import KAZOO_ERRORS, translate
 from steward.ha.layout import Layout
 from steward.wire.records import ContenderInfo, LeaderInfo
 
@@ -77,7 +77,7 @@ def _get(client: KazooClient, path: str) -> bytes | None:
         data, _stat = client.get(path)
     except NoNodeError:
         return None
-    except (KazooException, KazooTimeoutError) as exc:
+    except KAZOO_ERRORS as exc:
         raise translate(exc, path) from exc
     return bytes(data or b"")
 
@@ -87,7 +87,7 @@ def _children(client: KazooClient, path: str) -> list[str]:
         return sorted(client.get_children(path))
     except NoNodeError:
         return []
-    except (KazooException, KazooTimeoutError) as exc:
+    except KAZOO_ERRORS as exc:
         raise translate(exc, path) from exc
 
 

@@ -21,44 +21,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import (
-    BadVersionError,
-    ConnectionClosedError,
-    ConnectionLoss,
-    KazooException,
-    RolledBackError,
-    SessionExpiredError,
-)
-from kazoo.exceptions import NodeExistsError as KazooNodeExists
-from kazoo.exceptions import NoNodeError as KazooNoNode
-from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.exceptions import RolledBackError
 from kazoo.protocol.states import KazooState
 
-from steward.errors import (
-    ConcurrentModificationError,
-    CoordinationError,
-    FencedError,
-    NodeExistsError,
-    NoNodeError,
-    ZooKeeperUnavailableError,
-)
+from steward.errors import FencedError, ZooKeeperUnavailableError
+from steward.ha.kazoo_errors import KAZOO_ERRORS, translate
 
 log = logging.getLogger(__name__)
-
-
-def translate(exc: BaseException, path: str) -> Exception:
-    """Map a kazoo exception about ``path`` to Steward's exception tree."""
-    if isinstance(exc, KazooNodeExists):
-        return NodeExistsError(path)
-    if isinstance(exc, KazooNoNode):
-        return NoNodeError(path)
-    if isinstance(exc, BadVersionError):
-        return ConcurrentModificationError(f"znode {path} changed concurrently")
-    if isinstance(exc, ConnectionLoss | ConnectionClosedError | KazooTimeoutError):
-        return ZooKeeperUnavailableError(f"lost the ZooKeeper connection while writing {path}")
-    if isinstance(exc, SessionExpiredError):
-        return ZooKeeperUnavailableError(f"ZooKeeper session expired while writing {path}")
-    return CoordinationError(f"ZooKeeper failed on {path}: {exc!r}")
 
 
 @dataclass(frozen=True)
@@ -78,7 +47,7 @@ class Fence:
         """Whether ``leader/epoch`` is still at this fence's epoch (a read; may be stale)."""
         try:
             _data, stat = self.client.get_async(self.epoch_path).get(timeout=self.timeout)
-        except (KazooException, KazooTimeoutError) as exc:
+        except KAZOO_ERRORS as exc:
             raise translate(exc, self.epoch_path) from exc
         return bool(stat.version == self.epoch)
 
@@ -129,9 +98,7 @@ class FencedTransaction:
             getattr(txn, op)(path, *args)
         try:
             results: list[Any] = txn.commit_async().get(timeout=fence.timeout)
-        except KazooException as exc:
-            raise translate(exc, fence.epoch_path) from exc
-        except KazooTimeoutError as exc:
+        except KAZOO_ERRORS as exc:
             raise translate(exc, fence.epoch_path) from exc
         head = results[0]
         if isinstance(head, Exception) and not isinstance(head, RolledBackError):

@@ -21,13 +21,13 @@ import logging
 import threading
 from typing import Any
 
-from kazoo.exceptions import BadVersionError, KazooException, RolledBackError
+from kazoo.exceptions import BadVersionError, RolledBackError
 from kazoo.exceptions import NodeExistsError as KazooNodeExists
 from kazoo.exceptions import NoNodeError as KazooNoNode
-from kazoo.handlers.threading import KazooTimeoutError
 
 from steward.errors import CorruptStateError, FencedError, NodeExistsError, StewardError, StoreError
-from steward.ha.fencing import Fence, translate
+from steward.ha.fencing import Fence
+from steward.ha.kazoo_errors import KAZOO_ERRORS, translate
 from steward.ha.session import Session
 from steward.store.outcomes import encode
 from steward.store.zk import job_children, read
@@ -194,7 +194,7 @@ class ExecutionLeases:
             self._session.client.delete(path)
         except KazooNoNode:
             return
-        except (KazooException, KazooTimeoutError) as exc:
+        except KAZOO_ERRORS as exc:
             raise translate(exc, path) from exc
         log.info("outcome record dropped job=%s attempt=%d tm=%s", job_id, attempt, self.tm_id)
 
@@ -205,7 +205,7 @@ class ExecutionLeases:
         except (KazooNoNode, BadVersionError):
             log.warning("lease changed while releasing path=%s", path)
             return Released.NOT_OURS
-        except (KazooException, KazooTimeoutError) as exc:
+        except KAZOO_ERRORS as exc:
             raise translate(exc, path) from exc
         return Released.RELEASED
 
@@ -218,7 +218,7 @@ class ExecutionLeases:
         txn.create(record_path, encode(record))
         try:
             results: list[Any] = txn.commit_async().get(timeout=self._session.session_timeout)
-        except (KazooException, KazooTimeoutError) as exc:
+        except KAZOO_ERRORS as exc:
             raise translate(exc, path) from exc
         lease_result, record_result = results
         if isinstance(lease_result, KazooNoNode | BadVersionError):

@@ -11,11 +11,11 @@ import logging
 import threading
 from collections.abc import Callable
 
-from kazoo.exceptions import KazooException, NoNodeError
-from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.exceptions import NoNodeError
 from kazoo.protocol.states import ZnodeStat
 
 from steward.errors import CorruptStateError
+from steward.ha.kazoo_errors import KAZOO_ERRORS, translate
 from steward.ha.session import ConnectionState, Session
 from steward.wire.records import LeaderInfo
 
@@ -42,7 +42,11 @@ class LeaderRetrieval:
 
     def start(self) -> LeaderRetrieval:
         self._session.add_listener(self._on_connection)
-        self._session.client.DataWatch(self._session.layout.leader_info, self._on_data)
+        path = self._session.layout.leader_info
+        try:
+            self._session.client.DataWatch(path, self._on_data)
+        except KAZOO_ERRORS as exc:
+            raise translate(exc, path) from exc
         return self
 
     def stop(self) -> None:
@@ -74,7 +78,7 @@ class LeaderRetrieval:
             data, _stat = self._session.client.get(self._session.layout.leader_info)
         except NoNodeError:
             data = None
-        except (KazooException, KazooTimeoutError) as exc:
+        except KAZOO_ERRORS as exc:
             log.warning("could not re-read leader info after a new session: %r", exc)
             return
         self._report(_decode(data), unless_watch_reported_since=seen)

@@ -1,7 +1,8 @@
 """Small helpers the stores share for reading ZooKeeper through kazoo.
 
 Reads are not fenced (any JobManager may read); they translate kazoo's exceptions into
-Steward's so that nothing raw escapes the store layer.
+Steward's (:func:`~steward.ha.kazoo_errors.translate`) so that nothing raw escapes the store
+layer: a caller catches :class:`~steward.errors.CoordinationError`.
 """
 
 from __future__ import annotations
@@ -10,10 +11,9 @@ import logging
 from typing import Any
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import KazooException, NoNodeError
-from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.exceptions import NoNodeError
 
-from steward.ha.fencing import translate
+from steward.ha.kazoo_errors import KAZOO_ERRORS, translate
 from steward.wire.values import check_job_id
 
 log = logging.getLogger(__name__)
@@ -25,7 +25,7 @@ def read(client: KazooClient, path: str) -> tuple[bytes, Any] | None:
         data, stat = client.get(path)
     except NoNodeError:
         return None
-    except (KazooException, KazooTimeoutError) as exc:
+    except KAZOO_ERRORS as exc:
         raise translate(exc, path) from exc
     return bytes(data or b""), stat
 
@@ -36,7 +36,7 @@ def children(client: KazooClient, path: str) -> list[str]:
         return sorted(client.get_children(path))
     except NoNodeError:
         return []
-    except (KazooException, KazooTimeoutError) as exc:
+    except KAZOO_ERRORS as exc:
         raise translate(exc, path) from exc
 
 

@@ -16,10 +16,8 @@ import logging
 import threading
 import time
 
-from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
-from kazoo.handlers.threading import KazooTimeoutError
-
-from steward.errors import StewardError
+from steward.errors import CoordinationError, NodeExistsError, StewardError
+from steward.ha.membership import MemberNode
 from steward.ha.session import ConnectionState, Session
 from steward.wire.records import TaskManagerInfo
 
@@ -39,6 +37,7 @@ class Registration:
     def __init__(self, session: Session, tm_id: str, info: TaskManagerInfo) -> None:
         self._session = session
         self._path = session.layout.taskmanager(tm_id)
+        self._node = MemberNode(session, self._path)
         self.tm_id = tm_id
         self.info = info
         self._stopped = threading.Event()
@@ -79,15 +78,10 @@ class Registration:
 
     def deregister(self) -> None:
         """Delete the node if this session owns it (a graceful stop)."""
-        client = self._session.client
         try:
-            _data, stat = client.get(self._path)
-            if stat.ephemeralOwner == self._session.session_id:
-                client.delete(self._path, version=stat.version)
+            if self._node.delete_if_ours():
                 log.info("taskmanager deregistered tm=%s", self.tm_id)
-        except NoNodeError:
-            pass
-        except (KazooException, KazooTimeoutError) as exc:
+        except CoordinationError as exc:
             log.warning("could not deregister tm=%s cause=%r", self.tm_id, exc)
 
     # ------------------------------------------------------------------ internals
@@ -130,9 +124,8 @@ class Registration:
     def _try_create(self) -> tuple[bool, int | None]:
         """Create the node: (True, None) once it is ours; else (False, the owning session of
         the node that is there, or None when ZooKeeper failed and the caller should retry)."""
-        client = self._session.client
         try:
-            client.create(self._path, self.info.to_json(), ephemeral=True)
+            self._node.create(self.info.to_json())
             log.info(
                 "taskmanager registered tm=%s address=%s slots=%d",
                 self.tm_id,
@@ -142,18 +135,17 @@ class Registration:
             return True, None
         except NodeExistsError:
             pass
-        except (KazooException, KazooTimeoutError) as exc:
+        except CoordinationError as exc:
             log.warning("registration failed; retrying tm=%s cause=%r", self.tm_id, exc)
             self._stopped.wait(_RETRY_DELAY)
             return False, None
         try:
-            _data, stat = client.get(self._path)
-        except NoNodeError:
-            return False, None  # vanished meanwhile: try again at once
-        except (KazooException, KazooTimeoutError):
+            owner = self._node.owner()
+        except CoordinationError:
             self._stopped.wait(_RETRY_DELAY)
             return False, None
-        owner = int(stat.ephemeralOwner)
+        if owner is None:
+            return False, None  # vanished meanwhile: try again at once
         if owner == self._session.session_id:
             return True, None  # ours already: a create whose reply was lost
         return False, owner
@@ -161,8 +153,8 @@ class Registration:
     def _wait_vanished(self, timeout: float) -> None:
         gone = threading.Event()
         try:
-            if self._session.client.exists(self._path, watch=lambda _event: gone.set()) is None:
+            if not self._node.watch(gone.set):
                 return
-        except (KazooException, KazooTimeoutError):
+        except CoordinationError:
             pass
         gone.wait(timeout)

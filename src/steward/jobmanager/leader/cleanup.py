@@ -12,8 +12,6 @@ import logging
 import queue
 import threading
 
-from kazoo.exceptions import KazooException
-
 from steward.errors import FencedError, StewardError
 from steward.runtime import storage
 
@@ -52,7 +50,7 @@ class Cleanup:
             except FencedError as exc:
                 self._term.fenced(exc)
                 return
-            except (StewardError, KazooException, OSError) as exc:
+            except (StewardError, OSError) as exc:
                 delay = min(30.0, delays.get(job_id, 0.5) * 2)
                 delays[job_id] = delay
                 log.warning("cleanup failed job=%s retry_in=%.1fs error=%r", job_id, delay, exc)

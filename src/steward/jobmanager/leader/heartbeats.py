@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import logging
 
-from kazoo.exceptions import KazooException
-
 from steward.errors import FencedError, StewardError
 from steward.wire.heartbeat import (
     Ack,
@@ -235,7 +233,7 @@ class Heartbeats:
             except FencedError as exc:
                 self._term.fenced(exc)
                 break
-            except (StewardError, KazooException) as exc:
+            except StewardError as exc:
                 log.warning("checkpoint not recorded yet job=%s error=%r", master.job_id, exc)
                 break
             current.checkpoint_acked = reported.seq

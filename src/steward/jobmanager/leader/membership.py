@@ -24,6 +24,7 @@ import logging
 import threading
 
 from steward.errors import StewardError
+from steward.ha.membership import watch_members
 from steward.ha.session import Session
 from steward.store import zk
 from steward.wire.heartbeat import Rejection
@@ -61,7 +62,7 @@ class Membership:
 
     def watch(self) -> None:
         """Follow ``taskmanagers/``: a change wakes the scheduler, which refreshes."""
-        self._session.client.ChildrenWatch(self._session.layout.taskmanagers, self._on_members)
+        watch_members(self._session, self._on_members)
 
     def _on_members(self, _children: list[str]) -> bool:
         if self._term.stopped.is_set():

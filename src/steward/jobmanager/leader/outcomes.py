@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import logging
 
-from kazoo.exceptions import KazooException
-
 from steward.errors import FencedError, StewardError
 from steward.ha.session import Session
 from steward.store.outcomes import AttemptOutcomes as OutcomeStore
@@ -80,7 +78,7 @@ class AttemptOutcomes:
     def _find(self, job_id: str, number: int) -> OutcomeRecord | None:
         try:
             return self._store.find(job_id, number)
-        except (StewardError, KazooException) as exc:
+        except StewardError as exc:
             # The membership was just read, so ZooKeeper rarely fails here; the attempt must be
             # settled now either way (a loss is not noticed twice), so it is counted lost.
             log.warning("outcome record unreadable job=%s attempt=%d: %r", job_id, number, exc)
@@ -93,7 +91,7 @@ class AttemptOutcomes:
             self._store.remove(self._term.fence, job_id, number)
         except FencedError as exc:
             self._term.fenced(exc)
-        except (StewardError, KazooException) as exc:
+        except StewardError as exc:
             log.info("outcome record left for cleanup job=%s attempt=%d: %r", job_id, number, exc)
 
     # ------------------------------------------------------------------ late reports

@@ -13,8 +13,6 @@ from __future__ import annotations
 import contextlib
 import logging
 
-from kazoo.exceptions import KazooException
-
 from steward.errors import FencedError, JobExistsError, StewardError
 from steward.store.results import ResultTooLargeError
 from steward.wire.records import ErrorInfo, JobResultEntry, attempts_to_keep
@@ -61,7 +59,7 @@ class Records:
         except FencedError as exc:
             self._term.fenced(exc)
             return False
-        except (StewardError, KazooException) as exc:
+        except StewardError as exc:
             log.warning("job status not persisted yet job=%s error=%r", master.job_id, exc)
             table.unpersisted.add(master.job_id)
             return False
@@ -84,7 +82,7 @@ class Records:
                 )
             except FencedError:
                 raise
-            except (StewardError, KazooException) as exc:
+            except StewardError as exc:
                 log.warning("recovered job statuses not persisted yet error=%r", exc)
                 table.unpersisted.update(m.job_id for m in masters)
 
@@ -116,7 +114,7 @@ class Records:
         except FencedError as exc:
             self._term.fenced(exc)
             return False
-        except (StewardError, KazooException) as exc:
+        except StewardError as exc:
             log.warning("result not recorded yet job=%s error=%r", job_id, exc)
             self._table.pending_results[job_id] = PendingResult(master, terminal)
             return False

@@ -17,8 +17,6 @@ import contextlib
 import logging
 from concurrent.futures import ThreadPoolExecutor
 
-from kazoo.exceptions import KazooException
-
 from steward.errors import FencedError, JobNotFoundError, StewardError
 from steward.supervisor.artifacts import may_define_initialize
 from steward.wire.records import AttemptRecord, ErrorInfo, ExecutionLease
@@ -109,7 +107,7 @@ class Recovery:
             raise
         except Exception as exc:
             log.exception("recovery of one job failed job=%s", job_id)
-            with contextlib.suppress(FencedError, StewardError, KazooException, ValueError):
+            with contextlib.suppress(FencedError, StewardError, ValueError):
                 error = ErrorInfo(
                     type="steward.RecoveryError",
                     message=f"job {job_id!r} could not be recovered: {exc!r}",

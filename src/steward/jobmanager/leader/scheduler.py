@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 
-from kazoo.exceptions import KazooException
 from pydantic import JsonValue
 
 from steward.errors import FencedError, StewardError
@@ -62,7 +61,7 @@ class Scheduler:
             except FencedError as exc:
                 term.fenced(exc)
                 return
-            except (StewardError, KazooException) as exc:
+            except StewardError as exc:
                 log.warning("scheduling pass failed, retrying error=%r", exc)
             except Exception:
                 log.exception("scheduling pass crashed, retrying")

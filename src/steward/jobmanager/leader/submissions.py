@@ -12,8 +12,6 @@ from __future__ import annotations
 import logging
 import uuid
 
-from kazoo.exceptions import KazooException
-
 from steward.errors import (
     FencedError,
     JobExistsError,
@@ -115,7 +113,7 @@ class Submissions:
             self._recovery.recover_one(job_id, self._stores.leases.all())
         except FencedError as exc:
             self._term.fenced(exc)
-        except (StewardError, KazooException) as exc:  # the next failover recovers it
+        except StewardError as exc:  # the next failover recovers it
             log.warning("could not take up job=%s error=%r", job_id, exc)
 
     def _refuse_taken(self, job_id: str) -> None:

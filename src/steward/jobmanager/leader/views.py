@@ -9,8 +9,6 @@ from __future__ import annotations
 import contextlib
 import logging
 
-from kazoo.exceptions import KazooException
-
 from steward.errors import StewardError
 from steward.wire.rest import CheckpointView, JobView, TaskManagerView
 
@@ -69,6 +67,6 @@ class Views:
                             metadata=cp.metadata,
                         )
                     )
-        except (StewardError, KazooException) as exc:
+        except StewardError as exc:
             log.warning("checkpoints unreadable job=%s error=%r", job_id, exc)
         return views
