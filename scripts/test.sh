@@ -8,4 +8,5 @@ export PATH="$PWD/.venv/bin:$PATH"
 echo "[test] ruff format --check";  ruff format --check -q src tests benchmarks
 echo "[test] ruff check";           ruff check -q src tests benchmarks
 echo "[test] mypy --strict src";    mypy
+echo "[test] lint-imports";         lint-imports --no-cache --no-logo  # layer contracts: pyproject.toml
 echo "[test] pytest";               pytest "$@"
