@@ -1,7 +1,7 @@
 """The clock that safety timeouts are measured on, and how long one wait on it may last.
 
 ``time.monotonic`` (CLOCK_MONOTONIC on Linux) stops while the machine is suspended. A
-timeout that guards safety (the dead-man's switch, the liveness probe; DESIGN rule 4) must
+timeout that guards safety (the dead-man's switch, the liveness probe; rule 4) must
 count that time: ZooKeeper's servers, on other machines, keep counting the session's
 timeout while this host sleeps, so after a long enough suspend the execution leases are gone
 and a replacement may run. :func:`now` reads CLOCK_BOOTTIME, which keeps counting through a

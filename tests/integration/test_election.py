@@ -1,5 +1,5 @@
 """Leader election against a real ZooKeeper: one leader at a time, epochs that only grow,
-fast graceful handover, and the SUSPENDED-tolerance rule (DESIGN rules 1 and 5).
+fast graceful handover, and the SUSPENDED-tolerance rule (rules 1 and 5).
 
 Every test shares a :class:`Monitor` between its contenders: the grant and revoke callbacks
 count holders under one lock, so two contenders holding leadership at once is caught at the
@@ -124,7 +124,7 @@ def test_expired_leader_session_elects_another_contender_with_a_higher_epoch(
         )
     # A leader whose session ZooKeeper expired learns so only when it next reaches ZooKeeper,
     # and a tolerant one keeps leading while merely SUSPENDED: the next leader's grant may come
-    # first. That overlap is what DESIGN rule 5 accepts, because the old epoch is fenced (see
+    # first. That overlap is what rule 5 accepts, because the old epoch is fenced (see
     # test_fencing.py). It must only ever be the expired leader's old term against the new one.
     assert all(sorted(pair) == sorted([first, second]) for pair in sampler.violations)
     assert set(monitor.overlaps) <= {
@@ -377,7 +377,7 @@ def test_tolerant_leader_cut_off_past_its_session_timeout_leads_until_it_hears_l
     second, second_epoch = monitor.wait_for_leader(SESSION_TIMEOUT * 4, other_than=first)
     assert (second, second_epoch) == (standby.name, first_epoch + 1)
     # And the cut-off leader, still SUSPENDED, has not been revoked: it cannot know yet, and
-    # its stale epoch is fenced (DESIGN rule 5)
+    # its stale epoch is fenced (rule 5)
     assert leader.election.is_leader
     assert monitor.revocations == []
     # When server 1 comes back

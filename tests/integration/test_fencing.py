@@ -1,4 +1,4 @@
-"""Fenced writes against a real ZooKeeper (DESIGN rule 2): a deposed leader's transaction is
+"""Fenced writes against a real ZooKeeper (rule 2): a deposed leader's transaction is
 rejected whole and changes nothing, and seed 002's interleaving cannot corrupt the stores."""
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 to is lost (crash, or frozen like a long GC pause). In Flink the leader's connection went
 SUSPENDED, it gave up leadership, the standby was granted and an old job came back to life.
 
-Here the leader tolerates SUSPENDED (DESIGN rule 5): its session moves to another server
+Here the leader tolerates SUSPENDED (rule 5): its session moves to another server
 within the session timeout, it keeps its term and epoch, and no second leader ever appears.
 """
 

@@ -1,4 +1,4 @@
-"""A suspend of the host counts against the safety timeouts (DESIGN rule 4).
+"""A suspend of the host counts against the safety timeouts (rule 4).
 
 A real suspend cannot be made here, so CLOCK_BOOTTIME is made to jump ahead while
 CLOCK_MONOTONIC (and with it every kernel wait) does not: exactly what a host sees when it

@@ -110,7 +110,7 @@ OPTIONS: tuple[Option, ...] = (
         to_bool,
         True,
         "Keep leadership while the connection is SUSPENDED and drop it only when the session is"
-        " LOST. Safe because every leader write is fenced by its epoch (DESIGN rule 5).",
+        " LOST. Safe because every leader write is fenced by its epoch (rule 5).",
     ),
     Option(
         "high-availability.crash-detection",
@@ -142,7 +142,7 @@ OPTIONS: tuple[Option, ...] = (
         to_duration,
         None,
         "A TaskManager whose ZooKeeper connection has been suspended this long kills its"
-        " attempts (DESIGN rule 4). Must be shorter than the session timeout, so attempts are"
+        " attempts (rule 4). Must be shorter than the session timeout, so attempts are"
         " dead before the session expires and the leader may start a replacement. Default:"
         f" {int(FENCE_AFTER_SHARE * 100)}% of the session timeout.",
         _positive,
@@ -152,7 +152,7 @@ OPTIONS: tuple[Option, ...] = (
         to_duration,
         None,
         "A runner whose TaskManager has written nothing to its stdin for this long kills itself"
-        " and its Spark JVM (DESIGN rule 4). At most taskmanager.fence-after. Default: the"
+        " and its Spark JVM (rule 4). At most taskmanager.fence-after. Default: the"
         " fence-after (a share of the session timeout), so a frozen TaskManager's attempts are"
         " dead before its leases expire.",
         _positive,
@@ -249,7 +249,7 @@ OPTIONS: tuple[Option, ...] = (
         to_duration,
         "1s",
         "After an attempt's TaskManager is gone (its lease with it), how long the leader waits"
-        " before it starts a replacement (DESIGN rule 4).",
+        " before it starts a replacement (rule 4).",
         lambda v: None if v >= 0 else "must not be negative",
     ),
     Option(

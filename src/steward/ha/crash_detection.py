@@ -9,7 +9,7 @@ election moves on to the next contender without waiting for the session to expir
 Why a wrong guess is harmless (only liveness rides on this signal, never safety):
 
 - The latch decides nothing by itself: a contender is granted only by bumping ``leader/epoch``
-  (DESIGN rule 1), and every write of a leader is fenced by its epoch (rule 2). A leader that
+  (rule 1), and every write of a leader is fenced by its epoch (rule 2). A leader that
   was alive after all loses its term at the new grant: its writes fail, its election sees its
   latch gone and it queues again as a standby.
 - Only a refused connection counts. A frozen (SIGSTOPped) leader's kernel still completes the

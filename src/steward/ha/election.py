@@ -1,4 +1,4 @@
-"""Leader election with epochs (DESIGN rules 1, 2 and 5).
+"""Leader election with epochs (rules 1, 2 and 5).
 
 Each contender creates an ephemeral-sequential ``leader/latch/latch-<seq>`` node; the lowest
 sequence leads. Every other contender watches only its predecessor, so a release wakes one

@@ -1,4 +1,4 @@
-"""Fenced writes (DESIGN rule 2): every ZooKeeper write a leader makes is one multi-op that
+"""Fenced writes (rule 2): every ZooKeeper write a leader makes is one multi-op that
 first checks that the epoch it was granted is still the current one.
 
 The epoch is the version of the ``leader/epoch`` znode: each grant of leadership bumps it by

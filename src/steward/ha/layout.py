@@ -1,6 +1,6 @@
 """Where everything lives in ZooKeeper: the one place that spells out the znode layout.
 
-See DESIGN.md ("ZooKeeper layout") and docs/architecture.md. All paths are absolute and
+See docs/architecture.md ("ZooKeeper layout"). All paths are absolute and
 under ``<high-availability.zookeeper.root>/<cluster-id>``.
 """
 

@@ -1,4 +1,4 @@
-"""Execution leases (DESIGN rule 3): the ephemeral ``executions/<job-id>`` znodes.
+"""Execution leases (rule 3): the ephemeral ``executions/<job-id>`` znodes.
 
 A TaskManager may start an attempt only after it created the job's lease, in one multi-op that
 first checks the epoch of the leader that asked (the same ``check(leader/epoch, version=epoch)``

@@ -6,7 +6,7 @@ reset and kazoo notices only after its read timeout (2/3 of the session timeout)
 counted from then would end after the session has expired on the servers, and a new leader
 could already be starting replacements (or running initialize hooks) while we still run ours.
 
-This module closes that gap (DESIGN rule 4; docs/architecture.md, "Timing chain"): a thread
+This module closes that gap (rule 4; docs/architecture.md, "Timing chain"): a thread
 makes a cheap round trip (``exists(<cluster root>)``) every ``fence_after / 4`` and calls
 ``on_fence`` as soon as ``fence_after`` seconds have passed since the *start* of the last
 round trip that succeeded. The server answered after that instant, so the session was alive

@@ -4,7 +4,7 @@ Created when leadership is granted, stopped when it is revoked. It builds the te
 around one job table (its stores, settings and clock passed in), starts the term's threads and
 answers for the term to the REST API and the JobManager process:
 
-- ``leader/recovery.py``: recovery on grant (DESIGN rules 6-8), a step that fills the job table
+- ``leader/recovery.py``: recovery on grant (rules 6-8), a step that fills the job table
   before the scheduler starts and the term answers writes;
 - ``leader/submissions.py``: submissions and cancels; ``leader/initialization.py``: the
   initialize hook round, in a child process;

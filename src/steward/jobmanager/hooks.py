@@ -1,6 +1,6 @@
 """Running jobs' ``initialize(ctx)`` hooks: in child processes of the leader, never inside it.
 
-DESIGN rule 6: user code never runs inside a JobManager. The hook of a job runs in a runner
+rule 6: user code never runs inside a JobManager. The hook of a job runs in a runner
 process (mode INITIALIZE) with a timeout, on a bounded pool of threads so that a leader
 recovering many jobs runs a few hooks at a time. A pipeline whose sources cannot define an
 ``initialize`` function skips the child process entirely (recovering 1,000 jobs must not

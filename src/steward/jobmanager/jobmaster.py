@@ -9,16 +9,16 @@ Rules it owns:
 
 - an attempt that fails or is lost spends one restart of the job's strategy; one that is
   rejected (no slot, the lease still held by a previous attempt, a stale epoch) spends none,
-  and the job waits in SCHEDULED with the reason shown (DESIGN rule 9);
+  and the job waits in SCHEDULED with the reason shown (rule 9);
 - a replacement for a lost attempt is never due before ``replacement_grace`` has passed
-  (DESIGN rule 4: the old lease is gone, plus a grace period);
+  (rule 4: the old lease is gone, plus a grace period);
 - an attempt that failed with a permanent error (``ErrorInfo.permanent``: the code does not
   parse, its entrypoint is missing, its environment cannot be built) fails the job at once:
   no restart could end otherwise, so none is spent waiting for it;
 - a cancel ends the job CANCELED, unless the attempt already finished: then it is FINISHED;
 - a late outcome (:meth:`JobMaster.late_outcome`) of an attempt counted LOST: a FINISHED one
   wins, because an attempt that finished on its own did so before self-fencing could kill it,
-  so while it held its lease, before any replacement could start (DESIGN rule 4). With no
+  so while it held its lease, before any replacement could start (rule 4). With no
   attempt in flight the job finishes at once; with a replacement in flight, the replacement
   is cancelled and the job finishes with the late value once the replacement is gone,
   whatever the replacement's own end. A late FAILED outcome only corrects the attempt's cause.
@@ -238,7 +238,7 @@ class JobMaster:
         return deployment
 
     def adopt(self, taskmanager: str, number: int, lease_epoch: int, epoch: int) -> Deployment:
-        """A new leader found this attempt's lease: it keeps running (DESIGN rule 8)."""
+        """A new leader found this attempt's lease: it keeps running (rule 8)."""
         existing = self.attempt(number)
         if existing is None:
             existing = AttemptRecord(

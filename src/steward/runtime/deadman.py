@@ -4,7 +4,7 @@ Owns fd 0 of the runner: :func:`read_launch_line` takes the launch document off 
 :func:`detach_stdin` moves the pipe out of the pipeline's reach, and :class:`DeadmanSwitch`
 watches it from a daemon thread. When the parent stops writing (EOF, or silence for
 ``timeout`` seconds) the switch SIGKILLs every process of the attempt, then the runner, so an
-attempt can never outlive a dead or frozen TaskManager by more than ``timeout`` (DESIGN rule 4).
+attempt can never outlive a dead or frozen TaskManager by more than ``timeout`` (rule 4).
 The timeout is measured on :mod:`steward.clock`, which counts a suspend of the host as the
 ZooKeeper servers do, and a heartbeat that arrives after it has run out is too late.
 

@@ -4,7 +4,7 @@ The job graph goes to a blob; a small :class:`JobGraphPointer` goes to ``jobgrap
 The invariant (seed 002): **the pointer exists if and only if a new leader must recover the
 job.** To keep it under concurrency:
 
-- add, replace and remove are fenced (DESIGN rule 2), so a deposed leader cannot remove what
+- add, replace and remove are fenced (rule 2), so a deposed leader cannot remove what
   the new leader added, nor re-add what it removed;
 - a blob is written before its pointer and deleted after it, and blobs are never overwritten
   (each write gets a fresh key), so no reader follows a pointer to a deleted or half blob;

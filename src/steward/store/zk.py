@@ -44,7 +44,7 @@ def job_children(client: KazooClient, path: str) -> list[str]:
     """Child names of ``path`` that are valid job ids; a stray znode is logged and skipped.
 
     A node someone created by hand (or a future version's helper node) must never stop a
-    leader from recovering every real job (DESIGN rule 6).
+    leader from recovering every real job (rule 6).
     """
     names = []
     for name in children(client, path):

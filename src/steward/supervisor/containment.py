@@ -2,7 +2,7 @@
 
 An attempt is more than its runner's process group: PySpark's worker daemon calls
 ``os.setpgid(0, 0)``, so Python workers leave the group, and user code may start processes in a
-session of their own (``start_new_session``, a double fork with ``setsid``). DESIGN rule 3 needs
+session of their own (``start_new_session``, a double fork with ``setsid``). rule 3 needs
 *every* process of the attempt seen and killed before the lease goes. Two kernel features do
 it, each behind one function here so the rest of Steward stays portable:
 

@@ -15,7 +15,7 @@ is also *contained* (:mod:`steward.supervisor.containment`):
   that is all there is, and with one it covers a child other than the runner that forked
   before the TaskManager moved it in.
 
-"The attempt is gone" (DESIGN rule 3) means no live process of the attempt is left, not merely
+"The attempt is gone" (rule 3) means no live process of the attempt is left, not merely
 that the runner exited: a Spark JVM or a Python worker that outlives its runner still holds the
 job's resources and must keep the lease alive. Once the runner has exited, whatever is left of
 the attempt serves no one and is SIGKILLed (:meth:`ProcessGroup.alive`), so the lease is not
@@ -101,7 +101,7 @@ class ProcessGroup:
         """Start ``argv`` in a new process group and a cgroup of its own (where there are
         cgroups); stdout and stderr go to ``log_path``.
 
-        ``stdin`` is a pipe by default: the runner's dead-man's switch (DESIGN rule 4) is the
+        ``stdin`` is a pipe by default: the runner's dead-man's switch (rule 4) is the
         end of that pipe when this process dies. With ``log_max_size`` the log keeps at most
         that many bytes (:mod:`steward.supervisor.logcap`). Raises :class:`SpawnError`.
         """

@@ -24,9 +24,9 @@ runner would have been spawned.
 
 ``spawn`` and ``begin`` are separate so a TaskManager can spawn inside
 :meth:`steward.taskmanager.executions.Executions.start_with`, after the execution lease is
-taken (DESIGN rule 3); :meth:`RunnerProcess.start` does both for callers without a lease.
+taken (rule 3); :meth:`RunnerProcess.start` does both for callers without a lease.
 :func:`run_to_completion` runs one runner to its end with a deadline (the leader's way of
-running a job's ``initialize`` hook outside its own process, DESIGN rule 6).
+running a job's ``initialize`` hook outside its own process, rule 6).
 """
 
 from __future__ import annotations

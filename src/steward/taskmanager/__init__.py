@@ -5,8 +5,8 @@ The safety core (rules 3 and 4 of docs/architecture.md), with the execution leas
 
 - ``executions.py``: the attempts this TaskManager runs, and their clean-up;
 - ``self_fencing.py``: killing every attempt when the ZooKeeper session is suspended too long;
-- ``liveness.py``: the same when no ZooKeeper round trip has worked for too long (a frozen
-  server or a cut network, which kazoo notices late).
+- the liveness probe (:mod:`steward.ha.liveness`): the same when no ZooKeeper round trip has
+  worked for too long (a frozen server or a cut network, which kazoo notices late).
 
 The process around it (``steward taskmanager``):
 

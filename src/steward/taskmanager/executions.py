@@ -1,6 +1,6 @@
 """The attempts one TaskManager runs: each an :class:`Execution` (lease + process group).
 
-This module owns the order that makes DESIGN rule 3 hold on a TaskManager:
+This module owns the order that makes rule 3 hold on a TaskManager:
 
 - start: acquire the lease first, then spawn; if spawning fails, release the lease again;
 - end: a monitor thread reports the exit through ``on_exit`` once the attempt's *whole*

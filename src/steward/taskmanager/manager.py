@@ -8,10 +8,10 @@ This module wires the TaskManager's parts together and owns its reactions:
 - a heartbeat reply: ignore it if its epoch is older than the newest seen; apply its acks;
   carry out its commands. A start command is admitted (or rejected: fenced, stale epoch, no
   slot) at once, then prepared and spawned on a launch worker so heartbeats keep flowing;
-  the lease is taken before the spawn (:meth:`Executions.start_with`, DESIGN rule 3);
+  the lease is taken before the spawn (:meth:`Executions.start_with`, rule 3);
 - runner events and the execution monitor turn into the attempts' reports (progress,
   checkpoints, outcome once the whole group is gone, lease released);
-- self-fencing (DESIGN rule 4): kill every attempt, report each ENDED as
+- self-fencing (rule 4): kill every attempt, report each ENDED as
   ``steward.SelfFenced``, refuse starts until a ZooKeeper round trip works again;
 - a graceful stop: stop heartbeating, cancel then kill the attempts, wait for their groups and
   leases to go, deregister, close the session;
@@ -23,7 +23,7 @@ This module wires the TaskManager's parts together and owns its reactions:
   removed after ``taskmanager.workdir.retention`` (:mod:`steward.taskmanager.workdir_cleaner`).
 
 A new leader changes nothing for running attempts: they are reported to it, and its reply
-(with a newer epoch) adopts them (DESIGN rule 8).
+(with a newer epoch) adopts them (rule 8).
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ from steward.errors import (
     StewardError,
 )
 from steward.ha.leases import ExecutionLeases, LeaseHeldError
+from steward.ha.liveness import LivenessProbe
 from steward.ha.retrieval import LeaderRetrieval
 from steward.ha.session import ConnectionState, Session
 from steward.runtime.warm import files_cold_reason
@@ -55,7 +56,6 @@ from steward.taskmanager.attempts import Attempt, Attempts
 from steward.taskmanager.executions import Executions
 from steward.taskmanager.heartbeater import Heartbeater
 from steward.taskmanager.launcher import Launch, Launcher
-from steward.taskmanager.liveness import LivenessProbe
 from steward.taskmanager.registration import Registration
 from steward.taskmanager.self_fencing import SelfFencing
 from steward.taskmanager.spares import SparePool
@@ -172,7 +172,7 @@ class TaskManager:
             raise
         self.registration.start()
         self.executions.start_monitor()
-        # After registering: an earlier run's runners are dead or dying by now (DESIGN rule 4),
+        # After registering: an earlier run's runners are dead or dying by now (rule 4),
         # and a folder a process still uses is left alone anyway.
         self.cleaner.start()
         if self.spares is not None:

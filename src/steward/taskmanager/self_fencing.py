@@ -1,4 +1,4 @@
-"""Self-fencing (DESIGN rule 4): a TaskManager cut off from ZooKeeper kills its attempts.
+"""Self-fencing (rule 4): a TaskManager cut off from ZooKeeper kills its attempts.
 
 While the connection is SUSPENDED the session, and with it every execution lease, may still
 exist or may already have expired on the servers; the TaskManager cannot tell. Once the

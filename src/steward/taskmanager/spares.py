@@ -7,9 +7,9 @@ slots) started with ``--prewarm`` (see "Warm runners" in :mod:`steward.wire.runn
 
 - A spare is not an attempt: it holds no slot and no lease, runs no user code and writes
   nothing but its log. Its dead-man's switch is armed from the start, so it dies with the
-  TaskManager exactly like an attempt (DESIGN rule 4).
+  TaskManager exactly like an attempt (rule 4).
 - :meth:`SparePool.take` is called by the TaskManager *after* the attempt's lease is taken,
-  where a cold runner would be spawned (DESIGN rule 3 unchanged): it hands out a ready spare
+  where a cold runner would be spawned (rule 3 unchanged): it hands out a ready spare
   if the job can use one (:func:`steward.runtime.warm.cold_reason`), else None (cold runner).
   Each spare serves one attempt, then dies with it: attempts stay isolated processes. Its
   replacement starts :data:`REPLACE_DELAY` later, not to compete with the attempt's start.

@@ -20,7 +20,7 @@ Epochs
     whose epoch is older than the newest it has seen (a deposed leader), and adopts a newer one
     (that is how a new leader's adoption reaches it: the attempts keep running). A start command
     is fenced once more where it matters: the execution lease is created in a transaction that
-    checks that epoch in ZooKeeper (DESIGN rule 3).
+    checks that epoch in ZooKeeper (rule 3).
 """
 
 from __future__ import annotations

@@ -109,7 +109,7 @@ class Dependency(Value):
 
 
 class JobSpec(Value):
-    """What a user submits besides the artifact. See DESIGN.md, section Jobs."""
+    """What a user submits besides the artifact. See docs/architecture.md."""
 
     job_id: str
     name: str = Field(default="", max_length=256)

@@ -117,7 +117,7 @@ class CompletedCheckpoint(Payload):
 
 
 class ExecutionLease(Payload):
-    """``executions/<job-id>``: the one attempt of a job allowed to run (DESIGN rule 3)."""
+    """``executions/<job-id>``: the one attempt of a job allowed to run (rule 3)."""
 
     kind_name: ClassVar[str] = "execution lease"
     taskmanager: str

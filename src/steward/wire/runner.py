@@ -79,7 +79,7 @@ Cancelling
     parent SIGKILLs the process group after a grace period. Send SIGTERM to the pid only:
     sent to the group it would also stop the Spark JVM under the pipeline's feet.
 
-The parent may delete the execution lease (DESIGN rule 3) only once the whole process group
+The parent may delete the execution lease (rule 3) only once the whole process group
 is gone: the runner kills what is left of its group before it exits normally, but a killed
 process may take a moment to go, and a process that called ``setsid`` itself is outside the
 group (the dead-man's switch kills it while it is still the runner's descendant).

@@ -117,7 +117,7 @@ def test_bad_pipeline_fails_alone(process_cluster: ProcessCluster, tmp_path: Pat
 def test_leader_sigkill_running_attempt_is_adopted(
     process_cluster: ProcessCluster, tmp_path: Path
 ) -> None:
-    """DESIGN rule 8: the new leader adopts the running attempt; it is not restarted."""
+    """rule 8: the new leader adopts the running attempt; it is not restarted."""
     process_cluster.start_jobmanager("jm-1")
     process_cluster.start_jobmanager("jm-2")
     process_cluster.start_taskmanager("tm-1")

@@ -2,7 +2,7 @@
 
 In Flink, a job whose recovery threw (its InitializeOnMaster hook refused an existing
 output) made every JobManager exit in turn, and a restart of the cluster failed the same way
-until the job graph store was destroyed. Steward recovers each job on its own (DESIGN rule 6):
+until the job graph store was destroyed. Steward recovers each job on its own (rule 6):
 the poisoned job becomes FAILED with its cause, every other job is adopted where it runs, no
 process exits, and a full restart of the cluster comes up.
 

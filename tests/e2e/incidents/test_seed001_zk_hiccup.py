@@ -3,7 +3,7 @@
 In Flink, one ZooKeeper server of three lost its connections; the leading JobManager saw its
 connection SUSPENDED, gave up leadership, and during the confused failover an old, finished
 job was resurrected beside the real one. Steward's leader tolerates SUSPENDED (its writes are
-fenced, DESIGN rules 2 and 5): it reconnects to another server within its session and keeps
+fenced, rules 2 and 5): it reconnects to another server within its session and keeps
 leading with the same epoch; no job is restarted, no finished job comes back, and no two
 attempts of a job ever overlap.
 

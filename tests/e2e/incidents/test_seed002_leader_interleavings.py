@@ -4,7 +4,7 @@ The invariant of the job graph store: **a pointer (``jobgraphs/<id>``) exists if
 leader must recover the job**. Around a failover the old and the new leader may both act on
 one job; Steward keeps the invariant by writing the result (DIRTY) before any cleanup, by
 fencing every write with the leader's epoch, and by never starting a job that has a result
-(DESIGN rules 2 and 7). Each interleaving below finishes the job at a different moment of
+(rules 2 and 7). Each interleaving below finishes the job at a different moment of
 the failover; whatever the order, after things settle the job has its result (CLEAN), no
 pointer, no lease, no status record, it ran exactly once, and its value is the one its only
 attempt returned.

@@ -2,7 +2,7 @@
 
 While it sleeps a standby takes over with a higher epoch and the cluster moves on (a job is
 cancelled, another submitted). When the old leader wakes it still believes it leads, and it
-is asked to act at once (a cancel and submissions sent straight to it). DESIGN rule 2: every
+is asked to act at once (a cancel and submissions sent straight to it). rule 2: every
 leader write is a transaction that checks ``leader/epoch``'s version, so none of its writes
 lands: the epoch, ``leader/info``, every status record and every pointer stay the new
 leader's. It steps down, rejoins as a standby, and can lead again later.

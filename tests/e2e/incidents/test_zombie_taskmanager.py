@@ -2,7 +2,7 @@
 
 A frozen TaskManager can neither kill its attempt nor tell anyone it is alive; its lease
 (``executions/<job>``) goes with its session and the leader starts a replacement elsewhere.
-DESIGN rule 4 keeps the two attempts apart in time: the runner's dead-man's switch (a pipe
+rule 4 keeps the two attempts apart in time: the runner's dead-man's switch (a pipe
 the TaskManager writes to) kills the runner once the TaskManager goes quiet, before the
 session (and lease) can expire, and the leader waits a grace period after the lease is gone.
 The runner is in its own process group, so SIGSTOP of the TaskManager does not stop it: it

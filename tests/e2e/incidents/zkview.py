@@ -45,7 +45,7 @@ class ZkView:
         return self._client.exists(path) is not None
 
     def epoch(self) -> int:
-        """The current leader epoch (``leader/epoch``, DESIGN rule 1)."""
+        """The current leader epoch (``leader/epoch``, rule 1)."""
         found = self.read(self.layout.leader_epoch)
         assert found is not None, "no leader/epoch znode"
         return int(found[0])

@@ -4,7 +4,7 @@ The test registers ``taskmanagers/<id>`` itself and posts :class:`Heartbeat` doc
 real leader: start commands carry the leader's epoch; a finished attempt's outcome is
 acknowledged once recorded and the job is cleaned up; a failure is restarted by the job's
 strategy; a TaskManager that leaves loses its attempt, which is redeployed elsewhere after the
-replacement grace; a new leader adopts an attempt whose lease it finds (DESIGN rule 8).
+replacement grace; a new leader adopts an attempt whose lease it finds (rule 8).
 """
 
 from __future__ import annotations
@@ -582,7 +582,7 @@ def test_an_attempt_that_never_left_the_leader_spends_no_restart(
     before it collected the start command never ran the attempt, yet the attempt is counted
     as a failure: with restart_strategy none the job is FAILED without ever having run. The
     leader knows (Deployment.collected_at is None); it should be handled like a rejection
-    (DESIGN rule 9: waiting must not spend restarts) and the job rescheduled."""
+    (rule 9: waiting must not spend restarts) and the job rescheduled."""
     leader = cluster.start_leader("jm-1")
     tm = PretendTaskManager(cluster, "tm-1").register()
     cluster.submitted(leader, "job-never-ran", restart_strategy={"kind": "none"})

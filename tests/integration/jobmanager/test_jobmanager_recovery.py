@@ -1,4 +1,4 @@
-"""Failover and recovery of in-process JobManagers on a real ZooKeeper (DESIGN rules 6 and 7).
+"""Failover and recovery of in-process JobManagers on a real ZooKeeper (rules 6 and 7).
 
 A graceful stop hands leadership over at once; the new leader recovers every job from its
 job graph and status record, each on its own: a job whose graph is missing or corrupt, or

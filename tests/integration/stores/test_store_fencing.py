@@ -1,4 +1,4 @@
-"""Fencing through the stores (DESIGN rule 2; seeds 001 and 002).
+"""Fencing through the stores (rule 2; seeds 001 and 002).
 
 A deposed leader whose session is still alive keeps calling the stores. Every one of its
 writes must fail with FencedError and leave ZooKeeper and the blob storage exactly as they

@@ -1,4 +1,4 @@
-"""Every process of an attempt is gone before its lease is released (DESIGN rule 3), even one
+"""Every process of an attempt is gone before its lease is released (rule 3), even one
 that left the runner's process group and session.
 
 The pipeline (tests/escapers.py) starts ``sleep 1000`` through a double fork with ``setsid``,

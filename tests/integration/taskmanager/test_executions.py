@@ -1,5 +1,5 @@
 """Executions: the lease is taken before the attempt starts and given back only once the
-attempt's whole process group, grandchildren included, is gone (DESIGN rule 3)."""
+attempt's whole process group, grandchildren included, is gone (rule 3)."""
 
 from __future__ import annotations
 

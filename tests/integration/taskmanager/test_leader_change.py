@@ -1,4 +1,4 @@
-"""A TaskManager follows a new leader without touching its running attempts (DESIGN rule 8).
+"""A TaskManager follows a new leader without touching its running attempts (rule 8).
 
 Given an attempt started by one scripted leader, when that leader steps down and another is
 granted a newer epoch, then the attempt keeps running and is reported to the new leader

@@ -1,4 +1,4 @@
-"""Execution leases (DESIGN rule 3): at most one attempt of a job holds the lease, only a
+"""Execution leases (rule 3): at most one attempt of a job holds the lease, only a
 current leader's epoch can grant it, and it vanishes with its TaskManager's session."""
 
 from __future__ import annotations

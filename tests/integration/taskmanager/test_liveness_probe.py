@@ -1,4 +1,4 @@
-"""Self-fencing on a frozen ZooKeeper (DESIGN rule 4): the liveness probe notices the silence.
+"""Self-fencing on a frozen ZooKeeper (rule 4): the liveness probe notices the silence.
 
 A frozen server (SIGSTOP) resets no connection, so kazoo reports SUSPENDED only after about
 2/3 of the session timeout; counting fence-after from then would be too late. Given a

@@ -1,4 +1,4 @@
-"""Self-fencing (DESIGN rule 4): a TaskManager cut off from ZooKeeper for longer than
+"""Self-fencing (rule 4): a TaskManager cut off from ZooKeeper for longer than
 ``fence-after`` kills its attempts well before its session could expire; a shorter outage
 costs nothing.
 

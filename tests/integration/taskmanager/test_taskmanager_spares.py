@@ -5,7 +5,7 @@ spark_conf a live session can take runs in the spare's process (the pid the spar
 the start command) and gets a working SparkSession with the job's SQL conf; the spare is
 replaced by a new one; a job with a start-up-only conf gets a cold runner while the spare
 waits on; a cancelled attempt on a spare is gone with its JVM; and a SIGKILLed TaskManager
-process takes its spare and the spare's JVM with it (dead-man's switch, DESIGN rule 4).
+process takes its spare and the spare's JVM with it (dead-man's switch, rule 4).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Cleanup of terminated jobs (DESIGN rule 7): their HA data goes, then the result is CLEAN.
+"""Cleanup of terminated jobs (rule 7): their HA data goes, then the result is CLEAN.
 
 A job is queued once its result is DIRTY (or, at recovery, when a DIRTY result or a leftover
 job graph is found). One thread per term removes, in order, the status record, the job graph

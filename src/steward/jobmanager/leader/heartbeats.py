@@ -1,7 +1,7 @@
 """TaskManagers' heartbeats: their attempts' reports in, acknowledgements and commands out.
 
-Every report about an attempt is handled here: a rejection (not run: no restart spent, DESIGN
-rule 9), progress and the Spark application, numbered checkpoints (acknowledged once in the
+Every report about an attempt is handled here: a rejection (not run: no restart spent, rule 9),
+progress and the Spark application, numbered checkpoints (acknowledged once in the
 CompletedCheckpointStore), and the outcome (acknowledged once the status record or the result
 holds it, so a report survives a failover). A report about an attempt this job is not waiting
 for (an old one, or one of a terminated or unknown job) is a stray: it is told to stop. A start

@@ -1,4 +1,4 @@
-"""The initialize hook round a job goes through before it is scheduled (DESIGN rule 6).
+"""The initialize hook round a job goes through before it is scheduled (rule 6).
 
 A job's ``initialize(ctx)`` runs in a child process (:class:`~..hooks.HookRunner`), never in
 the JobManager, at submission and again at recovery; its outcome comes back on the hook

@@ -1,7 +1,7 @@
 """Which TaskManagers are members, and what the leader decides when one, or an attempt, is lost.
 
 Membership is the ``taskmanagers/`` children in ZooKeeper: a TaskManager is alive exactly as
-long as its session, which also owns its execution leases (DESIGN rule 3). A watch wakes the
+long as its session, which also owns its execution leases (rule 3). A watch wakes the
 scheduler when they change; the scheduling pass then re-reads them. Loss lives here too:
 
 - a TaskManager that left: its attempts are LOST (a restart is spent, and the replacement waits

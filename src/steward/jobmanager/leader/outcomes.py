@@ -13,7 +13,7 @@ Two ways an attempt's outcome could be lost, and what this module does about eac
 
 A late FINISHED is accepted only because it is safe: an attempt that finished on its own
 ended before self-fencing could kill it (``fence-after`` < session timeout), so while it held
-its lease, and a replacement starts only after the lease is gone plus a grace (DESIGN rule 4):
+its lease, and a replacement starts only after the lease is gone plus a grace (rule 4):
 the two never overlapped, and the first result is genuine. A FAILED outcome the TaskManager
 made up after killing an attempt (self-fencing) only corrects the attempt's cause.
 

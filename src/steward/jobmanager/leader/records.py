@@ -1,7 +1,7 @@
 """What the leader writes about a job: its status record, and its result when it ends.
 
-Every transition of a job is persisted to ``jobs/<job-id>/status`` through the fence (DESIGN
-rule 2), so standbys can answer reads and the next leader continues where this one stopped. A
+Every transition of a job is persisted to ``jobs/<job-id>/status`` through the fence (rule 2),
+so standbys can answer reads and the next leader continues where this one stopped. A
 globally terminal job gets its result entry created DIRTY first and is only then handed to
 cleanup (rule 7); the first result recorded for a job stands. What ZooKeeper refuses is kept
 (``unpersisted``, ``pending_results``) and written again on the next scheduling pass. Called

@@ -1,4 +1,4 @@
-"""Recovery on grant (DESIGN rules 6-8): the step that fills the job table before scheduling.
+"""Recovery on grant (rules 6-8): the step that fills the job table before scheduling.
 
 In order: every DIRTY result, and every job graph whose job already has a result, is queued for
 cleanup; the execution leases are read once; every other job graph is recovered on its own, on

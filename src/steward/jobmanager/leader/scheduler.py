@@ -4,7 +4,7 @@ A pass runs every ``TICK`` or as soon as something wakes it (a submission, an ou
 change). Each pass, under the job table's lock: write again what ZooKeeper refused before, give
 up attempts whose awaited report never came, then deploy every job that wants a slot, oldest
 submission first. A job that finds no free slot waits in SCHEDULED with the reason shown; it
-spends no restart (DESIGN rule 9). A deployment is persisted before its start command is
+spends no restart (rule 9). A deployment is persisted before its start command is
 queued, and the command carries the term's epoch, which the TaskManager's lease checks (rule 3).
 """
 

@@ -1,7 +1,7 @@
 """The HA stores one term writes through its fence, built once and passed to every part.
 
 Also where a job's own storage directory is named (:func:`checkpoint_dir`): the scheduler hands
-it to attempts, the initialize hook gets it, cleanup removes it (DESIGN rule 7).
+it to attempts, the initialize hook gets it, cleanup removes it (rule 7).
 """
 
 from __future__ import annotations

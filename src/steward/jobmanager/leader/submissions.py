@@ -2,7 +2,7 @@
 
 A submission stores the job's graph through the fence (outside the lock: the blob can be
 large); the pointer's create fails for a second submission of the same id, so no two can both
-succeed, and an id that already has a result is refused with that result (DESIGN rule 7). A
+succeed, and an id that already has a result is refused with that result (rule 7). A
 cancel is answered only once ZooKeeper holds it (the status record or the result), so the next
 leader cannot lose it. Both answer NotReadyError while the term recovers or after it ended.
 """

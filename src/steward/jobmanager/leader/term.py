@@ -1,6 +1,6 @@
 """One term of leadership: what every part of the leader shares, and how the term ends.
 
-A :class:`Term` carries the epoch and the fence of the grant (DESIGN rules 1-2), the settings,
+A :class:`Term` carries the epoch and the fence of the grant (rules 1-2), the settings,
 the clock, and the term's events: ``ready`` once recovery is done, ``stopped`` once the term
 is over, ``wakeup`` to run a scheduling pass now. A part that meets a :class:`FencedError`
 calls :meth:`Term.fenced`: the term stops and the JobManager steps down. Stopping never
