@@ -1,7 +1,7 @@
 """Attempts' outcome records, ``jobs/<job-id>/outcome-<attempt>`` (see :class:`OutcomeRecord`).
 
 A TaskManager creates one in the multi-op that deletes an ended attempt's lease
-(:mod:`steward.ha.leases`); the leader reads one before it counts an attempt LOST,
+(:mod:`steward.store.leases`); the leader reads one before it counts an attempt LOST,
 and removes it (fenced) once the outcome is in the job's status or result. The job's cleanup
 removes whatever is left with the job's node (:meth:`CompletedCheckpointStore.remove_all`).
 

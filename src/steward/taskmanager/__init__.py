@@ -1,7 +1,7 @@
 """The TaskManager: runs job attempts as process groups, each behind an execution lease.
 
 The safety core (rules 3 and 4 of docs/architecture.md), with the execution leases of
-:mod:`steward.ha.leases` and the process groups of :mod:`steward.supervisor.process_group`:
+:mod:`steward.store.leases` and the process groups of :mod:`steward.supervisor.process_group`:
 
 - ``executions.py``: the attempts this TaskManager runs, and their clean-up;
 - ``self_fencing.py``: killing every attempt when the ZooKeeper session is suspended too long;

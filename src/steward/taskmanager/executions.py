@@ -26,7 +26,7 @@ from steward.errors import (
     StewardError,
     StoreError,
 )
-from steward.ha.leases import ExecutionLeases, LeaseHeldError, Released
+from steward.store.leases import ExecutionLeases, LeaseHeldError, Released
 from steward.supervisor.process_group import ProcessGroup
 from steward.wire.records import ExecutionLease
 from steward.wire.runner import FinalEvent

@@ -44,12 +44,12 @@ from steward.errors import (
     FencedError,
     StewardError,
 )
-from steward.ha.leases import ExecutionLeases, LeaseHeldError
 from steward.ha.liveness import LivenessProbe
 from steward.ha.retrieval import LeaderRetrieval
 from steward.ha.session import ConnectionState, Session
 from steward.runtime.warm import files_cold_reason
 from steward.store.blob import BlobStore
+from steward.store.leases import ExecutionLeases, LeaseHeldError
 from steward.supervisor.process_group import ProcessGroup, SpawnError
 from steward.supervisor.runner_process import RunnerProcess
 from steward.taskmanager.attempts import Attempt, Attempts

@@ -23,9 +23,9 @@ from scripted_leader import ScriptedLeader
 from steward import config
 from steward.config import Configuration
 from steward.ha.election import LeaderElection, Leadership
-from steward.ha.leases import ExecutionLeases
 from steward.ha.session import Session
 from steward.store.blob import BlobStore
+from steward.store.leases import ExecutionLeases
 from steward.supervisor.process_group import ProcessGroup
 from steward.taskmanager.manager import TaskManager
 from support import ZK_TEST_ROOT, wait_until

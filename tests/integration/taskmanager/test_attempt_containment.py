@@ -25,9 +25,9 @@ from scripted_leader import ScriptedLeader, start_command
 
 from escapers import ESCAPER, alive, escaped_from, kill_sleepers
 from steward.config import Configuration
-from steward.ha.leases import ExecutionLeases
 from steward.ha.session import Session
 from steward.store.blob import BlobStore
+from steward.store.leases import ExecutionLeases
 from steward.supervisor import containment
 from steward.taskmanager.manager import TaskManager
 from steward.wire.heartbeat import CancelAttempt

@@ -16,8 +16,8 @@ import pytest
 from scripted_leader import ScriptedLeader, start_command
 
 from escapers import alive, kill_sleepers
-from steward.ha.leases import ExecutionLeases
 from steward.store.blob import BlobStore
+from steward.store.leases import ExecutionLeases
 from steward.taskmanager.manager import TaskManager
 from steward.wire.heartbeat import AttemptReport, CancelAttempt
 from steward.wire.runner import FailedEvent, FinishedEvent

@@ -13,7 +13,7 @@ import pytest
 
 from steward.errors import FencedError
 from steward.ha.election import Leadership
-from steward.ha.leases import ExecutionLeases, LeaseHeldError
+from steward.store.leases import ExecutionLeases, LeaseHeldError
 from steward.supervisor.process_group import SpawnError
 from steward.taskmanager.executions import Executions
 from support import wait_until

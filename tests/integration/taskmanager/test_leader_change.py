@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from scripted_leader import ScriptedLeader, start_command
 
-from steward.ha.leases import ExecutionLeases
 from steward.store.blob import BlobStore
+from steward.store.leases import ExecutionLeases
 from steward.taskmanager.manager import TaskManager
 from steward.wire.heartbeat import CancelAttempt, HeartbeatReply
 from steward.wire.runner import FinishedEvent

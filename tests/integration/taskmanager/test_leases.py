@@ -9,8 +9,8 @@ import pytest
 
 from steward.errors import FencedError
 from steward.ha.election import LeaderElection, Leadership
-from steward.ha.leases import ExecutionLeases, LeaseHeldError
 from steward.ha.session import Session
+from steward.store.leases import ExecutionLeases, LeaseHeldError
 from steward.wire.records import ExecutionLease
 from support import wait_until
 

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from steward.ha.election import Leadership
-from steward.ha.leases import ExecutionLeases, Released
 from steward.ha.session import Session
 from steward.store.blob import BlobStore
 from steward.store.checkpoints import CompletedCheckpointStore, ensure_job_node
+from steward.store.leases import ExecutionLeases, Released
 from steward.store.outcomes import MAX_RECORD_BYTES, TOO_LARGE_ERROR, AttemptOutcomes
 from steward.wire.records import ErrorInfo
 from steward.wire.runner import FailedEvent, FinishedEvent

@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from steward.ha.election import Leadership
-from steward.ha.leases import ExecutionLeases
 from steward.ha.session import ConnectionState, Session
+from steward.store.leases import ExecutionLeases
 from steward.taskmanager.executions import Executions
 from steward.taskmanager.self_fencing import SelfFencing
 from steward.zookeeper.managed import ManagedEnsemble

@@ -18,9 +18,9 @@ from ha_harness import expire_session
 from scripted_leader import ScriptedLeader, start_command
 
 from steward.config import Configuration
-from steward.ha.leases import ExecutionLeases
 from steward.ha.session import Session
 from steward.store.blob import BlobStore
+from steward.store.leases import ExecutionLeases
 from steward.taskmanager.manager import SELF_FENCED_ERROR, TaskManager
 from steward.wire.heartbeat import CancelAttempt, Rejection
 from steward.wire.records import TaskManagerInfo

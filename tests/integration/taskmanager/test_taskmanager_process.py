@@ -22,9 +22,9 @@ import pytest
 from scripted_leader import ScriptedLeader, start_command
 
 from steward.config import Configuration
-from steward.ha.leases import ExecutionLeases
 from steward.ha.session import Session
 from steward.store.blob import BlobStore
+from steward.store.leases import ExecutionLeases
 from support import wait_until
 
 pytestmark = pytest.mark.zookeeper

@@ -9,12 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from steward.config import Configuration
-from steward.ha.leases import ExecutionLeases
 from steward.ha.session import Session
 from steward.runtime import storage
 from steward.store.blob import BlobStore
 from steward.store.checkpoints import CheckpointIDCounter, CompletedCheckpointStore
 from steward.store.job_graphs import JobGraphStore
+from steward.store.leases import ExecutionLeases
 from steward.store.results import JobResultStore
 from steward.store.statuses import JobStatusStore
 
