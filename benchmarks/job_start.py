@@ -48,6 +48,7 @@ from _common import (
     wait_until,
 )
 from steward.client import Client
+from steward.ha.acl import DIGEST_FILE_KEY, create_digest_file
 
 GOAL_WARM = 1.5
 MASTER = "local[*]"
@@ -95,7 +96,10 @@ class Cluster:
             "taskmanager.workdir": str(self.workdir / "work"),
             "heartbeat.interval": "200ms",
             "spark.master": MASTER,
+            # The cluster's ZooKeeper credential, as `steward cluster start` gives its own.
+            DIGEST_FILE_KEY: str(self.workdir / "zookeeper.digest"),
         }
+        create_digest_file(self.workdir / "zookeeper.digest")
         self.procs: list[subprocess.Popen[bytes]] = []
         self.address = ""
 

@@ -38,6 +38,7 @@ from _common import (
     temp_zookeeper,
     wait_until,
 )
+from steward.ha.acl import ZooKeeperAccess
 from steward.ha.election import LeaderElection
 from steward.ha.fencing import Fence
 from steward.ha.session import Session
@@ -61,10 +62,11 @@ def artifact() -> Artifact:
     )
 
 
-def persist_jobs(quorum: str, root: str, storage: str, jobs: int) -> float:
-    """Write ``jobs`` job graphs and status records as a leader; returns the seconds taken."""
+def persist_jobs(quorum: str, root: str, storage: str, jobs: int, access: ZooKeeperAccess) -> float:
+    """Write ``jobs`` job graphs and status records as a leader, with the cluster's ZooKeeper
+    ``access`` (its ACLs, as the cluster's own leader would); returns the seconds taken."""
     shared = artifact()
-    with Session(quorum, root, name="bench-writer") as session:
+    with Session(quorum, root, name="bench-writer", access=access) as session:
         election = LeaderElection(session, "bench-writer", "benchmark").start()
         leadership = wait_until(lambda: election.leadership, 30.0, "leadership")
         fence: Fence = leadership.fence
@@ -90,7 +92,13 @@ def measure(zookeeper: TempZooKeeper, jobs: int, deadline: float) -> Json:
     cluster_id = f"recovery-{jobs}"
     with bench_cluster(zookeeper.workdir, zookeeper.connect_string, cluster_id, 10.0) as cluster:
         storage = cluster.settings["high-availability.storage-dir"]
-        written = persist_jobs(zookeeper.connect_string, f"{ZK_ROOT}/{cluster_id}", storage, jobs)
+        written = persist_jobs(
+            zookeeper.connect_string,
+            f"{ZK_ROOT}/{cluster_id}",
+            storage,
+            jobs,
+            cluster.zookeeper_access,
+        )
         progress(f"{jobs} jobs persisted in {written:.1f}s; starting the JobManager")
         started = time.perf_counter()
         proc = cluster.start_jobmanager("jm-1")

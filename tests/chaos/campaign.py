@@ -143,7 +143,7 @@ class Campaign:
         self._quiesce(workload)
         last_views = self._views(addresses, workload.open_jobs())
         workload.stop()
-        state = self._settle(quorum, workload)
+        state = self._settle(quorum, workload, cluster.zookeeper_access.kazoo_options())
         truth = self._settle_attempts(watcher)
         failures = cluster.failures()
         exits = cluster.stop_all()
@@ -213,13 +213,13 @@ class Campaign:
                     views[job] = {"error": repr(exc)}
         return views
 
-    def _settle(self, quorum: str, workload: Workload) -> HaState:
+    def _settle(self, quorum: str, workload: Workload, kazoo_options: dict[str, Any]) -> HaState:
         """Wait (bounded) until every accepted job's result is CLEAN and no lease is left."""
         root = f"{ZK_TEST_ROOT}/{self.cluster_id}"
         deadline = time.monotonic() + max(60.0, 10 * self.settings.session_timeout)
         ticker = threading.Event()
         while True:
-            state = read_state(quorum, root)
+            state = read_state(quorum, root, kazoo_options)
             clean = all(
                 job in state.results and state.results[job].status == "CLEAN"
                 for job in workload.accepted

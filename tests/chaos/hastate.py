@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Any
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
@@ -23,9 +24,12 @@ class HaState:
     leases: set[str]
 
 
-def read_state(connect_string: str, root: str) -> HaState:
+def read_state(
+    connect_string: str, root: str, kazoo_options: dict[str, Any] | None = None
+) -> HaState:
+    """``kazoo_options``: the cluster's credential (``ProcessCluster.zookeeper_access``)."""
     layout = Layout(root)
-    client = KazooClient(hosts=connect_string, timeout=10.0)
+    client = KazooClient(hosts=connect_string, timeout=10.0, **(kazoo_options or {}))
     client.start(timeout=30)
     try:
         return HaState(

@@ -64,7 +64,8 @@ def config(quorum: str, cluster_id: str, tmp_path: Path, **keys: str) -> Configu
 
 @pytest.fixture(autouse=True)
 def _empty_config_file(tmp_path: Path) -> None:
-    (tmp_path / "steward.toml").write_text("")
+    # World-open ZooKeeper state: the tests' own sessions look at it.
+    (tmp_path / "steward.toml").write_text('"high-availability.zookeeper.client.acl" = "open"\n')
 
 
 def test_the_granted_session_timeout_is_read_after_connecting(

@@ -33,6 +33,8 @@ OTHER_VALUES: dict[str, str] = {
     "high-availability.zookeeper.connection-timeout": "5s",
     "high-availability.zookeeper.tolerate-suspended-connections": "false",
     "high-availability.crash-detection": "0",
+    "high-availability.zookeeper.client.acl": "open",
+    "high-availability.zookeeper.digest-file": "/etc/steward/zookeeper.digest",
     "high-availability.storage-dir": "s3://bucket/steward",
     "taskmanager.numberOfTaskSlots": "5",
     "taskmanager.fence-after": "5s",
@@ -75,6 +77,8 @@ def test_defaults_give_the_documented_typed_values(_isolated_cwd: Path) -> None:
         connection_timeout=15.0,
         tolerate_suspended=True,
         crash_detection=0.5,
+        client_acl="creator",
+        digest_file="",
     )
     assert settings.zookeeper.cluster_root == "/steward/default"
     assert settings.storage == StorageSettings(

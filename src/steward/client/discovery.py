@@ -7,7 +7,9 @@ In this order, the first that gives any:
    none of its JobManagers runs, that is said at once instead of retrying dead addresses;
 3. ZooKeeper: ``leader/info`` and the contenders' latch nodes under the configured
    ``<root>/<cluster-id>`` (a short-lived, read-only session, connected within at most
-   :data:`ZOOKEEPER_LOOKUP_TIMEOUT`: a client should not hang on a wrong quorum).
+   :data:`ZOOKEEPER_LOOKUP_TIMEOUT`: a client should not hang on a wrong quorum), with the
+   cluster's ZooKeeper credential when ``high-availability.zookeeper.digest-file`` is set (a
+   protected cluster without it is a clear error naming that key and ``rest.address``).
 
 Any JobManager answers REST, so every address is useful, the leader's merely first.
 """
@@ -23,6 +25,7 @@ from steward.cluster.launcher import live_process
 from steward.cluster.workdir import ClusterState, Role, StateDir, load_state
 from steward.config import Configuration
 from steward.errors import ClusterUnreachableError, ConfigurationError, CoordinationError
+from steward.ha.acl import ZooKeeperAccess
 from steward.ha.directory import read_directory
 
 log = logging.getLogger(__name__)
@@ -90,7 +93,8 @@ def _from_zookeeper(config: Configuration, timeout: float) -> list[str]:
     zookeeper = config.settings.zookeeper
     quorum, root = zookeeper.quorum, zookeeper.cluster_root
     try:
-        directory = read_directory(quorum, root, timeout=timeout)
+        access = ZooKeeperAccess.for_client(zookeeper)
+        directory = read_directory(quorum, root, timeout=timeout, access=access)
     except CoordinationError as exc:
         raise ClusterUnreachableError(
             f"cannot find a JobManager: {exc}. Set rest.address, run the command where"

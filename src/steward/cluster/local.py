@@ -29,7 +29,15 @@ from pydantic import ValidationError
 
 from steward.cluster import launcher
 from steward.cluster.hosts import Topology
-from steward.cluster.settings import CLUSTER_ID, QUORUM, UserSettings, cluster_settings, write_toml
+from steward.cluster.settings import (
+    CLIENT_ACL,
+    CLUSTER_ID,
+    DIGEST_FILE,
+    QUORUM,
+    UserSettings,
+    cluster_settings,
+    write_toml,
+)
 from steward.cluster.workdir import (
     ClusterState,
     ProcessEntry,
@@ -40,6 +48,7 @@ from steward.cluster.workdir import (
 )
 from steward.config import load
 from steward.errors import LocalClusterError, LocalClusterStartError, PortInUseError, StewardError
+from steward.ha.acl import AclMode, ZooKeeperAccess, create_digest_file
 from steward.ha.directory import read_directory
 from steward.wire.rest import ClusterView
 from steward.zookeeper.layout import LOOPBACK, port_is_free
@@ -144,6 +153,7 @@ class LocalCluster:
             quorum=state.quorum,
             cluster_id=state.cluster_id,
             slots=options.slots,
+            digest_file=self._zookeeper_credential(options.user),
         )
         write_toml(self.state_dir.config, settings, header=_TOML_HEADER)
         config = load(self.state_dir.config)  # the processes will read it so: fail here first
@@ -156,6 +166,14 @@ class LocalCluster:
             state = self._launch(state, Role.TASKMANAGER, number)
         self._await_ready(state, deadline, options.timeout, progress)
         return state
+
+    def _zookeeper_credential(self, user: UserSettings) -> Path | None:
+        """The cluster's ZooKeeper credential file, made at the first start and kept (its
+        state in ZooKeeper is protected by it); None if the user chose their own, or open."""
+        if user.configured(DIGEST_FILE) or user.configured(CLIENT_ACL) == AclMode.OPEN:
+            return None
+        create_digest_file(self.state_dir.zookeeper_digest)
+        return self.state_dir.zookeeper_digest
 
     def _launch(
         self,
@@ -296,7 +314,8 @@ class LocalCluster:
         try:
             config = load(Path(state.config))
             root = config.settings.zookeeper.cluster_root
-            directory = read_directory(state.quorum, root, timeout=2.0)
+            access = ZooKeeperAccess.for_client(config.settings.zookeeper)
+            directory = read_directory(state.quorum, root, timeout=2.0, access=access)
         except StewardError as exc:
             log.debug("no leader info from ZooKeeper: %s", exc)
             return None

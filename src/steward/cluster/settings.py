@@ -24,6 +24,8 @@ STORAGE_DIR = "high-availability.storage-dir"
 TASKMANAGER_WORKDIR = "taskmanager.workdir"
 SLOTS = "taskmanager.numberOfTaskSlots"
 BIND_HOST = "jobmanager.bind-host"
+CLIENT_ACL = "high-availability.zookeeper.client.acl"
+DIGEST_FILE = "high-availability.zookeeper.digest-file"
 
 _ENV_VARS = {option.key: option.env_var for option in OPTIONS}
 
@@ -69,13 +71,17 @@ def cluster_settings(
     quorum: str,
     cluster_id: str,
     slots: int | None,
+    digest_file: Path | None = None,
 ) -> dict[str, object]:
-    """The effective settings written to ``.steward/steward.toml``."""
+    """The effective settings written to ``.steward/steward.toml``; ``digest_file``: the
+    ZooKeeper credential the cluster made (a user's own setting wins)."""
     settings: dict[str, object] = {
         STORAGE_DIR: f"file://{(state_root / 'storage').absolute()}",
         TASKMANAGER_WORKDIR: str((state_root / "work").absolute()),
         SLOTS: 2,
     }
+    if digest_file is not None:
+        settings[DIGEST_FILE] = str(digest_file.absolute())
     settings.update(user.raw)
     settings[QUORUM] = quorum
     settings[CLUSTER_ID] = cluster_id

@@ -11,8 +11,10 @@
     .steward/workers          optional: one TaskManager host per line
     .steward/logs/            <role>-<n>.log of every JobManager and TaskManager, appended
     .steward/zookeeper/       the managed ZooKeeper's data directory (ManagedEnsemble)
+    .steward/zookeeper.digest the cluster's ZooKeeper credential, mode 0600 (steward.ha.acl)
     .steward/storage/         blob storage (high-availability.storage-dir)
     .steward/work/            the TaskManagers' work directories (taskmanager.workdir)
+    .steward/tls/             with --tls: the private CA and certificate (security.certificates)
 
 ``cluster.json`` is written atomically (temp file + rename) and read strictly: a malformed
 file is a :class:`LocalClusterError` naming it, never a half-read cluster.
@@ -80,6 +82,11 @@ class StateDir:
     @property
     def work(self) -> Path:
         return self.root / "work"
+
+    @property
+    def zookeeper_digest(self) -> Path:
+        """The cluster's ZooKeeper credential (``user:password``, mode 0600; steward.ha.acl)."""
+        return self.root / "zookeeper.digest"
 
     def log(self, role: Role, number: int) -> Path:
         return self.logs / f"{role.value}-{number}.log"

@@ -113,6 +113,26 @@ OPTIONS: tuple[Option, ...] = (
         " LOST. Safe because every leader write is fenced by its epoch (rule 5).",
     ),
     Option(
+        "high-availability.zookeeper.client.acl",
+        to_str,
+        "creator",
+        "ACL of the znodes under <root>/<cluster-id> (Flink's key). creator: every process"
+        " authenticates with the credential of high-availability.zookeeper.digest-file and"
+        " only that credential may read or change the cluster's state (a world-open state of"
+        " an older cluster is migrated at start). open: world-open znodes, no credential"
+        " (logged as a warning).",
+        lambda v: None if v in ("creator", "open") else "must be creator or open",
+    ),
+    Option(
+        "high-availability.zookeeper.digest-file",
+        to_str,
+        "",
+        "File holding the cluster's ZooKeeper digest credential, one line user:password (mode"
+        " 0600; its content is never logged). Required by JobManagers and TaskManagers when"
+        " client.acl is creator; a client uses it to find the leader through ZooKeeper."
+        " `steward cluster start` writes .steward/zookeeper.digest and sets this key.",
+    ),
+    Option(
         "high-availability.crash-detection",
         to_duration,
         "500ms",

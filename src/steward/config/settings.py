@@ -47,6 +47,10 @@ class ZooKeeperSettings:
     """``high-availability.zookeeper.tolerate-suspended-connections``."""
     crash_detection: float
     """``high-availability.crash-detection``; 0 turns it off."""
+    client_acl: str
+    """``high-availability.zookeeper.client.acl``: ``creator`` or ``open`` (steward.ha.acl)."""
+    digest_file: str
+    """``high-availability.zookeeper.digest-file``: the credential file; empty for none."""
 
     @property
     def cluster_root(self) -> str:
@@ -65,6 +69,8 @@ class ZooKeeperSettings:
                 values["high-availability.zookeeper.tolerate-suspended-connections"]
             ),
             crash_detection=float(values["high-availability.crash-detection"]),
+            client_acl=str(values["high-availability.zookeeper.client.acl"]),
+            digest_file=str(values["high-availability.zookeeper.digest-file"]),
         )
 
 

@@ -5,6 +5,10 @@ a client (``steward submit``, ``steward.Client``) only needs the JobManagers' RE
 once, so it opens a short-lived session, reads ``leader/info`` and the contenders' latch nodes,
 and closes it. Unlike :class:`~steward.ha.session.Session` it creates nothing: a typo in the
 cluster id must not leave an empty cluster tree behind.
+
+A cluster whose state is protected (:mod:`steward.ha.acl`) answers only a session holding its
+credential (``access``); without it the lookup fails with a :class:`ConfigurationError` saying
+so, rather than reporting "no JobManager".
 """
 
 from __future__ import annotations
@@ -14,10 +18,11 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import NoNodeError
+from kazoo.exceptions import NoAuthError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
 from steward.errors import CorruptStateError, ZooKeeperUnavailableError
+from steward.ha.acl import OPEN, ZooKeeperAccess, protected_error
 from steward.ha.kazoo_errors import KAZOO_ERRORS, translate
 from steward.ha.layout import Layout
 from steward.wire.records import ContenderInfo, LeaderInfo
@@ -46,13 +51,22 @@ class JobManagerDirectory:
         return list(dict.fromkeys(address for address in found if address))
 
 
-def read_directory(quorum: str, root: str, *, timeout: float) -> JobManagerDirectory:
+def read_directory(
+    quorum: str, root: str, *, timeout: float, access: ZooKeeperAccess = OPEN
+) -> JobManagerDirectory:
     """Read ``leader/info`` and ``leader/latch/*`` of the cluster at ``root``.
 
-    Raises :class:`ZooKeeperUnavailableError` if no connection is made within ``timeout``.
-    Unreadable nodes are skipped (logged): a client should still find the others.
+    Raises :class:`ZooKeeperUnavailableError` if no connection is made within ``timeout``,
+    :class:`ConfigurationError` if ``access`` may not read the cluster's state. Unreadable
+    nodes are skipped (logged): a client should still find the others.
     """
-    client = KazooClient(hosts=quorum, timeout=max(timeout, 1.0), read_only=True, logger=_kazoo_log)
+    client = KazooClient(
+        hosts=quorum,
+        timeout=max(timeout, 1.0),
+        read_only=True,
+        logger=_kazoo_log,
+        **access.kazoo_options(),
+    )
     try:
         client.start(timeout=timeout)
     except KazooTimeoutError as exc:
@@ -67,6 +81,10 @@ def read_directory(quorum: str, root: str, *, timeout: float) -> JobManagerDirec
         latches = (_get(client, f"{layout.leader_latch}/{name}") for name in names)
         contenders = tuple(c for c in (_decode(ContenderInfo, data) for data in latches) if c)
         return JobManagerDirectory(leader, contenders)
+    except NoAuthError:
+        raise protected_error(
+            root, access, also="; or set rest.address to the JobManagers' URLs"
+        ) from None
     finally:
         client.stop()
         client.close()
@@ -77,6 +95,8 @@ def _get(client: KazooClient, path: str) -> bytes | None:
         data, _stat = client.get(path)
     except NoNodeError:
         return None
+    except NoAuthError:
+        raise  # read_directory says what it means
     except KAZOO_ERRORS as exc:
         raise translate(exc, path) from exc
     return bytes(data or b"")
@@ -87,6 +107,8 @@ def _children(client: KazooClient, path: str) -> list[str]:
         return sorted(client.get_children(path))
     except NoNodeError:
         return []
+    except NoAuthError:
+        raise  # read_directory says what it means
     except KAZOO_ERRORS as exc:
         raise translate(exc, path) from exc
 

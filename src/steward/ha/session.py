@@ -10,6 +10,11 @@ After connecting it reads the session timeout the server *granted* (a server's
 configuration's :class:`~steward.timing.TimingChain`, refuses to start when the granted
 timeout breaks the chain (docs/architecture.md, "Timing chain"); a granted timeout that only
 differs from the configured one is logged as a warning.
+
+Who may read and change the state is :mod:`steward.ha.acl`'s business: the session
+authenticates with the cluster's digest credential and creates every znode under the cluster's
+root with the creator ACL (``access``); at start it refuses a root this credential may not
+read, and migrates a world-open one.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from kazoo.retry import KazooRetry
 
 from steward.config import Configuration
 from steward.errors import ConfigurationError, CoordinationError, ZooKeeperUnavailableError
+from steward.ha.acl import OPEN, ZooKeeperAccess, check_readable, open_parents, protect_tree
 from steward.ha.layout import Layout
 from steward.timing import TimingChain
 
@@ -75,8 +81,10 @@ class Session:
         connection_timeout: float = 15.0,
         name: str = "steward",
         timing: TimingChain | None = None,
+        access: ZooKeeperAccess = OPEN,
     ) -> None:
         self.quorum = quorum
+        self.access = access
         self.layout = Layout(root)
         self.name = name
         self.session_timeout = session_timeout
@@ -87,6 +95,7 @@ class Session:
             connection_retry=KazooRetry(
                 max_tries=-1, delay=0.05, max_delay=1.0, ignore_expire=False
             ),
+            **access.kazoo_options(),
         )
         self._listeners: list[Listener] = []
         self._events: queue.Queue[ConnectionState | None] = queue.Queue()
@@ -112,6 +121,7 @@ class Session:
             connection_timeout=zookeeper.connection_timeout,
             name=name,
             timing=config.settings.timing,
+            access=ZooKeeperAccess.for_process(zookeeper),
         )
 
     # ------------------------------------------------------------------ lifecycle
@@ -138,7 +148,11 @@ class Session:
             self.close()
             raise
         self._started = True
-        self._ensure_layout()
+        try:
+            self._ensure_layout()
+        except ConfigurationError:
+            self.close()
+            raise
         threading.Thread(
             target=self._watchdog, name=f"{self.name}-zk-watchdog", daemon=True
         ).start()
@@ -162,6 +176,11 @@ class Session:
         self.close()
 
     def _ensure_layout(self) -> None:
+        root = self.layout.root
+        open_parents(self._client, root)
+        check_readable(self._client, root, self.access)
+        if self.access.credential is not None:
+            protect_tree(self._client, root, self.access.credential)
         try:
             for path in self.layout.persistent_parents():
                 self._client.ensure_path(path)

@@ -7,6 +7,10 @@ its output appended to ``<workdir>/logs/<id>.log``. Callers kill members with re
 (:meth:`Proc.signal`); :meth:`ProcessCluster.check_alive` fails with the log of any member
 that died without being signalled; :meth:`ProcessCluster.stop` ends them all.
 
+Like ``steward cluster start``, a cluster protects its ZooKeeper state with a credential of
+its own (``<workdir>/zookeeper.digest``, mode 0600; :mod:`steward.ha.acl`): a test that reads
+the state directly passes ``cluster.zookeeper_access.kazoo_options()`` to its kazoo client.
+
 The product's ``steward cluster start`` (:mod:`steward.cluster.local`) records and supervises
 its processes differently (a state file, detached sessions, pids checked against their create
 time) and is not built on this kit; what they share is the port choice
@@ -30,6 +34,16 @@ import httpx
 import psutil
 
 from steward.client import Client
+from steward.ha.acl import (
+    ACL_KEY,
+    DIGEST_FILE_KEY,
+    DIGEST_FILE_NAME,
+    OPEN,
+    AclMode,
+    DigestCredential,
+    ZooKeeperAccess,
+    create_digest_file,
+)
 from steward.testing.ports import stable_port
 from steward.testing.spawning import spawn_logged
 from steward.testing.waiting import wait_until
@@ -95,10 +109,14 @@ class Proc:
 def cluster_settings(
     workdir: Path, quorum: str, cluster_id: str, *, root: str, session_timeout: str
 ) -> dict[str, str]:
-    """The settings every member of a cluster in ``workdir`` gets: its ZooKeeper namespace,
-    its storage (``workdir/storage``) and its TaskManagers' work folder (``workdir/work``)."""
+    """The settings every member of a cluster in ``workdir`` gets: its ZooKeeper namespace and
+    credential (``workdir/zookeeper.digest``, made if missing), its storage (``workdir/storage``)
+    and its TaskManagers' work folder (``workdir/work``)."""
+    digest_file = workdir / DIGEST_FILE_NAME
+    create_digest_file(digest_file)
     return {
         "high-availability.zookeeper.quorum": quorum,
+        DIGEST_FILE_KEY: str(digest_file),
         "high-availability.zookeeper.root": root,
         "high-availability.cluster-id": cluster_id,
         "high-availability.zookeeper.session-timeout": session_timeout,
@@ -140,6 +158,14 @@ class ProcessCluster:
         }
         self.verbose = verbose
         self.procs: list[Proc] = []
+
+    @property
+    def zookeeper_access(self) -> ZooKeeperAccess:
+        """The access of this cluster's members (its credential, unless settings say open)."""
+        digest_file = self.settings.get(DIGEST_FILE_KEY)
+        if self.settings.get(ACL_KEY) == AclMode.OPEN or not digest_file:
+            return OPEN
+        return ZooKeeperAccess(AclMode.CREATOR, DigestCredential.read(Path(digest_file)))
 
     # ------------------------------------------------------------------ processes
 

@@ -66,7 +66,10 @@ def _fill(store: Path) -> Path:
 
 def _graph_pointers(cluster: ProcessCluster) -> list[str]:
     root = f"{ZK_TEST_ROOT}/{cluster.settings['high-availability.cluster-id']}"
-    client = KazooClient(hosts=cluster.settings["high-availability.zookeeper.quorum"])
+    client = KazooClient(
+        hosts=cluster.settings["high-availability.zookeeper.quorum"],
+        **cluster.zookeeper_access.kazoo_options(),
+    )
     client.start(timeout=15)
     try:
         path = Layout(root).jobgraphs

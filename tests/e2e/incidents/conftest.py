@@ -26,14 +26,16 @@ def cluster3(tmp_path: Path, zk_quorum3: str, cluster_id: str) -> Iterator[Proce
 
 
 @pytest.fixture
-def zk_view(zk_quorum: str, cluster_id: str) -> Iterator[ZkView]:
-    with ZkView(zk_quorum, f"{ZK_TEST_ROOT}/{cluster_id}") as view:
+def zk_view(zk_quorum: str, cluster_id: str, process_cluster: ProcessCluster) -> Iterator[ZkView]:
+    options = process_cluster.zookeeper_access.kazoo_options()
+    with ZkView(zk_quorum, f"{ZK_TEST_ROOT}/{cluster_id}", options) as view:
         yield view
 
 
 @pytest.fixture
-def zk_view3(zk_quorum3: str, cluster_id: str) -> Iterator[ZkView]:
-    with ZkView(zk_quorum3, f"{ZK_TEST_ROOT}/{cluster_id}") as view:
+def zk_view3(zk_quorum3: str, cluster_id: str, cluster3: ProcessCluster) -> Iterator[ZkView]:
+    options = cluster3.zookeeper_access.kazoo_options()
+    with ZkView(zk_quorum3, f"{ZK_TEST_ROOT}/{cluster_id}", options) as view:
         yield view
 
 

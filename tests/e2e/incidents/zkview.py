@@ -18,9 +18,10 @@ from steward.ha.layout import Layout
 
 
 class ZkView:
-    def __init__(self, quorum: str, root: str) -> None:
+    def __init__(self, quorum: str, root: str, kazoo_options: dict[str, Any] | None = None) -> None:
+        """``kazoo_options``: the cluster's credential (``ProcessCluster.zookeeper_access``)."""
         self.layout = Layout(root)
-        self._client = KazooClient(hosts=quorum, timeout=10.0)
+        self._client = KazooClient(hosts=quorum, timeout=10.0, **(kazoo_options or {}))
 
     def __enter__(self) -> ZkView:
         self._client.start(timeout=30)

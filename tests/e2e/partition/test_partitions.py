@@ -64,9 +64,10 @@ class StatusWatch:
         root = f"{ZK_TEST_ROOT}/{cluster.settings['high-availability.cluster-id']}"
         path = Layout(root).job_status(job_id)
         quorum = cluster.settings["high-availability.zookeeper.quorum"]
+        options = cluster.zookeeper_access.kazoo_options()
 
         def start() -> KazooClient:
-            client = KazooClient(hosts=quorum, timeout=10)
+            client = KazooClient(hosts=quorum, timeout=10, **options)
             client.start(timeout=15)
             client.DataWatch(path, self._changed)
             return client

@@ -66,6 +66,13 @@ def test_start_status_stop_and_start_over_on_the_same_data(local: LocalCluster) 
     assert [e.id for e in state.processes] == ["zk-1", "jm-1", "jm-2", "tm-1", "tm-2"]
     assert state.managed_zookeeper
     assert "2/2 TaskManagers registered" in progress[-1]
+    # And a ZooKeeper credential of its own, private, named in the processes' configuration
+    digest = local.state_dir.zookeeper_digest
+    assert digest.stat().st_mode & 0o777 == 0o600
+    credential = digest.read_text()
+    assert f'"high-availability.zookeeper.digest-file" = "{digest}"' in (
+        local.state_dir.config.read_text()
+    )
     # Then status shows every process alive and the leader
     report = local.status()
     assert report.healthy
@@ -88,6 +95,7 @@ def test_start_status_stop_and_start_over_on_the_same_data(local: LocalCluster) 
     # When started again, it is the same cluster on the same ZooKeeper data
     again = local.start(options())
     assert again.cluster_id == state.cluster_id
+    assert digest.read_text() == credential  # its state in ZooKeeper is protected by it
     zk = KazooClient(hosts=again.quorum)
     zk.start(timeout=10)
     try:

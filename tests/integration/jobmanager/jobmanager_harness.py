@@ -92,9 +92,11 @@ class JobManagerCluster:
         self.tmp_path = tmp_path
         self.storage = tmp_path / "storage"
         self.workdir = tmp_path / "work"
-        # An empty configuration file: nothing from the working directory leaks in.
+        # A configuration file of its own: nothing from the working directory leaks in. Its
+        # one setting: world-open ZooKeeper state, which the harness's own kazoo clients
+        # read and write (the ACLs are tested with the testing kit's processes).
         self._config_file = tmp_path / "steward.toml"
-        self._config_file.write_text("")
+        self._config_file.write_text('"high-availability.zookeeper.client.acl" = "open"\n')
         self.managers: list[JobManager] = []
         self.http = httpx.Client(timeout=15.0)
         self.zk = KazooClient(hosts=quorum, timeout=4.0)

@@ -124,10 +124,12 @@ def tm_config(zk_quorum: str, cluster_id: str, tmp_path: Path) -> Callable[..., 
             "taskmanager.workdir": str(tmp_path / "work"),
             **keys,
         }
-        empty = tmp_path / "steward.toml"
-        empty.touch()
-        # An explicit (empty) file: neither ./steward.toml nor STEWARD_* may leak in.
-        return config.load(empty, values, environ={})
+        own = tmp_path / "steward.toml"
+        # An explicit file: neither ./steward.toml nor STEWARD_* may leak in. Its one setting
+        # (also for the TaskManager processes started with --config it): world-open ZooKeeper
+        # state, which the tests' own sessions read (the ACLs are tested with the kit).
+        own.write_text('"high-availability.zookeeper.client.acl" = "open"\n')
+        return config.load(own, values, environ={})
 
     return _config
 
