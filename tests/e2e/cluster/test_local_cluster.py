@@ -17,10 +17,13 @@ from typing import Any
 
 import psutil
 import pytest
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoAuthError
 
 from steward.cluster.launcher import live_process
 from steward.cluster.local import LocalCluster
 from steward.cluster.workdir import StateDir, load_state
+from steward.ha.acl import DigestCredential
 from support import wait_until
 
 pytestmark = pytest.mark.zookeeper
@@ -59,6 +62,27 @@ def workdir(tmp_path: Path) -> Iterator[Path]:
         LocalCluster(tmp_path).stop(timeout=10.0)
 
 
+def assert_zookeeper_closed(workdir: Path) -> None:
+    """Only the credential in .steward/zookeeper.digest reads the cluster's znodes."""
+    state_dir = StateDir.of(workdir)
+    state = load_state(state_dir)
+    assert state is not None
+    root = f"/steward/{state.cluster_id}"
+    credential = DigestCredential.read(state_dir.zookeeper_digest)
+    stranger = KazooClient(hosts=state.quorum)
+    owner = KazooClient(hosts=state.quorum, auth_data=credential.auth_data)
+    for client in (stranger, owner):
+        client.start(timeout=15)
+    try:
+        with pytest.raises(NoAuthError):
+            stranger.get_children(root)
+        assert "leader" in owner.get_children(root)
+    finally:
+        for client in (stranger, owner):
+            client.stop()
+            client.close()
+
+
 def nothing_runs(workdir: Path) -> bool:
     state = load_state(StateDir.of(workdir))
     assert state is not None
@@ -78,6 +102,8 @@ def test_a_one_plus_one_cluster_runs_a_job_and_keeps_its_result_across_a_restart
         ("taskmanager", True),
     ]
     assert status["leader"] == "jm-1"
+    # And its ZooKeeper state is closed to a client without the credential it made
+    assert_zookeeper_closed(workdir)
     # When a job is submitted and followed (no options: the cluster is found from .steward)
     result = document(
         steward(workdir, "submit", str(LONG_RUNNING), "--json", "--", "--ticks", "2",
