@@ -18,6 +18,7 @@ from steward.config import (
     SparkSettings,
     StorageSettings,
     TaskManagerSettings,
+    TlsSettings,
     ZooKeeperSettings,
     load,
 )
@@ -56,6 +57,11 @@ OTHER_VALUES: dict[str, str] = {
     "heartbeat.interval": "2s",
     "spark.master": "yarn",
     "rest.address": "http://jm1:9090",
+    "rest.ssl.enabled": "true",
+    "rest.ssl.certificate": "/etc/steward/tls/jm.pem",
+    "rest.ssl.key": "/etc/steward/tls/jm-key.pem",
+    "rest.ssl.ca": "/etc/steward/tls/ca.pem",
+    "rest.ssl.client-auth": "require",
     "state.checkpoints.num-retained": "7",
 }
 
@@ -108,6 +114,9 @@ def test_defaults_give_the_documented_typed_values(_isolated_cwd: Path) -> None:
     )
     assert settings.spark == SparkSettings(master="local[*]")
     assert settings.client == ClientSettings(rest_address="")
+    assert settings.tls == TlsSettings(
+        enabled=False, certificate=None, key=None, ca=None, require_client_certificate=False
+    )
 
 
 def test_overrides_arrive_parsed_and_typed() -> None:
@@ -124,6 +133,13 @@ def test_overrides_arrive_parsed_and_typed() -> None:
     assert settings.storage == StorageSettings("s3://bucket/steward", 7)
     assert settings.spark.master == "yarn"
     assert settings.client.rest_address == "http://jm1:9090"
+    assert settings.tls == TlsSettings(
+        enabled=True,
+        certificate=Path("/etc/steward/tls/jm.pem"),
+        key=Path("/etc/steward/tls/jm-key.pem"),
+        ca=Path("/etc/steward/tls/ca.pem"),
+        require_client_certificate=True,
+    )
 
 
 def test_derived_timeouts_follow_the_session_timeout() -> None:

@@ -9,6 +9,11 @@ timeout. The address that answered last is tried first next time.
 It also reports whether an earlier attempt of a request may have reached a JobManager (anything
 but a refused connection or a ``no_leader`` answer), which is what lets the client tell its own
 retried submission from somebody else's job.
+
+An ``https://`` JobManager is verified with ``tls`` (``rest.ssl.ca``, else the system's CAs;
+:mod:`steward.tls.contexts`). A certificate that cannot be verified is not a transient failure:
+when a whole round got no answer and some address failed so, the request ends at once with an
+error naming ``rest.ssl.ca`` instead of retrying until the timeout.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import httpx
 from pydantic import ValidationError
 
 from steward.errors import ClusterUnreachableError, NoLeaderError, StewardError
+from steward.tls.contexts import ClientTls, client_tls
 from steward.wire.rest import ErrorBody
 
 log = logging.getLogger(__name__)
@@ -72,6 +78,7 @@ class Failover:
         backoff: Backoff = DEFAULT_BACKOFF,
         request_timeouts: RequestTimeouts = DEFAULT_REQUEST_TIMEOUTS,
         rediscover: Rediscover | None = None,
+        tls: ClientTls | None = None,
     ) -> None:
         if not addresses:
             raise ClusterUnreachableError("no JobManager address to talk to")
@@ -80,7 +87,10 @@ class Failover:
         self.rediscover = rediscover
         self._backoff = backoff
         self._request_timeouts = request_timeouts
-        self._http = httpx.Client(transport=transport, follow_redirects=False)
+        self._tls = tls or client_tls()
+        self._http = httpx.Client(
+            transport=transport, follow_redirects=False, verify=self._tls.context
+        )
 
     def close(self) -> None:
         self._http.close()
@@ -104,6 +114,7 @@ class Failover:
         failures: dict[str, str] = {}
         maybe_accepted = False
         unavailable: httpx.Response | None = None
+        untrusted: StewardError | None = None
         while True:
             retry_after = 0.0
             for address in list(self.addresses):
@@ -119,8 +130,9 @@ class Failover:
                         timeout=self._timeouts(remaining),
                     )
                 except httpx.TransportError as exc:
-                    failures[address] = _describe(exc)
+                    failures[address] = _describe(exc, address)
                     maybe_accepted |= not isinstance(exc, _NOT_SENT)
+                    untrusted = untrusted or self._tls.untrusted(address, exc)
                     continue
                 if response.status_code not in _RETRYABLE_STATUS:
                     self._prefer(address)
@@ -130,6 +142,8 @@ class Failover:
                 failures[address] = f"{response.status_code} {code}"
                 maybe_accepted |= code != "no_leader"
                 retry_after = max(retry_after, retry_after_seconds(response))
+            if untrusted is not None:
+                raise untrusted
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise _gave_up(self.timeout, failures, unavailable)
@@ -196,7 +210,12 @@ def _gave_up(
     )
 
 
-def _describe(exc: httpx.TransportError) -> str:
+def _describe(exc: httpx.TransportError, address: str = "") -> str:
+    if isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError) and address.startswith(
+        "http://"
+    ):
+        # What a plain-http request to a TLS port gets: the server drops the connection.
+        return f"{exc} (if it serves HTTPS, use https://{address.removeprefix('http://')})"
     if isinstance(exc, httpx.TimeoutException):
         return "timed out"
     if isinstance(exc, httpx.ConnectError):

@@ -28,6 +28,7 @@ from steward.config.settings import (
     SparkSettings,
     StorageSettings,
     TaskManagerSettings,
+    TlsSettings,
     ZooKeeperSettings,
 )
 from steward.config.units import format_duration, parse_duration, parse_size
@@ -45,6 +46,7 @@ __all__ = [
     "SparkSettings",
     "StorageSettings",
     "TaskManagerSettings",
+    "TlsSettings",
     "ZooKeeperSettings",
     "format_duration",
     "load",

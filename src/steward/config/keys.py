@@ -229,7 +229,7 @@ OPTIONS: tuple[Option, ...] = (
         to_str,
         "",
         "URL other processes use to reach this JobManager (published in leader/info). Empty:"
-        " http://<bind-host>:<port>.",
+        " http://<bind-host>:<port> (https:// with rest.ssl.enabled).",
     ),
     Option(
         "jobmanager.fence-after",
@@ -310,6 +310,46 @@ OPTIONS: tuple[Option, ...] = (
         "",
         "Comma-separated JobManager URLs the CLI and Client talk to. Empty: the leader found"
         " through ZooKeeper, or the local cluster of ./.steward.",
+    ),
+    Option(
+        "rest.ssl.enabled",
+        to_bool,
+        False,
+        "Serve the JobManager's REST API over HTTPS with rest.ssl.certificate and"
+        " rest.ssl.key; it then advertises an https:// address, which clients and"
+        " TaskManagers find in ZooKeeper. `steward cluster start --tls` turns it on with a"
+        " private CA of the cluster's own.",
+    ),
+    Option(
+        "rest.ssl.certificate",
+        to_str,
+        "",
+        "PEM file of this process's certificate (intermediate CAs after it). A JobManager"
+        " serves it; every process also presents it as its client certificate where a"
+        " JobManager requires one (rest.ssl.client-auth).",
+    ),
+    Option(
+        "rest.ssl.key",
+        to_str,
+        "",
+        "PEM file of the certificate's private key, unencrypted. Refused if other users may"
+        " read it (chmod 600).",
+    ),
+    Option(
+        "rest.ssl.ca",
+        to_str,
+        "",
+        "PEM bundle of the CA certificates that the CLI, steward.Client, TaskManagers and"
+        " standby JobManagers verify a JobManager's certificate with (and a JobManager a"
+        " client's, under rest.ssl.client-auth=require). Empty: the system's CAs.",
+    ),
+    Option(
+        "rest.ssl.client-auth",
+        to_str,
+        "none",
+        "none: any client may connect over TLS. require: mutual TLS; a JobManager accepts only"
+        " clients with a certificate signed by a CA of rest.ssl.ca.",
+        lambda v: None if v in ("none", "require") else "must be none or require",
     ),
     Option(
         "state.checkpoints.num-retained",

@@ -10,7 +10,8 @@ and the processes that read them:
 - :class:`JobManagerSettings`: ``jobmanager.*``;
 - :class:`TaskManagerSettings`: ``taskmanager.*`` and ``heartbeat.interval``;
 - :class:`SparkSettings`: ``spark.*``;
-- :class:`ClientSettings`: ``rest.*`` (the CLI and Client).
+- :class:`ClientSettings`: ``rest.address`` (the CLI and Client);
+- :class:`TlsSettings`: ``rest.ssl.*`` (a JobManager's HTTPS, and every client of it).
 
 Frozen dataclasses with slots, as httpx's small config value objects: the values are already
 parsed and checked by :func:`steward.config.configuration.validate`, so these need no
@@ -100,7 +101,7 @@ class JobManagerSettings:
     port: int
     """``jobmanager.port``; 0 picks a free port."""
     advertised_address: str
-    """``jobmanager.advertised-address``; empty: ``http://<bind-host>:<port>``."""
+    """``jobmanager.advertised-address``; empty: ``http(s)://<bind-host>:<port>``."""
     fence_after: float
     """``jobmanager.fence-after`` (derived from the TaskManager's when unset)."""
     initialize_timeout: float
@@ -192,6 +193,37 @@ class ClientSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class TlsSettings:
+    """HTTPS on the REST API: what a JobManager serves, what every client verifies with
+    (:mod:`steward.tls.contexts`)."""
+
+    enabled: bool
+    """``rest.ssl.enabled``: a JobManager serves HTTPS and advertises ``https://``."""
+    certificate: Path | None
+    """``rest.ssl.certificate``: PEM certificate (chain) served, and presented as a client."""
+    key: Path | None
+    """``rest.ssl.key``: PEM private key of the certificate."""
+    ca: Path | None
+    """``rest.ssl.ca``: PEM CA bundle to verify peers with; None: the system's CAs."""
+    require_client_certificate: bool
+    """``rest.ssl.client-auth`` is ``require``: mutual TLS."""
+
+    @classmethod
+    def from_values(cls, values: Mapping[str, Any]) -> TlsSettings:
+        def path(key: str) -> Path | None:
+            text = str(values[key])
+            return Path(text) if text else None
+
+        return cls(
+            enabled=bool(values["rest.ssl.enabled"]),
+            certificate=path("rest.ssl.certificate"),
+            key=path("rest.ssl.key"),
+            ca=path("rest.ssl.ca"),
+            require_client_certificate=values["rest.ssl.client-auth"] == "require",
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class Settings:
     """Every group of a process's settings; ``Configuration.settings`` holds one."""
 
@@ -201,6 +233,7 @@ class Settings:
     taskmanager: TaskManagerSettings
     spark: SparkSettings
     client: ClientSettings
+    tls: TlsSettings
 
     @property
     def timing(self) -> TimingChain:
@@ -223,4 +256,5 @@ class Settings:
             taskmanager=TaskManagerSettings.from_values(values),
             spark=SparkSettings.from_values(values),
             client=ClientSettings.from_values(values),
+            tls=TlsSettings.from_values(values),
         )
