@@ -20,6 +20,7 @@ from steward.cluster.hosts import plan_topology
 from steward.cluster.local import (
     READY_TIMEOUT,
     STOP_GRACE,
+    TLS_DIR,
     ClusterStatus,
     LocalCluster,
     StartOptions,
@@ -28,6 +29,7 @@ from steward.cluster.settings import UserSettings
 from steward.cluster.workdir import ClusterState, Role, StateDir
 from steward.config import Configuration, parse_overrides
 from steward.errors import LocalClusterStartError
+from steward.tls.certificates import TlsFiles
 
 _json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 _workdir_option = click.option(
@@ -84,6 +86,12 @@ def cluster() -> None:
     show_default=True,
     help="Seconds to wait for a leader and every TaskManager.",
 )
+@click.option(
+    "--tls",
+    is_flag=True,
+    help="Serve HTTPS: make a private CA and a certificate in .steward/tls/ (kept across"
+    " starts); commands run in this folder verify with it.",
+)
 @_json_option
 @click.pass_context
 def start(
@@ -97,6 +105,7 @@ def start(
     workers: Path | None,
     defines: tuple[str, ...],
     timeout: float,
+    tls: bool,
     as_json: bool,
 ) -> None:
     """Start the cluster; return once a leader is elected and every TaskManager registered."""
@@ -120,7 +129,7 @@ def start(
     try:
         with console.status("starting the cluster") as spinner:
             state = local.start(
-                StartOptions(topology, user, slots=slots, timeout=timeout),
+                StartOptions(topology, user, slots=slots, timeout=timeout, tls=tls),
                 progress=spinner.update,
             )
     except LocalClusterStartError as exc:
@@ -143,6 +152,9 @@ def _print_started(state_dir: StateDir, state: ClusterState, status: ClusterStat
         lead = "  (leader)" if process.leader else ""
         where = f"  {process.address}" if process.address else ""
         click.echo(f"  {process.role.value:<12}  {process.id}  pid {process.pid}{where}{lead}")
+    if any(address.startswith("https://") for address in state.jobmanager_addresses):
+        ca = TlsFiles(state_dir.root / TLS_DIR).ca
+        click.echo(f"  tls           verify with {ca}" if ca.is_file() else "  tls           on")
     click.echo("submit with: steward submit PIPELINE   (from this folder)")
 
 

@@ -51,6 +51,7 @@ from steward.errors import (
     StewardError,
     WaitTimeoutError,
 )
+from steward.tls.contexts import client_tls
 from steward.wire.jobs import JobKind, JobSpec, ProgramKind, RestartStrategy
 from steward.wire.rest import (
     ArtifactUpload,
@@ -76,7 +77,9 @@ class Client:
     """Talks to a Steward cluster. Use as a context manager, or call :meth:`close`.
 
     ``addresses``: JobManager URLs; None finds them (:mod:`steward.client.discovery`) from
-    ``config`` (default: :func:`steward.config.load`) and the working directory. ``timeout``:
+    ``config`` (default: :func:`steward.config.load`) and the working directory. An
+    ``https://`` JobManager is verified with ``rest.ssl.ca`` of ``config`` (loaded when not
+    given: a local cluster's own CA in its folder), else the system's CAs. ``timeout``:
     how long one call keeps trying every address before it gives up.
     """
 
@@ -95,13 +98,17 @@ class Client:
             config = config if config is not None else load()
             addresses = discover_addresses(config, Path.cwd())
             rediscover = _rediscovery(config, Path.cwd())
+        urls = [normalize_address(address) for address in addresses]
+        if config is None and any(url.startswith("https://") for url in urls):
+            config = load()  # rest.ssl.ca: of ./steward.toml, or of the local cluster here
         self._failover = Failover(
-            [normalize_address(address) for address in addresses],
+            urls,
             timeout=timeout,
             transport=transport,
             backoff=backoff,
             request_timeouts=request_timeouts,
             rediscover=rediscover,
+            tls=client_tls(config.settings.tls if config is not None else None),
         )
 
     @classmethod

@@ -55,13 +55,15 @@ def launch(
     *,
     port: int | None = None,
     host: str = LOOPBACK,
+    scheme: str = "http",
 ) -> tuple[subprocess.Popen[bytes], ProcessEntry]:
-    """Start the n-th JobManager (on ``port``) or TaskManager; returns its handle and record."""
+    """Start the n-th JobManager (on ``port``, its address ``scheme``://``host``:``port``) or
+    TaskManager; returns its handle and record."""
     proc_id = process_id(role, number)
     log_path = state_dir.log(role, number)
     argv = command(state_dir.config, role, proc_id, port)
     child, record = spawn(argv, log_path, marker=str(state_dir.config))
-    address = f"http://{host}:{port}" if port is not None else None
+    address = f"{scheme}://{host}:{port}" if port is not None else None
     entry = ProcessEntry(
         role=role,
         id=proc_id,

@@ -50,6 +50,9 @@ from steward.config import load
 from steward.errors import LocalClusterError, LocalClusterStartError, PortInUseError, StewardError
 from steward.ha.acl import AclMode, ZooKeeperAccess, create_digest_file
 from steward.ha.directory import read_directory
+from steward.tls.certificates import TlsFiles, ensure_local_tls, local_hosts
+from steward.tls.contexts import ClientTls, client_tls
+from steward.tls.contexts import scheme as tls_scheme
 from steward.wire.rest import ClusterView
 from steward.zookeeper.layout import LOOPBACK, port_is_free
 from steward.zookeeper.managed import ManagedEnsemble
@@ -58,6 +61,8 @@ from steward.zookeeper.state import load_state as load_ensemble_state
 log = logging.getLogger(__name__)
 
 READY_TIMEOUT = 60.0
+TLS_DIR = "tls"
+"""``.steward/tls/``: the private CA and certificate of ``--tls``."""
 STOP_GRACE = 10.0
 _POLL_INTERVAL = 0.2
 _PROBE_TIMEOUT = 1.0
@@ -72,6 +77,8 @@ class StartOptions:
     user: UserSettings
     slots: int | None = None
     timeout: float = READY_TIMEOUT
+    tls: bool = False
+    """Serve HTTPS with a private CA made in ``.steward/tls/`` (``--tls``)."""
 
 
 @dataclass(frozen=True)
@@ -155,16 +162,27 @@ class LocalCluster:
             slots=options.slots,
             digest_file=self._zookeeper_credential(options.user),
         )
+        if options.tls:  # what the user set wins (their own certificate, say)
+            settings = {**TlsFiles(self.state_dir.root / TLS_DIR).settings(), **settings}
         write_toml(self.state_dir.config, settings, header=_TOML_HEADER)
         config = load(self.state_dir.config)  # the processes will read it so: fail here first
         host = _reachable_host(config.settings.jobmanager.bind_host)
+        if options.tls:
+            progress("making the private CA and certificate")
+            ensure_local_tls(
+                self.state_dir.root / TLS_DIR, local_hosts([host]), name=state.cluster_id
+            )
+        verify = client_tls(config.settings.tls)
+        scheme = tls_scheme(config.settings.tls)
         for directory in (self.state_dir.storage, self.state_dir.work, self.state_dir.logs):
             directory.mkdir(parents=True, exist_ok=True)
         for number, port in enumerate(ports, start=1):
-            state = self._launch(state, Role.JOBMANAGER, number, port=port, host=host)
+            state = self._launch(
+                state, Role.JOBMANAGER, number, port=port, host=host, scheme=scheme
+            )
         for number in range(1, options.topology.taskmanagers + 1):
             state = self._launch(state, Role.TASKMANAGER, number)
-        self._await_ready(state, deadline, options.timeout, progress)
+        self._await_ready(state, deadline, options.timeout, progress, verify)
         return state
 
     def _zookeeper_credential(self, user: UserSettings) -> Path | None:
@@ -183,8 +201,11 @@ class LocalCluster:
         *,
         port: int | None = None,
         host: str = LOOPBACK,
+        scheme: str = "http",
     ) -> ClusterState:
-        child, entry = launcher.launch(self.state_dir, role, number, port=port, host=host)
+        child, entry = launcher.launch(
+            self.state_dir, role, number, port=port, host=host, scheme=scheme
+        )
         self._children.append(child)
         state = state.model_copy(update={"processes": [*state.processes, entry]})
         save_state(self.state_dir, state)  # at once: an interrupted start can still be stopped
@@ -211,7 +232,12 @@ class LocalCluster:
         return state
 
     def _await_ready(
-        self, state: ClusterState, deadline: float, timeout: float, progress: Progress
+        self,
+        state: ClusterState,
+        deadline: float,
+        timeout: float,
+        progress: Progress,
+        verify: ClientTls,
     ) -> None:
         jobmanagers = state.of_role(Role.JOBMANAGER)
         wanted = {entry.id for entry in state.of_role(Role.TASKMANAGER)}
@@ -219,7 +245,7 @@ class LocalCluster:
             for entry in [*jobmanagers, *state.of_role(Role.TASKMANAGER)]:
                 if launcher.live_process(entry) is None:
                     raise LocalClusterStartError(_failure(entry, "exited while starting"))
-            views = {entry.id: _probe(entry.address) for entry in jobmanagers}
+            views = {entry.id: _probe(entry.address, verify) for entry in jobmanagers}
             leader = next((v.leader for v in views.values() if v and v.leader), None)
             registered = _registered(views.values()) & wanted
             answering = sum(view is not None for view in views.values())
@@ -305,8 +331,9 @@ class LocalCluster:
         self, state: ClusterState, alive: dict[str, bool], *, ask_zookeeper: bool
     ) -> str | None:
         """The leader's id, from a live JobManager, else from ZooKeeper's leader/info."""
+        verify = _cluster_tls(Path(state.config))
         for entry in state.of_role(Role.JOBMANAGER):
-            view = _probe(entry.address) if alive[entry.id] else None
+            view = _probe(entry.address, verify) if alive[entry.id] else None
             if view is not None:
                 return view.leader.id if view.leader else None
         if not ask_zookeeper:
@@ -370,17 +397,27 @@ def _zookeeper_entries(ensemble: ManagedEnsemble) -> list[ProcessEntry]:
     ]
 
 
-def _probe(address: str | None) -> ClusterView | None:
+def _probe(address: str | None, verify: ClientTls) -> ClusterView | None:
     """``GET /v1/cluster`` of one JobManager, or None if it does not answer (yet)."""
     if address is None:
         return None
     try:
-        response = httpx.get(f"{address}/v1/cluster", timeout=_PROBE_TIMEOUT)
+        response = httpx.get(f"{address}/v1/cluster", timeout=_PROBE_TIMEOUT, verify=verify.context)
         if response.status_code != httpx.codes.OK:
             return None
         return ClusterView.model_validate_json(response.content)
     except (httpx.HTTPError, ValidationError):
         return None
+
+
+def _cluster_tls(config: Path) -> ClientTls:
+    """How the cluster's own probes verify its JobManagers: with the ``rest.ssl.*`` of its
+    ``steward.toml`` (the system's CAs if it cannot be read)."""
+    try:
+        return client_tls(load(config).settings.tls)
+    except StewardError as exc:
+        log.debug("probing with the system's CAs: %s", exc)
+        return client_tls()
 
 
 def _registered(views: Iterable[ClusterView | None]) -> set[str]:

@@ -14,6 +14,7 @@
     .steward/zookeeper.digest the cluster's ZooKeeper credential, mode 0600 (steward.ha.acl)
     .steward/storage/         blob storage (high-availability.storage-dir)
     .steward/work/            the TaskManagers' work directories (taskmanager.workdir)
+    .steward/tls/             with --tls: the private CA and certificate (steward.tls.certificates)
     .steward/tls/             with --tls: the private CA and certificate (security.certificates)
 
 ``cluster.json`` is written atomically (temp file + rename) and read strictly: a malformed

@@ -28,18 +28,20 @@ import socket
 import threading
 import time
 from types import FrameType
+from typing import Any
 from urllib.parse import urlsplit
 
 import uvicorn
 
 from steward.config import Configuration
-from steward.errors import StewardError
+from steward.errors import ConfigurationError, StewardError
 from steward.ha.crash_detection import CrashDetector, is_wildcard
 from steward.ha.election import LeaderElection, Leadership
 from steward.ha.liveness import LivenessProbe
 from steward.ha.retrieval import LeaderRetrieval
 from steward.ha.session import Session
 from steward.store.blob import BlobStore
+from steward.tls import contexts as tls
 from steward.wire.records import LeaderInfo
 
 from .dispatcher import Dispatcher
@@ -54,12 +56,24 @@ class JobManager:
     def __init__(self, config: Configuration, jobmanager_id: str) -> None:
         self.config = config
         self.settings = settings = config.settings
+        # TLS files are checked before anything starts: a bad one is a clear error at once.
+        self._server_tls = tls.server_context(settings.tls) if settings.tls.enabled else None
+        self.client_tls = tls.client_tls(settings.tls)
+        """How this JobManager verifies the leader it forwards writes to."""
         self.id = jobmanager_id
         self.session = Session.from_config(config, name=jobmanager_id)
         self.blobs = BlobStore(settings.storage.storage_dir)
         self._socket = _bind(settings.jobmanager.bind_host, settings.jobmanager.port)
         host, port = self._socket.getsockname()[:2]
-        self.address = settings.jobmanager.advertised_address or f"http://{host}:{port}"
+        scheme = tls.scheme(settings.tls)
+        self.address = settings.jobmanager.advertised_address or f"{scheme}://{host}:{port}"
+        if urlsplit(self.address).scheme != scheme:
+            self._socket.close()
+            raise ConfigurationError(
+                f"jobmanager.advertised-address {self.address} is not {scheme}:// while"
+                f" rest.ssl.enabled is {str(settings.tls.enabled).lower()}",
+                key="jobmanager.advertised-address",
+            )
         if is_wildcard(urlsplit(self.address).hostname or ""):
             log.warning(
                 "advertised address %s names no machine: standbys cannot forward to it and"
@@ -239,8 +253,10 @@ class JobManager:
     # ------------------------------------------------------------------ REST server
 
     def _start_server(self) -> None:
-        app = create_app(self)
-        config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
+        app = create_app(self, client_tls=self.client_tls)
+        config = uvicorn.Config(
+            app, log_level="warning", access_log=False, lifespan="off", **self._uvicorn_tls()
+        )
         server = uvicorn.Server(config)
         self._server = server
 
@@ -249,6 +265,18 @@ class JobManager:
 
         self._server_thread = threading.Thread(target=serve, name=f"{self.id}-rest", daemon=True)
         self._server_thread.start()
+
+    def _uvicorn_tls(self) -> dict[str, Any]:
+        """uvicorn's TLS options: the files :func:`tls.server_context` checked at start."""
+        settings = self.settings.tls
+        if self._server_tls is None:
+            return {}
+        return {
+            "ssl_certfile": str(settings.certificate),
+            "ssl_keyfile": str(settings.key),
+            "ssl_ca_certs": str(settings.ca) if settings.require_client_certificate else None,
+            "ssl_cert_reqs": self._server_tls.verify_mode,
+        }
 
 
 def _bind(host: str, port: int) -> socket.socket:

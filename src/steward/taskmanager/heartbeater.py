@@ -28,6 +28,7 @@ import httpx
 from steward.errors import StewardError
 from steward.ha.retrieval import LeaderRetrieval
 from steward.taskmanager.attempts import Attempts
+from steward.tls.contexts import ClientTls, client_tls
 from steward.wire.heartbeat import HEARTBEAT_PATH, Heartbeat, HeartbeatReply
 from steward.wire.records import LeaderInfo
 
@@ -55,6 +56,7 @@ class Heartbeater:
         newest_epoch: Callable[[], int],
         on_reply: Callable[[HeartbeatReply], None],
         client: httpx.Client | None = None,
+        tls: ClientTls | None = None,
     ) -> None:
         self.tm_id = tm_id
         self.address = address
@@ -64,7 +66,11 @@ class Heartbeater:
         self._retrieval = retrieval
         self._newest_epoch = newest_epoch
         self._on_reply = on_reply
-        self._client = client or httpx.Client(headers={"content-type": "application/json"})
+        # Verifies the leader's certificate with rest.ssl.ca (default: the system's CAs).
+        self._tls = tls or client_tls()
+        self._client = client or httpx.Client(
+            headers={"content-type": "application/json"}, verify=self._tls.context
+        )
         self._stop = threading.Event()
         self._leader_changed = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -138,7 +144,10 @@ class Heartbeater:
         try:
             response = self._client.post(url, content=beat.to_json(), timeout=wait + REQUEST_SLACK)
         except (httpx.HTTPError, RuntimeError) as exc:  # RuntimeError: client closed by stop()
-            if not self._stop.is_set():
+            untrusted = self._tls.untrusted(leader.address, exc)
+            if untrusted is not None and not self._stop.is_set():
+                log.error("heartbeat not sent: %s", untrusted)
+            elif not self._stop.is_set():
                 log.warning("heartbeat failed leader=%s epoch=%d cause=%r", url, leader.epoch, exc)
             return None
         if response.status_code in NOT_LEADER:

@@ -60,6 +60,7 @@ from steward.taskmanager.registration import Registration
 from steward.taskmanager.self_fencing import SelfFencing
 from steward.taskmanager.spares import SparePool
 from steward.taskmanager.workdir_cleaner import WorkdirCleaner
+from steward.tls.contexts import client_tls
 from steward.wire.heartbeat import CancelAttempt, HeartbeatReply, Rejection, StartAttempt
 from steward.wire.records import ErrorInfo, LeaderInfo, TaskManagerInfo
 from steward.wire.runner import (
@@ -149,6 +150,7 @@ class TaskManager:
             retrieval=self.retrieval,
             newest_epoch=lambda: self.leases.newest_epoch,
             on_reply=self.on_reply,
+            tls=client_tls(settings.tls),
         )
         self.self_fencing = SelfFencing(self.session, settings.taskmanager.fence_after, self._fence)
         self.probe = LivenessProbe(

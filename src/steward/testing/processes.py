@@ -34,6 +34,8 @@ import httpx
 import psutil
 
 from steward.client import Client
+from steward.config import Configuration
+from steward.config.configuration import validate
 from steward.ha.acl import (
     ACL_KEY,
     DIGEST_FILE_KEY,
@@ -47,6 +49,8 @@ from steward.ha.acl import (
 from steward.testing.ports import stable_port
 from steward.testing.spawning import spawn_logged
 from steward.testing.waiting import wait_until
+from steward.tls.contexts import ClientTls, client_tls
+from steward.tls.contexts import scheme as tls_scheme
 from steward.zookeeper.layout import LOOPBACK
 
 TEST_ROOT = "/steward-tests"
@@ -191,7 +195,7 @@ class ProcessCluster:
         port = stable_port() if port is None else port
         argv = self.command("jobmanager", jm_id, {"jobmanager.port": str(port)})
         proc = self.spawn("jobmanager", jm_id, argv)
-        proc.address = f"http://{LOOPBACK}:{port}"
+        proc.address = f"{tls_scheme(self.rest_config().settings.tls)}://{LOOPBACK}:{port}"
         return proc
 
     def start_taskmanager(
@@ -249,13 +253,24 @@ class ProcessCluster:
 
     # ------------------------------------------------------------------ REST
 
+    def rest_config(self) -> Configuration:
+        """The members' ``rest.*`` settings (``rest.ssl.*``: TLS) as a configuration."""
+        rest = {key: value for key, value in self.settings.items() if key.startswith("rest.")}
+        return validate(rest, dict.fromkeys(rest, "ProcessCluster.settings"))
+
+    @property
+    def tls(self) -> ClientTls:
+        """How the kit verifies its JobManagers: ``rest.ssl.ca`` of :attr:`settings`."""
+        return client_tls(self.rest_config().settings.tls)
+
     def client(self, timeout: float = 30.0) -> Client:
         """A ``steward.Client`` over the JobManagers' addresses."""
-        return Client([p.address for p in self.jobmanagers()], timeout=timeout)
+        addresses = [p.address for p in self.jobmanagers()]
+        return Client(addresses, timeout=timeout, config=self.rest_config())
 
     def get(self, proc: Proc, path: str) -> Any:
         """The JSON ``proc`` answers at ``path``."""
-        return httpx.get(proc.address + path, timeout=5).json()
+        return httpx.get(proc.address + path, timeout=5, verify=self.tls.context).json()
 
     def cluster_view(self) -> dict[str, Any] | None:
         """``/v1/cluster`` of the first live JobManager that answers, else None."""
@@ -284,7 +299,8 @@ class ProcessCluster:
             if leader is None:
                 return None
             try:
-                if httpx.get(leader.address + "/readyz", timeout=2).status_code != 200:
+                readyz = httpx.get(leader.address + "/readyz", timeout=2, verify=self.tls.context)
+                if readyz.status_code != 200:
                     return None
                 view = self.get(leader, "/v1/cluster")
             except httpx.HTTPError:

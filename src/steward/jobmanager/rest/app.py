@@ -12,6 +12,7 @@ import anyio
 from fastapi import FastAPI
 
 from steward.store.contents import ContentStore
+from steward.tls.contexts import ClientTls
 
 from . import cluster, contents, health, internal, jobs
 from .backend import ApiBackend
@@ -20,7 +21,9 @@ from .forwarding import new_forwarder
 from .state import Services, install
 
 
-def create_app(backend: ApiBackend) -> FastAPI:
+def create_app(backend: ApiBackend, *, client_tls: ClientTls | None = None) -> FastAPI:
+    """The API of ``backend``; a standby forwards writes verifying the leader with
+    ``client_tls`` (default: the system's CAs)."""
     app = FastAPI(
         title="Steward",
         summary="A highly available job manager for PySpark pipelines",
@@ -31,7 +34,7 @@ def create_app(backend: ApiBackend) -> FastAPI:
         Services(
             backend=backend,
             contents=ContentStore(backend.blobs, max_size=backend.config.upload_max_size),
-            forwarder=new_forwarder(),
+            forwarder=new_forwarder(client_tls),
             heartbeat_threads=anyio.CapacityLimiter(internal.HEARTBEAT_THREADS),
         ),
     )

@@ -9,14 +9,19 @@ from __future__ import annotations
 import httpx
 from fastapi.responses import Response
 
+from steward.tls.contexts import ClientTls, client_tls
+
 from .backend import ApiBackend, LeaderTerm
 from .errors import no_leader
 
 FORWARD_TIMEOUT = 30.0
 
 
-def new_forwarder() -> httpx.Client:
-    return httpx.Client(timeout=FORWARD_TIMEOUT)
+def new_forwarder(tls: ClientTls | None = None) -> httpx.Client:
+    """The client a standby forwards with: it verifies the leader's certificate with ``tls``
+    (``rest.ssl.ca``, default the system's CAs) and presents this JobManager's own
+    certificate where the leader requires one."""
+    return httpx.Client(timeout=FORWARD_TIMEOUT, verify=(tls or client_tls()).context)
 
 
 def leading(backend: ApiBackend) -> LeaderTerm | None:
