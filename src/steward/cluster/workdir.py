@@ -15,7 +15,6 @@
     .steward/storage/         blob storage (high-availability.storage-dir)
     .steward/work/            the TaskManagers' work directories (taskmanager.workdir)
     .steward/tls/             with --tls: the private CA and certificate (steward.tls.certificates)
-    .steward/tls/             with --tls: the private CA and certificate (security.certificates)
 
 ``cluster.json`` is written atomically (temp file + rename) and read strictly: a malformed
 file is a :class:`LocalClusterError` naming it, never a half-read cluster.
