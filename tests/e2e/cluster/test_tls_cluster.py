@@ -21,8 +21,10 @@ import httpx
 import pytest
 
 from steward.cluster.local import LocalCluster
+from steward.config import TlsSettings
 from steward.testing.processes import ProcessCluster
 from steward.tls.certificates import TlsFiles, ensure_local_tls, local_hosts
+from steward.tls.contexts import client_tls
 from support import ZK_TEST_ROOT, wait_until
 
 pytestmark = pytest.mark.zookeeper
@@ -147,6 +149,40 @@ def test_the_testing_kit_runs_a_tls_cluster_and_verifies_it(
         assert cluster.wait_ready(taskmanagers=1) is jobmanager
         with cluster.client() as client:
             assert [tm.id for tm in client.cluster().taskmanagers] == ["tm-1"]
+    finally:
+        cluster.stop()
+
+
+def test_mutual_tls_admits_the_clusters_processes_and_refuses_a_client_without_a_certificate(
+    tmp_path: Path, zk_quorum: str, cluster_id: str, tls_files: TlsFiles
+) -> None:
+    # Given a cluster whose JobManager requires client certificates (rest.ssl.client-auth)
+    settings = {**_kit_settings(tls_files), "rest.ssl.client-auth": "require"}
+    cluster = ProcessCluster(tmp_path / "kit", zk_quorum, cluster_id, extra=settings)
+    pipeline = tmp_path / "quick.py"
+    pipeline.write_text("def main(ctx):\n    return {'ok': True}\n")
+    try:
+        jobmanager = cluster.start_jobmanager("jm-1")
+        cluster.start_taskmanager("tm-1")
+        cluster.wait_ready(taskmanagers=1)
+        # When a job is submitted by a client that presents the cluster's certificate
+        with cluster.client() as client:
+            job = client.submit(pipeline)
+            result = client.wait(job.job_id, timeout=60)
+        # Then it ran: the TaskManager's heartbeats presented its certificate too
+        assert result.state == "FINISHED"
+        # And a client that verifies the JobManager but presents no certificate gets nothing
+        anonymous = client_tls(
+            TlsSettings(
+                enabled=False,
+                certificate=None,
+                key=None,
+                ca=tls_files.ca,
+                require_client_certificate=False,
+            )
+        )
+        with pytest.raises(httpx.TransportError):
+            httpx.get(f"{jobmanager.address}/healthz", verify=anonymous.context, timeout=5)
     finally:
         cluster.stop()
 
