@@ -70,10 +70,16 @@ restart_strategies = st.one_of(
     ),
 )
 
+# Names and labels are shown on terminals: no control characters (wire.values.check_text).
+printable = st.characters(exclude_categories=("Cc", "Cs", "Cf"))
+labels = st.dictionaries(
+    st.text(printable, min_size=1, max_size=40), st.text(printable, max_size=40), max_size=4
+)
+
 job_specs = st.builds(
     JobSpec,
     job_id=job_ids,
-    name=st.text(max_size=256),
+    name=st.text(printable, max_size=256),
     entrypoint=entrypoints,
     args=st.lists(texts, max_size=5),
     spark_conf=string_maps,
@@ -81,7 +87,7 @@ job_specs = st.builds(
     restart_strategy=restart_strategies,
     kind=st.sampled_from(JobKind),
     checkpoint=st.builds(CheckpointSettings, interval=positive_seconds),
-    labels=string_maps,
+    labels=labels,
 )
 
 artifacts = st.builds(

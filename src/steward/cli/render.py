@@ -13,6 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from steward.wire.records import AttemptRecord, ErrorInfo
+from steward.wire.redaction import DEFAULT as SECRETS
 from steward.wire.rest import ClusterView, JobView, ResultView
 from steward.wire.values import JsonValue
 
@@ -39,7 +40,8 @@ def progress_text(progress: dict[str, JsonValue] | None) -> str:
 def cause_text(cause: ErrorInfo | None) -> str:
     if cause is None:
         return ""
-    first = cause.message.splitlines()[0] if cause.message else ""
+    message = SECRETS.text(cause.message)  # the server hides them too; never shown here
+    first = message.splitlines()[0] if message else ""
     return f"{cause.type}: {first}" if first else cause.type
 
 
@@ -53,7 +55,7 @@ def status_line(view: JobView, elapsed: float | None = None) -> Text:
     if attempt is not None:
         line.append(f"  attempt {attempt.number} on {attempt.taskmanager}")
     if view.reason:
-        line.append(f"  ({view.reason})", style="dim")
+        line.append(f"  ({SECRETS.text(view.reason)})", style="dim")
     progress = progress_text(view.progress)
     if progress:
         line.append(f"  {progress}")
@@ -95,7 +97,7 @@ def jobs_table(views: list[JobView], width: int = 80) -> Table:
     for view, row in zip(sorted(views, key=lambda v: v.submitted_at or 0.0), rows, strict=True):
         cells: list[str | Text] = list(row)
         cells[state_index] = Text(row[state_index], style=_state_style(row[state_index]))
-        reason = (view.reason or "").split("\n", 1)[0]
+        reason = SECRETS.text(view.reason or "").split("\n", 1)[0]
         table.add_row(*cells, *[reason] * reasons)
     return table
 
@@ -108,7 +110,7 @@ def job_details(view: JobView) -> Group:
         fields.add_row("name", view.name)
     fields.add_row("state", Text(view.state.value, style=_state_style(view.state.value)))
     if view.reason:
-        fields.add_row("reason", view.reason)
+        fields.add_row("reason", SECRETS.text(view.reason))
     fields.add_row("submitted", timestamp(view.submitted_at))
     fields.add_row("updated", timestamp(view.updated_at))
     fields.add_row("attempts", f"{view.attempt_count} ({view.failures} failed)")
@@ -159,7 +161,7 @@ def print_result(console: Console, result: ResultView) -> None:
     if result.error is not None:
         console.print(Text(cause_text(result.error)))
         if result.error.traceback:
-            console.print(Text(result.error.traceback.rstrip(), style="dim"))
+            console.print(Text(SECRETS.text(result.error.traceback).rstrip(), style="dim"))
     elif state == "FINISHED":
         console.print(Text(f"value: {json.dumps(result.value, indent=2)}"))
 

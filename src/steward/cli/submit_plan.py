@@ -31,6 +31,7 @@ from steward.cli.options import parse_pairs, parse_restart
 from steward.cli.properties import parse_properties
 from steward.cli.spark_submit import SPARK_OPTIONS, CommandLine, read_command_line
 from steward.wire.jobs import PLAIN_FILENAME_PATTERN, JobKind, ProgramKind, RestartStrategy
+from steward.wire.redaction import Redactor
 from steward.wire.spark_options import CLUSTER_MODE_REFUSED
 from steward.wire.spark_options import DEPLOY_MODE_KEY as DEPLOY_MODE
 
@@ -273,7 +274,8 @@ def _choice(value: str | None, kind: type[E], option: str) -> E | None:
 
 def describe(plan: SubmitPlan) -> list[str]:
     """``--verbose``: what is submitted, one ``name: value`` line each, as spark-submit's."""
-    lines = [f"file: {plan.pipeline}", f"arguments: {list(plan.args)}"]
+    rule = Redactor.for_job(plan.spark_conf, plan.args)  # secrets are never shown
+    lines = [f"file: {plan.pipeline}", f"arguments: {rule.args(plan.args)}"]
     optional = {
         "program": plan.program,
         "name": plan.name,
@@ -284,5 +286,6 @@ def describe(plan: SubmitPlan) -> list[str]:
         "requirements": plan.requirements,
     }
     lines += [f"{key}: {value}" for key, value in optional.items() if value]
-    lines += [f"spark_conf: {key}={value}" for key, value in sorted(plan.spark_conf.items())]
+    shown = rule.conf(plan.spark_conf)
+    lines += [f"spark_conf: {key}={value}" for key, value in sorted(shown.items())]
     return lines

@@ -22,6 +22,8 @@ from steward.wire.records import (
     LeaderInfo,
     TaskManagerInfo,
 )
+from steward.wire.redaction import DEFAULT as SECRETS
+from steward.wire.redaction import redact_attempts
 from steward.wire.rest import JobManagerView, JobView, ResultView, TaskManagerView
 from steward.wire.states import JobState
 
@@ -36,8 +38,10 @@ def result_view(entry: JobResultEntry, served_by: str) -> JobView:
         state=JobState.of(entry.state),
         submitted_at=entry.submitted_at,
         updated_at=entry.finished_at,
-        reason=entry.error.message if entry.error else None,
-        attempts=entry.attempts,
+        # Secrets are hidden at their source (the runner); these catch what comes from
+        # elsewhere (a TaskManager's error quoting a URL with a password, say).
+        reason=SECRETS.text(entry.error.message) if entry.error else None,
+        attempts=redact_attempts(entry.attempts),
         attempt_count=entry.attempt_count,
         result=ResultView.of(entry),
         served_by=served_by,
@@ -49,10 +53,10 @@ def status_view(record: JobStatusRecord, served_by: str) -> JobView:
         job_id=record.job_id,
         name=record.name,
         state=record.state,
-        reason=record.reason,
+        reason=None if record.reason is None else SECRETS.text(record.reason),
         submitted_at=record.submitted_at,
         updated_at=record.updated_at,
-        attempts=record.attempts,
+        attempts=redact_attempts(record.attempts),
         attempt_count=record.attempt_count,
         failures=record.failures,
         served_by=served_by,

@@ -17,6 +17,7 @@ from typing import Any
 
 from steward.runtime.channel import EventSink
 from steward.wire.records import SparkApp
+from steward.wire.redaction import DEFAULT as DEFAULT_RULE
 from steward.wire.runner import SparkAppEvent
 
 log = logging.getLogger(__name__)
@@ -75,5 +76,5 @@ def describe(context: Any) -> SparkApp:
     return SparkApp(
         app_id=str(context.applicationId),
         ui_url=context.uiWebUrl or None,
-        master=str(context.master),
+        master=DEFAULT_RULE.text(str(context.master))[:2048],  # a URL may carry a token
     )

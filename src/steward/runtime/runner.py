@@ -68,6 +68,7 @@ from steward.runtime.outcomes import describe_error, result_value
 from steward.wire.jobs import ProgramKind
 from steward.wire.programs import ProgramError
 from steward.wire.records import ErrorInfo
+from steward.wire.redaction import Redactor, redact_error
 from steward.wire.runner import (
     DEFAULT_LAUNCH_TIMEOUT,
     EXIT_FAILED,
@@ -223,6 +224,7 @@ def _run_launched(
         # nor clean up (stopping Spark or killing the group would hit the real runner).
         os._exit(EXIT_FAILED)
     if isinstance(outcome, FailedEvent):
+        outcome = _redacted(outcome, launch)
         log.error(
             "attempt failed job=%s attempt=%d: %s: %s\n%s",
             launch.job_id,
@@ -237,6 +239,13 @@ def _run_launched(
     if context is not None:
         context.close()
     return EXIT_FINISHED if isinstance(sent, FinishedEvent) else EXIT_FAILED
+
+
+def _redacted(outcome: FailedEvent, launch: LaunchDocument) -> FailedEvent:
+    """The failure as reported and logged: the job's secrets hidden (its message and
+    traceback may quote its settings or arguments; see steward.wire.redaction)."""
+    rule = Redactor.for_job(launch.spec.spark_conf, launch.spec.args)
+    return outcome.model_copy(update={"error": redact_error(outcome.error, rule)})
 
 
 def _emit_final(channel: EventChannel, outcome: FinalEvent) -> FinalEvent:

@@ -28,6 +28,7 @@ from collections.abc import Mapping, MutableMapping
 from pathlib import Path
 
 from steward.runtime.warm import APP_NAME, CONNECT_SCHEME, DEFAULT_CONF, SPARK_MASTER
+from steward.wire.redaction import DEFAULT as DEFAULT_RULE
 from steward.wire.runner import LaunchDocument
 
 log = logging.getLogger(__name__)
@@ -65,14 +66,18 @@ def export(
     master = conf.get(SPARK_MASTER, "")
     if master.startswith(CONNECT_SCHEME):
         environ["SPARK_REMOTE"] = remote or master
-        log.info("sessions of this attempt connect to %s", master)
+        log.info("sessions of this attempt connect to %s", DEFAULT_RULE.text(master))
         return folder
-    folder.mkdir(parents=True, exist_ok=True)
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     base = _host_conf_dir(environ)
     merged = {**_read_defaults(base / DEFAULTS_FILE), **conf} if base else dict(conf)
     if base is not None:
         _link_other_files(base, folder)
-    (folder / DEFAULTS_FILE).write_text(render(merged), encoding="utf-8")
+    # The job's settings may hold secrets: the file is this user's alone.
+    descriptor = os.open(folder / DEFAULTS_FILE, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(descriptor, 0o600)  # also when an earlier run left the file
+    with os.fdopen(descriptor, "w", encoding="utf-8") as defaults:
+        defaults.write(render(merged))
     environ["SPARK_CONF_DIR"] = str(folder)
     environ.pop("SPARK_REMOTE", None)
     log.info("spark defaults written path=%s keys=%d", folder / DEFAULTS_FILE, len(merged))

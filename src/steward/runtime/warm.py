@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from steward.wire.redaction import DEFAULT as DEFAULT_RULE
+
 if TYPE_CHECKING:
     from steward.wire.runner import LaunchDocument
 
@@ -87,7 +89,9 @@ def cold_reason(spark_conf: Mapping[str, str], job_master: str, warm_master: str
     ``warm_master`` is the master the spares' sessions were built with.
     """
     if job_master != warm_master:
-        return f"the job's Spark master {job_master!r} is not the spares' {warm_master!r}"
+        # A master URL may carry a token (sc://host/;token=...): never shown.
+        job, warm = DEFAULT_RULE.text(job_master), DEFAULT_RULE.text(warm_master)
+        return f"the job's Spark master {job!r} is not the spares' {warm!r}"
     if job_master.startswith(CONNECT_SCHEME):
         return "a Spark Connect master starts no local JVM to keep warm"
     for key, value in spark_conf.items():
@@ -96,7 +100,8 @@ def cold_reason(spark_conf: Mapping[str, str], job_master: str, warm_master: str
         if key in DEFAULT_CONF:
             if value == DEFAULT_CONF[key]:
                 continue
-            return f"spark_conf {key}={value!r} differs from the spares' default"
+            shown = DEFAULT_RULE.conf({key: value})[key]
+            return f"spark_conf {key}={shown!r} differs from the spares' default"
         if not is_runtime_sql_conf(key):
             return f"spark_conf {key} cannot be changed on a live SparkSession"
     return None

@@ -5,6 +5,8 @@ their driver is installed. Two guarantees:
 
 - **Atomic writes.** No reader ever sees half a blob: on a local filesystem a blob is written to
   a temporary name and renamed; object stores publish an object whole by themselves.
+- **Private.** On a local filesystem every blob file is mode 0600 (job graphs hold the jobs'
+  code and settings); object stores keep their own access control.
 - **Checksums.** Every blob starts with a one-line header carrying the payload's length and
   SHA-256, so a truncated or altered blob is detected on read, with or without the pointer that
   names it.
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import re
 import time
 import uuid
@@ -30,6 +33,8 @@ log = logging.getLogger(__name__)
 _MAGIC = b"STEWARD-BLOB 1"
 _HEADER = re.compile(rb"^STEWARD-BLOB 1 length=(\d+) sha256=([0-9a-f]{64})\n")
 _KEY = re.compile(r"[A-Za-z0-9_.\-]+(/[A-Za-z0-9_.\-]+)*")
+PRIVATE_FILE_MODE = 0o600
+"""On a local filesystem, a blob is readable by the user that wrote it alone."""
 
 
 @dataclass(frozen=True)
@@ -118,6 +123,7 @@ class BlobStore:
                 temporary = f"{path}.tmp-{uuid.uuid4().hex}"
                 try:
                     self._fs.pipe_file(temporary, framed)
+                    os.chmod(temporary, PRIVATE_FILE_MODE)  # jobs' code and settings
                     self._fs.mv(temporary, path)
                 finally:
                     if self._fs.exists(temporary):

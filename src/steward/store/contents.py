@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
+import os
 import re
 import time
 from collections.abc import Iterable, Iterator
@@ -35,7 +36,7 @@ from types import TracebackType
 from typing import IO, Any, Self
 
 from steward.errors import BlobStoreError, CorruptStateError, JobRejectedError
-from steward.store.blob import BlobStore
+from steward.store.blob import PRIVATE_FILE_MODE, BlobStore
 
 log = logging.getLogger(__name__)
 
@@ -235,6 +236,8 @@ class ContentStore:
         with _storage(f"starting upload {key}", self.blobs.url):
             self._fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
             sink: IO[bytes] = self._fs.open(path, "wb")
+            if self.blobs.is_local:
+                os.chmod(path, PRIVATE_FILE_MODE)  # the user's files: this user's alone
         return sink
 
 

@@ -6,8 +6,9 @@ folder, base64 inside the job graph). This module owns both ends of that trip:
 - :func:`build_artifact`, on the JobManager: turn an uploaded file into an Artifact, or refuse
   it with an :class:`ArtifactRejectedError` that names the problem (the REST API answers 400).
   A ``.py`` file must be UTF-8 and compile (it is compiled, never executed); a zip must be a
-  valid archive without absolute paths, ``..`` members or symlinks, within size and member
-  bounds, with its entry module at the top or under one top-level folder;
+  valid archive without absolute paths, ``..`` members, symlinks, devices or FIFOs, within
+  size, member and compression-ratio bounds (nested archives are never unpacked: a ``.zip``
+  inside is a file like any other), with its entry module at the top or under one top-level folder;
 - :func:`materialize`, on a TaskManager (or for a JobManager's initialize hook): check the
   checksum and write the file, or extract the zip safely, into a work directory; returns the
   absolute path a :class:`~steward.wire.runner.LaunchDocument` wants;
@@ -46,6 +47,10 @@ MAX_UNPACKED_BYTES = 512 * 1024 * 1024
 """A zip may unpack to at most this many bytes (a zip bomb is refused at submission)."""
 MAX_MEMBERS = 10_000
 """A zip may hold at most this many entries."""
+MAX_RATIO = 200
+"""An entry may inflate at most this many times its compressed size, once over
+:data:`RATIO_FLOOR` bytes (a zip bomb is refused at submission, before anything inflates)."""
+RATIO_FLOOR = 1 << 20
 
 _SUFFIXES = {".py": ArtifactKind.PYTHON_FILE, ".zip": ArtifactKind.ZIPPED_FOLDER}
 _FILENAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*")
@@ -156,18 +161,34 @@ def _safe_members(filename: str, infos: list[zipfile.ZipInfo]) -> list[zipfile.Z
     files = []
     for info in infos:
         _check_member_name(filename, info.filename)
-        if stat.S_ISLNK(info.external_attr >> 16):
+        mode = info.external_attr >> 16
+        if stat.S_ISLNK(mode):
             raise ArtifactRejectedError(
                 f"artifact {filename}: {info.filename} is a symbolic link; links are refused"
+            )
+        if stat.S_IFMT(mode) and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            raise ArtifactRejectedError(
+                f"artifact {filename}: {info.filename} is a device, FIFO or socket; a zip may"
+                " hold only files and folders"
             )
         total += info.file_size
         if total > MAX_UNPACKED_BYTES:
             raise ArtifactRejectedError(
                 f"artifact {filename}: unpacks to more than {MAX_UNPACKED_BYTES} bytes"
             )
+        _check_ratio(filename, info)
         if not info.is_dir():
             files.append(info)
     return files
+
+
+def _check_ratio(filename: str, info: zipfile.ZipInfo) -> None:
+    # A zip bomb's entries inflate thousands of times; real code and data rarely 20 times.
+    if info.file_size > RATIO_FLOOR and info.file_size > MAX_RATIO * max(info.compress_size, 1):
+        raise ArtifactRejectedError(
+            f"artifact {filename}: {info.filename} inflates {info.file_size} bytes from"
+            f" {info.compress_size} (more than {MAX_RATIO} times): refused as a zip bomb"
+        )
 
 
 def _check_member_name(filename: str, name: str) -> None:
@@ -270,10 +291,11 @@ def materialize(artifact: Artifact, into: Path, entrypoint: str = "main") -> Pat
     data = decode(artifact)
     if into.exists():
         shutil.rmtree(into)
-    into.mkdir(parents=True)
+    into.mkdir(mode=0o700, parents=True)  # the job's code is its TaskManager user's alone
     if artifact.kind is ArtifactKind.PYTHON_FILE:
         _kind_of(artifact.filename)  # a corrupt graph must not name a path outside `into`
-        (into / artifact.filename).write_bytes(data)
+        with _private_file(into / artifact.filename) as sink:
+            sink.write(data)
     else:
         _extract(artifact.filename, data, into)
     path = _artifact_path(artifact, into, entrypoint)
@@ -299,11 +321,16 @@ def _extract(filename: str, data: bytes, into: Path) -> None:
             budget = MAX_UNPACKED_BYTES
             for member in _safe_members(filename, archive.infolist()):
                 target = into.joinpath(*member.filename.split("/"))
-                target.parent.mkdir(parents=True, exist_ok=True)
-                with archive.open(member) as source, target.open("wb") as sink:
+                target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+                with archive.open(member) as source, _private_file(target) as sink:
                     budget -= _copy_bounded(source, sink, budget, filename)
     except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, NotImplementedError) as exc:
         raise ArtifactRejectedError(f"artifact {filename}: not a valid zip file ({exc})") from None
+
+
+def _private_file(path: Path) -> IO[bytes]:
+    """``path`` opened for writing, created mode 0600."""
+    return os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb")
 
 
 def _copy_bounded(source: IO[bytes], sink: IO[bytes], budget: int, filename: str) -> int:

@@ -10,7 +10,9 @@ folder or exhaust the disk:
   archives point at the base interpreter (PySpark's packaging guide relies on it). Such a
   link only names a file; nothing is ever written through it;
 - at most :data:`MAX_MEMBERS` members and ``max_bytes`` bytes written (a zip bomb is cut off
-  by the bytes actually inflated, not by what its directory claims).
+  by the bytes actually inflated, not by what its directory claims), and no zip member that
+  claims to inflate more than :data:`MAX_RATIO` times; archives inside are files, never
+  unpacked.
 
 Tar archives go through :func:`tarfile.data_filter` (the standard library's safe filter).
 A refused archive is an :class:`ArchiveRejectedError`, a permanent failure: retrying the same
@@ -32,6 +34,10 @@ log = logging.getLogger(__name__)
 
 MAX_MEMBERS = 500_000
 DEFAULT_MAX_BYTES = 32 << 30
+MAX_RATIO = 1000
+"""A zip member may inflate at most this many times its compressed size once over
+:data:`RATIO_FLOOR` bytes (data compresses well, but not like a zip bomb's zeros)."""
+RATIO_FLOOR = 1 << 20
 _CHUNK = 1 << 20
 _TAR_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz")
 
@@ -148,6 +154,11 @@ def _zip_target(archive: str, info: zipfile.ZipInfo, into: Path) -> Path:
         raise ArchiveRejectedError(
             f"archive {archive}: {name!r} is a link or special file; a zip may hold only"
             " files and folders"
+        )
+    if info.file_size > RATIO_FLOOR and info.file_size > MAX_RATIO * max(info.compress_size, 1):
+        raise ArchiveRejectedError(
+            f"archive {archive}: {name!r} inflates {info.file_size} bytes from"
+            f" {info.compress_size} (more than {MAX_RATIO} times): refused as a zip bomb"
         )
     target = into.joinpath(*[part for part in parts if part not in ("", ".")])
     if not target.resolve().is_relative_to(into.resolve()):

@@ -16,7 +16,9 @@ Invariants:
   same lock; the second finds it done. Nothing is fetched again for the next job that needs
   the same bytes, whatever its file is called.
 - Cached files are made read-only: an attempt's folder links to them, and a job writing to a
-  linked file must not change what the next job gets.
+  linked file must not change what the next job gets. They are the TaskManager user's alone
+  (mode 0400, lock files 0600, under the mode-0700 folders of
+  :mod:`~steward.taskmanager.private_dirs`).
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ _TEMPORARY = ".tmp-"
 def file_lock(path: Path) -> Iterator[None]:
     """An exclusive lock on ``path`` (created), across threads and processes of the host."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(descriptor, fcntl.LOCK_EX)
         yield
@@ -107,7 +109,7 @@ class DependencyCache:
             temporary = temporary_name(final)
             if not self._link_other_name(folder, dependency, temporary):
                 self._contents.copy_to(dependency.sha256, temporary)
-                temporary.chmod(0o444)
+                temporary.chmod(0o400)  # read-only, and this user's alone
             temporary.rename(final)
         log.info("dependency cached sha256=%s file=%s", dependency.sha256, final)
         return final

@@ -25,6 +25,7 @@ from steward.store.contents import ContentStore
 from steward.supervisor.artifacts import materialize
 from steward.taskmanager.dependency_cache import CACHE_DIR, DependencyCache
 from steward.taskmanager.environments import Environments
+from steward.taskmanager.private_dirs import private_dir
 from steward.wire.heartbeat import StartAttempt
 from steward.wire.jobs import JobGraph, JobSpec
 from steward.wire.runner import LaunchDocument, RunMode
@@ -61,6 +62,7 @@ class Launcher:
         self._deadman_timeout = settings.taskmanager.deadman_timeout
         # Shared by every TaskManager of the host that uses the same taskmanager.workdir.
         cache = settings.taskmanager.workdir.resolve() / CACHE_DIR
+        self._private = (settings.taskmanager.workdir.resolve(), workdir, cache)
         self._dependencies = DependencyCache(ContentStore(blobs), cache)
         self._environments = Environments(cache)
 
@@ -79,6 +81,10 @@ class Launcher:
                 f" not {command.job_id!r}"
             )
         attempt_dir = self.attempt_dir(command.job_id, command.attempt)
+        # The job's code, settings and data are this user's alone (mode 0700 folders).
+        for folder in self._private:
+            private_dir(folder)
+        private_dir(attempt_dir)
         artifact_path = materialize(graph.artifact, attempt_dir / "artifact", spec.entrypoint)
         dependencies = [self._dependencies.fetch(d) for d in spec.dependencies]
         python_env = self._environments.python_env(spec, dependencies)

@@ -17,7 +17,7 @@ from pydantic import (
     model_validator,
 )
 
-from steward.wire.values import Payload, Value, check_job_id
+from steward.wire.values import Payload, Value, check_job_id, check_text
 
 
 class NoRestart(Value):
@@ -79,6 +79,9 @@ class DependencyKind(enum.StrEnum):
 
 PLAIN_FILENAME_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,254}$"
 
+MAX_LABELS = 64
+MAX_LABEL_LENGTH = 256
+
 
 SHA256_PATTERN = r"^[0-9a-f]{64}$"
 
@@ -120,7 +123,7 @@ class JobSpec(Value):
     restart_strategy: RestartStrategy = Field(default_factory=ExponentialDelayRestart)
     kind: JobKind = JobKind.BATCH
     checkpoint: CheckpointSettings = Field(default_factory=CheckpointSettings)
-    labels: dict[str, str] = Field(default_factory=dict)
+    labels: dict[str, str] = Field(default_factory=dict, max_length=MAX_LABELS)
     program: ProgramKind = ProgramKind.AUTO
     dependencies: list[Dependency] = Field(default_factory=list, max_length=1000)
     requirements: list[str] = Field(
@@ -133,6 +136,24 @@ class JobSpec(Value):
     @classmethod
     def _valid_job_id(cls, value: str) -> str:
         return check_job_id(value)
+
+    @field_validator("name")
+    @classmethod
+    def _printable_name(cls, value: str) -> str:
+        return check_text(value, "name")
+
+    @field_validator("labels")
+    @classmethod
+    def _printable_labels(cls, value: dict[str, str]) -> dict[str, str]:
+        for key, label in value.items():
+            if not key or len(key) > MAX_LABEL_LENGTH or len(label) > MAX_LABEL_LENGTH:
+                raise ValueError(
+                    f"label {key[:40]!r}: keys are 1 to {MAX_LABEL_LENGTH} characters, values"
+                    f" at most {MAX_LABEL_LENGTH}"
+                )
+            check_text(key, "a label's key")
+            check_text(label, f"label {key!r}")
+        return value
 
     @field_validator("entrypoint")
     @classmethod

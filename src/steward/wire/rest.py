@@ -10,6 +10,7 @@ from pydantic import (
 )
 
 from steward.wire.records import AttemptRecord, ErrorInfo, JobResultEntry
+from steward.wire.redaction import redact_error
 from steward.wire.states import JobState, TerminalState
 from steward.wire.values import JsonValue, Value
 
@@ -38,7 +39,7 @@ class ResultView(Value):
             job_id=entry.job_id,
             state=entry.state,
             value=entry.value,
-            error=entry.error,
+            error=None if entry.error is None else redact_error(entry.error),
             submitted_at=entry.submitted_at,
             finished_at=entry.finished_at,
             cleanup=entry.status.value,

@@ -45,6 +45,19 @@ def check_job_id(job_id: str) -> str:
     return job_id
 
 
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def check_text(value: str, what: str) -> str:
+    """``value`` if it holds no control character; names, labels and ids are shown on
+    terminals, where escape sequences and bidi overrides would rewrite what a person sees."""
+    if found := _UNPRINTABLE.search(value):
+        raise ValueError(
+            f"{what} contains the control character {found[0]!r} at position {found.start()}"
+        )
+    return value
+
+
 class Value(BaseModel):
     """Base of every model: strict (unknown fields are errors) and frozen."""
 
@@ -65,7 +78,7 @@ class Payload(Value):
         """Decode ``data``; anything but a valid payload of a known schema raises."""
         try:
             raw = json.loads(data)
-        except (ValueError, UnicodeDecodeError) as exc:
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:  # nested too deep
             raise CorruptStateError(f"{cls.kind_name}: not valid JSON ({exc})") from exc
         if not isinstance(raw, dict):
             raise CorruptStateError(f"{cls.kind_name}: expected a JSON object")

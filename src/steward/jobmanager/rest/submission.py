@@ -8,8 +8,11 @@ validated, the artifact checked, and the job stored with every file it names pin
 
 from __future__ import annotations
 
+import array
 import base64
 import binascii
+import itertools
+import re
 import time
 from typing import Any
 
@@ -21,7 +24,7 @@ from pydantic import ValidationError
 from steward.errors import JobRejectedError, StewardError
 from steward.store.contents import ContentStore
 from steward.supervisor.artifacts import check_submission
-from steward.wire import spark_options
+from steward.wire import redaction, spark_options
 from steward.wire.jobs import JobGraph, JobSpec
 from steward.wire.rest import SubmitRequest
 
@@ -34,6 +37,11 @@ from .forwarding import forward, leading
 MAX_ARTIFACT_BYTES = 64 * 1024 * 1024
 MAX_SUBMISSION_BYTES = MAX_ARTIFACT_BYTES * 4 // 3 + 64 * 1024
 """A submission's body: the artifact in base64 plus room for the spec."""
+MAX_JSON_DEPTH = 32
+"""A submission nests objects and arrays at most this deep (a spec needs 4)."""
+MAX_JSON_CONTAINERS = 50_000
+"""A submission holds at most this many objects and arrays (a spec with 1000 dependencies
+needs about 1000)."""
 
 
 async def bounded_body(request: Request, limit: int) -> bytes:
@@ -67,6 +75,7 @@ def submit(
     backend: ApiBackend, forwarder: httpx.Client, contents: ContentStore, body: bytes
 ) -> Response:
     """Store the job a submission's body describes (201), or forward it to the leader."""
+    check_json_shape(body)
     dispatcher = leading(backend)
     if dispatcher is None:
         return forward(backend, forwarder, "POST", "/v1/jobs", body)
@@ -91,6 +100,7 @@ def submit(
     if len(data) > MAX_ARTIFACT_BYTES:
         raise ApiError(413, "too_large", f"artifacts are limited to {MAX_ARTIFACT_BYTES} bytes")
     try:
+        redaction.check_conf(spec.spark_conf)
         artifact, spec = check_submission(request.artifact.filename, data, spec)
         graph = JobGraph(spec=spec, artifact=artifact, submitted_at=time.time())
         # Pinned: the leader's content GC cannot remove a file between this check and the
@@ -103,6 +113,33 @@ def submit(
     except StewardError as exc:
         raise_for(exc)
     return JSONResponse(view.model_dump(mode="json"), status_code=201)
+
+
+def check_json_shape(body: bytes) -> None:
+    """Refuse (400) a body with more than :data:`MAX_JSON_CONTAINERS` objects and arrays, or
+    nested deeper than :data:`MAX_JSON_DEPTH`, before any parser recurses into it.
+
+    Brackets inside strings do not count (the artifact's base64 is one string); the scan is
+    bounded by the size limit and runs at C speed but for the depth count, which only runs on
+    a body that has passed the count limit.
+    """
+    brackets = _JSON_STRING.sub(b"", body).translate(None, _NOT_BRACKETS)
+    if len(brackets) > 2 * MAX_JSON_CONTAINERS:
+        raise ApiError(
+            400,
+            "bad_request",
+            f"the request body has more than {MAX_JSON_CONTAINERS} JSON objects and arrays",
+        )
+    steps = array.array("b", brackets.translate(_STEPS))
+    if max(itertools.accumulate(steps), default=0) > MAX_JSON_DEPTH:
+        raise ApiError(
+            400, "bad_request", f"the request body nests JSON deeper than {MAX_JSON_DEPTH} levels"
+        )
+
+
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+_STEPS = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")  # +1 and -1 as signed bytes
 
 
 def _apply_spark_options(spec_fields: dict[str, Any], options: dict[str, str]) -> None:
