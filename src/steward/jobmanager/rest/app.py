@@ -18,6 +18,7 @@ from . import cluster, contents, health, internal, jobs
 from .backend import ApiBackend
 from .errors import add_error_handlers
 from .forwarding import new_forwarder
+from .openapi_errors import document_bad_requests
 from .state import Services, install
 
 
@@ -39,6 +40,7 @@ def create_app(backend: ApiBackend, *, client_tls: ClientTls | None = None) -> F
         ),
     )
     add_error_handlers(app)
+    document_bad_requests(app)  # 400, not FastAPI's 422
     # In this order, the OpenAPI document's.
     for router in (health.router, contents.router, cluster.router, jobs.router, internal.router):
         app.include_router(router)

@@ -77,7 +77,7 @@ async def put_content(sha256: str, request: Request, contents: Contents) -> Resp
     return _stored(sha256, created=created)
 
 
-@router.head(CONTENTS_PATH, responses={404: {}})
+@router.head(CONTENTS_PATH, responses={400: {}, 404: {}, 507: {}})
 def head_content(sha256: str, contents: Contents) -> Response:
     """200 (with ``x-steward-size``) if the file is stored, else 404."""
     try:

@@ -25,7 +25,7 @@ HEARTBEAT_THREADS = 1024
 router = APIRouter(tags=["internal"])
 
 
-@router.post(HEARTBEAT_PATH, responses={409: {"model": ErrorBody}})
+@router.post(HEARTBEAT_PATH, responses={400: {"model": ErrorBody}, 409: {"model": ErrorBody}})
 async def heartbeat(request: Request, backend: Backend, threads: HeartbeatThreads) -> Response:
     """TaskManager heartbeat (see steward.wire.heartbeat): reports in, commands back."""
     body = await request.body()

@@ -1,0 +1,200 @@
+"""Property-based fuzzing of a real JobManager's REST API from its own /openapi.json.
+
+schemathesis generates requests for every operation the OpenAPI document declares, valid
+ones (positive) and ones that break the schema (negative), with a fixed seed; every answer
+must be no 5xx, a status code, content type, headers and body the document declares, and a
+4xx for data that breaks the schema. Failures are collected over the whole run (not stopped
+at the first) and reported together, with how to replay each.
+
+The short run is in the default suite; ``-m slow`` runs the long one (the figures in
+docs/security.md come from it: ``pytest -m slow -s -k fuzz``). Requests carry the testing
+kit's credentials when the cluster has REST authentication (``cluster.headers`` or
+``$STEWARD_TOKEN``); without credentials, every route but ``/healthz`` and ``/readyz`` must
+answer 401 once authentication exists (skipped, saying so, while the server answers without).
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import pytest
+
+from e2e.bad_input.hostile import (
+    assert_nothing_stored,
+    auth_headers,
+    each_jobmanager,
+    stored_state,
+)
+from steward.testing.processes import ProcessCluster
+
+schemathesis = pytest.importorskip("schemathesis", reason="schemathesis (a dev dependency)")
+hypothesis = pytest.importorskip("hypothesis")
+
+from schemathesis import GenerationMode  # noqa: E402
+from schemathesis.checks import not_a_server_error  # noqa: E402
+from schemathesis.specs.openapi.checks import (  # noqa: E402
+    content_type_conformance,
+    negative_data_rejection,
+    response_headers_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+pytestmark = pytest.mark.zookeeper
+
+SEED = 1313
+SHORT_EXAMPLES = 12
+"""Per operation and generation mode in the default suite (about 300 requests)."""
+LONG_EXAMPLES = int(os.environ.get("STEWARD_FUZZ_EXAMPLES", "100"))
+"""Per operation and mode in the slow run, against the leader and the standby (~4 min)."""
+PUBLIC = {"/healthz", "/readyz"}
+CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_headers_conformance,
+    response_schema_conformance,
+]
+
+
+@dataclass
+class FuzzReport:
+    operations: int = 0
+    examples: int = 0
+    statuses: collections.Counter[int] = field(default_factory=collections.Counter)
+    failures: dict[str, list[str]] = field(default_factory=dict)
+
+    def summary(self) -> str:
+        lines = [
+            f"operations={self.operations} examples={self.examples}"
+            f" statuses={dict(sorted(self.statuses.items()))}"
+            f" failing_operations={len(self.failures)}"
+        ]
+        for label, found in self.failures.items():
+            lines.append(f"  {label}: {len(found)} failing example(s); first:\n{found[0]}")
+        return "\n".join(lines)
+
+
+def fuzz(
+    address: str,
+    headers: dict[str, str],
+    examples: int,
+    *,
+    checks: list[Any] | None = None,
+    schema_headers: dict[str, str] | None = None,
+) -> FuzzReport:
+    """Fuzz every operation of ``address``'s OpenAPI document with ``headers``; collect what
+    fails. The document itself is read with ``schema_headers`` (default: ``headers``)."""
+    schema = schemathesis.openapi.from_url(
+        f"{address}/openapi.json",
+        headers=headers if schema_headers is None else schema_headers,
+        timeout=30,
+    )
+    report = FuzzReport()
+    for result in schema.get_all_operations():
+        operation = result.ok()
+        report.operations += 1
+        for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
+            label = f"{operation.method.upper()} {operation.path} [{mode.value}]"
+            mode_checks = list(checks if checks is not None else CHECKS)
+            if mode is GenerationMode.NEGATIVE and checks is None:
+                mode_checks.append(negative_data_rejection)
+            _fuzz_operation(
+                operation,
+                mode,
+                label=label,
+                headers=headers,
+                examples=examples,
+                checks=mode_checks,
+                report=report,
+            )
+    return report
+
+
+def _fuzz_operation(
+    operation: Any,
+    mode: GenerationMode,
+    *,
+    label: str,
+    headers: dict[str, str],
+    examples: int,
+    checks: list[Any],
+    report: FuzzReport,
+) -> None:
+    settings = hypothesis.settings(
+        max_examples=examples,
+        deadline=None,
+        database=None,
+        phases=[hypothesis.Phase.explicit, hypothesis.Phase.generate],
+        suppress_health_check=list(hypothesis.HealthCheck),
+    )
+
+    @settings
+    @hypothesis.seed(SEED)
+    @hypothesis.given(case=operation.as_strategy(generation_mode=mode))
+    def run(case: Any) -> None:
+        report.examples += 1
+        try:
+            response = case.call(headers=headers, timeout=60)
+        except Exception as exc:  # a connection the server reset: as bad as a 5xx
+            report.failures.setdefault(label, []).append(f"{exc!r}\n{case.as_curl_command()}")
+            return
+        report.statuses[response.status_code] += 1
+        try:
+            case.validate_response(response, checks=checks, headers=headers)
+        except (AssertionError, BaseExceptionGroup) as exc:
+            report.failures.setdefault(label, []).append(f"{exc}\n{case.as_curl_command()}")
+
+    # An operation without parameters has nothing negative to generate.
+    with contextlib.suppress(hypothesis.errors.Unsatisfiable):
+        run()
+
+
+def test_fuzzing_the_rest_api_finds_no_5xx_and_no_schema_violation(
+    cluster: ProcessCluster,
+) -> None:
+    leader = each_jobmanager(cluster)[0]
+    report = fuzz(leader, auth_headers(cluster), SHORT_EXAMPLES)
+    print(report.summary())
+    assert report.operations >= 10, report.summary()
+    assert not report.failures, report.summary()
+    assert httpx.get(f"{leader}/healthz", timeout=10).status_code == 200
+
+
+@pytest.mark.slow
+def test_fuzzing_the_rest_api_at_length_leader_and_standby(
+    cluster: ProcessCluster,
+) -> None:
+    for address in each_jobmanager(cluster):
+        report = fuzz(address, auth_headers(cluster), LONG_EXAMPLES)
+        print(f"{address}: {report.summary()}")
+        assert not report.failures, report.summary()
+
+
+def test_unauthenticated_requests_get_only_401(cluster: ProcessCluster) -> None:
+    leader = each_jobmanager(cluster)[0]
+    if httpx.get(f"{leader}/v1/jobs", timeout=10).status_code != 401:
+        pytest.skip("the JobManager answers without credentials: REST authentication is off")
+    before = stored_state(cluster)
+
+    def only_401(ctx: Any, response: Any, case: Any) -> bool | None:
+        if case.operation.path in PUBLIC:
+            return None
+        assert response.status_code == 401, f"{response.status_code} without credentials"
+        return None
+
+    report = fuzz(
+        leader,
+        {},
+        SHORT_EXAMPLES,
+        checks=[only_401, not_a_server_error],
+        schema_headers=auth_headers(cluster),
+    )
+    print(report.summary())
+    assert not report.failures, report.summary()
+    assert_nothing_stored(cluster, before)
