@@ -71,7 +71,7 @@ class ClientTls:
 
     context: ssl.SSLContext
     trusted: str
-    """Said in errors: ``rest.ssl.ca (<path>)`` or the system's CAs."""
+    """Said in errors: ``a CA in rest.ssl.ca (<path>)`` or one of the system's CAs."""
 
     def untrusted(self, address: str, error: BaseException) -> ConfigurationError | None:
         """The error to raise when ``error`` (an httpx or ssl exception, or one caused by one)
@@ -82,7 +82,7 @@ class ClientTls:
         why = failure.verify_message or failure.reason or str(failure)
         return ConfigurationError(
             f"cannot verify the TLS certificate of the JobManager at {address}: {why}. It must"
-            f" be signed by a CA of {self.trusted} and name the host it is reached by: set"
+            f" be signed by {self.trusted} and name the host it is reached by: set"
             f" {CA_KEY} to the PEM file of the CA that signed it (a local cluster's is"
             " .steward/tls/ca.pem)",
             key=CA_KEY,
@@ -93,12 +93,12 @@ def client_tls(tls: TlsSettings | None = None) -> ClientTls:
     """How a client verifies JobManagers under ``tls`` (None: the defaults, system CAs)."""
     context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH)
     context.minimum_version = _MINIMUM
-    trusted = "the system's CAs (rest.ssl.ca is not set)"
+    trusted = "one of the system's CAs (rest.ssl.ca is not set)"
     if tls is not None and tls.ca is not None:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # verifies, checks host names
         context.minimum_version = _MINIMUM
         _load_ca(context, tls.ca)
-        trusted = f"{CA_KEY} ({tls.ca})"
+        trusted = f"a CA in {CA_KEY} ({tls.ca})"
     if tls is not None and tls.certificate is not None and tls.key is not None:
         _load_certificate(context, tls.certificate, tls.key)
     return ClientTls(context, trusted)
