@@ -11,7 +11,8 @@ with (``rest.ssl.*``, :class:`steward.config.TlsSettings`).
   ``rest.ssl.ca`` when set, else the system's CAs; never no verification. It presents
   ``rest.ssl.certificate`` as a client certificate when one is configured (mutual TLS).
   :meth:`ClientTls.untrusted` turns a failed verification into an error that names
-  ``rest.ssl.ca``.
+  ``rest.ssl.ca`` (and a client certificate a JobManager refuses, under mutual TLS, into one
+  that names ``rest.ssl.certificate``).
 
 Only TLS 1.2 and newer, with Python's default ciphers; keys are unencrypted PEM files, which
 file permissions protect (others may not read them).
@@ -34,6 +35,16 @@ ENABLED_KEY = "rest.ssl.enabled"
 CLIENT_AUTH_KEY = "rest.ssl.client-auth"
 
 _MINIMUM = ssl.TLSVersion.TLSv1_2
+# What a JobManager that requires client certificates answers a client without an acceptable one.
+_CLIENT_CERTIFICATE_REFUSED = frozenset(
+    {
+        "TLSV13_ALERT_CERTIFICATE_REQUIRED",
+        "TLSV1_ALERT_UNKNOWN_CA",
+        "SSLV3_ALERT_BAD_CERTIFICATE",
+        "SSLV3_ALERT_CERTIFICATE_UNKNOWN",
+        "SSLV3_ALERT_CERTIFICATE_EXPIRED",
+    }
+)
 
 
 def scheme(tls: TlsSettings) -> str:
@@ -72,10 +83,22 @@ class ClientTls:
     context: ssl.SSLContext
     trusted: str
     """Said in errors: ``a CA in rest.ssl.ca (<path>)`` or one of the system's CAs."""
+    presented: str = "none"
+    """Said in errors: the client certificate presented (``rest.ssl.certificate``), or none."""
 
     def untrusted(self, address: str, error: BaseException) -> ConfigurationError | None:
         """The error to raise when ``error`` (an httpx or ssl exception, or one caused by one)
-        is a failed certificate verification of ``address``; None for any other failure."""
+        is a failed certificate verification, of ``address``'s certificate or (mutual TLS) of
+        ours by ``address``; None for any other failure."""
+        refused = _client_certificate_refused(error)
+        if refused is not None:
+            return ConfigurationError(
+                f"the JobManager at {address} refused this client's TLS certificate"
+                f" ({refused.reason}; presented: {self.presented}): it requires one signed by a"
+                f" CA it trusts (rest.ssl.client-auth=require there). Set {CERTIFICATE_KEY} and"
+                f" {PRIVATE_KEY_KEY} to such a certificate and its key",
+                key=CERTIFICATE_KEY,
+            )
         failure = verification_failure(error)
         if failure is None:
             return None
@@ -99,9 +122,11 @@ def client_tls(tls: TlsSettings | None = None) -> ClientTls:
         context.minimum_version = _MINIMUM
         _load_ca(context, tls.ca)
         trusted = f"a CA in {CA_KEY} ({tls.ca})"
+    presented = "none"
     if tls is not None and tls.certificate is not None and tls.key is not None:
         _load_certificate(context, tls.certificate, tls.key)
-    return ClientTls(context, trusted)
+        presented = str(tls.certificate)
+    return ClientTls(context, trusted, presented)
 
 
 def verification_failure(error: BaseException) -> ssl.SSLCertVerificationError | None:
@@ -110,6 +135,18 @@ def verification_failure(error: BaseException) -> ssl.SSLCertVerificationError |
     current: BaseException | None = error
     while current is not None and id(current) not in seen:
         if isinstance(current, ssl.SSLCertVerificationError):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def _client_certificate_refused(error: BaseException) -> ssl.SSLError | None:
+    """The TLS alert of a server that refused our client certificate (or its absence)."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        if isinstance(current, ssl.SSLError) and current.reason in _CLIENT_CERTIFICATE_REFUSED:
             return current
         seen.add(id(current))
         current = current.__cause__ or current.__context__

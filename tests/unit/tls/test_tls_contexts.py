@@ -179,6 +179,28 @@ def test_a_client_certificate_from_another_ca_is_refused(
         httpx.get(mutual, verify=foreign.context, timeout=5)
 
 
+@pytest.mark.parametrize("presenting", ["no certificate", "another CA's certificate"])
+def test_a_client_refused_under_mutual_tls_is_told_at_once_naming_its_certificate(
+    files: TlsFiles, stranger: TlsFiles, mutual: str, presenting: str
+) -> None:
+    if presenting == "no certificate":
+        tls, presented = client_tls(_settings(files, certificate=None, key=None)), "none"
+    else:
+        tls, presented = client_tls(_settings(stranger, ca=files.ca)), str(stranger.certificate)
+    failover = Failover([mutual], timeout=20, tls=tls)
+    started = time.monotonic()
+    try:
+        with pytest.raises(ConfigurationError) as caught:
+            failover.send("GET", "/v1/cluster")
+    finally:
+        failover.close()
+    assert time.monotonic() - started < 5
+    assert caught.value.key == "rest.ssl.certificate"
+    message = str(caught.value)
+    assert f"the JobManager at {mutual} refused this client's TLS certificate" in message
+    assert f"presented: {presented})" in message
+
+
 def test_client_auth_is_none_or_require(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)  # load() reads ./steward.toml when present
     with pytest.raises(ConfigurationError, match="must be none or require"):
