@@ -93,7 +93,7 @@ class BenchCluster(ProcessCluster):
             verbose=verbose,
         )
         self.session_timeout = session_timeout
-        self.http = httpx.Client(timeout=5.0, verify=self.tls.context)
+        self.http = httpx.Client(timeout=5.0, headers=self.headers, verify=self.tls.context)
 
     # ------------------------------------------------------------------ processes
 

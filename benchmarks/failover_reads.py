@@ -40,6 +40,7 @@ from _common import (
     wait_until,
 )
 from steward.client import Client
+from steward.testing.credentials import auth_headers
 from steward.testing.processes import Proc
 
 SIGNALS = {"crash": signal.SIGKILL, "host": signal.SIGSTOP}
@@ -77,7 +78,7 @@ class Hammer:
             thread.join()
 
     def _loop(self, path: str) -> None:
-        with httpx.Client(timeout=5.0) as http:
+        with httpx.Client(timeout=5.0, headers=auth_headers()) as http:
             next_at = time.perf_counter()
             while not self._stop.is_set():
                 sample = self._one(http, path)

@@ -48,7 +48,11 @@ from _common import (
     wait_until,
 )
 from steward.client import Client
+from steward.config.configuration import validate
 from steward.ha.acl import DIGEST_FILE_KEY, create_digest_file
+from steward.security.credentials import INTERNAL_KEY
+from steward.security.provision import register_admin_token
+from steward.testing.credentials import auth_headers, export_admin_token, internal_token_file
 
 GOAL_WARM = 1.5
 MASTER = "local[*]"
@@ -98,6 +102,8 @@ class Cluster:
             "spark.master": MASTER,
             # The cluster's ZooKeeper credential, as `steward cluster start` gives its own.
             DIGEST_FILE_KEY: str(self.workdir / "zookeeper.digest"),
+            # And its internal credential (the admin token is registered at the JM's start).
+            INTERNAL_KEY: str(internal_token_file(self.workdir)),
         }
         create_digest_file(self.workdir / "zookeeper.digest")
         self.procs: list[subprocess.Popen[bytes]] = []
@@ -124,6 +130,8 @@ class Cluster:
         return proc
 
     def start_jobmanager(self) -> None:
+        config = validate(dict(self.settings), dict.fromkeys(self.settings, "benchmark"))
+        register_admin_token(config, export_admin_token())
         port = _free_port()
         self._spawn("jm-1", "jobmanager", "--id", "jm-1", **{"jobmanager.port": str(port)})
         self.address = f"http://127.0.0.1:{port}"
@@ -145,7 +153,8 @@ class Cluster:
             with contextlib.suppress(httpx.HTTPError, ValueError, KeyError):
                 if httpx.get(self.address + "/readyz", timeout=2).status_code != 200:
                     return False
-                view = httpx.get(self.address + "/v1/cluster", timeout=2).json()
+                answer = httpx.get(self.address + "/v1/cluster", timeout=2, headers=auth_headers())
+                view = answer.json()
                 return {tm["id"] for tm in view["taskmanagers"]} == ids
             return False
 

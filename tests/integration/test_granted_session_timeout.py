@@ -24,6 +24,7 @@ from steward.config import Configuration, load
 from steward.errors import ConfigurationError
 from steward.ha.session import Session
 from steward.taskmanager.manager import TaskManager
+from steward.testing.credentials import internal_token_file
 from steward.zookeeper import layout
 from steward.zookeeper.managed import ManagedEnsemble
 from support import ZK_TEST_ROOT, free_zookeeper_port
@@ -57,6 +58,7 @@ def config(quorum: str, cluster_id: str, tmp_path: Path, **keys: str) -> Configu
         "high-availability.cluster-id": cluster_id,
         "high-availability.storage-dir": f"file://{tmp_path / 'storage'}",
         "taskmanager.workdir": str(tmp_path / "work"),
+        "security.internal.token-file": str(internal_token_file(tmp_path)),
         **keys,
     }
     return load(config_file=tmp_path / "steward.toml", environ={}, overrides=values)
@@ -140,6 +142,7 @@ def test_the_taskmanager_command_exits_with_the_reason(
         "high-availability.storage-dir": f"file://{tmp_path / 'storage'}",
         "taskmanager.workdir": str(tmp_path / "work"),
         "high-availability.zookeeper.session-timeout": "60s",
+        "security.internal.token-file": str(internal_token_file(tmp_path)),
     }
     overrides = [arg for key, value in keys.items() for arg in ("-D", f"{key}={value}")]
     command = [sys.executable, "-m", "steward.cli", "--config", str(tmp_path / "steward.toml")]

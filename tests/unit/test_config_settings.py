@@ -63,6 +63,10 @@ OTHER_VALUES: dict[str, str] = {
     "rest.ssl.ca": "/etc/steward/tls/ca.pem",
     "rest.ssl.client-auth": "require",
     "state.checkpoints.num-retained": "7",
+    "security.auth.enabled": "false",
+    "security.internal.token-file": "/etc/steward/internal.token",
+    "security.audit.file": "/var/log/steward/audit.jsonl",
+    "client.token-file": "/home/me/.steward.token",
 }
 
 

@@ -35,8 +35,11 @@ _json_option = click.option("--json", "as_json", is_flag=True, help="Print one J
 
 
 def open_client(config: Configuration) -> Client:
-    """The client every job command uses (tests replace this function)."""
-    return Client.discover(config)
+    """The client every job command uses (tests replace this function), with the token of
+    ``--token`` if given (else the client finds one: steward.security.credentials)."""
+    context = click.get_current_context(silent=True)
+    token = context.find_root().meta.get("steward.token") if context is not None else None
+    return Client.discover(config, token=token)
 
 
 def _echo_json(document: BaseModel | Sequence[BaseModel] | None) -> None:

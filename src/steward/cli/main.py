@@ -17,6 +17,9 @@ import click
 from steward import config
 from steward.errors import StewardError
 
+TOKEN_META = "steward.token"
+"""Where ``--token`` is kept for the sub-commands (``click.Context.meta``)."""
+
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
@@ -30,12 +33,23 @@ from steward.errors import StewardError
     "-D", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a configuration key."
 )
 @click.option("-v", "--verbose", count=True, help="More logging (-v info, -vv debug).")
+@click.option(
+    "--token",
+    metavar="TOKEN",
+    help="Bearer token to send (default: $STEWARD_TOKEN, else the file client.token-file"
+    " names, else the local cluster's .steward/admin.token).",
+)
 @click.version_option(package_name="steward")
 @click.pass_context
 def cli(
-    ctx: click.Context, config_file: Path | None, overrides: tuple[str, ...], verbose: int
+    ctx: click.Context,
+    config_file: Path | None,
+    overrides: tuple[str, ...],
+    verbose: int,
+    token: str | None,
 ) -> None:
     """Steward: a highly available job manager for PySpark pipelines."""
+    ctx.meta[TOKEN_META] = token
     level = logging.WARNING - 10 * min(verbose, 2)
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     threading.excepthook = _log_thread_death
@@ -62,6 +76,7 @@ def _register() -> None:
     from steward.cli.demo import demo
     from steward.cli.jobmanager import jobmanager
     from steward.cli.taskmanager import taskmanager
+    from steward.cli.tokens import token
     from steward.cli.zookeeper import zookeeper
 
     cli.add_command(zookeeper)
@@ -69,6 +84,7 @@ def _register() -> None:
     _register_jobs_and_cluster()
     cli.add_command(jobmanager)
     cli.add_command(taskmanager)
+    cli.add_command(token)
 
 
 def _register_jobs_and_cluster() -> None:

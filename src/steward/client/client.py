@@ -41,6 +41,7 @@ from steward.client.failover import (
     error_body,
     retry_after_seconds,
 )
+from steward.cluster.workdir import StateDir, load_state
 from steward.config import Configuration, load
 from steward.errors import (
     ApiError,
@@ -51,6 +52,7 @@ from steward.errors import (
     StewardError,
     WaitTimeoutError,
 )
+from steward.security.credentials import find_token
 from steward.tls.contexts import client_tls
 from steward.wire.jobs import JobKind, JobSpec, ProgramKind, RestartStrategy
 from steward.wire.rest import (
@@ -62,6 +64,14 @@ from steward.wire.rest import (
     LeaderView,
     ResultView,
     SubmitRequest,
+)
+from steward.wire.tokens import (
+    CreatedToken,
+    CreateTokenRequest,
+    Role,
+    TokenList,
+    TokenView,
+    check_token_id,
 )
 from steward.wire.values import check_job_id
 
@@ -80,7 +90,9 @@ class Client:
     ``config`` (default: :func:`steward.config.load`) and the working directory. An
     ``https://`` JobManager is verified with ``rest.ssl.ca`` of ``config`` (loaded when not
     given: a local cluster's own CA in its folder), else the system's CAs. ``timeout``:
-    how long one call keeps trying every address before it gives up.
+    how long one call keeps trying every address before it gives up. ``token``: the bearer
+    token to send; None finds one (:func:`steward.security.credentials.find_token`:
+    ``$STEWARD_TOKEN``, ``client.token-file``, the local cluster's ``.steward/admin.token``).
     """
 
     def __init__(
@@ -92,12 +104,15 @@ class Client:
         transport: httpx.BaseTransport | None = None,
         backoff: Backoff = DEFAULT_BACKOFF,
         request_timeouts: RequestTimeouts = DEFAULT_REQUEST_TIMEOUTS,
+        token: str | None = None,
+        workdir: Path | None = None,
     ) -> None:
         rediscover = None
+        workdir = Path.cwd() if workdir is None else workdir
         if addresses is None:
             config = config if config is not None else load()
-            addresses = discover_addresses(config, Path.cwd())
-            rediscover = _rediscovery(config, Path.cwd())
+            addresses = discover_addresses(config, workdir)
+            rediscover = _rediscovery(config, workdir)
         urls = [normalize_address(address) for address in addresses]
         if config is None and any(url.startswith("https://") for url in urls):
             config = load()  # rest.ssl.ca: of ./steward.toml, or of the local cluster here
@@ -109,6 +124,12 @@ class Client:
             request_timeouts=request_timeouts,
             rediscover=rediscover,
             tls=client_tls(config.settings.tls if config is not None else None),
+            token=find_token(
+                token,
+                token_file=config.settings.client.token_file if config is not None else "",
+                workdir=workdir,
+                local_cluster=_local_cluster_only(urls, workdir),
+            ),
         )
 
     @classmethod
@@ -119,12 +140,18 @@ class Client:
         *,
         timeout: float = 30.0,
         transport: httpx.BaseTransport | None = None,
+        token: str | None = None,
     ) -> Client:
         """A client for the cluster ``config`` names, as seen from ``workdir`` (default: cwd):
         ``rest.address``, else ``<workdir>/.steward/cluster.json``, else ZooKeeper."""
         workdir = Path.cwd() if workdir is None else workdir
         client = cls(
-            discover_addresses(config, workdir), config=config, timeout=timeout, transport=transport
+            discover_addresses(config, workdir),
+            config=config,
+            timeout=timeout,
+            transport=transport,
+            token=token,
+            workdir=workdir,
         )
         client._failover.rediscover = _rediscovery(config, workdir)
         return client
@@ -295,6 +322,33 @@ class Client:
         """The leading JobManager, or None while there is none."""
         return self.cluster().leader
 
+    # ------------------------------------------------------------------ tokens (admin)
+
+    def create_token(
+        self, name: str, role: Role | str, *, expires_in: float | None = None
+    ) -> CreatedToken:
+        """A new token for ``name`` with ``role``: its ``token`` is shown this once."""
+        try:
+            body = CreateTokenRequest(name=name, role=Role(role), expires_in=expires_in)
+        except (ValidationError, ValueError) as exc:
+            raise JobRejectedError(f"invalid token request: {_first_error(exc)}") from exc
+        response, _ = self._failover.send("POST", "/v1/tokens", body.model_dump(mode="json"))
+        if response.status_code != httpx.codes.CREATED:
+            raise _api_error(response, error_body(response), None)
+        return _decode(CreatedToken, response)
+
+    def tokens(self) -> list[TokenView]:
+        """Every token (never its secret)."""
+        return _decode(TokenList, self._call("GET", "/v1/tokens")).tokens
+
+    def revoke_token(self, token_id: str) -> None:
+        """Revoke the token ``token_id``: refused by every JobManager from now on."""
+        try:
+            check_token_id(token_id)
+        except ValueError as exc:
+            raise ApiError(str(exc), status=404, code="token_not_found") from exc
+        self._call("DELETE", f"/v1/tokens/{token_id}")
+
     def close(self) -> None:
         self._failover.close()
 
@@ -321,6 +375,19 @@ class Client:
         raise _api_error(response, error_body(response), job_id)
 
 
+def _local_cluster_only(urls: Sequence[str], workdir: Path) -> bool:
+    """Every address is a JobManager of the local cluster of ``workdir`` (whose admin token
+    the client may then send)."""
+    try:
+        state = load_state(StateDir.of(workdir))
+    except StewardError:
+        return False
+    if state is None:
+        return False
+    local = {normalize_address(address) for address in state.jobmanager_addresses}
+    return bool(urls) and set(urls) <= local
+
+
 def _rediscovery(config: Configuration, workdir: Path) -> Rediscover:
     def rediscover(timeout: float) -> list[str]:
         return discover_addresses(config, workdir, zookeeper_timeout=timeout)
@@ -337,6 +404,13 @@ def _checked_spec(spec: dict[str, Any]) -> dict[str, Any]:
         where = ".".join(str(part) for part in first["loc"]) or "spec"
         raise JobRejectedError(f"invalid job spec: {where}: {first['msg']}") from exc
     return model.model_dump(mode="json", exclude_unset=True)
+
+
+def _first_error(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        first = exc.errors()[0]
+        return f"{'.'.join(str(p) for p in first['loc']) or 'body'}: {first['msg']}"
+    return str(exc)
 
 
 def _job_path(job_id: str) -> str:
@@ -371,6 +445,13 @@ def _api_error(response: httpx.Response, error: ErrorBody, job_id: str | None) -
         return JobTerminatedError(error.message, result=error.result, status=status)
     elif error.code == "no_leader":
         return NoLeaderError(error.message, retry_after=retry_after_seconds(response) or None)
+    elif error.code == "unauthorized":
+        return ApiError(
+            f"{error.message}; give one with --token, $STEWARD_TOKEN or client.token-file"
+            " (`steward cluster start` writes an admin token to .steward/admin.token)",
+            status=status,
+            code=error.code,
+        )
     elif error.code in _REJECTIONS and response.request.method in ("POST", "PUT"):
         return JobRejectedError(error.message)
     else:

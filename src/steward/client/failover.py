@@ -79,6 +79,7 @@ class Failover:
         request_timeouts: RequestTimeouts = DEFAULT_REQUEST_TIMEOUTS,
         rediscover: Rediscover | None = None,
         tls: ClientTls | None = None,
+        token: str | None = None,
     ) -> None:
         if not addresses:
             raise ClusterUnreachableError("no JobManager address to talk to")
@@ -89,7 +90,11 @@ class Failover:
         self._request_timeouts = request_timeouts
         self._tls = tls or client_tls()
         self._http = httpx.Client(
-            transport=transport, follow_redirects=False, verify=self._tls.context
+            transport=transport,
+            follow_redirects=False,
+            verify=self._tls.context,
+            # The bearer token, if any: on every request (steward.security.credentials).
+            headers={"authorization": f"Bearer {token}"} if token else None,
         )
 
     def close(self) -> None:

@@ -50,6 +50,8 @@ from steward.config import load
 from steward.errors import LocalClusterError, LocalClusterStartError, PortInUseError, StewardError
 from steward.ha.acl import AclMode, ZooKeeperAccess, create_digest_file
 from steward.ha.directory import read_directory
+from steward.security.credentials import ADMIN_TOKEN_FILE, INTERNAL_KEY
+from steward.security.provision import ensure_files, register_admin_token
 from steward.tls.certificates import TlsFiles, ensure_local_tls, local_hosts
 from steward.tls.contexts import ClientTls, client_tls
 from steward.tls.contexts import scheme as tls_scheme
@@ -164,8 +166,13 @@ class LocalCluster:
         )
         if options.tls:  # what the user set wins (their own certificate, say)
             settings = {**TlsFiles(self.state_dir.root / TLS_DIR).settings(), **settings}
+        credentials = ensure_files(self.state_dir.root)  # what the user set wins here too
+        settings = {INTERNAL_TOKEN_FILE: str(credentials.internal_file), **settings}
         write_toml(self.state_dir.config, settings, header=_TOML_HEADER)
         config = load(self.state_dir.config)  # the processes will read it so: fail here first
+        if config.settings.security.auth_enabled:
+            progress("registering the admin token")
+            register_admin_token(config, credentials.admin_token)
         host = _reachable_host(config.settings.jobmanager.bind_host)
         if options.tls:
             progress("making the private CA and certificate")
@@ -184,6 +191,14 @@ class LocalCluster:
             state = self._launch(state, Role.TASKMANAGER, number)
         self._await_ready(state, deadline, options.timeout, progress, verify)
         return state
+
+    def _headers(self) -> dict[str, str] | None:
+        """The cluster's own requests carry its admin token (``.steward/admin.token``)."""
+        path = self.state_dir.root / ADMIN_TOKEN_FILE
+        try:
+            return {"authorization": f"Bearer {path.read_text(encoding='utf-8').strip()}"}
+        except OSError:
+            return None
 
     def _zookeeper_credential(self, user: UserSettings) -> Path | None:
         """The cluster's ZooKeeper credential file, made at the first start and kept (its
@@ -245,7 +260,9 @@ class LocalCluster:
             for entry in [*jobmanagers, *state.of_role(Role.TASKMANAGER)]:
                 if launcher.live_process(entry) is None:
                     raise LocalClusterStartError(_failure(entry, "exited while starting"))
-            views = {entry.id: _probe(entry.address, verify) for entry in jobmanagers}
+            views = {
+                entry.id: _probe(entry.address, verify, self._headers()) for entry in jobmanagers
+            }
             leader = next((v.leader for v in views.values() if v and v.leader), None)
             registered = _registered(views.values()) & wanted
             answering = sum(view is not None for view in views.values())
@@ -333,7 +350,7 @@ class LocalCluster:
         """The leader's id, from a live JobManager, else from ZooKeeper's leader/info."""
         verify = _cluster_tls(Path(state.config))
         for entry in state.of_role(Role.JOBMANAGER):
-            view = _probe(entry.address, verify) if alive[entry.id] else None
+            view = _probe(entry.address, verify, self._headers()) if alive[entry.id] else None
             if view is not None:
                 return view.leader.id if view.leader else None
         if not ask_zookeeper:
@@ -369,6 +386,9 @@ class LocalCluster:
         return stopped
 
 
+INTERNAL_TOKEN_FILE = INTERNAL_KEY
+"""``security.internal.token-file``: ``.steward/internal.token`` unless the user set one."""
+
 _TOML_HEADER = """Written by `steward cluster start` at every start: edit the -D's you pass instead.
 Every process of the local cluster reads this file, and so does every steward command run in
 the folder that holds .steward/ when it is given no other configuration."""
@@ -397,12 +417,20 @@ def _zookeeper_entries(ensemble: ManagedEnsemble) -> list[ProcessEntry]:
     ]
 
 
-def _probe(address: str | None, verify: ClientTls) -> ClusterView | None:
-    """``GET /v1/cluster`` of one JobManager, or None if it does not answer (yet)."""
+def _probe(
+    address: str | None, verify: ClientTls, headers: dict[str, str] | None = None
+) -> ClusterView | None:
+    """``GET /v1/cluster`` of one JobManager (``headers``: the admin token's), or None if it
+    does not answer (yet)."""
     if address is None:
         return None
     try:
-        response = httpx.get(f"{address}/v1/cluster", timeout=_PROBE_TIMEOUT, verify=verify.context)
+        response = httpx.get(
+            f"{address}/v1/cluster",
+            timeout=_PROBE_TIMEOUT,
+            verify=verify.context,
+            headers=headers,
+        )
         if response.status_code != httpx.codes.OK:
             return None
         return ClusterView.model_validate_json(response.content)

@@ -358,6 +358,37 @@ OPTIONS: tuple[Option, ...] = (
         "How many completed checkpoints are kept per job; older ones are removed.",
         lambda v: None if v >= 1 else "must be at least 1",
     ),
+    Option(
+        "security.auth.enabled",
+        to_bool,
+        True,
+        "Every JobManager route but /healthz and /readyz requires a bearer token (401 without),"
+        " and roles decide what it may do (403). false: anyone who reaches a JobManager may do"
+        " anything; only on a trusted network (logged as a warning at start).",
+    ),
+    Option(
+        "security.internal.token-file",
+        to_str,
+        "",
+        "File (mode 0600) holding the cluster's internal credential: TaskManagers send it with"
+        " every heartbeat and JobManagers accept /internal/* only with it. Required by"
+        " JobManagers and TaskManagers while security.auth.enabled. `steward cluster start`"
+        " writes .steward/internal.token and sets this key.",
+    ),
+    Option(
+        "security.audit.file",
+        to_str,
+        "",
+        "File a JobManager appends its audit log to (one JSON line per submit, cancel, token"
+        " create and revoke) besides its own log. Empty: its log only.",
+    ),
+    Option(
+        "client.token-file",
+        to_str,
+        "",
+        "File holding the token the CLI and Client send, when neither --token nor"
+        " $STEWARD_TOKEN gives one. Empty: the local cluster's .steward/admin.token, if any.",
+    ),
 )
 
 BY_KEY: dict[str, Option] = {option.key: option for option in OPTIONS}

@@ -10,7 +10,8 @@ and the processes that read them:
 - :class:`JobManagerSettings`: ``jobmanager.*``;
 - :class:`TaskManagerSettings`: ``taskmanager.*`` and ``heartbeat.interval``;
 - :class:`SparkSettings`: ``spark.*``;
-- :class:`ClientSettings`: ``rest.address`` (the CLI and Client);
+- :class:`ClientSettings`: ``rest.*`` and ``client.*`` (the CLI and Client);
+- :class:`SecuritySettings`: ``security.*`` (JobManager, TaskManager);
 - :class:`TlsSettings`: ``rest.ssl.*`` (a JobManager's HTTPS, and every client of it).
 
 Frozen dataclasses with slots, as httpx's small config value objects: the values are already
@@ -182,14 +183,39 @@ class SparkSettings:
 
 @dataclass(frozen=True, slots=True)
 class ClientSettings:
-    """How the CLI and Client find the JobManagers."""
+    """How the CLI and Client find the JobManagers, and the token they send."""
 
     rest_address: str
     """``rest.address``: comma-separated JobManager URLs; empty: found through ZooKeeper."""
+    token_file: str = ""
+    """``client.token-file``: the token's file; empty: $STEWARD_TOKEN or the local cluster's."""
 
     @classmethod
     def from_values(cls, values: Mapping[str, Any]) -> ClientSettings:
-        return cls(rest_address=str(values["rest.address"]))
+        return cls(
+            rest_address=str(values["rest.address"]),
+            token_file=str(values["client.token-file"]),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SecuritySettings:
+    """Authentication of the JobManagers' REST API (steward.security)."""
+
+    auth_enabled: bool
+    """``security.auth.enabled``: bearer tokens on every route but /healthz and /readyz."""
+    internal_token_file: str
+    """``security.internal.token-file``: the cluster's internal credential; empty: none."""
+    audit_file: str
+    """``security.audit.file``: where the audit log is appended too; empty: the log only."""
+
+    @classmethod
+    def from_values(cls, values: Mapping[str, Any]) -> SecuritySettings:
+        return cls(
+            auth_enabled=bool(values["security.auth.enabled"]),
+            internal_token_file=str(values["security.internal.token-file"]),
+            audit_file=str(values["security.audit.file"]),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,6 +260,7 @@ class Settings:
     spark: SparkSettings
     client: ClientSettings
     tls: TlsSettings
+    security: SecuritySettings
 
     @property
     def timing(self) -> TimingChain:
@@ -257,4 +284,5 @@ class Settings:
             spark=SparkSettings.from_values(values),
             client=ClientSettings.from_values(values),
             tls=TlsSettings.from_values(values),
+            security=SecuritySettings.from_values(values),
         )

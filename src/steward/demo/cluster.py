@@ -93,7 +93,8 @@ def _demo(
     session_timeout: str,
 ) -> None:
     output = workdir / f"wordcount-{time.strftime('%Y%m%d-%H%M%S')}"
-    with Client(state.jobmanager_addresses, timeout=60) as client:
+    # In the cluster's folder: the client uses its admin token (.steward/admin.token).
+    with Client(state.jobmanager_addresses, timeout=60, workdir=workdir) as client:
         leader = client.leader()
         if leader is None:
             raise DemoError("the cluster has no leader")

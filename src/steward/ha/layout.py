@@ -83,6 +83,14 @@ class Layout:
     def taskmanager(self, tm_id: str) -> str:
         return f"{self.taskmanagers}/{tm_id}"
 
+    @property
+    def auth_tokens(self) -> str:
+        """Users' access tokens, hashed (``auth/tokens/<token-id>``, steward.security)."""
+        return f"{self.root}/auth/tokens"
+
+    def auth_token(self, token_id: str) -> str:
+        return f"{self.auth_tokens}/{token_id}"
+
     def persistent_parents(self) -> tuple[str, ...]:
         """The container znodes every process may assume exist after :meth:`Session.start`."""
         return (

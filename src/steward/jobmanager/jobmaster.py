@@ -179,6 +179,7 @@ class JobMaster:
             failures=self.failures,
             restart_at=self.restart_at if self.state is JobState.RESTARTING else None,
             epoch=epoch,
+            submitter=self.spec.submitter,
         )
 
     def attempt(self, number: int) -> AttemptRecord | None:

@@ -48,6 +48,8 @@ from .dispatcher import Dispatcher
 from .hooks import HookRunner
 from .reads import ClusterReader
 from .rest.app import create_app
+from .rest.auth import ApiSecurity
+from .security import api_security
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +64,7 @@ class JobManager:
         """How this JobManager verifies the leader it forwards writes to."""
         self.id = jobmanager_id
         self.session = Session.from_config(config, name=jobmanager_id)
+        self.security: ApiSecurity = api_security(settings.security, self.session)
         self.blobs = BlobStore(settings.storage.storage_dir)
         self._socket = _bind(settings.jobmanager.bind_host, settings.jobmanager.port)
         host, port = self._socket.getsockname()[:2]
@@ -253,7 +256,7 @@ class JobManager:
     # ------------------------------------------------------------------ REST server
 
     def _start_server(self) -> None:
-        app = create_app(self, client_tls=self.client_tls)
+        app = create_app(self, self.security, client_tls=self.client_tls)
         config = uvicorn.Config(
             app, log_level="warning", access_log=False, lifespan="off", **self._uvicorn_tls()
         )

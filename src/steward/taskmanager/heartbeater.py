@@ -56,8 +56,11 @@ class Heartbeater:
         newest_epoch: Callable[[], int],
         on_reply: Callable[[HeartbeatReply], None],
         client: httpx.Client | None = None,
+        credential: str | None = None,
         tls: ClientTls | None = None,
     ) -> None:
+        """``credential``: the cluster's internal credential, sent with every heartbeat
+        (``security.internal.token-file``); None sends none (auth off)."""
         self.tm_id = tm_id
         self.address = address
         self.slots = slots
@@ -66,11 +69,12 @@ class Heartbeater:
         self._retrieval = retrieval
         self._newest_epoch = newest_epoch
         self._on_reply = on_reply
+        headers = {"content-type": "application/json"}
+        if credential is not None:
+            headers["authorization"] = f"Bearer {credential}"
         # Verifies the leader's certificate with rest.ssl.ca (default: the system's CAs).
         self._tls = tls or client_tls()
-        self._client = client or httpx.Client(
-            headers={"content-type": "application/json"}, verify=self._tls.context
-        )
+        self._client = client or httpx.Client(headers=headers, verify=self._tls.context)
         self._stop = threading.Event()
         self._leader_changed = threading.Event()
         self._threads: list[threading.Thread] = []

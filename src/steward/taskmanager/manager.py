@@ -48,6 +48,7 @@ from steward.ha.liveness import LivenessProbe
 from steward.ha.retrieval import LeaderRetrieval
 from steward.ha.session import ConnectionState, Session
 from steward.runtime.warm import files_cold_reason
+from steward.security.credentials import internal_credential
 from steward.store.blob import BlobStore
 from steward.store.leases import ExecutionLeases, LeaseHeldError
 from steward.supervisor.process_group import ProcessGroup, SpawnError
@@ -150,6 +151,7 @@ class TaskManager:
             retrieval=self.retrieval,
             newest_epoch=lambda: self.leases.newest_epoch,
             on_reply=self.on_reply,
+            credential=internal_credential(settings.security),
             tls=client_tls(settings.tls),
         )
         self.self_fencing = SelfFencing(self.session, settings.taskmanager.fence_after, self._fence)

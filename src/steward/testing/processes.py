@@ -10,6 +10,10 @@ that died without being signalled; :meth:`ProcessCluster.stop` ends them all.
 Like ``steward cluster start``, a cluster protects its ZooKeeper state with a credential of
 its own (``<workdir>/zookeeper.digest``, mode 0600; :mod:`steward.ha.acl`): a test that reads
 the state directly passes ``cluster.zookeeper_access.kazoo_options()`` to its kazoo client.
+And like it, a cluster has an internal credential (``<workdir>/internal.token``) and an admin
+token (the test process's own, :mod:`steward.testing.credentials`, exported as
+``$STEWARD_TOKEN``): :meth:`ProcessCluster.client` and every ``steward.Client`` a test builds
+carry it; a raw request passes ``headers=cluster.headers``.
 
 The product's ``steward cluster start`` (:mod:`steward.cluster.local`) records and supervises
 its processes differently (a state file, detached sessions, pids checked against their create
@@ -46,6 +50,15 @@ from steward.ha.acl import (
     ZooKeeperAccess,
     create_digest_file,
 )
+from steward.ha.session import Session
+from steward.security.credentials import INTERNAL_KEY
+from steward.security.provision import register
+from steward.testing.credentials import (
+    auth_headers,
+    export_admin_token,
+    internal_token_file,
+    kit_admin_token,
+)
 from steward.testing.ports import stable_port
 from steward.testing.spawning import spawn_logged
 from steward.testing.waiting import wait_until
@@ -61,6 +74,10 @@ FAST_TIMING: Mapping[str, str] = {
     "jobmanager.replacement-grace": "500ms",
 }
 """The settings tests add so that heartbeats and replacements take a fraction of a second."""
+
+AUTH_KEY = "security.auth.enabled"
+ROOT_KEY = "high-availability.zookeeper.root"
+CLUSTER_ID_KEY = "high-availability.cluster-id"
 
 STOP_GRACE = 15.0
 """How long :meth:`ProcessCluster.stop` waits after SIGTERM before it SIGKILLs."""
@@ -126,6 +143,7 @@ def cluster_settings(
         "high-availability.zookeeper.session-timeout": session_timeout,
         "high-availability.storage-dir": f"file://{workdir / 'storage'}",
         "taskmanager.workdir": str(workdir / "work"),
+        INTERNAL_KEY: str(internal_token_file(workdir)),
     }
 
 
@@ -162,6 +180,8 @@ class ProcessCluster:
         }
         self.verbose = verbose
         self.procs: list[Proc] = []
+        self._admin_registered = False
+        export_admin_token()
 
     @property
     def zookeeper_access(self) -> ZooKeeperAccess:
@@ -170,6 +190,22 @@ class ProcessCluster:
         if self.settings.get(ACL_KEY) == AclMode.OPEN or not digest_file:
             return OPEN
         return ZooKeeperAccess(AclMode.CREATOR, DigestCredential.read(Path(digest_file)))
+
+    def register_admin_token(self) -> None:
+        """The kit's admin token (steward.testing.credentials), registered in this cluster's
+        namespace once, as ``steward cluster start`` registers its own; nothing with auth off."""
+        if self._admin_registered or self.settings.get(AUTH_KEY, "true").lower() == "false":
+            return
+        root = f"{self.settings[ROOT_KEY]}/{self.settings[CLUSTER_ID_KEY]}"
+        quorum = self.settings["high-availability.zookeeper.quorum"]
+        with Session(quorum, root, access=self.zookeeper_access, name="kit-credentials") as zk:
+            register(zk, kit_admin_token())
+        self._admin_registered = True
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """``Authorization`` with the kit's admin token, for a test's raw requests."""
+        return auth_headers()
 
     # ------------------------------------------------------------------ processes
 
@@ -192,6 +228,7 @@ class ProcessCluster:
 
     def start_jobmanager(self, jm_id: str, port: int | None = None) -> Proc:
         """Start a JobManager serving REST on ``port`` (a free one if None)."""
+        self.register_admin_token()
         port = stable_port() if port is None else port
         argv = self.command("jobmanager", jm_id, {"jobmanager.port": str(port)})
         proc = self.spawn("jobmanager", jm_id, argv)
@@ -266,11 +303,15 @@ class ProcessCluster:
     def client(self, timeout: float = 30.0) -> Client:
         """A ``steward.Client`` over the JobManagers' addresses."""
         addresses = [p.address for p in self.jobmanagers()]
-        return Client(addresses, timeout=timeout, config=self.rest_config())
+        return Client(
+            addresses, timeout=timeout, config=self.rest_config(), token=kit_admin_token()
+        )
 
     def get(self, proc: Proc, path: str) -> Any:
         """The JSON ``proc`` answers at ``path``."""
-        return httpx.get(proc.address + path, timeout=5, verify=self.tls.context).json()
+        return httpx.get(
+            proc.address + path, timeout=5, verify=self.tls.context, headers=self.headers
+        ).json()
 
     def cluster_view(self) -> dict[str, Any] | None:
         """``/v1/cluster`` of the first live JobManager that answers, else None."""

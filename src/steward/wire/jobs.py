@@ -131,6 +131,12 @@ class JobSpec(Value):
         max_length=1000,
         description="pip requirement lines; a TaskManager builds them into a venv it caches",
     )
+    submitter: str | None = Field(
+        default=None,
+        max_length=64,
+        description="who submitted it: set by the JobManager from the caller's token (what a"
+        " client sends is replaced); None in jobs stored before authentication",
+    )
 
     @field_validator("job_id")
     @classmethod

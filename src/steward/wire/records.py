@@ -93,6 +93,8 @@ class JobResultEntry(Payload):
     )
     attempt_count: int = Field(default=0, ge=0, description="attempts ever made (>= the list)")
     epoch: int = Field(ge=1)
+    submitter: str | None = None
+    """Who submitted the job (None: recorded before authentication)."""
 
 
 class CheckpointPointer(Payload):
@@ -164,6 +166,8 @@ class JobStatusRecord(Payload):
         " attempt starts, so that a new leader keeps the restart strategy's delay",
     )
     epoch: int = Field(ge=1, description="epoch of the leader that wrote this record")
+    submitter: str | None = None
+    """Who submitted the job (None: recorded before authentication)."""
 
 
 RESULT_ATTEMPTS_KEPT = 5

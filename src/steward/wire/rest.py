@@ -61,6 +61,9 @@ class JobView(Value):
     checkpoints: list[CheckpointView] = Field(default_factory=list)
     progress: dict[str, JsonValue] | None = None
     result: ResultView | None = None
+    submitter: str | None = Field(
+        default=None, description="name of the token that submitted it (None: before auth)"
+    )
     served_by: str = Field(default="", description="id of the JobManager that answered")
 
 

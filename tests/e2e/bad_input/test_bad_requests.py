@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from e2e.bad_input.conftest import assert_clear_error, run_cli
+from steward.testing.credentials import auth_headers
 from steward.testing.processes import ProcessCluster
 from steward.wire.states import JobState
 from support import wait_until
@@ -82,7 +83,9 @@ def test_malformed_spec_is_400_and_submits_nothing(
     cluster: ProcessCluster, spec: dict[str, Any], needle: str
 ) -> None:
     for address in _each_jobmanager(cluster):
-        response = httpx.post(f"{address}/v1/jobs", content=_body(spec), timeout=30)
+        response = httpx.post(
+            f"{address}/v1/jobs", content=_body(spec), timeout=30, headers=auth_headers()
+        )
         _assert_error(response, 400, "bad_request", needle)
     assert spec["job_id"] not in _job_ids(cluster)
 
@@ -101,7 +104,9 @@ def test_malformed_spec_is_400_and_submits_nothing(
 )
 def test_malformed_request_body_is_400(cluster: ProcessCluster, body: bytes, needle: str) -> None:
     for address in _each_jobmanager(cluster):
-        response = httpx.post(f"{address}/v1/jobs", content=body, timeout=30)
+        response = httpx.post(
+            f"{address}/v1/jobs", content=body, timeout=30, headers=auth_headers()
+        )
         _assert_error(response, 400, "bad_request", needle)
 
 
@@ -121,7 +126,10 @@ def test_garbage_artifact_is_rejected(
     job_id = "garbage-" + filename.strip("./").replace(".", "-")
     for address in _each_jobmanager(cluster):
         response = httpx.post(
-            f"{address}/v1/jobs", content=_body({"job_id": job_id}, filename, data), timeout=30
+            f"{address}/v1/jobs",
+            content=_body({"job_id": job_id}, filename, data),
+            timeout=30,
+            headers=auth_headers(),
         )
         _assert_error(response, 400, "bad_request", needle)
     assert job_id not in _job_ids(cluster)
@@ -152,7 +160,9 @@ def test_unknown_job_id_is_404_and_a_clear_cli_error(cluster: ProcessCluster, jo
     for address in _each_jobmanager(cluster):
         quoted = httpx.URL(f"{address}/v1/jobs/").join(job_id.replace("/", "%2F"))
         for method, suffix in (("GET", ""), ("POST", "/cancel"), ("GET", "/result")):
-            response = httpx.request(method, str(quoted) + suffix, timeout=30)
+            response = httpx.request(
+                method, str(quoted) + suffix, timeout=30, headers=auth_headers()
+            )
             # A "/" in the id makes it another path: 404 not_found, still an ErrorBody.
             code = "not_found" if "/" in job_id else "job_not_found"
             _assert_error(response, 404, code)
@@ -180,7 +190,9 @@ def test_duplicate_job_id_answers_with_the_existing_job_and_never_runs_twice(
     for address in _each_jobmanager(cluster):
         data = pipeline.read_bytes()
         body = _body({"job_id": "twice", "args": [str(ground), "0"]}, "recording.py", data)
-        response = httpx.post(f"{address}/v1/jobs", content=body, timeout=30)
+        response = httpx.post(
+            f"{address}/v1/jobs", content=body, timeout=30, headers=auth_headers()
+        )
         _assert_error(response, 409, "job_exists", "twice")
     with cluster.client() as client:
         result = client.wait("twice", timeout=60)
@@ -188,7 +200,9 @@ def test_duplicate_job_id_answers_with_the_existing_job_and_never_runs_twice(
         # Again once it finished: the existing result comes back, the job does not run again.
         for address in _each_jobmanager(cluster):
             body = _body({"job_id": "twice", "args": [str(ground), "0"]}, "recording.py", data)
-            response = httpx.post(f"{address}/v1/jobs", content=body, timeout=30)
+            response = httpx.post(
+                f"{address}/v1/jobs", content=body, timeout=30, headers=auth_headers()
+            )
             _assert_error(response, 409, "job_terminated", "twice")
             assert response.json()["result"]["value"] == result.value
         assert_clear_error(run_cli(cluster, "submit", *args), "twice", "FINISHED")

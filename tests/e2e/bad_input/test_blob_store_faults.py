@@ -84,7 +84,9 @@ def _submit_http(cluster: ProcessCluster, job_id: str) -> httpx.Response:
     body = json.dumps({"spec": {"job_id": job_id, "args": ["0"]}, "artifact": artifact})
     leader = cluster.leader()
     assert leader is not None
-    return httpx.post(f"{leader.address}/v1/jobs", content=body, timeout=60)
+    return httpx.post(
+        f"{leader.address}/v1/jobs", content=body, timeout=60, headers=cluster.headers
+    )
 
 
 def _refused_cleanly(cluster: ProcessCluster, store: Path, job_id: str, tmp_path: Path) -> None:

@@ -96,6 +96,7 @@ class NetnsCluster(ProcessCluster):
         return self.observer.run(work)
 
     def start_jobmanager(self, jm_id: str) -> Proc:
+        self.call(self.register_admin_token)  # ZooKeeper is on the private network
         address = self.network.add(jm_id)
         argv = self.command(
             "jobmanager",

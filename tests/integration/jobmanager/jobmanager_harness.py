@@ -30,6 +30,14 @@ from steward.config import Configuration, load
 from steward.ha.layout import Layout
 from steward.jobmanager.dispatcher import Dispatcher
 from steward.jobmanager.manager import JobManager
+from steward.security.credentials import read_secret
+from steward.security.provision import admin_record
+from steward.testing.credentials import (
+    auth_headers,
+    export_admin_token,
+    internal_token_file,
+    kit_admin_token,
+)
 from steward.wire.heartbeat import (
     HEARTBEAT_PATH,
     AttemptReport,
@@ -98,10 +106,16 @@ class JobManagerCluster:
         self._config_file = tmp_path / "steward.toml"
         self._config_file.write_text('"high-availability.zookeeper.client.acl" = "open"\n')
         self.managers: list[JobManager] = []
-        self.http = httpx.Client(timeout=15.0)
+        # Requests as the cluster's admin (steward.testing.credentials); a pretend
+        # TaskManager's heartbeats send the internal credential instead.
+        self.http = httpx.Client(timeout=15.0, headers=auth_headers())
+        export_admin_token()  # and any steward.Client a test builds
+        self.internal_token_file = internal_token_file(tmp_path)
         self.zk = KazooClient(hosts=quorum, timeout=4.0)
         self.zk.start(timeout=15)
         self.zk.ensure_path(self.root)
+        admin = admin_record(kit_admin_token())
+        self.zk.create(self.layout.auth_token(admin.id), admin.to_json(), makepath=True)
         self._closers: list[Callable[[], None]] = []
 
     # ------------------------------------------------------------------ configuration
@@ -119,6 +133,7 @@ class JobManagerCluster:
             "jobmanager.replacement-grace": f"{int(REPLACEMENT_GRACE * 1000)}ms",
             "jobmanager.initialize-timeout": "30s",
             "jobmanager.cancel-grace": "1s",
+            "security.internal.token-file": str(self.internal_token_file),
         }
         values.update(overrides)
         return load(config_file=self._config_file, environ={}, overrides=values)
@@ -176,6 +191,11 @@ class JobManagerCluster:
                 closer()
         self.http.close()
         _close(self.zk)
+
+    @property
+    def internal_credential(self) -> str:
+        """The cluster's internal credential: what its TaskManagers heartbeat with."""
+        return read_secret(self.internal_token_file, "security.internal.token-file")
 
     # ------------------------------------------------------------------ ZooKeeper
 
@@ -311,7 +331,10 @@ class PretendTaskManager:
         return self.cluster.http.post(
             self.cluster.url(leader, HEARTBEAT_PATH),
             content=beat.to_json(),
-            headers={"content-type": "application/json"},
+            headers={
+                "content-type": "application/json",
+                "authorization": f"Bearer {self.cluster.internal_credential}",
+            },
         )
 
     def heartbeat(self, leader: JobManager, *reports: AttemptReport) -> HeartbeatReply:

@@ -26,6 +26,7 @@ from steward.client import Client
 from steward.errors import JobRejectedError
 from steward.jobmanager.rest.submission import MAX_ARTIFACT_BYTES, MAX_SUBMISSION_BYTES
 from steward.store.blob import BlobStore
+from steward.testing.credentials import auth_headers
 from steward.wire.jobs import JobGraph, JobGraphPointer
 from steward.wire.records import JobStatusRecord
 from support import wait_until
@@ -301,7 +302,9 @@ def test_a_malformed_job_id_in_the_path_is_a_client_error(cluster: JobManagerClu
                 ("POST", f"/v1/jobs/{bad}/cancel"),
             ]:
                 # A connection of its own each: a 500 closes the connection it came on.
-                response = httpx.request(method, cluster.url(manager, path), timeout=15.0)
+                response = httpx.request(
+                    method, cluster.url(manager, path), timeout=15.0, headers=auth_headers()
+                )
                 answers.append((manager.id, method, path[:30], response.status_code))
     wrong = [answer for answer in answers if answer[3] not in (400, 404)]
     assert wrong == [], f"not a client error: {wrong}"

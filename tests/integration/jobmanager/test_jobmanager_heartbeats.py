@@ -234,7 +234,11 @@ def test_heartbeat_to_a_standby_is_refused_with_the_leader(cluster: JobManagerCl
     assert body["code"] == "not_leader"
     assert body["leader"]["id"] == "jm-1"
     assert body["leader"]["address"] == leader.address
-    bad = cluster.http.post(cluster.url(leader, "/internal/v1/heartbeat"), content=b"{}")
+    bad = cluster.http.post(
+        cluster.url(leader, "/internal/v1/heartbeat"),
+        content=b"{}",
+        headers={"authorization": f"Bearer {cluster.internal_credential}"},
+    )
     assert bad.status_code == 400
     assert bad.json()["code"] == "bad_request"
 
@@ -455,7 +459,10 @@ def test_a_long_polling_heartbeat_gets_a_new_command_at_once(cluster: JobManager
                 client.post(
                     cluster.url(leader, HEARTBEAT_PATH),
                     content=beat.to_json(),
-                    headers={"content-type": "application/json"},
+                    headers={
+                        "content-type": "application/json",
+                        "authorization": f"Bearer {cluster.internal_credential}",
+                    },
                 )
             )
 
@@ -495,7 +502,10 @@ def test_many_long_polling_taskmanagers_do_not_starve_the_rest_api(
                 pollers.post(
                     cluster.url(leader, HEARTBEAT_PATH),
                     content=beat.to_json(),
-                    headers={"content-type": "application/json"},
+                    headers={
+                        "content-type": "application/json",
+                        "authorization": f"Bearer {cluster.internal_credential}",
+                    },
                 )
 
         threads = [threading.Thread(target=poll, args=(n,), daemon=True) for n in range(polls)]

@@ -28,6 +28,7 @@ from steward.store.blob import BlobStore
 from steward.store.leases import ExecutionLeases
 from steward.supervisor.process_group import ProcessGroup
 from steward.taskmanager.manager import TaskManager
+from steward.testing.credentials import internal_token_file
 from support import ZK_TEST_ROOT, wait_until
 
 SESSION_TIMEOUT = 6.0
@@ -129,6 +130,9 @@ def tm_config(zk_quorum: str, cluster_id: str, tmp_path: Path) -> Callable[..., 
         # (also for the TaskManager processes started with --config it): world-open ZooKeeper
         # state, which the tests' own sessions read (the ACLs are tested with the kit).
         own.write_text('"high-availability.zookeeper.client.acl" = "open"\n')
+        # And the cluster's internal credential, which TaskManagers heartbeat with.
+        with own.open("a") as toml:
+            toml.write(f'"security.internal.token-file" = "{internal_token_file(tmp_path)}"\n')
         return config.load(own, values, environ={})
 
     return _config

@@ -23,6 +23,7 @@ from steward.errors import BlobStoreError, JobExistsError, JobNotFoundError
 from steward.jobmanager.rest.app import create_app
 from steward.jobmanager.rest.backend import ApiBackend
 from steward.store.blob import BlobStore
+from steward.testing.credentials import MemorySecurity, auth_headers
 from steward.wire.heartbeat import HEARTBEAT_PATH, Heartbeat, HeartbeatReply
 from steward.wire.jobs import JobGraph, JobSpec
 from steward.wire.records import JobResultEntry, LeaderInfo
@@ -96,7 +97,12 @@ class InMemoryTerm:
             raise self.refuse
         if spec.job_id in self.live:
             raise JobExistsError(spec.job_id)
-        view = JobView(job_id=spec.job_id, state=JobState.SCHEDULED, submitted_at=1.0)
+        view = JobView(
+            job_id=spec.job_id,
+            state=JobState.SCHEDULED,
+            submitted_at=1.0,
+            submitter=spec.submitter,
+        )
         self.live[spec.job_id] = view
         return view
 
@@ -160,8 +166,16 @@ def standby(tmp_path: Path) -> InMemoryJobManager:
     return InMemoryJobManager(blobs=BlobStore(str(tmp_path)), id="jm-2")
 
 
-def client_of(manager: ApiBackend) -> TestClient:
-    return TestClient(create_app(manager))
+def client_of(manager: ApiBackend, security: MemorySecurity | None = None) -> TestClient:
+    """The app of ``manager``, asked as the cluster's admin (steward.testing.credentials)."""
+    security = security or MemorySecurity()
+    return TestClient(create_app(manager, security.api), headers=auth_headers())
+
+
+def internal_client_of(manager: ApiBackend) -> TestClient:
+    """The app of ``manager``, asked with the cluster's internal credential (a TaskManager)."""
+    security = MemorySecurity()
+    return TestClient(create_app(manager, security.api), headers=auth_headers(security.internal))
 
 
 def submission(job_id: str | None, source: bytes = PIPELINE) -> dict[str, Any]:
@@ -266,7 +280,7 @@ def test_a_standby_without_a_leader_answers_writes_503_and_heartbeats_409(
 
     standby.known_leader = LEADER
     beat = Heartbeat(taskmanager="tm-1", address="http://tm-1", slots=2, epoch=3)
-    refused = api.post(HEARTBEAT_PATH, content=beat.to_json())
+    refused = internal_client_of(standby).post(HEARTBEAT_PATH, content=beat.to_json())
     assert refused.status_code == 409
     assert refused.json() == {
         "code": "not_leader",
@@ -277,7 +291,7 @@ def test_a_standby_without_a_leader_answers_writes_503_and_heartbeats_409(
 
 def test_the_leader_takes_heartbeats(leader: InMemoryJobManager) -> None:
     beat = Heartbeat(taskmanager="tm-1", address="http://tm-1", slots=2, epoch=3)
-    api = client_of(leader)
+    api = internal_client_of(leader)
     answer = api.post(HEARTBEAT_PATH, content=beat.to_json())
     assert answer.status_code == 200
     assert HeartbeatReply.from_json(answer.content).leader == "jm-1"

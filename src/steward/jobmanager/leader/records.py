@@ -150,6 +150,7 @@ class Records:
             attempts=attempts_to_keep(master.attempts),
             attempt_count=master.attempt_count,
             epoch=self._term.epoch,
+            submitter=master.spec.submitter,
         )
 
     def _create_dirty(self, entry: JobResultEntry) -> None:

@@ -4,6 +4,7 @@ Reads are answered by whichever JobManager is asked: the leader from memory and 
 standby from ZooKeeper alone (so reads keep working while there is no leader). Writes are
 carried out by the leader; a standby forwards them to it, and answers 503 with Retry-After
 while no leader is known. Every error is an :class:`ErrorBody` with a machine-readable code.
+Every route but ``/healthz`` and ``/readyz`` requires a bearer token (:mod:`.auth`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from fastapi import FastAPI
 from steward.store.contents import ContentStore
 from steward.tls.contexts import ClientTls
 
-from . import cluster, contents, health, internal, jobs
+from . import cluster, contents, health, internal, jobs, tokens
+from .auth import ApiSecurity, AuthMiddleware, document
 from .backend import ApiBackend
 from .errors import add_error_handlers
 from .forwarding import new_forwarder
@@ -22,7 +24,9 @@ from .openapi_errors import document_bad_requests
 from .state import Services, install
 
 
-def create_app(backend: ApiBackend, *, client_tls: ClientTls | None = None) -> FastAPI:
+def create_app(
+    backend: ApiBackend, security: ApiSecurity, *, client_tls: ClientTls | None = None
+) -> FastAPI:
     """The API of ``backend``; a standby forwards writes verifying the leader with
     ``client_tls`` (default: the system's CAs)."""
     app = FastAPI(
@@ -37,11 +41,17 @@ def create_app(backend: ApiBackend, *, client_tls: ClientTls | None = None) -> F
             contents=ContentStore(backend.blobs, max_size=backend.config.upload_max_size),
             forwarder=new_forwarder(client_tls),
             heartbeat_threads=anyio.CapacityLimiter(internal.HEARTBEAT_THREADS),
+            security=security,
         ),
     )
     add_error_handlers(app)
     document_bad_requests(app)  # 400, not FastAPI's 422
+    # Around everything, the OpenAPI document and unknown paths included (rule: no route
+    # can forget it).
+    app.add_middleware(AuthMiddleware, authenticator=security.authenticator)
     # In this order, the OpenAPI document's.
-    for router in (health.router, contents.router, cluster.router, jobs.router, internal.router):
+    routers = (health.router, contents.router, cluster.router, jobs.router, tokens.router)
+    for router in (*routers, internal.router):
         app.include_router(router)
+    document(app)
     return app

@@ -19,6 +19,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
 from steward.errors import BlobStoreError
+from steward.security.roles import Action
 from steward.store.contents import (
     CHUNK,
     ContentMismatchError,
@@ -30,6 +31,7 @@ from steward.store.contents import (
 from steward.wire.jobs import Dependency
 from steward.wire.rest import ErrorBody
 
+from .auth import Caller
 from .state import Contents
 
 log = logging.getLogger(__name__)
@@ -41,14 +43,22 @@ _CLOSE = {"Connection": "close"}
 router = APIRouter(tags=["contents"])
 _ERRORS: dict[int | str, dict[str, Any]] = {
     400: {"model": ErrorBody},
+    403: {"model": ErrorBody},
     413: {"model": ErrorBody},
     507: {"model": ErrorBody},
 }
 
 
 @router.put(CONTENTS_PATH, status_code=201, responses=_ERRORS)
-async def put_content(sha256: str, request: Request, contents: Contents) -> Response:
-    """Store a file a job names, under its SHA-256: 201 stored, 200 already stored."""
+async def put_content(
+    sha256: str, request: Request, caller: Caller, contents: Contents
+) -> Response:
+    """Store a file a job names, under its SHA-256: 201 stored, 200 already stored.
+
+    A submitter's or an admin's (403 otherwise, before the body is read)."""
+    if not caller.may(Action.SUBMIT):
+        message = f"{caller.name} (role {caller.role}) may not upload files"
+        return _error(403, "forbidden", message, headers=_CLOSE)
     if (refused := _refuse(sha256, request, contents.max_size)) is not None:
         return refused
     if await anyio.to_thread.run_sync(contents.exists, sha256):

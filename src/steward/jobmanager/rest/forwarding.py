@@ -1,16 +1,20 @@
 """A standby's writes go to the leader: :func:`leading` says whether to, :func:`forward` does.
 
 The leader's answer is passed back as it is (status, body, Retry-After); with no leader known,
-or one that does not answer, the client gets 503 ``no_leader`` with Retry-After.
+or one that does not answer, the client gets 503 ``no_leader`` with Retry-After. The caller's
+own ``Authorization`` header goes with the request, and the leader verifies it again: a standby
+never lends a request a credential of its own, so the leader acts for the caller alone.
 """
 
 from __future__ import annotations
 
 import httpx
+from fastapi import Request
 from fastapi.responses import Response
 
 from steward.tls.contexts import ClientTls, client_tls
 
+from .auth import FORWARDED_FOR, authorization, client_address
 from .backend import ApiBackend, LeaderTerm
 from .errors import no_leader
 
@@ -33,24 +37,31 @@ def leading(backend: ApiBackend) -> LeaderTerm | None:
 
 
 def forward(
-    backend: ApiBackend, forwarder: httpx.Client, method: str, path: str, body: bytes
+    backend: ApiBackend, forwarder: httpx.Client, request: Request, body: bytes
 ) -> Response:
+    """``request`` (its body read: ``body``) carried to the leader with the caller's own
+    credentials, and the leader's answer."""
+    method, path = request.method, request.url.path
     leader = backend.leader()
     if leader is None or leader.contender == backend.id:
         raise no_leader()
+    headers = {"content-type": "application/json", "x-steward-forwarded-by": backend.id}
+    caller_credentials = authorization(request)
+    if caller_credentials is not None:
+        headers["authorization"] = caller_credentials
+    headers[FORWARDED_FOR] = client_address(request) or ""
     try:
         answer = forwarder.request(
-            method,
-            leader.address.rstrip("/") + path,
-            content=body,
-            headers={"content-type": "application/json", "x-steward-forwarded-by": backend.id},
+            method, leader.address.rstrip("/") + path, content=body, headers=headers
         )
     except httpx.HTTPError as exc:
         raise no_leader(f"the leader {leader.contender} did not answer: {exc}") from None
-    headers = {k: v for k, v in answer.headers.items() if k.lower() in ("retry-after",)}
+    passed = {
+        k: v for k, v in answer.headers.items() if k.lower() in ("retry-after", "www-authenticate")
+    }
     return Response(
         answer.content,
         status_code=answer.status_code,
         media_type=answer.headers.get("content-type", "application/json"),
-        headers=headers,
+        headers=passed,
     )

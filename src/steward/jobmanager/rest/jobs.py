@@ -1,7 +1,9 @@
 """``/v1/jobs``: submit, list, look up, cancel, and a terminated job's result.
 
 Reads come from the leader's memory while it leads and has recovered, else from ZooKeeper
-(:class:`~.backend.ClusterReads`); writes are the leader's, a standby forwards them.
+(:class:`~.backend.ClusterReads`); writes are the leader's, a standby forwards them. Any
+caller reads; a submitter submits and cancels its own jobs, an admin cancels any
+(:mod:`steward.security.roles`); each submit and cancel is a line of the audit log.
 """
 
 from __future__ import annotations
@@ -13,9 +15,13 @@ from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from steward.errors import StewardError
+from steward.security import audit
+from steward.security.identity import Identity
+from steward.security.roles import Action
 from steward.wire.rest import ErrorBody, JobList, JobView, ResultView
 from steward.wire.values import check_job_id
 
+from .auth import Caller, client_address, require
 from .backend import ApiBackend
 from .errors import ApiError, raise_for
 from .forwarding import forward, leading
@@ -31,6 +37,7 @@ router = APIRouter(tags=["jobs"])
     status_code=201,
     responses={
         400: {"model": ErrorBody},
+        403: {"model": ErrorBody},
         409: {"model": ErrorBody},
         413: {"model": ErrorBody},
         503: {"model": ErrorBody},
@@ -38,11 +45,16 @@ router = APIRouter(tags=["jobs"])
     },
 )
 async def submit(
-    request: Request, backend: Backend, forwarder: Forwarder, contents: Contents
+    request: Request, caller: Caller, backend: Backend, forwarder: Forwarder, contents: Contents
 ) -> Response:
     """Submit a job: a spec and the pipeline (a .py file or a zipped folder), base64."""
+    if not caller.may(Action.SUBMIT):
+        audit.record("job.submit", caller, client=client_address(request), outcome="denied")
+        require(caller, Action.SUBMIT)
     body = await bounded_body(request, MAX_SUBMISSION_BYTES)
-    return await _run_sync(lambda: submit_job(backend, forwarder, contents, body))
+    return await _run_sync(
+        lambda: submit_job(backend, forwarder, contents, request, caller=caller, body=body)
+    )
 
 
 @router.get("/v1/jobs")
@@ -67,19 +79,47 @@ def job(job_id: str, backend: Backend) -> JobView:
 @router.post(
     "/v1/jobs/{job_id}/cancel",
     status_code=202,
-    responses={404: {"model": ErrorBody}, 409: {"model": ErrorBody}},
+    responses={403: {"model": ErrorBody}, 404: {"model": ErrorBody}, 409: {"model": ErrorBody}},
 )
-def cancel(job_id: str, backend: Backend, forwarder: Forwarder) -> Response:
-    """Cancel a job: its running attempt gets SIGTERM, then SIGKILL after a grace period."""
+def cancel(
+    job_id: str, request: Request, caller: Caller, backend: Backend, forwarder: Forwarder
+) -> Response:
+    """Cancel a job: its running attempt gets SIGTERM, then SIGKILL after a grace period.
+
+    An admin cancels any job, a submitter only those it submitted (403 otherwise)."""
+    where = client_address(request)
+    if not caller.may(Action.CANCEL_OWN):
+        audit.record("job.cancel", caller, client=where, outcome="denied", job_id=job_id[:200])
+        require(caller, Action.CANCEL_OWN)
     _known_form(job_id)
     dispatcher = leading(backend)
     if dispatcher is None:
-        return forward(backend, forwarder, "POST", f"/v1/jobs/{job_id}/cancel", b"")
+        return forward(backend, forwarder, request, b"")
+    if not caller.may(Action.CANCEL_ANY):
+        _check_owner(caller, _job_view(backend, job_id), where)
     try:
-        view = dispatcher.cancel(job_id)
-    except StewardError as exc:
-        raise_for(exc)
+        try:
+            view = dispatcher.cancel(job_id)
+        except StewardError as exc:
+            raise_for(exc)
+    except ApiError as refused:
+        audit.record("job.cancel", caller, client=where, outcome=str(refused.status), job_id=job_id)
+        raise
+    audit.record("job.cancel", caller, client=where, job_id=job_id)
     return JSONResponse(view.model_dump(mode="json"), status_code=202)
+
+
+def _check_owner(caller: Identity, view: JobView, where: str | None) -> None:
+    """403 unless ``caller`` submitted this job."""
+    if view.submitter is not None and view.submitter == caller.name:
+        return
+    audit.record("job.cancel", caller, client=where, outcome="denied", job_id=view.job_id)
+    raise ApiError(
+        403,
+        "forbidden",
+        f"{caller.name} may cancel only the jobs it submitted; job {view.job_id!r} was"
+        f" submitted by {view.submitter or 'an unknown submitter'}",
+    )
 
 
 @router.get(

@@ -16,6 +16,7 @@ from fastapi import Depends, FastAPI, Request
 
 from steward.store.contents import ContentStore
 
+from .auth import ApiSecurity
 from .backend import ApiBackend
 
 
@@ -27,6 +28,8 @@ class Services:
     """Carries a standby's writes to the leader (:mod:`.forwarding`)."""
     heartbeat_threads: anyio.CapacityLimiter
     """Threads for TaskManager heartbeats, apart from the pool that serves the rest."""
+    security: ApiSecurity
+    """The authenticator (also the middleware's) and the tokens' records."""
 
 
 def install(app: FastAPI, services: Services) -> None:
@@ -55,7 +58,12 @@ async def _heartbeat_threads(request: Request) -> anyio.CapacityLimiter:
     return services_of(request).heartbeat_threads
 
 
+async def _security(request: Request) -> ApiSecurity:
+    return services_of(request).security
+
+
 Backend = Annotated[ApiBackend, Depends(_backend)]
 Contents = Annotated[ContentStore, Depends(_contents)]
 Forwarder = Annotated[httpx.Client, Depends(_forwarder)]
 HeartbeatThreads = Annotated[anyio.CapacityLimiter, Depends(_heartbeat_threads)]
+Security = Annotated[ApiSecurity, Depends(_security)]

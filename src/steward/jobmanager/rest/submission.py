@@ -3,7 +3,8 @@
 ``POST /v1/jobs`` carries a spec and the pipeline (a .py file or a zipped folder) in base64.
 The body is read within :data:`MAX_SUBMISSION_BYTES`; on a standby it is forwarded to the
 leader as it came; on the leader the spec is completed (a job id, spark-submit's options),
-validated, the artifact checked, and the job stored with every file it names pinned.
+validated, the artifact checked, and the job stored with every file it names pinned. The job
+records its submitter (the caller's name, whatever the spec says); each outcome is audited.
 """
 
 from __future__ import annotations
@@ -22,14 +23,17 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import ValidationError
 
 from steward.errors import JobRejectedError, StewardError
+from steward.security import audit
+from steward.security.identity import Identity
 from steward.store.contents import ContentStore
 from steward.supervisor.artifacts import check_submission
 from steward.wire import redaction, spark_options
 from steward.wire.jobs import JobGraph, JobSpec
-from steward.wire.rest import SubmitRequest
+from steward.wire.rest import JobView, SubmitRequest
 
 from ..dispatcher import new_job_id
-from .backend import ApiBackend
+from .auth import client_address
+from .backend import ApiBackend, LeaderTerm
 from .contents import missing_contents
 from .errors import ApiError, describe, raise_for
 from .forwarding import forward, leading
@@ -72,18 +76,39 @@ async def bounded_body(request: Request, limit: int) -> bytes:
 
 
 def submit(
-    backend: ApiBackend, forwarder: httpx.Client, contents: ContentStore, body: bytes
+    backend: ApiBackend,
+    forwarder: httpx.Client,
+    contents: ContentStore,
+    request: Request,
+    *,
+    caller: Identity,
+    body: bytes,
 ) -> Response:
     """Store the job a submission's body describes (201), or forward it to the leader."""
     check_json_shape(body)
     dispatcher = leading(backend)
     if dispatcher is None:
-        return forward(backend, forwarder, "POST", "/v1/jobs", body)
+        return forward(backend, forwarder, request, body)
+    where = client_address(request)
+    try:
+        view = _store(dispatcher, contents, caller, body)
+    except ApiError as exc:
+        audit.record("job.submit", caller, client=where, outcome=str(exc.status))
+        raise
+    audit.record("job.submit", caller, client=where, job_id=view.job_id)
+    return JSONResponse(view.model_dump(mode="json"), status_code=201)
+
+
+def _store(
+    dispatcher: LeaderTerm, contents: ContentStore, caller: Identity, body: bytes
+) -> JobView:
+    """The job stored by the leader's term, as the submitter ``caller``; or an ApiError."""
     try:
         request = SubmitRequest.model_validate_json(body)
     except ValidationError as exc:
         raise ApiError(400, "bad_request", describe(exc.errors())) from None
     spec_fields = dict(request.spec)
+    spec_fields["submitter"] = caller.name
     if not spec_fields.get("job_id"):
         stem = request.artifact.filename.rsplit(".", 1)[0] or "job"
         spec_fields["job_id"] = new_job_id("".join(c if c.isalnum() else "-" for c in stem)[:40])
@@ -109,10 +134,9 @@ def submit(
             missing = missing_contents(contents, spec.dependencies)
             if missing is not None:
                 raise ApiError(400, "missing_contents", missing)
-            view = dispatcher.submit(spec, graph)
+            return dispatcher.submit(spec, graph)
     except StewardError as exc:
         raise_for(exc)
-    return JSONResponse(view.model_dump(mode="json"), status_code=201)
 
 
 def check_json_shape(body: bytes) -> None:

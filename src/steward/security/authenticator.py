@@ -1,0 +1,114 @@
+"""A bearer token into an :class:`Identity`: users' tokens against their records in ZooKeeper,
+the TaskManagers' internal credential against the cluster's secret.
+
+Every JobManager verifies against ZooKeeper, so a token works on any JobManager and a revoke
+holds everywhere. Records are cached for :data:`CACHE_TTL` seconds (absent ones too, so a
+stranger's guesses cost one ZooKeeper read per id and TTL): a revoked or expired token is
+refused on every JobManager within that time (expiry is checked on every request).
+"""
+
+from __future__ import annotations
+
+import enum
+import hmac
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from steward.wire.tokens import TokenRecord
+
+from . import tokens
+from .identity import ANONYMOUS_ADMIN, INTERNAL_IDENTITY, Identity
+
+CACHE_TTL = 2.0
+"""Seconds a token's record (or its absence) is trusted before it is read again."""
+_CACHE_SIZE = 4096
+
+Lookup = Callable[[str], TokenRecord | None]
+"""A token id's record, or None; raises :class:`~steward.errors.CoordinationError`."""
+
+
+class Verdict(enum.Enum):
+    LOOKUP = "lookup"
+
+
+LOOKUP = Verdict.LOOKUP
+"""What :meth:`Authenticator.cached` says when only reading the token's record can tell."""
+
+
+@dataclass(frozen=True)
+class _Cached:
+    record: TokenRecord | None
+    read_at: float
+
+
+class Authenticator:
+    """Verifies bearer tokens. ``enabled=False`` (a trusted network only) lets everyone in."""
+
+    def __init__(
+        self,
+        lookup: Lookup,
+        internal_secret: str | None,
+        *,
+        enabled: bool = True,
+        cache_ttl: float = CACHE_TTL,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.enabled = enabled
+        self._lookup = lookup
+        self._internal = internal_secret
+        self._ttl = cache_ttl
+        self._clock = clock
+        self._cache: dict[str, _Cached] = {}
+        self._lock = threading.Lock()
+
+    def anonymous(self, *, internal_route: bool) -> Identity | None:
+        """Who a request without credentials is: nobody, unless auth is off."""
+        if self.enabled:
+            return None
+        return INTERNAL_IDENTITY if internal_route else ANONYMOUS_ADMIN
+
+    def cached(self, token: str) -> Identity | Literal[Verdict.LOOKUP] | None:
+        """The identity when it is known without reading ZooKeeper; None when the token is
+        refused; :data:`LOOKUP` when only :meth:`verify` can tell (it reads the record)."""
+        if not self.enabled:
+            return ANONYMOUS_ADMIN
+        if self._internal is not None and hmac.compare_digest(
+            token.encode("utf-8", "surrogateescape"), self._internal.encode()
+        ):
+            return INTERNAL_IDENTITY
+        parsed = tokens.parse(token)
+        if parsed is None:
+            return None
+        with self._lock:
+            entry = self._cache.get(parsed.id)
+        if entry is None or self._clock() - entry.read_at >= self._ttl:
+            return LOOKUP
+        return _identity(entry.record, parsed)
+
+    def verify(self, token: str) -> Identity | None:
+        """The caller ``token`` names, or None (unknown, revoked, expired, malformed)."""
+        quick = self.cached(token)
+        if quick is not LOOKUP:
+            return quick
+        parsed = tokens.parse(token)
+        assert parsed is not None  # cached() said it is shaped like a token
+        record = self._lookup(parsed.id)
+        with self._lock:
+            if len(self._cache) >= _CACHE_SIZE:
+                self._cache.clear()
+            self._cache[parsed.id] = _Cached(record, self._clock())
+        return _identity(record, parsed)
+
+    def forget(self, token_id: str) -> None:
+        """Drop a token's cached record (this JobManager just revoked it)."""
+        with self._lock:
+            self._cache.pop(token_id, None)
+
+
+def _identity(record: TokenRecord | None, parsed: tokens.ParsedToken) -> Identity | None:
+    if record is None or not tokens.matches(record, parsed):
+        return None
+    return Identity(name=record.name, role=record.role, token_id=record.id)
