@@ -178,6 +178,14 @@ def test_private_dir_creates_and_tightens(tmp_path: Path) -> None:
     assert mode(private_dir(tmp_path / "a" / "b")) == 0o700
 
 
+def test_private_dir_never_closes_a_shared_sticky_folder(tmp_path: Path) -> None:
+    shared = tmp_path / "tmp"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    private_dir(shared)
+    assert stat.S_IMODE(shared.stat().st_mode) == 0o1777
+
+
 def test_a_materialized_artifact_is_private(tmp_path: Path) -> None:
     single = materialize(build_artifact("job.py", PIPELINE), tmp_path / "one")
     assert mode(single) == 0o600

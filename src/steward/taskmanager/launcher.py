@@ -62,7 +62,8 @@ class Launcher:
         self._deadman_timeout = settings.taskmanager.deadman_timeout
         # Shared by every TaskManager of the host that uses the same taskmanager.workdir.
         cache = settings.taskmanager.workdir.resolve() / CACHE_DIR
-        self._private = (settings.taskmanager.workdir.resolve(), workdir, cache)
+        # Not taskmanager.workdir itself: it may be a shared folder (/tmp), left as it is.
+        self._private = (workdir, cache)
         self._dependencies = DependencyCache(ContentStore(blobs), cache)
         self._environments = Environments(cache)
 

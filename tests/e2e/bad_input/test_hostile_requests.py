@@ -285,7 +285,7 @@ def test_a_taskmanagers_folders_are_its_users_alone(
         assert client.wait("private", timeout=120).state.value == "FINISHED"
     work = cluster.workdir / "work"
     attempt = work / "tm-1" / "private" / "1"
-    for folder in (work, work / "tm-1", work / ".cache", attempt, attempt / "artifact"):
+    for folder in (work / "tm-1", work / ".cache", attempt, attempt / "artifact"):
         assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
     assert stat.S_IMODE((attempt / "artifact" / "private.py").stat().st_mode) == 0o600
     for defaults in attempt.rglob("spark-defaults.conf"):
