@@ -21,6 +21,7 @@ from steward.cluster.local import LocalCluster, StartOptions
 from steward.cluster.settings import UserSettings
 from steward.cluster.workdir import ClusterState, Role, load_state
 from steward.errors import LocalClusterError, LocalClusterStartError
+from steward.ha.acl import AclMode, DigestCredential, ZooKeeperAccess
 
 FAKE_NODE = Path(__file__).with_name("fake_node.py")
 
@@ -81,8 +82,10 @@ def test_start_status_stop_and_start_over_on_the_same_data(local: LocalCluster) 
     # And a second start is refused while it runs
     with pytest.raises(LocalClusterError, match="is running: jm-1"):
         local.start(options())
-    # Given something stored in its ZooKeeper
-    zk = KazooClient(hosts=state.quorum)
+    # Given something stored in its ZooKeeper (with its credential: the state is closed, even
+    # here where the fake processes write nothing, since start registers its admin token)
+    access = ZooKeeperAccess(AclMode.CREATOR, DigestCredential.read(digest)).kazoo_options()
+    zk = KazooClient(hosts=state.quorum, **access)
     zk.start(timeout=10)
     zk.create(f"/steward/{state.cluster_id}/kept", b"1", makepath=True)
     zk.stop()
@@ -96,7 +99,7 @@ def test_start_status_stop_and_start_over_on_the_same_data(local: LocalCluster) 
     again = local.start(options())
     assert again.cluster_id == state.cluster_id
     assert digest.read_text() == credential  # its state in ZooKeeper is protected by it
-    zk = KazooClient(hosts=again.quorum)
+    zk = KazooClient(hosts=again.quorum, **access)
     zk.start(timeout=10)
     try:
         assert zk.exists(f"/steward/{state.cluster_id}/kept") is not None
