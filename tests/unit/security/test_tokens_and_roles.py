@@ -3,15 +3,19 @@ how a client finds its token."""
 
 from __future__ import annotations
 
+import json
 import stat
 from pathlib import Path
 
+import httpx
 import pytest
 
+from steward.client import Client
 from steward.errors import ConfigurationError
-from steward.security import tokens
+from steward.security import audit, tokens
 from steward.security.authenticator import Authenticator
 from steward.security.credentials import find_token, read_secret, write_secret
+from steward.security.identity import Identity
 from steward.security.provision import ensure_files
 from steward.security.roles import INTERNAL, Action, allows
 from steward.wire.tokens import Role, TokenRecord
@@ -110,3 +114,49 @@ def test_a_client_finds_its_token_in_order(tmp_path: Path) -> None:
     assert (
         find_token(None, token_file="", workdir=tmp_path, environ={}, local_cluster=False) is None
     )
+
+
+def test_the_audit_file_gets_one_json_line_per_action_and_no_secret(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    path = tmp_path / "audit" / "audit.jsonl"
+    audit.configure(path)
+    audit.configure(path)  # once per file, however often configured
+    handlers = [h for h in audit.log.handlers if getattr(h, "baseFilename", "") == str(path)]
+    assert len(handlers) == 1
+    request.addfinalizer(lambda: (audit.log.removeHandler(handlers[0]), handlers[0].close()))
+    token, record = tokens.mint("alice", Role.SUBMITTER)
+    who = Identity(name="alice", role=Role.SUBMITTER, token_id=record.id)
+    audit.record("job.submit", who, client="10.0.0.7:5000", job_id="nightly")
+    audit.record("job.cancel", who, client=None, outcome="denied", job_id="other")
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [(line["audit"], line["outcome"], line["target"]) for line in lines] == [
+        ("job.submit", "ok", {"job_id": "nightly"}),
+        ("job.cancel", "denied", {"job_id": "other"}),
+    ]
+    assert lines[0]["who"] == "alice" and lines[0]["token_id"] == record.id
+    assert lines[0]["from"] == "10.0.0.7:5000"
+    assert token not in path.read_text()
+
+
+def test_the_client_sends_its_token_and_never_the_local_one_elsewhere(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[str | None] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request.headers.get("authorization"))
+        return httpx.Response(200, json={"jobs": []})
+
+    transport = httpx.MockTransport(answer)
+    monkeypatch.delenv("STEWARD_TOKEN", raising=False)
+    (tmp_path / ".steward").mkdir()
+    write_secret(tmp_path / ".steward" / "admin.token", "stw_local")
+    with Client(["http://jm:1"], transport=transport, token="stw_given", workdir=tmp_path) as c:
+        c.jobs()
+    with Client(["http://elsewhere:1"], transport=transport, workdir=tmp_path) as c:
+        c.jobs()  # not the local cluster's JobManager: its admin token is not sent
+    monkeypatch.setenv("STEWARD_TOKEN", "stw_env")
+    with Client(["http://jm:1"], transport=transport, workdir=tmp_path) as c:
+        c.jobs()
+    assert seen == ["Bearer stw_given", None, "Bearer stw_env"]
