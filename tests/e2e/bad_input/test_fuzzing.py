@@ -30,6 +30,7 @@ from e2e.bad_input.hostile import (
     each_jobmanager,
     stored_state,
 )
+from steward.security.credentials import INTERNAL_KEY
 from steward.testing.processes import ProcessCluster
 
 schemathesis = pytest.importorskip("schemathesis", reason="schemathesis (a dev dependency)")
@@ -67,6 +68,7 @@ class FuzzReport:
     operations: int = 0
     examples: int = 0
     statuses: collections.Counter[int] = field(default_factory=collections.Counter)
+    by_operation: dict[str, collections.Counter[int]] = field(default_factory=dict)
     failures: dict[str, list[str]] = field(default_factory=dict)
 
     def summary(self) -> str:
@@ -75,9 +77,20 @@ class FuzzReport:
             f" statuses={dict(sorted(self.statuses.items()))}"
             f" failing_operations={len(self.failures)}"
         ]
+        for label, counts in self.by_operation.items():
+            lines.append(f"  {label}: {dict(sorted(counts.items()))}")
         for label, found in self.failures.items():
             lines.append(f"  {label}: {len(found)} failing example(s); first:\n{found[0]}")
         return "\n".join(lines)
+
+
+def internal_headers(cluster: ProcessCluster) -> dict[str, str]:
+    """The cluster's internal credential (what a TaskManager sends on /internal/), if any."""
+    path = cluster.settings.get(INTERNAL_KEY)
+    if not path or not os.path.isfile(path):
+        return {}
+    with open(path, encoding="utf-8") as credential:
+        return {"authorization": f"Bearer {credential.read().strip()}"}
 
 
 def fuzz(
@@ -87,9 +100,12 @@ def fuzz(
     *,
     checks: list[Any] | None = None,
     schema_headers: dict[str, str] | None = None,
+    internal: dict[str, str] | None = None,
 ) -> FuzzReport:
-    """Fuzz every operation of ``address``'s OpenAPI document with ``headers``; collect what
-    fails. The document itself is read with ``schema_headers`` (default: ``headers``)."""
+    """Fuzz every operation of ``address``'s OpenAPI document with ``headers`` (``internal``
+    on /internal/ routes, when given: the heartbeat's body is then parsed, not refused at the
+    door); collect what fails. The document is read with ``schema_headers`` (default:
+    ``headers``)."""
     schema = schemathesis.openapi.from_url(
         f"{address}/openapi.json",
         headers=headers if schema_headers is None else schema_headers,
@@ -108,7 +124,9 @@ def fuzz(
                 operation,
                 mode,
                 label=label,
-                headers=headers,
+                headers=internal
+                if internal and operation.path.startswith("/internal/")
+                else headers,
                 examples=examples,
                 checks=mode_checks,
                 report=report,
@@ -145,6 +163,7 @@ def _fuzz_operation(
             report.failures.setdefault(label, []).append(f"{exc!r}\n{case.as_curl_command()}")
             return
         report.statuses[response.status_code] += 1
+        report.by_operation.setdefault(label, collections.Counter())[response.status_code] += 1
         try:
             case.validate_response(response, checks=checks, headers=headers)
         except (AssertionError, BaseExceptionGroup) as exc:
@@ -159,7 +178,7 @@ def test_fuzzing_the_rest_api_finds_no_5xx_and_no_schema_violation(
     cluster: ProcessCluster,
 ) -> None:
     leader = each_jobmanager(cluster)[0]
-    report = fuzz(leader, auth_headers(cluster), SHORT_EXAMPLES)
+    report = fuzz(leader, auth_headers(cluster), SHORT_EXAMPLES, internal=internal_headers(cluster))
     print(report.summary())
     assert report.operations >= 10, report.summary()
     assert not report.failures, report.summary()
@@ -171,7 +190,9 @@ def test_fuzzing_the_rest_api_at_length_leader_and_standby(
     cluster: ProcessCluster,
 ) -> None:
     for address in each_jobmanager(cluster):
-        report = fuzz(address, auth_headers(cluster), LONG_EXAMPLES)
+        report = fuzz(
+            address, auth_headers(cluster), LONG_EXAMPLES, internal=internal_headers(cluster)
+        )
         print(f"{address}: {report.summary()}")
         assert not report.failures, report.summary()
 
