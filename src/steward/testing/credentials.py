@@ -41,9 +41,10 @@ def kit_admin_token() -> str:
 
 
 def export_admin_token() -> str:
-    """Set ``$STEWARD_TOKEN`` to the kit's admin token unless the test process has one."""
+    """Set ``$STEWARD_TOKEN`` to the kit's admin token (over any of the shell's: the test
+    clusters know only the kit's)."""
     token = kit_admin_token()
-    os.environ.setdefault(TOKEN_ENV, token)
+    os.environ[TOKEN_ENV] = token
     return token
 
 
