@@ -234,3 +234,27 @@ def test_with_auth_off_everyone_is_an_admin(leader: InMemoryJobManager) -> None:
     assert api.post("/v1/jobs", json=submission("job-o")).json()["submitter"] == "anonymous"
     beat = Heartbeat(taskmanager="tm-1", address="http://tm-1", slots=2, epoch=3)
     assert api.post(HEARTBEAT_PATH, content=beat.to_json()).status_code == 200
+
+
+def test_with_auth_on_a_jobmanager_or_taskmanager_without_the_internal_credential_refuses(
+    tmp_path: Path,
+) -> None:
+    from steward.config import SecuritySettings
+    from steward.errors import ConfigurationError
+    from steward.jobmanager.security import api_security
+    from steward.security.credentials import internal_credential, write_secret
+
+    no_file = SecuritySettings(auth_enabled=True, internal_token_file="", audit_file="")
+    session: Any = type("NoSession", (), {"layout": None})()  # never asked before it refuses
+    with pytest.raises(ConfigurationError, match=r"security\.internal\.token-file") as refused:
+        api_security(no_file, session)
+    assert refused.value.key == "security.internal.token-file"
+    with pytest.raises(ConfigurationError, match=r"security\.internal\.token-file"):
+        internal_credential(no_file)
+    missing = SecuritySettings(True, str(tmp_path / "nowhere"), "")
+    with pytest.raises(ConfigurationError, match="cannot read"):
+        internal_credential(missing)
+    write_secret(tmp_path / "internal.token", "stwi_x")
+    present = SecuritySettings(True, str(tmp_path / "internal.token"), "")
+    assert internal_credential(present) == "stwi_x"
+    assert internal_credential(SecuritySettings(False, "", "")) is None
