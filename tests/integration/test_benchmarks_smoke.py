@@ -12,6 +12,9 @@ import pytest
 ROOT = Path(__file__).parents[2]
 
 
+# Slow (about 30 s): the cluster, peer and script benchmarks keep their own smoke tests in the
+# default suite; this one runs the whole foundation suite at quick size.
+@pytest.mark.slow
 @pytest.mark.zookeeper
 def test_quick_benchmark_run_prints_every_figure(tmp_path: Path) -> None:
     result = subprocess.run(

@@ -30,6 +30,9 @@ pytestmark = pytest.mark.spark
 SPARK_DEADLINE = 180.0
 
 
+# Slow (about 35 s): tests/e2e/cluster/test_spark_jobs.py counts the same example through a
+# whole cluster in the default suite.
+@pytest.mark.slow
 def test_wordcount_counts_the_sample_like_plain_python(tmp_path: Path) -> None:
     expected = count_words(SAMPLE.read_text())
     output = tmp_path / "counts"
