@@ -7,59 +7,21 @@ JobManager and keeps using the cluster through the standby.
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
-import sys
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import psutil
 import pytest
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError
 
+from e2e.cluster.cluster_cli import FAST, LONG_RUNNING, document, ok, steward
 from steward.cluster.launcher import live_process
-from steward.cluster.local import LocalCluster
 from steward.cluster.workdir import StateDir, load_state
 from steward.ha.acl import DigestCredential
 from support import wait_until
 
 pytestmark = pytest.mark.zookeeper
-
-LONG_RUNNING = Path(__file__).resolve().parents[3] / "examples" / "long_running.py"
-FAST = ("-D", "high-availability.zookeeper.session-timeout=4s", "-D", "heartbeat.interval=200ms")
-
-
-def steward(cwd: Path, *args: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("STEWARD_")}
-    return subprocess.run(
-        [sys.executable, "-m", "steward.cli", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-
-
-def ok(result: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[str]:
-    assert result.returncode == 0, f"exit {result.returncode}\n{result.stdout}\n{result.stderr}"
-    return result
-
-
-def document(result: subprocess.CompletedProcess[str]) -> Any:
-    return json.loads(ok(result).stdout)
-
-
-@pytest.fixture
-def workdir(tmp_path: Path) -> Iterator[Path]:
-    try:
-        yield tmp_path
-    finally:
-        LocalCluster(tmp_path).stop(timeout=10.0)
 
 
 def assert_zookeeper_closed(workdir: Path) -> None:

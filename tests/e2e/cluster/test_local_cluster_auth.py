@@ -17,14 +17,14 @@ from pathlib import Path
 import httpx
 import pytest
 
-from e2e.cluster.test_local_cluster import FAST, document, ok, steward, workdir  # noqa: F401
+from e2e.cluster.cluster_cli import FAST, document, ok, steward
 from steward.cluster.workdir import StateDir, load_state
 
 pytestmark = pytest.mark.zookeeper
 
 
 def test_cluster_start_makes_the_credentials_and_commands_need_no_option(
-    workdir: Path,  # noqa: F811
+    workdir: Path,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
     ok(steward(workdir, *FAST, "cluster", "start", "--jobmanagers", "1", "--taskmanagers", "1"))

@@ -8,19 +8,13 @@ file other users may read is refused at start.
 
 from __future__ import annotations
 
-import json
-import os
 import stat
-import subprocess
-import sys
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 
-from steward.cluster.local import LocalCluster
+from e2e.cluster.cluster_cli import FAST, LONG_RUNNING, document, ok, steward
 from steward.config import TlsSettings
 from steward.testing.processes import ProcessCluster
 from steward.tls.certificates import TlsFiles, ensure_local_tls, local_hosts
@@ -28,41 +22,6 @@ from steward.tls.contexts import client_tls
 from support import ZK_TEST_ROOT, wait_until
 
 pytestmark = pytest.mark.zookeeper
-
-LONG_RUNNING = Path(__file__).resolve().parents[3] / "examples" / "long_running.py"
-FAST = ("-D", "high-availability.zookeeper.session-timeout=4s", "-D", "heartbeat.interval=200ms")
-
-
-def steward(cwd: Path, *args: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("STEWARD_")}
-    return subprocess.run(
-        [sys.executable, "-m", "steward.cli", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-
-
-def ok(result: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[str]:
-    assert result.returncode == 0, f"exit {result.returncode}\n{result.stdout}\n{result.stderr}"
-    return result
-
-
-def document(result: subprocess.CompletedProcess[str]) -> Any:
-    return json.loads(ok(result).stdout)
-
-
-@pytest.fixture
-def workdir(tmp_path: Path) -> Iterator[Path]:
-    folder = tmp_path / "cluster"
-    folder.mkdir()
-    try:
-        yield folder
-    finally:
-        LocalCluster(folder).stop(timeout=10.0)
 
 
 def test_a_cluster_started_with_tls_serves_and_verifies_https_everywhere(
