@@ -22,6 +22,7 @@ from support import wait_until
 
 pytestmark = pytest.mark.zookeeper
 
+WAITING_FOR_A_TASKMANAGER = "waiting for a TaskManager to register"
 HOOK_TIMEOUT = 4.0
 """jobmanager.initialize-timeout of the hook test: well above a quick hook's run time."""
 
@@ -123,8 +124,14 @@ def test_a_failing_initialize_hook_fails_only_its_job(
     assert not cluster.exists(cluster.layout.jobgraph("job-hooked"))
 
     for job_id in ("job-plain", "job-good-hook"):
-        other = cluster.wait_state(leader, job_id, "SCHEDULED", timeout=30.0)
-        assert other["reason"] == "waiting for a TaskManager to register"
+        cluster.wait_state(leader, job_id, "SCHEDULED", timeout=30.0)
+        # Its hook done, a job is SCHEDULED before the scheduler's next round says why it waits.
+        wait_until(
+            lambda job=job_id: cluster.job(leader, job)["reason"] == WAITING_FOR_A_TASKMANAGER,
+            30.0,
+            message=f"{job_id} says it waits for a TaskManager",
+        )
+        assert cluster.job(leader, job_id)["state"] == "SCHEDULED"
         assert cluster.exists(cluster.layout.jobgraph(job_id))
     timed_out = cluster.wait_state(leader, "job-slow-hook", "FAILED", timeout=HOOK_TIMEOUT + 10)
     assert timed_out["result"]["error"]["type"] == "steward.InitializeTimeout"

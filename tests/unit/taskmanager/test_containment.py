@@ -22,8 +22,15 @@ from steward.supervisor import containment
 from steward.supervisor.process_group import ProcessGroup
 from support import wait_until
 
+# Like the real runner, it joins its attempt's cgroup first thing (containment.enter_attempt,
+# without the subreaper): the TaskManager's own move of the pid comes after the spawn, and a
+# child forked before it would start outside the cgroup.
 RUNNER = """
-import subprocess, sys, time
+import os, subprocess, sys, time
+from pathlib import Path
+from steward.supervisor import containment
+if os.environ.get(containment.CGROUP_ENV):
+    containment.Cgroup(Path(os.environ[containment.CGROUP_ENV])).add(os.getpid())
 subprocess.run([sys.executable, "-c", sys.argv[1], sys.argv[2]], check=True)
 time.sleep(1000)
 """
