@@ -64,6 +64,7 @@ OTHER_VALUES: dict[str, str] = {
     "rest.ssl.client-auth": "require",
     "state.checkpoints.num-retained": "7",
     "security.auth.enabled": "false",
+    "security.auth.client-certificates": "true",
     "security.internal.token-file": "/etc/steward/internal.token",
     "security.audit.file": "/var/log/steward/audit.jsonl",
     "client.token-file": "/home/me/.steward.token",

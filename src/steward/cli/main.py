@@ -73,6 +73,7 @@ def _log_thread_death(args: threading.ExceptHookArgs) -> None:
 
 
 def _register() -> None:
+    from steward.cli.certificates import certificate
     from steward.cli.demo import demo
     from steward.cli.jobmanager import jobmanager
     from steward.cli.taskmanager import taskmanager
@@ -85,6 +86,7 @@ def _register() -> None:
     cli.add_command(jobmanager)
     cli.add_command(taskmanager)
     cli.add_command(token)
+    cli.add_command(certificate)
 
 
 def _register_jobs_and_cluster() -> None:

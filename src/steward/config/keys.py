@@ -348,8 +348,12 @@ OPTIONS: tuple[Option, ...] = (
         to_str,
         "none",
         "none: any client may connect over TLS. require: mutual TLS; a JobManager accepts only"
-        " clients with a certificate signed by a CA of rest.ssl.ca.",
-        lambda v: None if v in ("none", "require") else "must be none or require",
+        " clients with a certificate signed by a CA of rest.ssl.ca. optional: a client may"
+        " present such a certificate (and must, to be taken as its credential under"
+        " security.auth.client-certificates); one it cannot verify is refused.",
+        lambda v: (
+            None if v in ("none", "optional", "require") else "must be none, optional or require"
+        ),
     ),
     Option(
         "state.checkpoints.num-retained",
@@ -365,6 +369,14 @@ OPTIONS: tuple[Option, ...] = (
         "Every JobManager route but /healthz and /readyz requires a bearer token (401 without),"
         " and roles decide what it may do (403). false: anyone who reaches a JobManager may do"
         " anything; only on a trusted network (logged as a warning at start).",
+    ),
+    Option(
+        "security.auth.client-certificates",
+        to_bool,
+        False,
+        "A verified client certificate (mutual TLS: rest.ssl.client-auth optional or require)"
+        " is a credential, for machines: its subject's CN names the caller, its O is the role"
+        " (viewer, submitter or admin). A bearer token, when sent, decides instead.",
     ),
     Option(
         "security.internal.token-file",

@@ -208,11 +208,14 @@ class SecuritySettings:
     """``security.internal.token-file``: the cluster's internal credential; empty: none."""
     audit_file: str
     """``security.audit.file``: where the audit log is appended too; empty: the log only."""
+    client_certificates: bool = False
+    """``security.auth.client-certificates``: a verified client certificate is a credential."""
 
     @classmethod
     def from_values(cls, values: Mapping[str, Any]) -> SecuritySettings:
         return cls(
             auth_enabled=bool(values["security.auth.enabled"]),
+            client_certificates=bool(values["security.auth.client-certificates"]),
             internal_token_file=str(values["security.internal.token-file"]),
             audit_file=str(values["security.audit.file"]),
         )
@@ -233,6 +236,13 @@ class TlsSettings:
     """``rest.ssl.ca``: PEM CA bundle to verify peers with; None: the system's CAs."""
     require_client_certificate: bool
     """``rest.ssl.client-auth`` is ``require``: mutual TLS."""
+    optional_client_certificate: bool = False
+    """``rest.ssl.client-auth`` is ``optional``: a client may present a certificate."""
+
+    @property
+    def request_client_certificate(self) -> bool:
+        """A JobManager asks clients for a certificate (and verifies one it is given)."""
+        return self.require_client_certificate or self.optional_client_certificate
 
     @classmethod
     def from_values(cls, values: Mapping[str, Any]) -> TlsSettings:
@@ -246,6 +256,7 @@ class TlsSettings:
             key=path("rest.ssl.key"),
             ca=path("rest.ssl.ca"),
             require_client_certificate=values["rest.ssl.client-auth"] == "require",
+            optional_client_certificate=values["rest.ssl.client-auth"] == "optional",
         )
 
 

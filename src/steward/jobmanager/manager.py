@@ -42,6 +42,7 @@ from steward.ha.retrieval import LeaderRetrieval
 from steward.ha.session import Session
 from steward.store.blob import BlobStore
 from steward.tls import contexts as tls
+from steward.tls.peer import PeerCertificateProtocol
 from steward.wire.records import LeaderInfo
 
 from .dispatcher import Dispatcher
@@ -64,7 +65,7 @@ class JobManager:
         """How this JobManager verifies the leader it forwards writes to."""
         self.id = jobmanager_id
         self.session = Session.from_config(config, name=jobmanager_id)
-        self.security: ApiSecurity = api_security(settings.security, self.session)
+        self.security: ApiSecurity = api_security(settings.security, self.session, settings.tls)
         self.blobs = BlobStore(settings.storage.storage_dir)
         self._socket = _bind(settings.jobmanager.bind_host, settings.jobmanager.port)
         host, port = self._socket.getsockname()[:2]
@@ -258,7 +259,12 @@ class JobManager:
     def _start_server(self) -> None:
         app = create_app(self, self.security, client_tls=self.client_tls)
         config = uvicorn.Config(
-            app, log_level="warning", access_log=False, lifespan="off", **self._uvicorn_tls()
+            app,
+            http=PeerCertificateProtocol,  # a client certificate may be a credential
+            log_level="warning",
+            access_log=False,
+            lifespan="off",
+            **self._uvicorn_tls(),
         )
         server = uvicorn.Server(config)
         self._server = server
@@ -277,7 +283,7 @@ class JobManager:
         return {
             "ssl_certfile": str(settings.certificate),
             "ssl_keyfile": str(settings.key),
-            "ssl_ca_certs": str(settings.ca) if settings.require_client_certificate else None,
+            "ssl_ca_certs": str(settings.ca) if settings.request_client_certificate else None,
             "ssl_cert_reqs": self._server_tls.verify_mode,
         }
 

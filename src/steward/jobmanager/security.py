@@ -2,7 +2,9 @@
 ZooKeeper, the internal credential from its file) and the audit log's file.
 
 With ``security.auth.enabled`` (the default) a JobManager without an internal credential
-refuses to start, naming ``security.internal.token-file``: its TaskManagers could not heartbeat.
+refuses to start, naming ``security.internal.token-file``: its TaskManagers could not heartbeat;
+one told to take client certificates as credentials refuses to start unless its TLS asks for
+them.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from steward.config import SecuritySettings
+from steward.config import SecuritySettings, TlsSettings
 from steward.errors import ConfigurationError
 from steward.ha.session import Session
 from steward.security import audit
@@ -23,8 +25,18 @@ from .rest.auth import ApiSecurity
 log = logging.getLogger(__name__)
 
 
-def api_security(settings: SecuritySettings, session: Session) -> ApiSecurity:
+def api_security(
+    settings: SecuritySettings, session: Session, tls: TlsSettings | None = None
+) -> ApiSecurity:
     store = TokenStore(session)
+    certificates = settings.client_certificates and settings.auth_enabled
+    if certificates and (tls is None or not (tls.enabled and tls.request_client_certificate)):
+        raise ConfigurationError(
+            "security.auth.client-certificates is true but this JobManager does not ask"
+            " clients for certificates: set rest.ssl.enabled=true and rest.ssl.client-auth to"
+            " optional or require (with rest.ssl.ca, the CA that signs them)",
+            key="security.auth.client-certificates",
+        )
     audit.configure(Path(settings.audit_file) if settings.audit_file else None)
     if not settings.auth_enabled:
         log.warning(
@@ -40,4 +52,4 @@ def api_security(settings: SecuritySettings, session: Session) -> ApiSecurity:
             key=INTERNAL_KEY,
         )
     internal = read_secret(Path(settings.internal_token_file), INTERNAL_KEY)
-    return ApiSecurity(Authenticator(store.find, internal), store)
+    return ApiSecurity(Authenticator(store.find, internal), store, client_certificates=certificates)

@@ -199,9 +199,82 @@ def _new_certificate(
     for host in _normalized(hosts):
         address = _ip(host)
         alternative.append(x509.IPAddress(address) if address else x509.DNSName(host))
-    certificate = (
+    certificate = _signed_leaf(
         _builder(subject, ca.subject, key.public_key(), now, CERTIFICATE_VALIDITY)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(
+            x509.ExtendedKeyUsage(
+                [ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]
+            ),
+            critical=False,
+        )
+        .add_extension(x509.SubjectAlternativeName(alternative), critical=False),
+        ca_key,
+    )
+    _write_private(files.key, _pem_key(key))
+    _write_public(files.certificate, certificate.public_bytes(serialization.Encoding.PEM))
+
+
+# ---------------------------------------------------------------------------- clients
+
+
+@dataclass(frozen=True)
+class ClientCertificate:
+    """A client certificate and its key, as :func:`issue_client_certificate` wrote them."""
+
+    certificate: Path
+    key: Path
+
+
+def issue_client_certificate(
+    ca_folder: Path,
+    name: str,
+    role: str,
+    out: Path,
+    *,
+    validity: datetime.timedelta = CERTIFICATE_VALIDITY,
+    now: datetime.datetime | None = None,
+) -> ClientCertificate:
+    """A certificate for the client ``name`` with ``role`` (its subject's CN and O, what
+    ``security.auth.client-certificates`` reads), signed by the CA in ``ca_folder`` (a local
+    cluster's ``.steward/tls``), written to ``out`` as ``<name>.pem`` and ``<name>-key.pem``
+    (0600). ValueError when the folder holds no usable CA."""
+    now = now or datetime.datetime.now(datetime.UTC)
+    ca_files = TlsFiles(ca_folder)
+    loaded = _load_ca(ca_files, now)
+    if loaded is None:
+        raise ValueError(
+            f"{ca_folder} holds no usable CA (ca.pem and ca-key.pem, valid for a while yet)"
+        )
+    ca, ca_key = loaded
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name(
+        [
+            x509.NameAttribute(NameOID.COMMON_NAME, name),
+            x509.NameAttribute(NameOID.ORGANIZATION_NAME, role),
+        ]
+    )
+    certificate = _signed_leaf(
+        _builder(subject, ca.subject, key.public_key(), now, validity).add_extension(
+            x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False
+        ),
+        ca_key,
+    )
+    out.mkdir(parents=True, exist_ok=True)
+    issued = ClientCertificate(out / f"{name}.pem", out / f"{name}-key.pem")
+    _write_private(issued.key, _pem_key(key))
+    _write_public(issued.certificate, certificate.public_bytes(serialization.Encoding.PEM))
+    return issued
+
+
+# ---------------------------------------------------------------------------- helpers
+
+
+def _signed_leaf(
+    builder: x509.CertificateBuilder, ca_key: ec.EllipticCurvePrivateKey
+) -> x509.Certificate:
+    """``builder``'s certificate as an end entity (not a CA; signatures only), signed."""
+    return (
+        builder.add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(
             x509.KeyUsage(
                 digital_signature=True,
@@ -217,23 +290,11 @@ def _new_certificate(
             critical=True,
         )
         .add_extension(
-            x509.ExtendedKeyUsage(
-                [ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]
-            ),
-            critical=False,
-        )
-        .add_extension(x509.SubjectAlternativeName(alternative), critical=False)
-        .add_extension(
             x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()),
             critical=False,
         )
         .sign(ca_key, hashes.SHA256())
     )
-    _write_private(files.key, _pem_key(key))
-    _write_public(files.certificate, certificate.public_bytes(serialization.Encoding.PEM))
-
-
-# ---------------------------------------------------------------------------- helpers
 
 
 def _builder(

@@ -5,7 +5,7 @@ with (``rest.ssl.*``, :class:`steward.config.TlsSettings`).
   CA once at start (a missing file, a key others may read, a key that does not match the
   certificate are each a :class:`ConfigurationError` naming the key) and serves that context;
   under ``rest.ssl.client-auth=require`` it requires a client certificate signed by
-  ``rest.ssl.ca``.
+  ``rest.ssl.ca`` (under ``optional`` it asks for one, and refuses one it cannot verify).
 - :func:`client_tls`: what the CLI, ``steward.Client``, TaskManagers' heartbeats, a standby's
   forwarding, the local cluster's probes and the testing kit verify a JobManager with:
   ``rest.ssl.ca`` when set, else the system's CAs; never no verification. It presents
@@ -64,15 +64,18 @@ def server_context(tls: TlsSettings) -> ssl.SSLContext:
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = _MINIMUM
     _load_certificate(context, tls.certificate, tls.key)
-    if tls.require_client_certificate:
+    if tls.request_client_certificate:
         if tls.ca is None:
+            mode = "require" if tls.require_client_certificate else "optional"
             raise ConfigurationError(
-                f"{CLIENT_AUTH_KEY} is require but {CA_KEY} is not set: name the CA bundle"
+                f"{CLIENT_AUTH_KEY} is {mode} but {CA_KEY} is not set: name the CA bundle"
                 " that signs the clients' certificates",
                 key=CA_KEY,
             )
         _load_ca(context, tls.ca)
-        context.verify_mode = ssl.CERT_REQUIRED
+        context.verify_mode = (
+            ssl.CERT_REQUIRED if tls.require_client_certificate else ssl.CERT_OPTIONAL
+        )
     return context
 
 

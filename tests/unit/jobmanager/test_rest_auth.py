@@ -20,7 +20,7 @@ from starlette.routing import Route
 from test_rest_app import InMemoryJobManager, InMemoryTerm, submission
 
 from steward.jobmanager.rest.app import create_app
-from steward.jobmanager.rest.auth import PUBLIC_PATHS
+from steward.jobmanager.rest.auth import LOGIN_PAGE, PUBLIC_PATHS
 from steward.security.audit import LOGGER
 from steward.store.blob import BlobStore
 from steward.testing.credentials import MemorySecurity, auth_headers, kit_admin_token
@@ -48,7 +48,7 @@ def as_caller(
     manager: InMemoryJobManager, security: MemorySecurity, token: str | None
 ) -> TestClient:
     headers = auth_headers(token) if token else {}
-    return TestClient(create_app(manager, security.api), headers=headers)
+    return TestClient(create_app(manager, security.api), headers=headers, follow_redirects=False)
 
 
 def every_operation(manager: InMemoryJobManager, security: MemorySecurity) -> list[tuple[str, str]]:
@@ -90,6 +90,10 @@ def test_every_route_but_the_probes_answers_401_without_a_valid_token(
             answer = api.request(method, path, content=b"{}")
             if path in PUBLIC_PATHS:
                 assert answer.status_code != 401, (method, path)
+                continue
+            if path.startswith("/ui/") and method in ("GET", "HEAD"):  # a page: to the login
+                assert answer.status_code == 303, (token, method, path, answer.text)
+                assert answer.headers["location"] == LOGIN_PAGE
                 continue
             refused.append((method, path, answer.status_code))
             assert answer.status_code == 401, (token, method, path, answer.text)
@@ -258,3 +262,18 @@ def test_with_auth_on_a_jobmanager_or_taskmanager_without_the_internal_credentia
     present = SecuritySettings(True, str(tmp_path / "internal.token"), "")
     assert internal_credential(present) == "stwi_x"
     assert internal_credential(SecuritySettings(False, "", "")) is None
+
+
+def test_client_certificates_as_credentials_need_a_tls_that_asks_for_them() -> None:
+    from steward.config import SecuritySettings, TlsSettings
+    from steward.errors import ConfigurationError
+    from steward.jobmanager.security import api_security
+
+    wants = SecuritySettings(True, "", "", client_certificates=True)
+    session: Any = type("NoSession", (), {"layout": None})()  # never asked before it refuses
+    plain = TlsSettings(False, None, None, None, require_client_certificate=False)
+    tls_only = TlsSettings(True, None, None, None, require_client_certificate=False)
+    for tls in (None, plain, tls_only):
+        with pytest.raises(ConfigurationError, match=r"rest\.ssl\.client-auth") as refused:
+            api_security(wants, session, tls)
+        assert refused.value.key == "security.auth.client-certificates"

@@ -201,9 +201,19 @@ def test_a_client_refused_under_mutual_tls_is_told_at_once_naming_its_certificat
     assert f"presented: {presented})" in message
 
 
-def test_client_auth_is_none_or_require(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_client_auth_is_none_optional_or_require(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)  # load() reads ./steward.toml when present
-    with pytest.raises(ConfigurationError, match="must be none or require"):
-        load(environ={}, overrides={"rest.ssl.client-auth": "optional"})
+    with pytest.raises(ConfigurationError, match="must be none, optional or require"):
+        load(environ={}, overrides={"rest.ssl.client-auth": "sometimes"})
     settings = load(environ={}, overrides={"rest.ssl.client-auth": "require"}).settings
     assert settings.tls.require_client_certificate is True
+    assert settings.tls.request_client_certificate is True
+    optional = load(environ={}, overrides={"rest.ssl.client-auth": "optional"}).settings.tls
+    assert (optional.require_client_certificate, optional.request_client_certificate) == (
+        False,
+        True,
+    )
+    none = load(environ={}, overrides={}).settings.tls
+    assert none.request_client_certificate is False

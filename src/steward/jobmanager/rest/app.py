@@ -12,11 +12,12 @@ from __future__ import annotations
 import anyio
 from fastapi import FastAPI
 
+from steward.security.asgi import AuthMiddleware
 from steward.store.contents import ContentStore
 from steward.tls.contexts import ClientTls
 
 from . import cluster, contents, health, internal, jobs, tokens
-from .auth import ApiSecurity, AuthMiddleware, document
+from .auth import LOGIN_PAGE, PUBLIC_PATHS, ApiSecurity, document
 from .backend import ApiBackend
 from .errors import add_error_handlers
 from .forwarding import new_forwarder
@@ -48,7 +49,14 @@ def create_app(
     document_bad_requests(app)  # 400, not FastAPI's 422
     # Around everything, the OpenAPI document and unknown paths included (rule: no route
     # can forget it).
-    app.add_middleware(AuthMiddleware, authenticator=security.authenticator)
+    app.add_middleware(
+        AuthMiddleware,
+        authenticator=security.authenticator,
+        public_paths=PUBLIC_PATHS,
+        certificates=security.client_certificates,
+        cookie=True,
+        login_page=LOGIN_PAGE,
+    )
     # In this order, the OpenAPI document's.
     routers = (health.router, contents.router, cluster.router, jobs.router, tokens.router)
     for router in (*routers, internal.router):

@@ -1,39 +1,28 @@
-"""Authentication of every route: a middleware, so that no route can forget it.
-
-Every request but ``GET /healthz`` and ``GET /readyz`` must carry ``Authorization: Bearer
-<token>`` (the OpenAPI document and ``/docs`` too, and paths that exist nowhere: a stranger
-learns nothing, not even which job ids exist). A missing, unknown, revoked or expired token is
-answered 401 with ``WWW-Authenticate: Bearer`` before any route runs. ``/internal/*`` (the
-TaskManagers' heartbeat) takes only the cluster's internal credential, which no other route
-takes (403 either way). What a verified caller may do is each route's own check
-(:func:`require`, 403): see :mod:`steward.security.roles`.
+"""The REST API's side of authentication: its public paths, the caller as a route
+dependency, each route's role check (:func:`require`, 403), and the OpenAPI document's security
+scheme. The middleware that refuses requests without credentials (401) is
+:class:`steward.security.asgi.AuthMiddleware`, shared with the TaskManagers' HTTP port.
 """
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from typing import Annotated, Any, Protocol
 
-import anyio.to_thread
 from fastapi import Depends, FastAPI, Request
-from fastapi.responses import JSONResponse
-from starlette.types import ASGIApp, Receive, Scope, Send
 
-from steward.errors import StewardError
-from steward.security.authenticator import LOOKUP, Authenticator
+from steward.security.asgi import PROBES
+from steward.security.authenticator import Authenticator
 from steward.security.identity import Identity
 from steward.security.roles import Action
-from steward.wire.rest import ErrorBody
 from steward.wire.tokens import TokenRecord
 
-from .errors import RETRY_AFTER, ApiError
+from .errors import ApiError
 
-log = logging.getLogger(__name__)
-
-PUBLIC_PATHS = frozenset({"/healthz", "/readyz"})
-"""The only routes that answer without credentials: liveness and readiness probes."""
-INTERNAL_PREFIX = "/internal/"
+LOGIN_PAGE = "/ui/login"
+PUBLIC_PATHS = PROBES | {LOGIN_PAGE}
+"""The only routes that answer without credentials: liveness and readiness probes, and the web
+UI's login form (a fixed page; it tells nothing about the cluster)."""
 FORWARDED_FOR = "x-steward-forwarded-for"
 """Set by a standby that forwards a write: the address of the client it came from (audit)."""
 
@@ -54,74 +43,8 @@ class ApiSecurity:
 
     authenticator: Authenticator
     tokens: TokenRecords
-
-
-class AuthMiddleware:
-    """Refuses (401/403) any request without the right credential; hands routes the caller
-    as ``request.state.identity``. Pure ASGI: request bodies stream through untouched."""
-
-    def __init__(self, app: ASGIApp, authenticator: Authenticator) -> None:
-        self.app = app
-        self.authenticator = authenticator
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in PUBLIC_PATHS:
-            await self.app(scope, receive, send)
-            return
-        internal_route = scope["path"].startswith(INTERNAL_PREFIX)
-        try:
-            identity = await self._identify(scope, internal_route=internal_route)
-        except StewardError as exc:
-            log.warning("cannot verify a token: %s", exc)
-            body = ErrorBody(code="unavailable", message="cannot verify credentials; retry")
-            await _answer(503, body, {"Retry-After": RETRY_AFTER})(scope, receive, send)
-            return
-        if identity is None:
-            body = ErrorBody(
-                code="unauthorized",
-                message="a valid bearer token is required (Authorization: Bearer <token>)",
-            )
-            await _answer(401, body, {"WWW-Authenticate": "Bearer"})(scope, receive, send)
-            return
-        if identity.internal != internal_route:
-            message = (
-                "/internal/ takes the cluster's internal credential only"
-                if internal_route
-                else "the cluster's internal credential is for /internal/ only"
-            )
-            body = ErrorBody(code="forbidden", message=message)
-            await _answer(403, body, {})(scope, receive, send)
-            return
-        scope.setdefault("state", {})["identity"] = identity
-        await self.app(scope, receive, send)
-
-    async def _identify(self, scope: Scope, *, internal_route: bool) -> Identity | None:
-        token = bearer_token(scope)
-        if token is None or not self.authenticator.enabled:
-            return self.authenticator.anonymous(internal_route=internal_route)
-        quick = self.authenticator.cached(token)
-        if quick is not LOOKUP:
-            return quick
-        identity: Identity | None = await anyio.to_thread.run_sync(self.authenticator.verify, token)
-        return identity
-
-
-def bearer_token(scope: Scope) -> str | None:
-    """The token of the request's ``Authorization: Bearer`` header, or None."""
-    headers: list[tuple[bytes, bytes]] = scope.get("headers", [])
-    for name, value in headers:
-        if name == b"authorization":
-            scheme, _, token = value.decode("latin-1").strip().partition(" ")
-            if scheme.lower() == "bearer" and token.strip():
-                return token.strip()
-            return None
-    return None
-
-
-def _answer(status: int, body: ErrorBody, headers: dict[str, str]) -> JSONResponse:
-    return JSONResponse(
-        body.model_dump(mode="json", exclude_none=True), status_code=status, headers=headers
-    )
+    client_certificates: bool = False
+    """A verified client certificate is a credential (:mod:`steward.security.certificates`)."""
 
 
 async def _caller(request: Request) -> Identity:
