@@ -33,7 +33,7 @@ from steward.supervisor.artifacts import (
     build_artifact,
     materialize,
 )
-from steward.taskmanager.archives import ArchiveRejectedError, unpack
+from steward.supervisor.archives import ArchiveRejectedError, unpack
 from steward.taskmanager.dependency_cache import DependencyCache
 from steward.taskmanager.private_dirs import private_dir
 from steward.wire.heartbeat import Heartbeat

@@ -146,6 +146,14 @@ class ContentStore:
         with path.open("rb") as source:
             return sha256, self.put(sha256, iter(lambda: source.read(CHUNK), b""))
 
+    @contextlib.contextmanager
+    def open(self, sha256: str) -> Iterator[IO[bytes]]:
+        """The stored content, to read (seekable; its hash is not verified here: a reader that
+        needs every byte right uses :meth:`copy_to`). A missing blob is a BlobStoreError."""
+        path = self.blobs.path(self.key(sha256))
+        with _storage(f"content {sha256}", self.blobs.url), self._fs.open(path, "rb") as source:
+            yield source
+
     def copy_to(self, sha256: str, destination: Path) -> int:
         """Stream the blob into the local file ``destination``, verifying its hash.
 

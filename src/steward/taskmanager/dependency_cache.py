@@ -33,7 +33,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from steward.store.contents import ContentStore
-from steward.taskmanager.archives import DEFAULT_MAX_BYTES, unpack
+from steward.supervisor.archives import DEFAULT_MAX_BYTES, unpack
 from steward.wire.jobs import Dependency, DependencyKind
 from steward.wire.runner import LocalDependency
 

@@ -9,10 +9,12 @@ are what they were. Header abuse goes over raw sockets: no client library sends 
 from __future__ import annotations
 
 import base64
+import hashlib
 import io
 import json
 import socket
 import stat
+import tarfile
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -84,6 +86,69 @@ def test_hostile_zip_artifacts_are_400_and_store_nothing(
             timeout=60,
         )
         assert_refused(response, 400, needle)
+    assert_nothing_stored(cluster, before)
+
+
+def tarred(member: tarfile.TarInfo, data: bytes = b"") -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        good = tarfile.TarInfo("environment/bin/activate")
+        good.size = 3
+        archive.addfile(good, io.BytesIO(b"# a"))
+        member.size = len(data) if member.isreg() else 0
+        archive.addfile(member, io.BytesIO(data) if member.isreg() else None)
+    return buffer.getvalue()
+
+
+def tar_entry(name: str, kind: bytes = tarfile.REGTYPE, link: str = "") -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.type = kind
+    info.linkname = link
+    return info
+
+
+HOSTILE_ARCHIVES = [
+    pytest.param("env.tar.gz", tarred(tar_entry("../evil.sh"), b"x"), "outside", id="tar-dot-dot"),
+    pytest.param(
+        "env.tar.gz",
+        tarred(tar_entry("environment/shadow", tarfile.SYMTYPE, "/etc/shadow")),
+        "absolute",
+        id="tar-symlink-out",
+    ),
+    pytest.param(
+        "env.tar.gz", tarred(tar_entry("environment/sda", tarfile.BLKTYPE)), "special", id="tar-dev"
+    ),
+    pytest.param("env.zip", zipped(("../evil.py", b"x = 1\n")), "unsafe member", id="zip-dot-dot"),
+    pytest.param("env.zip", zipped(("zeros.bin", bytes(48 << 20))), "zip bomb", id="zip-bomb"),
+    pytest.param("env.tar.gz", b"not an archive at all" * 100, "cannot be read", id="not-archive"),
+    pytest.param("env.rar", zipped(), "not a .zip", id="unknown-kind"),
+]
+
+
+@pytest.mark.parametrize(("filename", "data", "needle"), HOSTILE_ARCHIVES)
+def test_hostile_archives_are_400_at_submission_and_store_no_job(
+    cluster: ProcessCluster, filename: str, data: bytes, needle: str
+) -> None:
+    # Given the archive in the content store (files travel before the job that names them)
+    sha256 = hashlib.sha256(data).hexdigest()
+    leader = each_jobmanager(cluster)[0]
+    put = httpx.put(
+        f"{leader}/v1/contents/{sha256}", content=data, headers=auth_headers(cluster), timeout=60
+    )
+    assert put.status_code in (200, 201), put.text
+    before = stored_state(cluster)
+    archive = {"kind": "archive", "filename": filename, "sha256": sha256, "size": len(data)}
+    for address in each_jobmanager(cluster):
+        # When a job naming it as --archives is submitted
+        response = httpx.post(
+            f"{address}/v1/jobs",
+            content=body({"job_id": "hostile-archive", "dependencies": [archive]}),
+            headers=auth_headers(cluster),
+            timeout=60,
+        )
+        # Then it is refused with the archive's fault, and no job is stored
+        assert_refused(response, 400, filename, needle)
+        assert response.json()["code"] == "bad_archive"
     assert_nothing_stored(cluster, before)
 
 

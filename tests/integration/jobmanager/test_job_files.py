@@ -4,7 +4,9 @@ submission's check, the client's skip of what is stored, and the leader's garbag
 from __future__ import annotations
 
 import hashlib
+import io
 import os
+import tarfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +22,19 @@ from support import wait_until
 
 pytestmark = pytest.mark.zookeeper
 
-DATA = os.urandom(3 * 1024 * 1024 + 17)
+
+def _environment_archive() -> bytes:
+    """A real .tar.gz of 3 MB (random, so it stays 3 MB): submissions check archives."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        member = tarfile.TarInfo("bin/data")
+        payload = os.urandom(3 * 1024 * 1024 + 17)
+        member.size = len(payload)
+        archive.addfile(member, io.BytesIO(payload))
+    return buffer.getvalue()
+
+
+DATA = _environment_archive()
 SHA = hashlib.sha256(DATA).hexdigest()
 
 

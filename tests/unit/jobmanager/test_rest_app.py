@@ -22,6 +22,7 @@ from fastapi.testclient import TestClient
 from steward.errors import BlobStoreError, JobExistsError, JobNotFoundError
 from steward.jobmanager.rest.app import create_app
 from steward.jobmanager.rest.backend import ApiBackend
+from steward.jobmanager.rest.internal import MAX_HEARTBEAT_BYTES
 from steward.store.blob import BlobStore
 from steward.testing.credentials import MemorySecurity, auth_headers
 from steward.wire.heartbeat import HEARTBEAT_PATH, Heartbeat, HeartbeatReply
@@ -299,6 +300,15 @@ def test_the_leader_takes_heartbeats(leader: InMemoryJobManager) -> None:
 
     garbled = api.post(HEARTBEAT_PATH, content=b"[]")
     assert (garbled.status_code, garbled.json()["code"]) == (400, "bad_request")
+
+
+def test_a_heartbeat_larger_than_the_bound_is_refused_unread(leader: InMemoryJobManager) -> None:
+    api = internal_client_of(leader)
+    huge = b" " * (MAX_HEARTBEAT_BYTES + 1)  # whitespace: valid JSON padding, were it read
+    answer = api.post(HEARTBEAT_PATH, content=huge)
+    assert (answer.status_code, answer.json()["code"]) == (413, "too_large")
+    assert str(MAX_HEARTBEAT_BYTES) in answer.json()["message"]
+    assert leader.dispatcher is not None and leader.dispatcher.beats == []
 
 
 def test_cluster_view_and_routing_errors_as_error_bodies(leader: InMemoryJobManager) -> None:

@@ -19,7 +19,7 @@ import pytest
 from steward.errors import CorruptStateError
 from steward.store.blob import BlobStore
 from steward.store.contents import ContentStore
-from steward.taskmanager.archives import ArchiveRejectedError, unpack
+from steward.supervisor.archives import ArchiveRejectedError, unpack
 from steward.taskmanager.dependency_cache import DependencyCache
 from steward.wire.jobs import Dependency, DependencyKind
 

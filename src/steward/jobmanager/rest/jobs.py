@@ -23,10 +23,11 @@ from steward.wire.values import check_job_id
 
 from .auth import Caller, client_address, require
 from .backend import ApiBackend
+from .bodies import bounded_body
 from .errors import ApiError, raise_for
 from .forwarding import forward, leading
 from .state import Backend, Contents, Forwarder
-from .submission import MAX_SUBMISSION_BYTES, bounded_body
+from .submission import MAX_ARTIFACT_BYTES, MAX_SUBMISSION_BYTES
 from .submission import submit as submit_job
 
 router = APIRouter(tags=["jobs"])
@@ -51,7 +52,11 @@ async def submit(
     if not caller.may(Action.SUBMIT):
         audit.record("job.submit", caller, client=client_address(request), outcome="denied")
         require(caller, Action.SUBMIT)
-    body = await bounded_body(request, MAX_SUBMISSION_BYTES)
+    body = await bounded_body(
+        request,
+        MAX_SUBMISSION_BYTES,
+        f"submissions are limited to {MAX_ARTIFACT_BYTES} bytes of artifact",
+    )
     return await _run_sync(
         lambda: submit_job(backend, forwarder, contents, request, caller=caller, body=body)
     )

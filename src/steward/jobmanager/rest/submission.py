@@ -32,6 +32,7 @@ from steward.wire.jobs import JobGraph, JobSpec
 from steward.wire.rest import JobView, SubmitRequest
 
 from ..dispatcher import new_job_id
+from .archive_checks import check_archives
 from .auth import client_address
 from .backend import ApiBackend, LeaderTerm
 from .contents import missing_contents
@@ -46,33 +47,6 @@ MAX_JSON_DEPTH = 32
 MAX_JSON_CONTAINERS = 50_000
 """A submission holds at most this many objects and arrays (a spec with 1000 dependencies
 needs about 1000)."""
-
-
-async def bounded_body(request: Request, limit: int) -> bytes:
-    """The request's body, refused (413) as soon as it is known to exceed ``limit`` bytes.
-
-    Read chunk by chunk, never whole: a client sending gigabytes (by mistake or not) must not
-    make the JobManager hold them in memory, least of all the leader.
-    """
-    too_large = ApiError(
-        413,
-        "too_large",
-        f"submissions are limited to {MAX_ARTIFACT_BYTES} bytes of artifact",
-        # Otherwise the server would go on reading (and dropping) the rest to keep the
-        # connection: closing it stops the upload.
-        headers={"Connection": "close"},
-    )
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
-        raise too_large
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise too_large
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 def submit(
@@ -134,6 +108,7 @@ def _store(
             missing = missing_contents(contents, spec.dependencies)
             if missing is not None:
                 raise ApiError(400, "missing_contents", missing)
+            check_archives(contents, spec.dependencies)
             return dispatcher.submit(spec, graph)
     except StewardError as exc:
         raise_for(exc)

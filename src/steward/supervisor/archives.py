@@ -1,7 +1,11 @@
-"""Unpacking a job's archives (``--archives``) safely: .zip, .tar, .tar.gz/.tgz, .tar.bz2, .tar.xz.
+"""A job's archives (``--archives``), checked and unpacked safely: .zip, .tar, .tar.gz/.tgz,
+.tar.bz2, .tar.xz.
 
-An archive is user data, so unpacking it must not be able to touch anything outside its
-folder or exhaust the disk:
+A JobManager checks each archive a submission names with :func:`inspect` (reading it, writing
+nothing), so that a hostile one is refused with 400 and no job stored; a TaskManager unpacks
+it with :func:`unpack`, which applies the same rules again, and counts the bytes a zip really
+inflates. An archive is user data, so unpacking it must not be able to touch anything outside
+its folder or exhaust the disk:
 
 - no member may be absolute or contain ``..``; no member may be written through a link;
 - no device files, FIFOs or sockets; hard links only to members inside the folder;
@@ -48,6 +52,43 @@ class ArchiveRejectedError(StewardError):
     permanent = True
 
 
+def inspect(source: IO[bytes], name: str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+    """Refuse (:class:`ArchiveRejectedError`) an archive :func:`unpack` would refuse, by its
+    members' names, kinds, links and claimed sizes, writing nothing. ``source`` is the archive
+    (seekable for a zip; a tar is read once, as a stream), ``name`` its file name (the kind)."""
+    lower = name.lower()
+    nowhere = Path("/nonexistent/steward-archive-check")  # members are judged lexically
+    try:
+        if lower.endswith((".zip", ".jar")):
+            with zipfile.ZipFile(source) as zipped:
+                infos = zipped.infolist()
+                _check_count(name, len(infos))
+                claimed = 0
+                for info in infos:
+                    _zip_target(name, info, nowhere)
+                    claimed += info.file_size
+                    if claimed > max_bytes:
+                        raise ArchiveRejectedError(
+                            f"archive {name}: unpacks to more than {max_bytes} bytes"
+                        )
+        elif lower.endswith(_TAR_SUFFIXES):
+            check = _TarFilter(name, max_bytes)
+            with tarfile.open(fileobj=source, mode="r|*") as tar:
+                for member in tar:
+                    check(member, str(nowhere))
+        else:
+            raise ArchiveRejectedError(
+                f"archive {name}: not a .zip, .tar, .tar.gz, .tgz, .tar.bz2 or .tar.xz"
+            )
+    except (EOFError, zipfile.BadZipFile, tarfile.TarError) as exc:
+        raise ArchiveRejectedError(f"archive {name} cannot be read: {exc}") from exc
+
+
+def _check_count(archive: str, members: int) -> None:
+    if members > MAX_MEMBERS:
+        raise ArchiveRejectedError(f"archive {archive}: more than {MAX_MEMBERS} members")
+
+
 def unpack(archive: Path, into: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
     """Unpack ``archive`` (kind from its name) into the new folder ``into``."""
     name = archive.name.lower()
@@ -80,8 +121,7 @@ class _TarFilter:
 
     def __call__(self, member: tarfile.TarInfo, destination: str) -> tarfile.TarInfo:
         self.members += 1
-        if self.members > MAX_MEMBERS:
-            raise ArchiveRejectedError(f"archive {self.archive}: more than {MAX_MEMBERS} members")
+        _check_count(self.archive, self.members)
         self.written += member.size if member.isreg() else 0
         if self.written > self.max_bytes:
             raise ArchiveRejectedError(
@@ -130,8 +170,7 @@ def _unzip(archive: Path, into: Path, max_bytes: int) -> None:
     budget = max_bytes
     with zipfile.ZipFile(archive) as zipped:
         infos = zipped.infolist()
-        if len(infos) > MAX_MEMBERS:
-            raise ArchiveRejectedError(f"archive {archive.name}: more than {MAX_MEMBERS} members")
+        _check_count(archive.name, len(infos))
         for info in infos:
             target = _zip_target(archive.name, info, into)
             if info.is_dir():

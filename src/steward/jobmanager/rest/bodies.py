@@ -1,0 +1,32 @@
+"""Request bodies read with a bound: a client sending gigabytes (by mistake or not) must not
+make a JobManager hold them in memory, least of all the leader."""
+
+from __future__ import annotations
+
+from fastapi import Request
+
+from .errors import ApiError
+
+
+async def bounded_body(request: Request, limit: int, what: str) -> bytes:
+    """The request's body, refused (413, naming ``what`` and ``limit``) as soon as it is known
+    to exceed ``limit`` bytes. Read chunk by chunk, never whole."""
+    too_large = ApiError(
+        413,
+        "too_large",
+        what,
+        # Otherwise the server would go on reading (and dropping) the rest to keep the
+        # connection: closing it stops the upload.
+        headers={"Connection": "close"},
+    )
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise too_large
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise too_large
+        chunks.append(chunk)
+    return b"".join(chunks)
