@@ -28,16 +28,16 @@ from steward.jobmanager.rest.submission import (
 from steward.runtime.session_settings import DEFAULTS_FILE, export
 from steward.store.blob import BlobStore
 from steward.store.contents import ContentStore
+from steward.supervisor.archives import ArchiveRejectedError, unpack
 from steward.supervisor.artifacts import (
     ArtifactRejectedError,
     build_artifact,
     materialize,
 )
-from steward.supervisor.archives import ArchiveRejectedError, unpack
 from steward.taskmanager.dependency_cache import DependencyCache
 from steward.taskmanager.private_dirs import private_dir
 from steward.wire.heartbeat import Heartbeat
-from steward.wire.jobs import Dependency, DependencyKind, JobSpec
+from steward.wire.jobs import Artifact, ArtifactKind, Dependency, DependencyKind, JobGraph, JobSpec
 
 PIPELINE = b"def main(ctx):\n    return 42\n"
 
@@ -156,6 +156,24 @@ def test_a_large_artifact_is_checked_quickly() -> None:
 def test_control_characters_and_oversized_labels_are_refused(fields: dict[str, object]) -> None:
     with pytest.raises(ValidationError):
         JobSpec.model_validate({"job_id": "ok", **fields})
+
+
+def test_a_job_stored_before_the_check_still_loads() -> None:
+    # A graph stored by an earlier Steward, with a control character in its name and a label:
+    # refused as input, but read back from storage it must load, or the job is lost as corrupt.
+    stored = JobGraph(
+        spec=JobSpec.model_construct(
+            **{**JobSpec(job_id="old").__dict__, "name": "a\x1bb", "labels": {"k": "\x07"}}
+        ),
+        artifact=Artifact(
+            filename="p.py", kind=ArtifactKind.PYTHON_FILE, sha256="0" * 64, data_b64=""
+        ),
+        submitted_at=1.0,
+    )
+    loaded = JobGraph.from_json(stored.to_json())
+    assert (loaded.spec.name, loaded.spec.labels) == ("a\x1bb", {"k": "\x07"})
+    with pytest.raises(ValidationError):
+        JobSpec.model_validate({"job_id": "new", "name": "a\x1bb"})
 
 
 def test_printable_unicode_names_and_labels_are_accepted() -> None:

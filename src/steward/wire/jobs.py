@@ -13,6 +13,7 @@ from typing import Annotated, ClassVar, Literal, Self
 
 from pydantic import (
     Field,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -145,20 +146,20 @@ class JobSpec(Value):
 
     @field_validator("name")
     @classmethod
-    def _printable_name(cls, value: str) -> str:
-        return check_text(value, "name")
+    def _printable_name(cls, value: str, info: ValidationInfo) -> str:
+        return check_text(value, "name", info)
 
     @field_validator("labels")
     @classmethod
-    def _printable_labels(cls, value: dict[str, str]) -> dict[str, str]:
+    def _printable_labels(cls, value: dict[str, str], info: ValidationInfo) -> dict[str, str]:
         for key, label in value.items():
             if not key or len(key) > MAX_LABEL_LENGTH or len(label) > MAX_LABEL_LENGTH:
                 raise ValueError(
                     f"label {key[:40]!r}: keys are 1 to {MAX_LABEL_LENGTH} characters, values"
                     f" at most {MAX_LABEL_LENGTH}"
                 )
-            check_text(key, "a label's key")
-            check_text(label, f"label {key!r}")
+            check_text(key, "a label's key", info)
+            check_text(label, f"label {key!r}", info)
         return value
 
     @field_validator("entrypoint")

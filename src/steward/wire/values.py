@@ -16,6 +16,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    ValidationInfo,
 )
 
 from steward.errors import CorruptStateError, UnsupportedSchemaError
@@ -48,9 +49,19 @@ def check_job_id(job_id: str) -> str:
 _UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
-def check_text(value: str, what: str) -> str:
+STORED = {"stored": True}
+"""The validation context of a payload read back from storage (:meth:`Payload.from_json`)."""
+
+
+def check_text(value: str, what: str, info: ValidationInfo | None = None) -> str:
     """``value`` if it holds no control character; names, labels and ids are shown on
-    terminals, where escape sequences and bidi overrides would rewrite what a person sees."""
+    terminals, where escape sequences and bidi overrides would rewrite what a person sees.
+
+    Checked on what comes in, not on what is read back from storage (``info``'s context is
+    :data:`STORED`): a job stored before this check existed must load, or it would be lost
+    as corrupt; whatever shows it escapes it anyway."""
+    if info is not None and info.context == STORED:
+        return value
     if found := _UNPRINTABLE.search(value):
         raise ValueError(
             f"{what} contains the control character {found[0]!r} at position {found.start()}"
@@ -95,7 +106,7 @@ class Payload(Value):
         try:
             # Strict: a stored payload must have exactly the right JSON types ("1" is not 1,
             # false is not 0); a payload that only fits after coercion is corrupt.
-            return cls.model_validate_json(data, strict=True)
+            return cls.model_validate_json(data, strict=True, context=STORED)
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(part) for part in first["loc"]) or "payload"
