@@ -212,6 +212,28 @@ OPTIONS: tuple[Option, ...] = (
         lambda v: None if v >= 0 else "must not be negative",
     ),
     Option(
+        "taskmanager.bind-host",
+        to_str,
+        "127.0.0.1",
+        "Address the TaskManager's HTTP port (its attempts' logs, its probes) listens on.",
+    ),
+    Option(
+        "taskmanager.port",
+        to_int,
+        0,
+        "Port of the TaskManager's HTTP port; 0 picks a free port (the address registered in"
+        " ZooKeeper is the real one).",
+        lambda v: None if 0 <= v < 65536 else "must be a port number (0 picks a free one)",
+    ),
+    Option(
+        "taskmanager.advertised-address",
+        to_str,
+        "",
+        "URL JobManagers use to reach this TaskManager's HTTP port (registered in ZooKeeper)."
+        " Empty: http://<bind-host>:<port> (https:// with rest.ssl.enabled; a wildcard bind"
+        " host becomes the machine's name).",
+    ),
+    Option(
         "jobmanager.bind-host",
         to_str,
         "127.0.0.1",

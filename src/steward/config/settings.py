@@ -154,6 +154,12 @@ class TaskManagerSettings:
     """``taskmanager.workdir.retention``: how long an ended attempt's folder stays."""
     heartbeat_interval: float
     """``heartbeat.interval``: a TaskManager's heartbeat period when nothing changes."""
+    bind_host: str = "127.0.0.1"
+    """``taskmanager.bind-host``: where the HTTP port (logs, probes) listens."""
+    port: int = 0
+    """``taskmanager.port``; 0 picks a free port."""
+    advertised_address: str = ""
+    """``taskmanager.advertised-address``; empty: ``http(s)://<bind-host>:<port>``."""
 
     @classmethod
     def from_values(cls, values: Mapping[str, Any]) -> TaskManagerSettings:
@@ -166,6 +172,9 @@ class TaskManagerSettings:
             attempt_log_max_size=int(values["taskmanager.attempt-log.max-size"]) or None,
             workdir_retention=float(values["taskmanager.workdir.retention"]),
             heartbeat_interval=float(values["heartbeat.interval"]),
+            bind_host=str(values["taskmanager.bind-host"]),
+            port=int(values["taskmanager.port"]),
+            advertised_address=str(values["taskmanager.advertised-address"]),
         )
 
 

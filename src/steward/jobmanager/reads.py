@@ -132,5 +132,12 @@ class ClusterReader:
                 info = TaskManagerInfo.from_json(found[0])
             except StewardError:
                 continue
-            views.append(TaskManagerView(id=tm_id, address=info.address, slots=info.slots))
+            views.append(
+                TaskManagerView(
+                    id=tm_id,
+                    address=info.address,
+                    slots=info.slots,
+                    http_address=info.http_address,
+                )
+            )
         return views

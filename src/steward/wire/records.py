@@ -133,6 +133,11 @@ class TaskManagerInfo(Payload):
     kind_name: ClassVar[str] = "task manager"
     address: str
     slots: int = Field(ge=0)
+    http_address: str | None = Field(
+        default=None,
+        description="its HTTP port's URL (attempts' logs); None: written by a version"
+        " without one",
+    )
 
 
 MAX_ATTEMPTS_KEPT = 20

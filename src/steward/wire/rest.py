@@ -90,6 +90,9 @@ class TaskManagerView(Value):
     slots: int
     free_slots: int | None = Field(default=None, description="known to the leader only")
     attempts: list[str] = Field(default_factory=list, description="job ids running there")
+    http_address: str | None = Field(
+        default=None, description="its HTTP port (attempts' logs), from its registration"
+    )
 
 
 class ClusterView(Value):
