@@ -70,6 +70,7 @@ CLUSTER_SUITE = (
     Benchmark("flink_peer", "flink_peer", timeout=1800.0),
     Benchmark("pipeline_overhead", "pipeline_overhead"),
     Benchmark("script_submit", "script_submit"),
+    Benchmark("security_cost", "security_cost"),
 )
 SUITES = {"foundation": SUITE, "cluster": CLUSTER_SUITE}
 CHILD_STOP_TIMEOUT = 60.0
