@@ -38,6 +38,8 @@ class TaskManagerState:
     assigned: dict[str, tuple[int, int]] = field(default_factory=dict)
     """Attempts this leader placed here: job id -> (attempt, slots)."""
     commands: list[Command] = field(default_factory=list)
+    http_address: str | None = None
+    """Its HTTP port (attempts' logs), from its registration."""
     wake: threading.Event = field(default_factory=threading.Event)
     stray_cancelled: set[str] = field(default_factory=set)
     """``job/attempt`` of stray attempts a cancel was already sent for."""
@@ -86,6 +88,7 @@ class ResourceManager:
             )
             state.registered = True
             state.address, state.slots = info.address, info.slots
+            state.http_address = info.http_address
             state.incarnation = incarnations.get(tm_id, state.incarnation)
         return gone
 
@@ -185,6 +188,7 @@ class ResourceManager:
                 slots=s.slots,
                 free_slots=s.free_slots(),
                 attempts=sorted(set(s.assigned) | set(s.reports)),
+                http_address=s.http_address,
             )
             for s in sorted(self._tms.values(), key=lambda s: s.id)
             if s.registered
