@@ -1,0 +1,129 @@
+"""``/ui/login`` and ``/ui/logout``: the UI signs in with the same tokens as the API.
+
+``GET /ui/login`` is public (the only route besides the probes): a fixed form that tells
+nothing about the cluster. ``POST /ui/login`` verifies the token it is given and stores it in
+the cookie ``steward_token`` (HttpOnly: no script reads it; SameSite=Strict: no other site's
+page sends it; Secure over https), which the auth middleware (:mod:`steward.security.asgi`)
+takes as a credential. A cookie-authenticated request that changes something must carry
+``X-Steward-Csrf: 1``, which the pages' scripts add and a form of another site cannot.
+
+The form is answered with its stylesheet inline, because ``/ui/static/`` needs a credential;
+the Content-Security-Policy admits that one style block by its hash and no script at all.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import logging
+from pathlib import Path
+from typing import Final
+from urllib.parse import parse_qs, urlsplit
+
+import anyio.to_thread
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from steward.errors import StewardError
+from steward.jobmanager.rest.auth import LOGIN_PAGE
+from steward.jobmanager.rest.state import services_of
+from steward.security.asgi import COOKIE
+
+from .pages import FILES, PREFIX, SECURITY_HEADERS
+
+log = logging.getLogger(__name__)
+
+LOGOUT_PAGE: Final = PREFIX + "/logout"
+MAX_FORM_BYTES: Final = 8192
+"""A token is about 60 characters; a bigger form is refused unread."""
+INVALID: Final = "invalid or expired token"
+
+_STYLE: Final = FILES["app.css"][0].decode()
+_STYLE_HASH: Final = base64.b64encode(hashlib.sha256(_STYLE.encode()).digest()).decode()
+_TEMPLATE: Final = (Path(__file__).parent / "login.html").read_text()
+LOGIN_POLICY: Final = (
+    f"default-src 'none'; style-src 'sha256-{_STYLE_HASH}'; img-src 'self' data:; "
+    "form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+)
+"""The form's own policy: its one inline style block, no script, posts only to itself."""
+
+router = APIRouter(include_in_schema=False)
+
+
+def login_form(message: str = "", status_code: int = 200) -> HTMLResponse:
+    """The form, with ``message`` (escaped) above it when there is one."""
+    notice = f'<p class="notice error" role="alert">{html.escape(message)}</p>' if message else ""
+    body = _TEMPLATE.replace("{{style}}", _STYLE).replace("{{message}}", notice)
+    headers = {
+        **SECURITY_HEADERS,
+        "Content-Security-Policy": LOGIN_POLICY,
+        "Cache-Control": "no-store",
+    }
+    return HTMLResponse(body, status_code=status_code, headers=headers)
+
+
+@router.get(LOGIN_PAGE)
+async def login_page() -> HTMLResponse:
+    return login_form()
+
+
+@router.post(LOGIN_PAGE)
+async def login(request: Request) -> Response:
+    """Verify the form's ``token``; on success store it in the cookie and go to the overview."""
+    if not _same_origin(request):
+        return login_form("this form must be sent from this JobManager's own page", 403)
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_FORM_BYTES:
+            return login_form(INVALID, 401)
+    token = _form_token(body)
+    if not token:
+        return login_form("enter a token", 401)
+    authenticator = services_of(request).security.authenticator
+    try:
+        identity = await anyio.to_thread.run_sync(authenticator.verify, token)
+    except StewardError as exc:
+        log.warning("cannot verify a token at login: %s", exc)
+        return login_form("cannot verify tokens right now (ZooKeeper); try again", 503)
+    if identity is None or identity.internal:
+        return login_form(INVALID, 401)
+    answer = RedirectResponse(PREFIX + "/", status_code=303)
+    answer.set_cookie(
+        COOKIE,
+        token,
+        httponly=True,
+        samesite="strict",
+        secure=request.url.scheme == "https",
+        path="/",
+    )
+    return answer
+
+
+@router.post(LOGOUT_PAGE)
+async def logout(request: Request) -> Response:
+    """Forget the cookie (the middleware let this through: a valid cookie and the CSRF header)."""
+    answer = Response(status_code=204)
+    answer.delete_cookie(
+        COOKIE, path="/", httponly=True, samesite="strict", secure=request.url.scheme == "https"
+    )
+    return answer
+
+
+def _form_token(body: bytes) -> str:
+    try:
+        fields = parse_qs(body.decode("utf-8"), max_num_fields=4)
+    except (UnicodeDecodeError, ValueError):
+        return ""
+    values = fields.get("token") or [""]
+    return values[0].strip()
+
+
+def _same_origin(request: Request) -> bool:
+    """A browser names the page that sent the form; another site's page may not sign a
+    visitor in (with the attacker's token). No Origin header: not a browser, allowed."""
+    origin = request.headers.get("origin")
+    if origin is None or origin == "null":
+        return origin is None
+    return urlsplit(origin).netloc == request.headers.get("host", "")

@@ -1,0 +1,49 @@
+// The TaskManagers: their slots (free ones as the leader counts them), the attempts running
+// there, and their last heartbeat when this JobManager knows it.
+import { ago, api, fill, frame, h, jobLink, table, watchCluster, watchJobs, when } from "./common.js";
+
+const main = frame("TaskManagers");
+const count = h("span", { class: "sub", id: "tm-count" });
+const list = h("div", { id: "tm-list" });
+main.append(
+  h("div", { class: "page-head" }, h("h1", {}, "TaskManagers"), count),
+  h("section", { class: "panel" }, list),
+  h("p", { class: "muted" }, "Free slots are counted by the leader; a standby without a leader shows \"?\"."),
+);
+
+let cluster = null;
+const names = new Map();
+
+function heartbeat(tm) {
+  const at = tm.last_heartbeat ?? tm.last_heartbeat_at ?? null;
+  return at === null ? h("span", { class: "muted" }, "—") : h("span", { title: when(at) }, ago(at));
+}
+
+function render() {
+  if (!cluster) return;
+  fill(count, `${cluster.taskmanagers.length} registered`);
+  fill(list, table([
+    ["Id", (tm) => h("span", { class: "mono" }, tm.id)],
+    ["Address", (tm) => tm.address],
+    ["Slots", (tm) => String(tm.slots), "num"],
+    ["Free", (tm) => tm.free_slots === null ? "?" : String(tm.free_slots), "num"],
+    ["Attempts running", (tm) => tm.attempts.length
+      ? tm.attempts.map((id) => h("div", {}, jobLink(id), names.get(id) ? h("span", { class: "muted" }, ` ${names.get(id)}`) : ""))
+      : h("span", { class: "muted" }, "none")],
+    ["Last heartbeat", heartbeat],
+  ], cluster.taskmanagers, "No TaskManager registered."));
+}
+
+async function loadNames() {
+  const answer = await api("/v1/jobs");
+  if (answer.status !== 200) return;
+  for (const job of answer.body.jobs) names.set(job.job_id, job.name);
+  render();
+}
+
+watchCluster((view) => {
+  if (view) cluster = view;
+  render();
+});
+loadNames();
+watchJobs(loadNames);

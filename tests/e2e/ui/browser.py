@@ -1,0 +1,51 @@
+"""Headless Chromium for the UI tests, driven by playwright: Debian's binary, the flags that
+work on a closed network (no background connections, no component updates), a fresh profile."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from playwright.sync_api import Browser, Page, sync_playwright
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+TIMEOUT_MS = 20_000
+
+__all__ = ["CHROMIUM", "Browser", "Page", "launch", "sign_in"]
+
+
+@contextmanager
+def launch() -> Iterator[Browser]:
+    """A browser for a module's tests (each test opens a context of its own: its own cookies)."""
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+def new_page(browser: Browser) -> Page:
+    page = browser.new_context().new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    return page
+
+
+def sign_in(browser: Browser, address: str, token: str) -> Page:
+    """A page of a fresh context, signed in on ``address`` with ``token``, at the overview."""
+    page = new_page(browser)
+    page.goto(address + "/ui/login")
+    page.fill("#token", token)
+    page.click("button[type=submit]")
+    page.wait_for_url(address + "/ui/")
+    return page

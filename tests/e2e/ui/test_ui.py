@@ -1,0 +1,200 @@
+"""The web UI in a real headless Chromium against a real cluster (issue 14).
+
+Signing in with the cluster's admin token, every page and what it shows, a job followed to
+FINISHED and one cancelled from its page, the overview kept open across a leader SIGKILL; a
+wrong token and a page without the cookie land on the login form. The tests run in this order
+on one cluster: the last one kills the leader.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+from pathlib import Path
+
+import httpx
+import pytest
+from playwright.sync_api import expect
+
+from e2e.ticking import write_pipeline
+from e2e.ui.browser import Browser, new_page, sign_in
+from steward.testing.processes import Proc, ProcessCluster
+from steward.wire.states import JobState
+from support import wait_until
+
+pytestmark = pytest.mark.zookeeper
+
+
+def test_login_form_is_public_and_fixed(ui_cluster: ProcessCluster, standby: Proc) -> None:
+    answer = httpx.get(standby.address + "/ui/login", timeout=5)
+    assert answer.status_code == 200
+    assert 'name="token"' in answer.text
+    assert ui_cluster.settings["high-availability.cluster-id"] not in answer.text
+    policy = answer.headers["content-security-policy"]
+    assert "script-src" not in policy  # default-src 'none': no script at all
+    assert "default-src 'none'" in policy
+
+
+def test_pages_are_served_with_a_strict_policy(
+    ui_cluster: ProcessCluster, standby: Proc, token: str
+) -> None:
+    with httpx.Client(base_url=standby.address, timeout=5) as http:
+        # Without a credential: a page goes to the login form, the API answers 401.
+        assert http.get("/ui/jobs").headers["location"] == "/ui/login"
+        assert http.get("/ui/static/js/common.js").status_code == 303
+        login = http.post("/ui/login", data={"token": token})
+        assert login.status_code == 303
+        assert login.headers["location"] == "/ui/"
+        cookie = login.headers["set-cookie"].lower()
+        assert "httponly" in cookie
+        assert "samesite=strict" in cookie
+        assert "path=/" in cookie
+        script = http.get("/ui/static/js/common.js")
+        assert script.status_code == 200
+        assert script.headers["content-type"].startswith("text/javascript")
+        page = http.get("/ui/")
+        policy = page.headers["content-security-policy"]
+        assert "default-src 'self'" in policy
+        assert "script-src 'self';" in policy
+        assert "unsafe-inline" not in policy
+        assert "<script" not in page.text.replace('<script type="module" src=', "")
+        assert http.get("/ui/static/../login.py").status_code == 404
+        assert http.get("/ui/nothing").status_code == 404
+        # A write with the cookie alone is refused: another site's form could send it.
+        refused = http.post("/v1/jobs/some-job/cancel")
+        assert refused.status_code == 403
+        # The UI is not part of the API's document.
+        assert not [p for p in http.get("/openapi.json").json()["paths"] if p.startswith("/ui")]
+
+
+def test_wrong_token_and_no_cookie_get_the_login_form(browser: Browser, standby: Proc) -> None:
+    page = new_page(browser)
+    page.goto(standby.address + "/ui/taskmanagers")
+    assert page.url == standby.address + "/ui/login"
+    page.fill("#token", "stw_000000000000_not-a-real-secret")
+    page.click("button[type=submit]")
+    expect(page.get_by_role("alert")).to_have_text("invalid or expired token")
+    assert page.url == standby.address + "/ui/login"
+    page.goto(standby.address + "/ui/")
+    assert page.url == standby.address + "/ui/login"  # no cookie was set
+
+
+def test_every_page_shows_the_cluster(
+    browser: Browser, ui_cluster: ProcessCluster, standby: Proc, token: str
+) -> None:
+    leader = ui_cluster.leader()
+    assert leader is not None
+    page = sign_in(browser, standby.address, token)
+    expect(page.locator("#stat-leader")).to_contain_text(leader.id)
+    expect(page.locator("#jobmanagers")).to_contain_text(standby.id)
+    expect(page.locator("#taskmanagers")).to_contain_text("tm-1")
+    expect(page.locator("#served-by")).to_contain_text(f"served by {standby.id}")
+    expect(page.locator("[data-state=RUNNING]")).to_be_visible()
+
+    page.click("nav >> text=TaskManagers")
+    expect(page.locator("#tm-list")).to_contain_text("tm-1")
+    expect(page.locator("#tm-list")).to_contain_text("2")
+
+    page.click("nav >> text=HA")
+    expect(page.locator("#ha-leader")).to_contain_text(leader.id)
+    expect(page.locator("#ha-jobmanagers")).to_contain_text(standby.id)
+    # Each of the newer endpoints is shown, or said to be missing on this JobManager.
+    for panel in ("#ha-history", "#ha-doctor"):
+        expect(page.locator(panel)).not_to_be_empty()
+
+    page.click("nav >> text=Jobs")
+    expect(page.locator("#job-count")).to_contain_text("job(s)")
+
+
+def test_a_job_followed_to_finished(
+    browser: Browser, ui_cluster: ProcessCluster, standby: Proc, token: str, tmp_path: Path
+) -> None:
+    truth = tmp_path / "truth"
+    with ui_cluster.client() as client:
+        client.submit(
+            write_pipeline(tmp_path),
+            args=[str(truth), "8", "0.25"],
+            job_id="ui-finishes",
+            name="ui finishes",
+        )
+    page = sign_in(browser, standby.address, token)
+    page.goto(standby.address + "/ui/jobs?q=finishes")
+    expect(page.locator("#job-list")).to_contain_text("ui finishes")
+    page.click("#job-list >> text=ui-finishes")
+    expect(page.locator("#job-title")).to_have_text("ui finishes")
+    expect(page.locator("#job-state")).to_have_text("FINISHED", timeout=60_000)
+    expect(page.locator("#job-result")).to_contain_text('"ticks": 8')
+    expect(page.locator("#attempts")).to_contain_text("tm-1")
+    expect(page.locator("#timeline .seg.FINISHED")).to_have_count(1)
+    expect(page.locator("#cancel")).to_be_hidden()
+    # The state filter: FINISHED shows it, RUNNING does not.
+    page.goto(standby.address + "/ui/jobs?state=FINISHED")
+    expect(page.locator("#job-list")).to_contain_text("ui-finishes")
+    page.select_option("#filter-state", "RUNNING")
+    expect(page.locator("#job-list")).not_to_contain_text("ui-finishes")
+    assert re.search(r"state=RUNNING", page.url)
+
+
+FORWARDED_COOKIE = pytest.mark.xfail(
+    strict=True,
+    reason="a standby forwards the caller's Authorization header only, not the UI's cookie"
+    " (rest/auth.py authorization()): the leader answers the forwarded cancel 401",
+)
+
+
+@pytest.mark.parametrize("where", ["leader", pytest.param("standby", marks=FORWARDED_COOKIE)])
+def test_cancel_from_the_page(
+    browser: Browser, ui_cluster: ProcessCluster, token: str, tmp_path: Path, where: str
+) -> None:
+    leader = ui_cluster.leader()
+    assert leader is not None
+    served_by = (
+        leader
+        if where == "leader"
+        else next(p for p in ui_cluster.jobmanagers() if p.alive() and p is not leader)
+    )
+    job_id = f"ui-cancelled-on-{where}"
+    with ui_cluster.client() as client:
+        client.submit(
+            write_pipeline(tmp_path),
+            args=[str(tmp_path / "truth"), "100000", "0.2"],
+            job_id=job_id,
+        )
+        page = sign_in(browser, served_by.address, token)
+        page.goto(f"{served_by.address}/ui/jobs/{job_id}")
+        expect(page.locator("#job-state")).to_have_text("RUNNING", timeout=30_000)
+        page.click("#cancel")
+        expect(page.locator("#cancel")).to_have_text("Confirm cancel")
+        page.click("#cancel")
+        expect(page.locator("#cancel-outcome")).to_contain_text("Cancel requested")
+        expect(page.locator("#job-state")).to_have_text("CANCELED", timeout=30_000)
+        assert client.job(job_id).state == JobState.CANCELED
+
+
+def test_overview_survives_a_leader_sigkill(
+    browser: Browser, ui_cluster: ProcessCluster, standby: Proc, token: str
+) -> None:
+    old = ui_cluster.leader()
+    assert old is not None
+    page = sign_in(browser, standby.address, token)
+    expect(page.locator("#stat-leader")).to_contain_text(old.id)
+    # Record every "no leader" notice the page shows, however briefly (the window between
+    # the old leader's session expiring and the standby's election may be short).
+    page.evaluate(
+        """() => {
+          window.noLeader = [];
+          new MutationObserver(() => {
+            const notice = document.querySelector('[data-notice=no-leader]');
+            if (notice) window.noLeader.push(notice.textContent);
+          }).observe(document.body, {subtree: true, childList: true, characterData: true});
+        }"""
+    )
+    old.signal(signal.SIGKILL)
+    # The standby is the only JobManager left: it becomes the leader, and the page, never
+    # reloaded, says so.
+    expect(page.locator("#stat-leader")).to_contain_text(standby.id, timeout=60_000)
+    expect(page.locator("[data-notice=no-leader]")).to_have_count(0)
+    assert page.url == standby.address + "/ui/"
+    wait_until(lambda: ui_cluster.leader() is standby, 30, "the standby leads")
+    for notice in page.evaluate("window.noLeader"):
+        assert notice.startswith(f"No leader - reads still served by {standby.id}"), notice
