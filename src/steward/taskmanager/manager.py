@@ -21,6 +21,8 @@ This module wires the TaskManager's parts together and owns its reactions:
 - disk use: each attempt's log is capped (``taskmanager.attempt-log.max-size``,
   :mod:`steward.supervisor.logcap`), and the folders of forgotten attempts and dead spares are
   removed after ``taskmanager.workdir.retention`` (:mod:`steward.taskmanager.workdir_cleaner`).
+- its HTTP port (:mod:`steward.taskmanager.http`): its attempts' logs, which JobManagers
+  proxy, and its probes; its address is in the registration record.
 
 A new leader changes nothing for running attempts: they are reported to it, and its reply
 (with a newer epoch) adopts them (rule 8).
@@ -56,6 +58,7 @@ from steward.supervisor.runner_process import RunnerProcess
 from steward.taskmanager.attempts import Attempt, Attempts
 from steward.taskmanager.executions import Executions
 from steward.taskmanager.heartbeater import Heartbeater
+from steward.taskmanager.http.port import HttpPort
 from steward.taskmanager.launcher import Launch, Launcher
 from steward.taskmanager.registration import Registration
 from steward.taskmanager.self_fencing import SelfFencing
@@ -116,10 +119,19 @@ class TaskManager:
             self.leases, self._on_exit, on_released=self._released, outcome_of=self._outcome_of
         )
         self._log_max_size = settings.taskmanager.attempt_log_max_size
+        # Its attempts' logs (and probes): bound now, so its address is in the registration.
+        self.http = HttpPort(
+            self.id,
+            settings,
+            session=self.session,
+            attempts=self.attempts,
+            workdir=self.workdir,
+            ready=self._not_ready,
+        )
         self.cleaner = WorkdirCleaner(
             self.workdir,
             settings.taskmanager.workdir_retention,
-            self.attempts.unless_known,
+            self.http.noting_removals(self.attempts.unless_known),
             # A pool clears what earlier spares left when it starts (they died with their TM).
             include_spares=settings.taskmanager.prewarm_runners == 0,
         )
@@ -139,7 +151,9 @@ class TaskManager:
             max(2, self.slots), thread_name_prefix=f"{self.id}-launch"
         )
         self.registration = Registration(
-            self.session, self.id, TaskManagerInfo(address=self.address, slots=self.slots)
+            self.session,
+            self.id,
+            TaskManagerInfo(address=self.address, slots=self.slots, http_address=self.http.address),
         )
         self.retrieval = LeaderRetrieval(self.session, self._leader_changed)
         self.heartbeater = Heartbeater(
@@ -169,9 +183,11 @@ class TaskManager:
         reached or an id another live TaskManager holds."""
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.session.start()
+        self.http.start()
         try:
             self.registration.register(timeout=2 * self.session.session_timeout + 5.0)
         except StewardError:
+            self.http.stop()
             self.session.close()
             raise
         self.registration.start()
@@ -222,6 +238,7 @@ class TaskManager:
         self.executions.close()
         self.registration.stop()
         self.registration.deregister()
+        self.http.stop()
         self.session.close()
         log.info("taskmanager stopped tm=%s", self.id)
 
@@ -444,6 +461,12 @@ class TaskManager:
     @property
     def fenced(self) -> bool:
         return self._fenced_at is not None
+
+    def _not_ready(self) -> str | None:
+        """Why this TaskManager cannot run attempts now (its readiness probe), or None."""
+        if not self.session.connected:
+            return "not connected to ZooKeeper"
+        return "fencing itself" if self.fenced else None
 
     def _fence(self, reason: str) -> None:
         with self._fence_lock:

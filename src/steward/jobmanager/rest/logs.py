@@ -1,0 +1,228 @@
+"""``GET /v1/jobs/{id}/attempts/{n}/log``: any attempt's log, from any JobManager.
+
+The log is on the TaskManager that ran the attempt. This route finds it from the job's view
+(each attempt record names its TaskManager; a terminated job's too) and that TaskManager's
+HTTP address from its registration in ZooKeeper, then streams the TaskManager's answer through
+as it comes (never holding the log), with the cluster's internal credential, verifying its TLS
+certificate as the JobManager verifies the leader (``rest.ssl.ca``). Standbys answer it too:
+it needs no leader. The caller needs the role viewer or above (the JobManager verified it; the
+TaskManager trusts the JobManager).
+
+What the caller gets: the TaskManager's bytes and its ``x-steward-log-start``; its 400, 404
+and 410 as they are; 503 ``taskmanager_gone`` when the TaskManager is not registered (stopped,
+or lost with its host); 502 ``taskmanager_unreachable`` when it cannot be reached or refuses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Annotated
+
+import httpx
+from fastapi import APIRouter, FastAPI, Path, Query, Request
+from fastapi.responses import StreamingResponse
+from pydantic import ValidationError
+from starlette.concurrency import run_in_threadpool
+
+from steward.config import Configuration
+from steward.security.credentials import internal_credential
+from steward.security.roles import Action
+from steward.tls.contexts import ClientTls, client_tls
+from steward.wire.logs import (
+    LOG_MEDIA_TYPE,
+    MAX_ATTEMPT,
+    START_HEADER,
+    TASKMANAGER_HEADER,
+    LogQuery,
+    taskmanager_log_path,
+)
+from steward.wire.records import AttemptRecord
+from steward.wire.rest import ErrorBody, TaskManagerView
+from steward.wire.values import check_job_id
+
+from .auth import Caller, require
+from .backend import ApiBackend
+from .errors import ApiError
+from .state import Backend
+
+router = APIRouter(tags=["jobs"])
+
+_CONNECT_TIMEOUT = 5.0
+_READ_TIMEOUT = 30.0
+"""Longest wait for the next bytes of a log that is not followed (a followed one may idle)."""
+_PASSED_THROUGH = frozenset({400, 404, 410})
+
+
+class LogProxy:
+    """How this JobManager asks TaskManagers for logs: one HTTP client per event loop (the
+    server's), the internal credential on every request."""
+
+    def __init__(self, tls: ClientTls, credential: str | None) -> None:
+        self._tls = tls
+        self._headers = {"authorization": f"Bearer {credential}"} if credential else {}
+        self._clients: dict[asyncio.AbstractEventLoop, httpx.AsyncClient] = {}
+
+    def client(self) -> httpx.AsyncClient:
+        loop = asyncio.get_running_loop()
+        found = self._clients.get(loop)
+        if found is None:
+            found = httpx.AsyncClient(verify=self._tls.context, headers=self._headers)
+            self._clients[loop] = found
+        return found
+
+
+def install(app: FastAPI, backend: ApiBackend, tls: ClientTls | None) -> None:
+    """Give the app its proxy: the JobManager's internal credential (when its configuration
+    is at hand; a test's in-memory backend has none) and how it verifies TLS."""
+    config = backend.config
+    credential = (
+        internal_credential(config.settings.security) if isinstance(config, Configuration) else None
+    )
+    app.state.log_proxy = LogProxy(tls or client_tls(), credential)
+
+
+AttemptNumber = Annotated[int, Path(ge=1, le=MAX_ATTEMPT)]
+Offset = Annotated[int, Query(ge=0, description="start at this byte of the file")]
+Tail = Annotated[
+    int | None, Query(ge=1, le=1_000_000, description="the last N lines (not before offset)")
+]
+Follow = Annotated[bool, Query(description="keep sending appended bytes until it ends")]
+
+
+@router.get(
+    "/v1/jobs/{job_id}/attempts/{attempt}/log",
+    response_class=StreamingResponse,
+    responses={
+        200: {"content": {"text/plain": {}}, "description": "the log's bytes"},
+        400: {"model": ErrorBody},
+        404: {"model": ErrorBody},
+        410: {"model": ErrorBody},
+        502: {"model": ErrorBody},
+        503: {"model": ErrorBody},
+    },
+)
+async def attempt_log(
+    job_id: str,
+    attempt: AttemptNumber,
+    *,
+    request: Request,
+    caller: Caller,
+    backend: Backend,
+    offset: Offset = 0,
+    tail: Tail = None,
+    follow: Follow = False,
+) -> StreamingResponse:
+    """An attempt's runner.log (the runner's, the pipeline's and Spark's output), streamed
+    from the TaskManager that ran it; ``follow`` keeps it open until the attempt ends."""
+    require(caller, Action.READ)
+    query = LogQuery(offset=offset, tail=tail, follow=follow)
+    record, taskmanager = await run_in_threadpool(_where, backend, job_id, attempt)
+    proxy: LogProxy = request.app.state.log_proxy
+    address = taskmanager.http_address
+    if address is None:
+        raise ApiError(
+            502,
+            "taskmanager_unreachable",
+            f"TaskManager {taskmanager.id}, which ran attempt {attempt} of job {job_id},"
+            " serves no logs (it runs a Steward without an HTTP port)",
+        )
+    timeout = httpx.Timeout(_READ_TIMEOUT, connect=_CONNECT_TIMEOUT)
+    if follow:
+        timeout = httpx.Timeout(None, connect=_CONNECT_TIMEOUT)
+    client = proxy.client()
+    upstream_request = client.build_request(
+        "GET",
+        address + taskmanager_log_path(job_id, record.number, internal=True),
+        params=query.params(),
+        timeout=timeout,
+    )
+    try:
+        upstream = await client.send(upstream_request, stream=True)
+    except httpx.HTTPError as exc:
+        raise _unreachable(taskmanager, address, f"{type(exc).__name__}: {exc}") from None
+    if upstream.status_code != 200:
+        await upstream.aread()
+        await upstream.aclose()
+        raise _refused(taskmanager, upstream)
+    return StreamingResponse(
+        _relay(upstream),
+        media_type=LOG_MEDIA_TYPE,
+        headers={
+            START_HEADER: upstream.headers.get(START_HEADER, str(offset)),
+            TASKMANAGER_HEADER: taskmanager.id,
+            "cache-control": "no-store",
+        },
+    )
+
+
+async def _relay(upstream: httpx.Response) -> AsyncIterator[bytes]:
+    """The TaskManager's bytes as they come; the connection closed however it ends (the
+    caller going away cancels this generator)."""
+    try:
+        async for block in upstream.aiter_raw():
+            yield block
+    except httpx.HTTPError:
+        return  # the TaskManager went away mid-stream: the caller sees the stream end
+    finally:
+        await upstream.aclose()
+
+
+def _where(backend: ApiBackend, job_id: str, attempt: int) -> tuple[AttemptRecord, TaskManagerView]:
+    """The attempt's record and its TaskManager's registration; 404 or 503 otherwise."""
+    try:
+        check_job_id(job_id)
+    except ValueError:
+        raise ApiError(404, "job_not_found", f"no job {job_id[:200]!r}") from None
+    view = None
+    dispatcher = backend.dispatcher
+    if dispatcher is not None and dispatcher.ready:
+        view = dispatcher.view(job_id)
+    if view is None:
+        view = backend.reader.job(job_id)
+    if view is None:
+        raise ApiError(404, "job_not_found", f"no job {job_id!r}")
+    record = next((a for a in view.attempts if a.number == attempt), None)
+    if record is None:
+        kept = ", ".join(str(a.number) for a in view.attempts) or "none yet"
+        raise ApiError(
+            404,
+            "attempt_not_found",
+            f"job {job_id} has no attempt {attempt} on record (attempts: {kept})",
+        )
+    for taskmanager in backend.reader.taskmanagers():
+        if taskmanager.id == record.taskmanager:
+            return record, taskmanager
+    raise ApiError(
+        503,
+        "taskmanager_gone",
+        f"attempt {attempt} of job {job_id} ran on TaskManager {record.taskmanager}, which is"
+        " not registered now (stopped, or lost with its host): its log is on that host, in"
+        " its taskmanager.workdir, until taskmanager.workdir.retention removes it",
+    )
+
+
+def _unreachable(taskmanager: TaskManagerView, address: str, why: str) -> ApiError:
+    return ApiError(
+        502,
+        "taskmanager_unreachable",
+        f"cannot read the log from TaskManager {taskmanager.id} at {address}: {why}",
+    )
+
+
+def _refused(taskmanager: TaskManagerView, answer: httpx.Response) -> ApiError:
+    try:
+        body = ErrorBody.model_validate_json(answer.content)
+    except ValidationError:
+        text = answer.text.strip()[:200]
+        return _unreachable(taskmanager, str(answer.url), f"HTTP {answer.status_code} {text}")
+    if answer.status_code in _PASSED_THROUGH:
+        return ApiError(answer.status_code, body.code, body.message)
+    if answer.status_code in (401, 403):
+        return _unreachable(
+            taskmanager,
+            str(answer.url.copy_with(query=None)),
+            f"it refused this JobManager's internal credential ({body.message}); every member"
+            " needs the same security.internal.token-file",
+        )
+    return _unreachable(taskmanager, str(answer.url.copy_with(query=None)), body.message)
