@@ -16,7 +16,8 @@ from steward.security.asgi import AuthMiddleware
 from steward.store.contents import ContentStore
 from steward.tls.contexts import ClientTls
 
-from . import cluster, contents, health, internal, jobs, tokens
+from ..ui import routes as ui
+from . import cluster, contents, health, internal, jobs, logs, tokens
 from .auth import LOGIN_PAGE, PUBLIC_PATHS, ApiSecurity, document
 from .backend import ApiBackend
 from .errors import add_error_handlers
@@ -45,6 +46,7 @@ def create_app(
             security=security,
         ),
     )
+    logs.install(app, backend, client_tls)
     add_error_handlers(app)
     document_bad_requests(app)  # 400, not FastAPI's 422
     # Around everything, the OpenAPI document and unknown paths included (rule: no route
@@ -58,8 +60,15 @@ def create_app(
         login_page=LOGIN_PAGE,
     )
     # In this order, the OpenAPI document's.
-    routers = (health.router, contents.router, cluster.router, jobs.router, tokens.router)
-    for router in (*routers, internal.router):
+    routers = (
+        health.router,
+        contents.router,
+        cluster.router,
+        jobs.router,
+        logs.router,
+        tokens.router,
+    )
+    for router in (*routers, internal.router, ui.router):
         app.include_router(router)
     document(app)
     return app
