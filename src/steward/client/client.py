@@ -20,7 +20,7 @@ from __future__ import annotations
 import base64
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self, TypeVar
@@ -41,6 +41,7 @@ from steward.client.failover import (
     error_body,
     retry_after_seconds,
 )
+from steward.client.log_stream import LogStream
 from steward.cluster.workdir import StateDir, load_state
 from steward.config import Configuration, load
 from steward.errors import (
@@ -55,6 +56,7 @@ from steward.errors import (
 from steward.security.credentials import find_token
 from steward.tls.contexts import client_tls
 from steward.wire.jobs import JobKind, JobSpec, ProgramKind, RestartStrategy
+from steward.wire.logs import LogQuery, job_log_path
 from steward.wire.rest import (
     ArtifactUpload,
     ClusterView,
@@ -313,6 +315,34 @@ class Client:
                 raise WaitTimeoutError(f"job {job_id!r} is still {view.state} after {timeout}s")
             _sleep(min(poll, remaining))
 
+    # ------------------------------------------------------------------ logs
+
+    def log(
+        self,
+        job_id: str,
+        attempt: int | None = None,
+        offset: int = 0,
+        tail: int | None = None,
+        follow: bool = False,
+    ) -> Iterator[bytes]:
+        """An attempt's log (default: the job's latest attempt), in blocks of bytes as they
+        come, from any JobManager (:mod:`steward.client.log_stream`): from byte ``offset``, or
+        its last ``tail`` lines; ``follow``: until the attempt ends. Refusals (no such
+        attempt, removed by the retention, its TaskManager gone) are raised by this call."""
+        _job_path(job_id)  # checks the id before it reaches a URL
+        if attempt is None:
+            attempt = _latest_attempt(self.job(job_id))
+        failover = self._failover
+        stream = LogStream(
+            failover._http,  # the client's connections, TLS and token
+            failover.addresses,
+            job_log_path(job_id, attempt),
+            timeout=failover.timeout,
+            timeouts=failover._request_timeouts,
+            error_of=lambda response: _api_error(response, error_body(response), job_id),
+        )
+        return stream.blocks(LogQuery(offset=offset, tail=tail, follow=follow))
+
     # ------------------------------------------------------------------ cluster
 
     def cluster(self) -> ClusterView:
@@ -411,6 +441,12 @@ def _first_error(exc: Exception) -> str:
         first = exc.errors()[0]
         return f"{'.'.join(str(p) for p in first['loc']) or 'body'}: {first['msg']}"
     return str(exc)
+
+
+def _latest_attempt(view: JobView) -> int:
+    if not view.attempts:
+        raise StewardError(f"job {view.job_id} has no attempt yet (it is {view.state.value})")
+    return max(record.number for record in view.attempts)
 
 
 def _job_path(job_id: str) -> str:
