@@ -25,6 +25,7 @@ function render() {
   fill(list, table([
     ["Id", (tm) => h("span", { class: "mono" }, tm.id)],
     ["Address", (tm) => tm.address],
+    ["Logs served at", (tm) => tm.http_address || "—"],
     ["Slots", (tm) => String(tm.slots), "num"],
     ["Free", (tm) => tm.free_slots === null ? "?" : String(tm.free_slots), "num"],
     ["Attempts running", (tm) => tm.attempts.length
