@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set up everything Steward needs on a Debian machine, idempotently:
-#   - Debian packages: a Java 17 runtime and Apache ZooKeeper (Debian's `zookeeper` package),
-#     and Chromium for the web UI's browser tests (tests/e2e/ui, driven by playwright);
+#   - Debian packages: a Java 17 runtime (for Spark and for ZooKeeper, whose jars come with the
+#     pyspark package), and Chromium for the web UI's browser tests (tests/e2e/ui, driven by
+#     playwright);
 #   - a virtual environment in .venv with Steward and its Python dependencies.
 # Safe to run again: it installs only what is missing.
 set -euo pipefail
@@ -10,7 +11,7 @@ cd "$(dirname "$0")/.."
 log() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
 
 need_packages=()
-for pkg in openjdk-17-jre-headless zookeeper python3-venv iproute2 chromium; do
+for pkg in openjdk-17-jre-headless python3-venv iproute2 chromium; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need_packages+=("$pkg")
 done
 if [ ${#need_packages[@]} -gt 0 ]; then
@@ -20,7 +21,7 @@ if [ ${#need_packages[@]} -gt 0 ]; then
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need_packages[@]}" >/dev/null
 else
-    log "Debian packages present (Java 17, ZooKeeper)"
+    log "Debian packages present (Java 17, Chromium)"
 fi
 
 python=${PYTHON:-python3}

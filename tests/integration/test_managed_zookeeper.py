@@ -14,8 +14,8 @@ import pytest
 from kazoo.client import KazooClient
 
 from steward.errors import EnvironmentMissingError, ManagedZooKeeperError, PortInUseError
-from steward.zookeeper.fourletter import ServerMode, serving_mode
-from steward.zookeeper.install import INSTALL_HINT
+from steward.zookeeper.fourletter import ServerMode, four_letter_word, serving_mode
+from steward.zookeeper.install import ZOOKEEPER_HINT, pyspark_classpath
 from steward.zookeeper.managed import ManagedEnsemble, ServerStatus
 from support import ZK_TEST_ROOT, free_zookeeper_port, wait_until
 
@@ -286,7 +286,7 @@ def test_missing_java_is_one_line_naming_the_install_command(
     with pytest.raises(EnvironmentMissingError) as raised:
         ManagedEnsemble(tmp_path / "zk").start(1, free_zookeeper_port())
 
-    assert "apt-get install -y openjdk-17-jre-headless zookeeper" in str(raised.value)
+    assert "apt-get install -y openjdk-17-jre-headless" in str(raised.value)
     assert "\n" not in str(raised.value)
     assert not (tmp_path / "zk" / "ensemble.json").exists()
 
@@ -299,25 +299,46 @@ def test_zookeeper_home_without_zookeeper_is_an_error_naming_it(
     with pytest.raises(EnvironmentMissingError, match="ZOOKEEPER_HOME") as raised:
         ManagedEnsemble(tmp_path / "zk").start(1, free_zookeeper_port())
 
-    assert INSTALL_HINT in str(raised.value)
+    assert ZOOKEEPER_HINT in str(raised.value)
 
 
 def test_zookeeper_home_distribution_layout_is_used(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # An Apache-style tree (lib/zookeeper-<version>.jar) made of the installed jars.
+    # An Apache-style tree (lib/zookeeper-<version>.jar ...) made of pyspark's jars.
+    jars = pyspark_classpath()
+    assert jars is not None
     home = tmp_path / "apache-zookeeper"
     (home / "lib").mkdir(parents=True)
-    (home / "lib" / "zookeeper-3.8.0.jar").symlink_to("/usr/share/java/zookeeper.jar")
+    for jar in map(Path, jars):
+        (home / "lib" / jar.name).symlink_to(jar)
+    server_jar = next(home / "lib" / Path(j).name for j in jars if "/zookeeper-3" in j)
     monkeypatch.setenv("ZOOKEEPER_HOME", str(home))
     ensemble = ManagedEnsemble(tmp_path / "zk")
     try:
         (status,) = ensemble.start(1, free_zookeeper_port())
         assert status.mode is ServerMode.STANDALONE
         assert status.pid is not None
-        assert str(home / "lib" / "zookeeper-3.8.0.jar") in " ".join(
-            psutil.Process(status.pid).cmdline()
-        )
+        assert str(server_jar) in " ".join(psutil.Process(status.pid).cmdline())
+    finally:
+        ensemble.stop()
+
+
+def test_by_default_the_server_is_pysparks_current_zookeeper(tmp_path: Path) -> None:
+    # No ZOOKEEPER_HOME: the jars of the pyspark Steward depends on, not Debian's 3.8.0
+    ensemble = ManagedEnsemble(tmp_path / "zk")
+    try:
+        (status,) = ensemble.start(1, free_zookeeper_port())
+        assert status.pid is not None
+        command = " ".join(psutil.Process(status.pid).cmdline())
+        assert "/pyspark/jars/zookeeper-3." in command
+        assert "/usr/share/java" not in command
+        version = four_letter_word(status.client_port, "srvr", timeout=5).splitlines()[0]
+        major, minor, patch = (int(x) for x in version.split()[2].split("-")[0].split("."))
+        assert (major, minor, patch) >= (3, 8, 4), version  # past 3.8.0's data-loss bugs
+        # And its log is in zookeeper.log, through the shipped Log4j 2 configuration
+        log = (tmp_path / "zk" / "server-1" / "zookeeper.log").read_text()
+        assert "INFO" in log and "binding to port" in log.lower()
     finally:
         ensemble.stop()
 
