@@ -115,10 +115,5 @@ def _hash(path: Path) -> tuple[str, int]:
 
 
 def _digest(path: Path) -> tuple[str, int]:
-    digest = hashlib.sha256()
-    size = 0
     with path.open("rb") as source:
-        while chunk := source.read(CHUNK):
-            digest.update(chunk)
-            size += len(chunk)
-    return digest.hexdigest(), size
+        return hashlib.file_digest(source, "sha256").hexdigest(), source.tell()

@@ -72,13 +72,8 @@ def check_sha256(sha256: str) -> str:
 
 def file_sha256(path: Path) -> tuple[str, int]:
     """The SHA-256 and size of a local file, read in chunks. Raises OSError."""
-    digest = hashlib.sha256()
-    size = 0
     with path.open("rb") as source:
-        while chunk := source.read(CHUNK):
-            digest.update(chunk)
-            size += len(chunk)
-    return digest.hexdigest(), size
+        return hashlib.file_digest(source, "sha256").hexdigest(), source.tell()
 
 
 @contextlib.contextmanager
