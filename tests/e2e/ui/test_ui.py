@@ -106,27 +106,45 @@ def test_every_page_shows_the_cluster(
     expect(page.locator("#job-count")).to_contain_text("job(s)")
 
 
+# Prints a line per tick, so the job page's log, followed, grows while the attempt runs.
+PRINTING = """
+import time
+
+def main(ctx):
+    for tick in range(1, int(ctx.args[0]) + 1):
+        print(f"ui tick {tick}", flush=True)
+        time.sleep(float(ctx.args[1]))
+    return {"ticks": int(ctx.args[0])}
+"""
+
+
 def test_a_job_followed_to_finished(
     browser: Browser, ui_cluster: ProcessCluster, standby: Proc, token: str, tmp_path: Path
 ) -> None:
-    truth = tmp_path / "truth"
+    pipeline = tmp_path / "printing.py"
+    pipeline.write_text(PRINTING)
     with ui_cluster.client() as client:
-        client.submit(
-            write_pipeline(tmp_path),
-            args=[str(truth), "8", "0.25"],
-            job_id="ui-finishes",
-            name="ui finishes",
-        )
+        client.submit(pipeline, args=["12", "0.5"], job_id="ui-finishes", name="ui finishes")
     page = sign_in(browser, standby.address, token)
     page.goto(standby.address + "/ui/jobs?q=finishes")
     expect(page.locator("#job-list")).to_contain_text("ui finishes")
     page.click("#job-list >> text=ui-finishes")
     expect(page.locator("#job-title")).to_have_text("ui finishes")
+    # The log, followed from a standby, shows the first lines while the job still runs and
+    # the last one when it has ended, without a reload.
+    expect(page.locator("#log")).to_contain_text("ui tick 2", timeout=30_000)
+    assert "ui tick 12" not in page.locator("#log").inner_text()
     expect(page.locator("#job-state")).to_have_text("FINISHED", timeout=60_000)
-    expect(page.locator("#job-result")).to_contain_text('"ticks": 8')
+    expect(page.locator("#log")).to_contain_text("ui tick 12")
+    expect(page.locator("#job-result")).to_contain_text('"ticks": 12')
     expect(page.locator("#attempts")).to_contain_text("tm-1")
     expect(page.locator("#timeline .seg.FINISHED")).to_have_count(1)
     expect(page.locator("#cancel")).to_be_hidden()
+    # The log's tail: the last 3 lines only.
+    page.fill("#log-tail", "3")
+    page.press("#log-tail", "Enter")
+    expect(page.locator("#log")).to_contain_text("ui tick 12")
+    expect(page.locator("#log")).not_to_contain_text("ui tick 2\n")
     # The state filter: FINISHED shows it, RUNNING does not.
     page.goto(standby.address + "/ui/jobs?state=FINISHED")
     expect(page.locator("#job-list")).to_contain_text("ui-finishes")
