@@ -18,12 +18,12 @@ CI_SEED = 20261121
 
 @pytest.fixture
 def short_campaign(tmp_path: Path) -> CampaignSettings:
-    """Two minutes of faults every ~5 s per lane, plain pipelines only (no JVM: CI time)."""
+    """75 s of faults every ~3.5 s per lane, plain pipelines only (no JVM: CI time)."""
     return CampaignSettings(
         seed=CI_SEED,
-        duration=120.0,
+        duration=75.0,
         workdir=tmp_path / "campaign",
-        fault_interval=5.0,
+        fault_interval=3.5,
         workload=WorkloadSettings(
             in_flight=6, short_seconds=(1.0, 4.0), long_seconds=(10.0, 20.0), spark_share=0.0
         ),

@@ -9,11 +9,15 @@ from __future__ import annotations
 import socket
 import threading
 import time
+from typing import Any
 
 import pytest
 from ha_harness import StateLog, expire_session, restart_server, restart_tolerant
+from kazoo.exceptions import ConnectionLoss
 
 from steward.errors import ZooKeeperUnavailableError
+from steward.ha import session as session_module
+from steward.ha.kazoo_errors import translate
 from steward.ha.session import ConnectionState, Session
 from steward.zookeeper.managed import ManagedEnsemble
 from support import free_port, wait_until
@@ -61,6 +65,45 @@ def test_start_is_heard_as_connected_and_creates_the_layout(zk_quorum: str, root
         assert f"{host}:{port}" == zk_quorum
     finally:
         session.close()
+
+
+def test_a_connection_lost_while_creating_the_layout_is_ridden_out(
+    zk_quorum: str, root: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a connection that drops twice just as the layout is being created (the chaos
+    # campaign met it: a ZooKeeper server frozen as a JobManager restarted, which then died)
+    calls: list[str] = []
+    real_open_parents = session_module.open_parents
+
+    def flaky_open_parents(client: Any, path: str) -> None:
+        calls.append(path)
+        if len(calls) <= 2:
+            raise translate(ConnectionLoss(), path)  # as open_parents says a lost connection
+        real_open_parents(client, path)
+
+    monkeypatch.setattr(session_module, "open_parents", flaky_open_parents)
+    # When the session starts, then it starts, and the layout is there
+    session = open_session(zk_quorum, root)
+    try:
+        assert len(calls) == 3
+        for path in session.layout.persistent_parents():
+            assert session.client.exists(path) is not None, path
+    finally:
+        session.close()
+
+
+def test_a_connection_that_stays_lost_fails_the_start_within_its_timeout(
+    zk_quorum: str, root: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def lost(_client: Any, path: str) -> None:
+        raise translate(ConnectionLoss(), path)
+
+    monkeypatch.setattr(session_module, "open_parents", lost)
+    session = Session(zk_quorum, root, session_timeout=SESSION_TIMEOUT, connection_timeout=1.0)
+    with pytest.raises(ZooKeeperUnavailableError, match="could not create") as caught:
+        session.start()
+    assert root in str(caught.value)
+    assert not session.connected  # closed, so the process can exit
 
 
 def test_second_session_keeps_an_existing_epoch(zk_quorum: str, root: str) -> None:

@@ -25,6 +25,7 @@ import logging
 import queue
 import socket
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -38,6 +39,7 @@ from kazoo.retry import KazooRetry
 from steward.config import Configuration
 from steward.errors import ConfigurationError, CoordinationError, ZooKeeperUnavailableError
 from steward.ha.acl import OPEN, ZooKeeperAccess, check_readable, open_parents, protect_tree
+from steward.ha.kazoo_errors import translate
 from steward.ha.layout import Layout
 from steward.timing import TimingChain
 
@@ -149,8 +151,8 @@ class Session:
             raise
         self._started = True
         try:
-            self._ensure_layout()
-        except ConfigurationError:
+            self._ensure_layout_while_connecting()
+        except (ConfigurationError, CoordinationError):
             self.close()
             raise
         threading.Thread(
@@ -175,6 +177,26 @@ class Session:
     def __exit__(self, *_exc: object) -> None:
         self.close()
 
+    def _ensure_layout_while_connecting(self) -> None:
+        """:meth:`_ensure_layout`, again while the connection drops and comes back (a server
+        frozen or restarted just as this process starts), for up to the connection timeout:
+        a process must not die of a hiccup its session rides out. Each step is idempotent."""
+        deadline = time.monotonic() + self.connection_timeout
+        pause = 0.05
+        while True:
+            try:
+                self._ensure_layout()
+                return
+            except ZooKeeperUnavailableError as exc:
+                if time.monotonic() + pause > deadline:
+                    raise ZooKeeperUnavailableError(
+                        f"could not create {self.layout.root} within"
+                        f" {self.connection_timeout:g}s: {exc}"
+                    ) from exc
+                log.warning("zookeeper unavailable while creating the layout, retrying: %s", exc)
+                self._closing.wait(pause)  # a backoff, not a synchronisation
+                pause = min(pause * 2, 1.0)
+
     def _ensure_layout(self) -> None:
         root = self.layout.root
         open_parents(self._client, root)
@@ -187,7 +209,7 @@ class Session:
             with contextlib.suppress(NodeExistsError):
                 self._client.create(self.layout.leader_epoch, b"0")
         except KazooException as exc:
-            raise CoordinationError(f"could not create {self.layout.root}: {exc!r}") from exc
+            raise translate(exc, self.layout.root) from exc
 
     # ------------------------------------------------------------------ granted timeout
 

@@ -24,6 +24,8 @@ EXAMPLES = Path(__file__).parents[3] / "examples"
 SPARK_DEADLINE = 240.0
 
 
+@pytest.mark.slow  # ~50 s; in the default run: test_scripts' word count through a cluster and
+# test_standalone's SDK pipeline through a cluster on Spark's standalone master
 def test_wordcount_through_the_cluster_counts_like_plain_python(
     process_cluster: ProcessCluster, tmp_path: Path
 ) -> None:
