@@ -22,6 +22,8 @@ from steward.wire.logs import START_HEADER, LogQuery
 from .failover import RequestTimeouts, error_body
 
 _RETRY_DELAY = 0.5
+_MAX_CUTS = 5
+"""Streams broken in a row before a byte came: then the error is raised."""
 _RETRYABLE = frozenset({502, 503, 504})
 
 ErrorOf = Callable[[httpx.Response], StewardError]
@@ -43,7 +45,7 @@ class LogStream:
         error_of: ErrorOf,
     ) -> None:
         self._http = http
-        self._addresses = addresses
+        self._addresses = list(addresses)
         self._path = path
         self._timeout = timeout
         self._timeouts = timeouts
@@ -55,16 +57,24 @@ class LogStream:
         return self._relay(response, query)
 
     def _relay(self, response: httpx.Response, query: LogQuery) -> Iterator[bytes]:
+        cuts = 0
         while True:
             start = _start(response, query.offset)
             received = 0
             try:
-                for block in response.iter_raw():
+                for block in response.iter_bytes():
                     received += len(block)
                     yield block
                 return
-            except httpx.TransportError:
-                pass  # that JobManager went away: go on from the next byte elsewhere
+            except httpx.TransportError as exc:
+                # That JobManager went away: go on from the next byte, asking it last.
+                cuts = 0 if received else cuts + 1
+                if cuts > _MAX_CUTS:
+                    raise ClusterUnreachableError(f"the log's stream broke: {exc}") from None
+                cut = str(response.url.copy_with(path="/", query=None)).rstrip("/")
+                if cut in self._addresses:
+                    self._addresses.remove(cut)
+                    self._addresses.append(cut)
             finally:
                 response.close()
             query = LogQuery(offset=start + received, follow=query.follow)

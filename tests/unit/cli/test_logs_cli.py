@@ -1,15 +1,17 @@
-"""``steward logs``: which attempt's log, from which TaskManager's folder, and clear errors.
+"""``steward logs``: which attempt it asks the API for, what it passes on, what it says after
+following, and clear errors.
 
-The job views come from a fake JobManager (the command's logic is what is tested); the logs
-are real files where a local cluster's TaskManager keeps them (``./.steward/work`` under the
-test's working directory, the default ``taskmanager.workdir``).
+The JobManager is a fake (the command's logic is what is tested here): it serves the job views
+and the log route from memory. The real route, proxy and TaskManager are tested end to end in
+tests/e2e/cluster/test_logs.py; the log is never read from the local disk any more, so this
+test's working directory holds none.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+import httpx
 
-from unit.fake_jobmanager import FakeJobManagers, attempt_json, job_json, result_json
+from unit.fake_jobmanager import FakeJobManagers, attempt_json, error, job_json, result_json
 from unit.steward_cli import Run
 
 TWO_ATTEMPTS = job_json(
@@ -22,58 +24,78 @@ TWO_ATTEMPTS = job_json(
     attempt_count=2,
     result=result_json("x", value=1),
 )
+LOGS = {1: b"first attempt\n", 2: b"second attempt, line 1\nline 2\n"}
 
 
-def write_log(tm_id: str, attempt: int, text: str) -> Path:
-    path = Path(".steward/work") / tm_id / "x" / str(attempt) / "runner.log"
-    path.parent.mkdir(parents=True)
-    path.write_text(text)
-    return path
+def serve_logs(fake: FakeJobManagers, logs: dict[int, bytes] = LOGS) -> list[httpx.Request]:
+    """The fake answers ``/v1/jobs/x/attempts/N/log`` from ``logs``; returns those requests."""
+    asked: list[httpx.Request] = []
+    routes = fake.route
+
+    def route(request: httpx.Request) -> httpx.Response:
+        parts = request.url.path.split("/")
+        if parts[-1] != "log":
+            return routes(request)
+        asked.append(request)
+        number = int(parts[-2])
+        if number not in logs:
+            return error(410, "log_removed", f"the log of attempt {number} of job x was removed")
+        start = int(request.url.params.get("offset", "0"))
+        return httpx.Response(200, content=logs[number][start:])
+
+    fake.route = route  # type: ignore[method-assign]
+    return asked
 
 
 def test_the_last_attempts_log_is_printed_by_default(fake: FakeJobManagers, run: Run) -> None:
     fake.add_job("x", TWO_ATTEMPTS)
-    write_log("tm-1", 1, "first attempt\n")
-    write_log("tm-2", 2, "second attempt, line 1\nline 2\n")
+    asked = serve_logs(fake)
     code, out, _err = run("logs", "x")
     assert (code, out) == (0, "second attempt, line 1\nline 2\n")
+    assert asked[-1].url.path == "/v1/jobs/x/attempts/2/log"
     code, out, _err = run("logs", "x", "--attempt", "1")
     assert (code, out) == (0, "first attempt\n")
+    assert asked[-1].url.path == "/v1/jobs/x/attempts/1/log"
 
 
-def test_tail_prints_only_the_last_lines(fake: FakeJobManagers, run: Run) -> None:
+def test_tail_offset_and_follow_are_the_routes_parameters(fake: FakeJobManagers, run: Run) -> None:
     fake.add_job("x", TWO_ATTEMPTS)
-    write_log("tm-2", 2, "".join(f"line {n}\n" for n in range(1, 100_001)))
-    code, out, _err = run("logs", "x", "--tail", "3")
-    assert (code, out) == (0, "line 99998\nline 99999\nline 100000\n")
-    code, out, _err = run("logs", "x", "--tail", "200000")
+    asked = serve_logs(fake)
+    code, out, _err = run("logs", "x", "--offset", "7")
+    assert (code, out) == (0, "attempt, line 1\nline 2\n")
+    code, _out, _err = run("logs", "x", "--tail", "3", "-f")
     assert code == 0
-    assert out.startswith("line 1\n")
+    assert dict(asked[-1].url.params) == {"offset": "0", "tail": "3", "follow": "true"}
 
 
-def test_path_says_which_taskmanager_and_where(fake: FakeJobManagers, run: Run) -> None:
-    fake.add_job("x", TWO_ATTEMPTS)
-    code, out, _err = run("logs", "x", "--path")
-    assert (code, out.strip()) == (0, "tm-2 .steward/work/tm-2/x/2/runner.log")
-
-
-def test_a_log_not_on_this_machine_is_one_clear_line(fake: FakeJobManagers, run: Run) -> None:
-    fake.add_job("x", TWO_ATTEMPTS)
-    code, out, err = run("logs", "x")
-    assert (code, out) == (2, "")
-    assert "attempt 2 of x ran on TaskManager tm-2" in err
-    assert ".steward/work/tm-2/x/2/runner.log" in err
-    assert "Traceback" not in err
-
-
-def test_an_attempt_not_on_record_or_a_job_without_attempts(
+def test_following_says_when_the_job_went_on_to_another_attempt(
     fake: FakeJobManagers, run: Run
 ) -> None:
+    restarted = job_json(
+        "x",
+        "RUNNING",
+        attempts=[attempt_json(1, "FAILED"), attempt_json(2, "RUNNING")],
+    )
+    fake.add_job("x", TWO_ATTEMPTS, restarted)
+    serve_logs(fake)
+    code, out, err = run("logs", "x", "--attempt", "1", "--follow")
+    assert (code, out) == (0, "first attempt\n")
+    assert "attempt 1 of x ended (FAILED); the job went on to attempt 2" in err
+    assert "steward logs x --attempt 2 -f" in err
+
+
+def test_refusals_are_one_clear_line(fake: FakeJobManagers, run: Run) -> None:
     fake.add_job("x", TWO_ATTEMPTS)
-    code, _out, err = run("logs", "x", "--attempt", "9")
-    assert code == 2
-    assert "no attempt 9 on record (attempts: 1, 2)" in err
+    serve_logs(fake, {2: b"kept\n"})
+    code, out, err = run("logs", "x", "--attempt", "1")
+    assert (code, out) == (2, "")
+    assert "the log of attempt 1 of job x was removed" in err
+    assert "Traceback" not in err
     fake.add_job("y", job_json("y", "SCHEDULED"))
     code, _out, err = run("logs", "y")
-    assert code == 2
+    assert code != 0
     assert "job y has no attempt yet (it is SCHEDULED)" in err
+    code, _out, err = run("logs", "nope")
+    assert code != 0
+    assert "nope" in err
+    assert "Traceback" not in err
