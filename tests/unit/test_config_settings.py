@@ -57,6 +57,8 @@ OTHER_VALUES: dict[str, str] = {
     "jobmanager.replacement-grace": "2s",
     "jobmanager.upload.max-size": "1g",
     "jobmanager.contents.retention": "2h",
+    "jobmanager.events.keep-alive": "5s",
+    "jobmanager.events.buffer": "50",
     "heartbeat.interval": "2s",
     "spark.master": "yarn",
     "rest.address": "http://jm1:9090",
@@ -109,6 +111,8 @@ def test_defaults_give_the_documented_typed_values(_isolated_cwd: Path) -> None:
         replacement_grace=1.0,
         upload_max_size=8 << 30,
         contents_retention=3600.0,
+        events_keep_alive=15.0,
+        events_buffer=10000,
     )
     assert settings.taskmanager == TaskManagerSettings(
         slots=2,

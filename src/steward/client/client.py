@@ -31,6 +31,7 @@ from pydantic import BaseModel, ValidationError
 from steward.client import job_files, packaging
 from steward.client.discovery import discover_addresses, normalize_address
 from steward.client.errors import JobTerminatedError
+from steward.client.events import EventStream, EventsUnsupportedError
 from steward.client.failover import (
     DEFAULT_BACKOFF,
     DEFAULT_REQUEST_TIMEOUTS,
@@ -55,6 +56,7 @@ from steward.errors import (
 )
 from steward.security.credentials import find_token
 from steward.tls.contexts import client_tls
+from steward.wire.events import JOB_EVENT, RESET_EVENT, JobEvent
 from steward.wire.jobs import JobKind, JobSpec, ProgramKind, RestartStrategy
 from steward.wire.logs import LogQuery, job_log_path
 from steward.wire.rest import (
@@ -298,12 +300,56 @@ class Client:
         poll: float = 0.5,
         on_update: Callable[[JobView], None] | None = None,
     ) -> ResultView:
-        """Poll the job until it terminates and return its result.
+        """Wait until the job terminates and return its result.
 
-        ``on_update`` gets every view polled. :class:`WaitTimeoutError` after ``timeout``
-        seconds (None: wait as long as it takes).
+        Follows the job's live events (:mod:`steward.client.events`: one request per change,
+        none while nothing happens; it survives a failover); ``on_update`` gets the job's view
+        at the start and after every change. ``poll`` is the interval of the fallback against
+        a JobManager without events (it answers 404). :class:`WaitTimeoutError` after
+        ``timeout`` seconds (None: wait as long as it takes).
         """
         deadline = time.monotonic() + (float("inf") if timeout is None else timeout)
+        _job_path(job_id)  # checks the id before it reaches a URL
+        try:
+            return self._wait_on_events(job_id, deadline, on_update)
+        except EventsUnsupportedError as old:
+            log.info("no live events at %s: polling job=%s", old, job_id)
+        except WaitTimeoutError:
+            pass
+        return self._poll(job_id, deadline, timeout, poll, on_update)
+
+    def _wait_on_events(
+        self, job_id: str, deadline: float, on_update: Callable[[JobView], None] | None
+    ) -> ResultView:
+        failover = self._failover
+        stream = EventStream(
+            failover._http,  # the client's connections, TLS and token
+            failover.addresses,
+            {"job": job_id},
+            timeouts=failover._request_timeouts,
+            error_of=lambda response: _api_error(response, error_body(response), job_id),
+        )
+        for event in stream.events(deadline):
+            terminal = False
+            if event.name == JOB_EVENT:
+                terminal = JobEvent.model_validate_json(event.data).state.is_terminal
+            if event.name == RESET_EVENT or terminal or on_update is not None:
+                view = self.job(job_id)
+                if on_update is not None:
+                    on_update(view)
+                if view.state.is_terminal:
+                    return view.result if view.result is not None else self.result(job_id)
+        raise WaitTimeoutError(f"job {job_id!r} has not terminated yet")
+
+    def _poll(
+        self,
+        job_id: str,
+        deadline: float,
+        timeout: float | None,
+        poll: float,
+        on_update: Callable[[JobView], None] | None,
+    ) -> ResultView:
+        """The fallback: GET the job every ``poll`` seconds until it terminates."""
         while True:
             view = self.job(job_id)
             if on_update is not None:

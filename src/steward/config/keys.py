@@ -312,6 +312,23 @@ OPTIONS: tuple[Option, ...] = (
         _positive,
     ),
     Option(
+        "jobmanager.events.keep-alive",
+        to_duration,
+        "15s",
+        "How often an idle event stream (GET /v1/events) gets a comment line, so proxies keep"
+        " it open; the caller's token is checked again at each (a revoked or expired one ends"
+        " the stream).",
+        _positive,
+    ),
+    Option(
+        "jobmanager.events.buffer",
+        to_int,
+        "10000",
+        "Job events each JobManager keeps for streams that resume (Last-Event-ID); a consumer"
+        " further behind is told to re-read (a reset event).",
+        lambda v: None if v >= 1 else "must be at least 1",
+    ),
+    Option(
         "heartbeat.interval",
         to_duration,
         "1s",

@@ -117,6 +117,10 @@ class JobManagerSettings:
     """``jobmanager.upload.max-size``: largest file PUT /v1/contents accepts."""
     contents_retention: float
     """``jobmanager.contents.retention``: age before an unnamed stored file is removed."""
+    events_keep_alive: float
+    """``jobmanager.events.keep-alive``: an idle event stream's comment (and token check)."""
+    events_buffer: int
+    """``jobmanager.events.buffer``: job events kept for streams that resume."""
 
     @classmethod
     def from_values(cls, values: Mapping[str, Any]) -> JobManagerSettings:
@@ -131,6 +135,8 @@ class JobManagerSettings:
             replacement_grace=float(values["jobmanager.replacement-grace"]),
             upload_max_size=int(values["jobmanager.upload.max-size"]),
             contents_retention=float(values["jobmanager.contents.retention"]),
+            events_keep_alive=float(values["jobmanager.events.keep-alive"]),
+            events_buffer=int(values["jobmanager.events.buffer"]),
         )
 
 

@@ -46,10 +46,13 @@ from steward.tls.peer import PeerCertificateProtocol
 from steward.wire.records import LeaderInfo
 
 from .dispatcher import Dispatcher
+from .events.journal import Journal
+from .events.source import JobEventSource
 from .hooks import HookRunner
 from .reads import ClusterReader
 from .rest.app import create_app
 from .rest.auth import ApiSecurity
+from .rest.events import EventFeed
 from .security import api_security
 
 log = logging.getLogger(__name__)
@@ -85,6 +88,8 @@ class JobManager:
                 self.address,
             )
         self.reader = ClusterReader(self.session, jobmanager_id)
+        self.events = JobEventSource(self.session, Journal(settings.jobmanager.events_buffer))
+        """Live job events, from watches on the records the leader writes (standbys too)."""
         self.retrieval = LeaderRetrieval(self.session)
         self._lock = threading.Lock()
         self._dispatcher: Dispatcher | None = None
@@ -131,6 +136,7 @@ class JobManager:
     def start(self) -> JobManager:
         self.session.start()
         self.probe.start()
+        self.events.start()
         self._start_server()
         self.retrieval.start()
         self.election.start()
@@ -154,6 +160,8 @@ class JobManager:
             dispatcher.stop()
         self.retrieval.stop()
         self.probe.stop()
+        self.events.stop()
+        self.events.journal.close()  # open streams end, so the server stops at once
         if self._server is not None:
             self._server.should_exit = True
         if self._server_thread is not None:
@@ -257,7 +265,8 @@ class JobManager:
     # ------------------------------------------------------------------ REST server
 
     def _start_server(self) -> None:
-        app = create_app(self, self.security, client_tls=self.client_tls)
+        feed = EventFeed(self.events.journal, self.settings.jobmanager.events_keep_alive)
+        app = create_app(self, self.security, client_tls=self.client_tls, event_feed=feed)
         config = uvicorn.Config(
             app,
             http=PeerCertificateProtocol,  # a client certificate may be a credential

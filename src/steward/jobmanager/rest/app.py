@@ -17,7 +17,7 @@ from steward.store.contents import ContentStore
 from steward.tls.contexts import ClientTls
 
 from ..ui import routes as ui
-from . import cluster, contents, health, internal, jobs, logs, tokens
+from . import cluster, contents, events, health, internal, jobs, logs, tokens
 from .auth import LOGIN_PAGE, PUBLIC_PATHS, ApiSecurity, document
 from .backend import ApiBackend
 from .errors import add_error_handlers
@@ -27,10 +27,15 @@ from .state import Services, install
 
 
 def create_app(
-    backend: ApiBackend, security: ApiSecurity, *, client_tls: ClientTls | None = None
+    backend: ApiBackend,
+    security: ApiSecurity,
+    *,
+    client_tls: ClientTls | None = None,
+    event_feed: events.EventFeed | None = None,
 ) -> FastAPI:
     """The API of ``backend``; a standby forwards writes verifying the leader with
-    ``client_tls`` (default: the system's CAs)."""
+    ``client_tls`` (default: the system's CAs). ``event_feed``: the journal the event routes
+    read (default: one that nothing feeds)."""
     app = FastAPI(
         title="Steward",
         summary="A highly available job manager for PySpark pipelines",
@@ -47,6 +52,7 @@ def create_app(
         ),
     )
     logs.install(app, backend, client_tls)
+    events.install(app, event_feed or events.EventFeed())
     add_error_handlers(app)
     document_bad_requests(app)  # 400, not FastAPI's 422
     # Around everything, the OpenAPI document and unknown paths included (rule: no route
@@ -65,6 +71,7 @@ def create_app(
         contents.router,
         cluster.router,
         jobs.router,
+        events.router,
         logs.router,
         tokens.router,
     )

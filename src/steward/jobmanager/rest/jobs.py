@@ -9,8 +9,9 @@ caller reads; a submitter submits and cancels its own jobs, an admin cancels any
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Annotated
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
@@ -25,6 +26,7 @@ from .auth import Caller, client_address, require
 from .backend import ApiBackend
 from .bodies import bounded_body
 from .errors import ApiError, raise_for
+from .events import Feed, check_wait, long_poll, long_poll_headers
 from .forwarding import forward, leading
 from .state import Backend, Contents, Forwarder
 from .submission import MAX_ARTIFACT_BYTES, MAX_SUBMISSION_BYTES
@@ -75,10 +77,28 @@ def jobs(backend: Backend) -> JobList:
     return JobList(jobs=views, served_by=backend.id)
 
 
-@router.get("/v1/jobs/{job_id}", responses={404: {"model": ErrorBody}})
-def job(job_id: str, backend: Backend) -> JobView:
-    """A job's state, attempts (TaskManager, epoch, start, end, cause) and checkpoints."""
-    return _job_view(backend, _known_form(job_id))
+@router.get("/v1/jobs/{job_id}", response_model=JobView, responses={404: {"model": ErrorBody}})
+async def job(
+    job_id: str,
+    backend: Backend,
+    feed: Feed,
+    wait: Annotated[float | None, Query(description="long poll: seconds, at most 60")] = None,
+    since: Annotated[
+        str | None, Query(description="long poll: the state (or updated_at) you have")
+    ] = None,
+) -> Response:
+    """A job's state, attempts (TaskManager, epoch, start, end, cause) and checkpoints.
+
+    With ``wait``, a long poll: answers as soon as the job differs from ``since``, or after
+    ``wait`` seconds (:mod:`.events`)."""
+    job_id = _known_form(job_id)
+    if check_wait(wait) is None:
+        view = await run_in_threadpool(_job_view, backend, job_id)
+        return JSONResponse(view.model_dump(mode="json"))
+    view, waited = await long_poll(
+        feed, job_id, wait or 0.0, since, lambda: _job_view(backend, job_id)
+    )
+    return JSONResponse(view.model_dump(mode="json"), headers=long_poll_headers(waited))
 
 
 @router.post(

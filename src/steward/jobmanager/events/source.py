@@ -1,0 +1,152 @@
+"""Where a JobManager's job events come from: ZooKeeper watches on the records the leader
+already writes, so that every JobManager, standbys included, streams the same changes.
+
+The leader persists every transition of a live job to ``jobs/<id>/status`` through its fence,
+and a terminated job's outcome to ``results/<id>`` (rule 7). Each JobManager watches those
+(:class:`steward.store.watches.JobWatches`: one children watch on ``jobs/``, and per live job
+one data watch on its status and one on its result) and appends a :class:`JobEvent` to its
+:class:`.journal.Journal` whenever a job's state, reason or attempt count differs from what it
+last saw. Nothing is added to the leader's writes, and a failover changes nothing here: the
+next leader writes the same records.
+
+What a watch guarantees, and so what the stream does: ZooKeeper delivers a job's changes in
+order, but a data watch reads the record when it fires, so two writes in quick succession may
+be seen as the second alone (an intermediate state can be skipped; the last state of each
+change is always seen, and the terminal state always comes from the result). When the session
+is lost the watches lapse: the journal's continuity is broken, so every stream tells its
+consumer to re-read (a ``reset``), and kazoo re-reads every watched node on the new session.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from steward.errors import StewardError
+from steward.ha.session import ConnectionState, Session
+from steward.store.watches import JobWatches
+from steward.wire.events import JobEvent
+from steward.wire.records import JobResultEntry, JobStatusRecord
+from steward.wire.redaction import DEFAULT as SECRETS
+from steward.wire.states import JobState
+
+from .journal import Journal
+
+log = logging.getLogger(__name__)
+
+_Seen = tuple[JobState, str | None, int]
+
+
+class JobEventSource:
+    """Feeds ``journal`` from the watches of ``session``; :meth:`start` once it is connected."""
+
+    def __init__(self, session: Session, journal: Journal) -> None:
+        self._session = session
+        self._watches = JobWatches(session)
+        self.journal = journal
+        self._lock = threading.Lock()
+        self._watched: set[str] = set()
+        self._seen: dict[str, _Seen] = {}
+        self._started = False
+        self._stopped = False
+
+    def start(self) -> JobEventSource:
+        self._session.add_listener(self._on_connection)
+        self._watches.jobs(self._on_jobs)
+        return self
+
+    def stop(self) -> None:
+        # kazoo's watches have no remove: each ends when its callback next returns False.
+        self._stopped = True
+        self._session.remove_listener(self._on_connection)
+
+    @property
+    def watched(self) -> int:
+        """Jobs watched now (each costs two ZooKeeper watches)."""
+        with self._lock:
+            return len(self._watched)
+
+    def _on_connection(self, state: ConnectionState) -> None:
+        if state is ConnectionState.LOST:
+            log.warning("job events may have been missed (zookeeper session lost)")
+            self.journal.break_continuity()
+
+    def _on_jobs(self, job_ids: list[str]) -> bool:
+        if self._stopped:
+            return False
+        # The jobs there when we start are a snapshot, not changes: a consumer reads them
+        # with a GET after its stream's first reset.
+        snapshot, self._started = not self._started, True
+        with self._lock:
+            new = [job_id for job_id in job_ids if job_id not in self._watched]
+            self._watched.update(new)
+            for gone in self._watched - set(job_ids):
+                self._watched.discard(gone)
+                self._seen.pop(gone, None)
+        for job_id in new:
+            self._watch(job_id, quiet=snapshot)
+        return True
+
+    def _watch(self, job_id: str, *, quiet: bool) -> None:
+        first = [quiet]
+
+        def on_status(record: JobStatusRecord | None, deleted: bool) -> bool:
+            if self._stopped or deleted:
+                return False  # the status is deleted only by the job's cleanup
+            if record is not None:
+                self._saw(_status_event(record), publish=not first[0])
+            first[0] = False
+            return True
+
+        def on_result(entry: JobResultEntry, existed: bool) -> bool:
+            if not self._stopped:
+                self._saw(_result_event(entry), publish=not (quiet and existed))
+            return False
+
+        try:
+            self._watches.status(job_id, on_status)
+            self._watches.result(job_id, on_result)
+        except StewardError as exc:
+            # The session is gone: the journal's continuity breaks, kazoo re-lists jobs/.
+            log.warning("cannot watch job events job=%s error=%r", job_id, exc)
+            with self._lock:
+                self._watched.discard(job_id)
+
+    def _saw(self, event: JobEvent, *, publish: bool) -> None:
+        seen: _Seen = (event.state, event.reason, event.attempt_count)
+        with self._lock:
+            before = self._seen.get(event.job_id)
+            if before is not None and before[0].is_terminal:
+                return  # the result has the last word (a late status write adds nothing)
+            if before == seen:
+                return
+            # Kept until the job's cleanup removes jobs/<id> (_on_jobs).
+            self._seen[event.job_id] = seen
+        if publish:
+            self.journal.append(event)
+
+
+def _status_event(record: JobStatusRecord) -> JobEvent:
+    return JobEvent(
+        job_id=record.job_id,
+        name=record.name,
+        state=record.state,
+        reason=None if record.reason is None else SECRETS.text(record.reason),
+        epoch=record.epoch,
+        at=record.updated_at,
+        submitter=record.submitter,
+        attempt_count=record.attempt_count,
+    )
+
+
+def _result_event(entry: JobResultEntry) -> JobEvent:
+    return JobEvent(
+        job_id=entry.job_id,
+        name=entry.name,
+        state=JobState.of(entry.state),
+        reason=SECRETS.text(entry.error.message) if entry.error else None,
+        epoch=entry.epoch,
+        at=entry.finished_at,
+        submitter=entry.submitter,
+        attempt_count=entry.attempt_count,
+    )
