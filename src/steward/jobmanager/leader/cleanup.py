@@ -4,6 +4,12 @@ A job is queued once its result is DIRTY (or, at recovery, when a DIRTY result o
 job graph is found). One thread per term removes, in order, the status record, the job graph
 (pointer, then blob), the checkpoints and their counter, and the job's storage directory, then
 marks the result CLEAN; every step is idempotent, so a failure is retried with backoff.
+
+One failure is not retried: the result itself gone. Every job queued here has a result the
+leaders recorded and ZooKeeper acknowledged (nothing deletes results), so a missing one means
+ZooKeeper lost an acknowledged write, as 3.8.0 did in the chaos suite (docs/reliability.md,
+bug 3). No retry can bring it back; the leader says so once, as an error that names ZooKeeper,
+instead of retrying every 30 s for ever with a warning.
 """
 
 from __future__ import annotations
@@ -12,7 +18,7 @@ import logging
 import queue
 import threading
 
-from steward.errors import FencedError, StewardError
+from steward.errors import FencedError, JobNotFoundError, StewardError
 from steward.runtime import storage
 
 from .stores import LeaderStores, checkpoint_dir
@@ -68,5 +74,17 @@ class Cleanup:
         self._stores.graphs.remove(fence, job_id)
         self._stores.checkpoints(job_id).remove_all(fence)
         storage.remove(checkpoint_dir(self._term.config, job_id))
-        self._stores.results.mark_clean(fence, job_id)
+        try:
+            self._stores.results.mark_clean(fence, job_id)
+        except JobNotFoundError:
+            log.error(
+                "result lost by zookeeper job=%s epoch=%d: the job's result was recorded and"
+                " acknowledged, and ZooKeeper no longer has it. ZooKeeper lost an acknowledged"
+                " write (versions before 3.8.4 have such bugs, e.g. ZOOKEEPER-4785): check the"
+                " ensemble's version and logs (steward doctor). Its cleanup is done otherwise"
+                " and is not retried",
+                job_id,
+                self._term.epoch,
+            )
+            return
         log.info("job cleaned up job=%s epoch=%d", job_id, self._term.epoch)
