@@ -359,6 +359,8 @@ def test_wait_reports_every_view_and_returns_the_result(
     fake.route = lambda r: (  # type: ignore[method-assign]
         httpx.Response(200, json=result_json("j", value={"ticks": 2}))
         if r.url.path.endswith("/result")
+        else error(404, "not_found", "an older JobManager: no events")
+        if r.url.path == "/v1/events"
         else httpx.Response(200, json=job_json("j", next(states)))
     )
     seen: list[JobState] = []
@@ -374,7 +376,8 @@ def test_wait_uses_the_result_embedded_in_a_terminal_view(
         200, json=job_json("j", "FAILED", result=result_json("j", "FAILED"))
     )
     assert client.wait("j").state.value == "FAILED"
-    assert len(fake.requests) == 1
+    # The answer to /v1/events is no stream (an older JobManager): one poll, no result call.
+    assert [r.url.path for r in fake.requests] == ["/v1/events", "/v1/jobs/j"]
 
 
 def test_wait_gives_up_after_its_timeout(client: Client, fake: FakeJobManagers) -> None:

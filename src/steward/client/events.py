@@ -22,7 +22,7 @@ import httpx
 from steward.errors import StewardError
 from steward.wire.events import JOB_EVENT, MEDIA_TYPE, RESET_EVENT
 
-from .failover import RequestTimeouts, error_body
+from .failover import RequestTimeouts
 
 log = logging.getLogger(__name__)
 
@@ -116,14 +116,15 @@ class EventStream:
                 response = self._http.send(request, stream=True)
             except httpx.TransportError:
                 continue
-            if response.status_code == 200:
+            is_stream = response.headers.get("content-type", "").startswith(MEDIA_TYPE)
+            if response.status_code == 200 and is_stream:
                 self.opened += 1
                 return response
             response.read()
             response.close()
             if response.status_code in _RETRYABLE:
                 continue
-            if response.status_code == 404 and error_body(response).code == "not_found":
+            if response.status_code in (200, 404, 405):  # an older JobManager, or not Steward
                 raise EventsUnsupportedError(address)
             raise self._error_of(response)
         return None
