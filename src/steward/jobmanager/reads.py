@@ -43,6 +43,7 @@ def result_view(entry: JobResultEntry, served_by: str) -> JobView:
         reason=SECRETS.text(entry.error.message) if entry.error else None,
         attempts=redact_attempts(entry.attempts),
         attempt_count=entry.attempt_count,
+        failures=entry.failures,
         result=ResultView.of(entry),
         submitter=entry.submitter,
         served_by=served_by,

@@ -92,6 +92,9 @@ class JobResultEntry(Payload):
         description="the last attempts, their causes without tracebacks (the error has it)",
     )
     attempt_count: int = Field(default=0, ge=0, description="attempts ever made (>= the list)")
+    failures: int = Field(
+        default=0, ge=0, description="failed attempts (0 in results recorded before it was kept)"
+    )
     epoch: int = Field(ge=1)
     submitter: str | None = None
     """Who submitted the job (None: recorded before authentication)."""
@@ -135,8 +138,7 @@ class TaskManagerInfo(Payload):
     slots: int = Field(ge=0)
     http_address: str | None = Field(
         default=None,
-        description="its HTTP port's URL (attempts' logs); None: written by a version"
-        " without one",
+        description="its HTTP port's URL (attempts' logs); None: written by a version without one",
     )
 
 

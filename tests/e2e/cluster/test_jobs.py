@@ -92,6 +92,8 @@ def test_failing_pipeline_is_restarted_then_failed(
         assert result.error.traceback and "validate(ROWS)" in result.error.traceback
         view = client.job("fails")
         assert view.state is JobState.FAILED
+        # The ended job's view counts its failed attempts: 2 restarts allowed, 3 attempts
+        assert (view.attempt_count, view.failures) == (3, 3)
     process_cluster.check_alive()
 
 

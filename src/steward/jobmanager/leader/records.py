@@ -149,6 +149,7 @@ class Records:
             name=master.spec.name,
             attempts=attempts_to_keep(master.attempts),
             attempt_count=master.attempt_count,
+            failures=master.failures,
             epoch=self._term.epoch,
             submitter=master.spec.submitter,
         )
