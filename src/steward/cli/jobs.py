@@ -6,8 +6,8 @@ Each talks to the cluster through :class:`steward.Client` (found by
 views as the API returns them; otherwise rich text. Errors are ``StewardError``s, which
 ``steward.cli.main`` prints as one line with exit code 2.
 
-Exit codes: 0; 1 when a followed job (``submit`` without ``--detach``) or a ``result`` ended
-FAILED or CANCELED, or when ``leader`` finds none; 2 for a user mistake.
+Exit codes: 0; 1 when a followed job (``submit`` without ``--detach``, ``status -f``) or a
+``result`` ended FAILED or CANCELED, or when ``leader`` finds none; 2 for a user mistake.
 """
 
 from __future__ import annotations
@@ -118,7 +118,10 @@ def _echo_submitted(view: JobView, *, as_json: bool) -> None:
 
 
 def _follow(client: Client, job_id: str, *, quiet: bool) -> ResultView:
-    """Wait for the job's result, with a live status line on stderr unless ``quiet``."""
+    """Wait for the job's result, with a live status line on stderr unless ``quiet``.
+
+    ``Client.wait`` follows the job's live events (one request per change, across a failover;
+    it polls only a JobManager without them), so the line changes as soon as the job does."""
     if quiet:
         return client.wait(job_id)
     started = time.monotonic()
@@ -158,9 +161,23 @@ def list_jobs(config: Configuration, as_json: bool) -> None:
 @click.command()
 @click.argument("job_id", metavar="JOB")
 @_json_option
+@click.option(
+    "-f", "--follow", is_flag=True, help="Follow the job until it ends, then show its result."
+)
 @click.pass_obj
-def status(config: Configuration, job_id: str, as_json: bool) -> None:
-    """Show a job's state, reason, progress and attempts."""
+def status(config: Configuration, job_id: str, as_json: bool, follow: bool) -> None:
+    """Show a job's state, reason, progress and attempts.
+
+    With --follow, a live status line until the job ends (from the cluster's live events),
+    then its result; exit code 0 if it FINISHED, 1 otherwise."""
+    if follow:
+        with open_client(config) as client:
+            outcome = _follow(client, job_id, quiet=as_json)
+        if as_json:
+            _echo_json(outcome)
+        else:
+            render.print_result(Console(), outcome)
+        click.get_current_context().exit(_exit_code(outcome))
     with open_client(config) as client:
         view = client.job(job_id)
     if as_json:

@@ -242,3 +242,15 @@ def test_an_unreachable_cluster_is_one_line_and_exit_2(fake: FakeJobManagers, ru
     assert code == 2
     assert err.startswith("error: no JobManager answered within 0.5s")
     assert len(err.strip().splitlines()) == 1
+
+
+def test_status_follow_waits_for_the_end_and_exits_with_its_result(
+    fake: FakeJobManagers, run: Run
+) -> None:
+    # An older JobManager (no /v1/events): the follow polls, as it did before live events.
+    fake.add_job("x", job_json("x", "RUNNING"), FAILED)
+    code, out, _err = run("status", "x", "-f", "--json")
+    assert code == 1
+    document = json.loads(out)
+    assert document["state"] == "FAILED"
+    assert document["error"]["type"] == "ValueError"
