@@ -13,6 +13,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+import httpx
 import pytest
 from ha_harness import expire_session
 from scripted_leader import ScriptedLeader, start_command
@@ -46,7 +47,13 @@ def test_registers_with_its_address_and_slots_and_deregisters_on_stop(
     manager.start()
     try:
         info = registered(observer, "tm-reg")
-        assert info == TaskManagerInfo(address="host-a", slots=2)
+        assert info == TaskManagerInfo(
+            address="host-a", slots=2, http_address=manager.http.address
+        )
+        # Its HTTP port (attempts' logs) answers at the address it registered.
+        assert info is not None and info.http_address is not None
+        health = httpx.get(info.http_address + "/healthz", timeout=5).json()
+        assert health == {"status": "ok", "id": "tm-reg", "role": "taskmanager"}
     finally:
         manager.stop()
     assert registered(observer, "tm-reg") is None
