@@ -64,6 +64,10 @@ def test_a_cluster_started_with_tls_serves_and_verifies_https_everywhere(
                 str(LONG_RUNNING), "--json", "--", "--ticks", "1", "--interval", "0.1")
     )  # fmt: skip
     assert through_standby["state"] == "FINISHED"
+    # And its log comes through the standby from the TaskManager's own port, over TLS too
+    log = ok(steward(workdir, "-D", f"rest.address={standby['address']}", "logs",
+                     through_standby["job_id"]))  # fmt: skip
+    assert "long_running" in log.stdout, log.stdout
     # Then plain HTTP to a JobManager's port gets no answer at all
     for process in jobmanagers:
         plain = process["address"].replace("https://", "http://")
