@@ -47,9 +47,7 @@ def test_registers_with_its_address_and_slots_and_deregisters_on_stop(
     manager.start()
     try:
         info = registered(observer, "tm-reg")
-        assert info == TaskManagerInfo(
-            address="host-a", slots=2, http_address=manager.http.address
-        )
+        assert info == TaskManagerInfo(address="host-a", slots=2, http_address=manager.http.address)
         # Its HTTP port (attempts' logs) answers at the address it registered.
         assert info is not None and info.http_address is not None
         health = httpx.get(info.http_address + "/healthz", timeout=5).json()
