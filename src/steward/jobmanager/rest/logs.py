@@ -16,6 +16,7 @@ or lost with its host); 502 ``taskmanager_unreachable`` when it cannot be reache
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 from typing import Annotated
 
@@ -45,6 +46,8 @@ from .auth import Caller, require
 from .backend import ApiBackend
 from .errors import ApiError
 from .state import Backend
+
+log = logging.getLogger(__name__)
 
 router = APIRouter(tags=["jobs"])
 
@@ -162,8 +165,9 @@ async def _relay(upstream: httpx.Response) -> AsyncIterator[bytes]:
     try:
         async for block in upstream.aiter_raw():
             yield block
-    except httpx.HTTPError:
-        return  # the TaskManager went away mid-stream: the caller sees the stream end
+    except httpx.HTTPError as exc:
+        # The TaskManager went away mid-stream: the caller sees the stream end there.
+        log.warning("log stream from a TaskManager broke url=%s: %s", upstream.url, exc)
     finally:
         await upstream.aclose()
 
