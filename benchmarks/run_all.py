@@ -71,6 +71,7 @@ CLUSTER_SUITE = (
     Benchmark("pipeline_overhead", "pipeline_overhead"),
     Benchmark("script_submit", "script_submit"),
     Benchmark("security_cost", "security_cost"),
+    Benchmark("wait_cost", "wait_cost"),
 )
 SUITES = {"foundation": SUITE, "cluster": CLUSTER_SUITE}
 CHILD_STOP_TIMEOUT = 60.0
