@@ -31,6 +31,7 @@ from steward.config import Configuration
 from steward.errors import FencedError
 from steward.ha.election import Leadership
 from steward.ha.session import Session
+from steward.metrics import JobManagerMetrics
 from steward.store.blob import BlobStore
 from steward.store.contents import ContentStore
 from steward.wire.heartbeat import Heartbeat, HeartbeatReply
@@ -68,6 +69,7 @@ class Dispatcher:
         jobmanager_id: str,
         hooks: HookRunner,
         on_fenced: Callable[[], None] = lambda: None,
+        metrics: JobManagerMetrics | None = None,
     ) -> None:
         self.session = session
         self.epoch = leadership.epoch
@@ -75,6 +77,7 @@ class Dispatcher:
         self.config = config
         self.id = jobmanager_id
         self.term = term = Term.of(leadership, config, jobmanager_id, on_fenced)
+        term.metrics = metrics or term.metrics
         self.table = table = JobTable()
         self.stores = stores = LeaderStores.open(session, blobs, config, jobmanager_id)
         # Content GC hook: the leader's collection of unreferenced files (content_gc.py).
@@ -111,6 +114,7 @@ class Dispatcher:
         self._scheduler = Scheduler(term, table, stores, records, self._membership)
         self._views = Views(term, table, stores)
         self._threads: list[threading.Thread] = []
+        self._granted_at = term.monotonic()
         self.recovery_summary: dict[str, int] = {}
 
     # ------------------------------------------------------------------ lifecycle
@@ -152,6 +156,7 @@ class Dispatcher:
             self.term.on_fenced()
             return
         self.term.ready.set()
+        self.term.metrics.recovery_duration.observe(self.term.monotonic() - self._granted_at)
         self._scheduler.run()
 
     # ------------------------------------------------------------------ what the term answers
@@ -162,7 +167,8 @@ class Dispatcher:
         Raises JobResultExistsError (the id has a result) or JobExistsError (it is live, or
         being submitted).
         """
-        return self._submissions.submit(spec, graph)
+        with self.term.metrics.submission_latency.time():
+            return self._submissions.submit(spec, graph)
 
     def cancel(self, job_id: str) -> JobView:
         return self._submissions.cancel(job_id)

@@ -40,6 +40,7 @@ from steward.ha.election import LeaderElection, Leadership
 from steward.ha.liveness import LivenessProbe
 from steward.ha.retrieval import LeaderRetrieval
 from steward.ha.session import Session
+from steward.metrics import JobManagerMetrics
 from steward.store.blob import BlobStore
 from steward.tls import contexts as tls
 from steward.tls.peer import PeerCertificateProtocol
@@ -91,6 +92,7 @@ class JobManager:
         self.events = JobEventSource(self.session, Journal(settings.jobmanager.events_buffer))
         """Live job events, from watches on the records the leader writes (standbys too)."""
         self.retrieval = LeaderRetrieval(self.session)
+        self.metrics = JobManagerMetrics()
         self._lock = threading.Lock()
         self._dispatcher: Dispatcher | None = None
         self._server: uvicorn.Server | None = None
@@ -185,7 +187,9 @@ class JobManager:
             jobmanager_id=self.id,
             hooks=hooks,
             on_fenced=self._fenced,
+            metrics=self.metrics,
         )
+        self.metrics.leadership_grants.inc()
         with self._lock:
             previous, self._dispatcher = self._dispatcher, dispatcher
             self._hooks, self._hooks_session = hooks, self.session.session_id
@@ -210,6 +214,7 @@ class JobManager:
     def _answered(self, probe_started: float) -> None:
         """A round trip that started after the cut-off worked: this term's hooks may run
         again, if the term's session is still the one that answered."""
+        self.metrics.zookeeper_round_trip.observe(time.monotonic() - probe_started)
         with self._lock:
             if self._cut_off_at is None or probe_started <= self._cut_off_at:
                 return
@@ -266,7 +271,13 @@ class JobManager:
 
     def _start_server(self) -> None:
         feed = EventFeed(self.events.journal, self.settings.jobmanager.events_keep_alive)
-        app = create_app(self, self.security, client_tls=self.client_tls, event_feed=feed)
+        app = create_app(
+            self,
+            self.security,
+            client_tls=self.client_tls,
+            event_feed=feed,
+            job_metrics=self.metrics,
+        )
         config = uvicorn.Config(
             app,
             http=PeerCertificateProtocol,  # a client certificate may be a credential

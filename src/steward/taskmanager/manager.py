@@ -49,6 +49,7 @@ from steward.errors import (
 from steward.ha.liveness import LivenessProbe
 from steward.ha.retrieval import LeaderRetrieval
 from steward.ha.session import ConnectionState, Session
+from steward.metrics import TaskManagerMetrics, TaskManagerSnapshot
 from steward.runtime.warm import files_cold_reason
 from steward.security.credentials import internal_credential
 from steward.store.blob import BlobStore
@@ -119,6 +120,8 @@ class TaskManager:
             self.leases, self._on_exit, on_released=self._released, outcome_of=self._outcome_of
         )
         self._log_max_size = settings.taskmanager.attempt_log_max_size
+        self.metrics = TaskManagerMetrics()
+        self.metrics.observe(self._snapshot)
         # Its attempts' logs (and probes): bound now, so its address is in the registration.
         self.http = HttpPort(
             self.id,
@@ -127,6 +130,7 @@ class TaskManager:
             attempts=self.attempts,
             workdir=self.workdir,
             ready=self._not_ready,
+            metrics=self.metrics,
         )
         self.cleaner = WorkdirCleaner(
             self.workdir,
@@ -366,6 +370,7 @@ class TaskManager:
             return
         runner = attempt.runner or runner  # a warm spare, if one was handed out
         runner.begin()
+        self.metrics.attempts_started.inc()
         grace = self.attempts.running(attempt, execution.group.pid, execution.started_at)
         if grace is not None:
             runner.cancel(grace)
@@ -454,6 +459,7 @@ class TaskManager:
             outcome = FailedEvent(
                 error=ErrorInfo(type=SELF_FENCED_ERROR, message=attempt.fenced_reason)
             )
+        self.metrics.attempt_ended(str(outcome.event))
         self.attempts.end(attempt, outcome)
 
     # ------------------------------------------------------------------ self-fencing
@@ -461,6 +467,15 @@ class TaskManager:
     @property
     def fenced(self) -> bool:
         return self._fenced_at is not None
+
+    def _snapshot(self) -> TaskManagerSnapshot:
+        """What ``/metrics`` reads at each scrape."""
+        return TaskManagerSnapshot(
+            slots=self.slots,
+            used=self.attempts.used_slots(),
+            zookeeper_connected=self.session.connected,
+            fenced=self.fenced,
+        )
 
     def _not_ready(self) -> str | None:
         """Why this TaskManager cannot run attempts now (its readiness probe), or None."""
@@ -473,6 +488,7 @@ class TaskManager:
             first = self._fenced_at is None
             if first:
                 self._fenced_at = time.monotonic()
+                self.metrics.self_fencings.inc()
         self.executions.refuse_starts(f"self-fenced: {reason}")
         victims = self.attempts.mark_fenced(reason)
         killed = self.executions.kill_all(reason)
@@ -487,6 +503,7 @@ class TaskManager:
 
     def _alive(self, probe_started: float) -> None:
         """A ZooKeeper round trip that started at ``probe_started`` succeeded."""
+        self.metrics.zookeeper_round_trip.observe(time.monotonic() - probe_started)
         with self._fence_lock:
             if self._fenced_at is None or probe_started <= self._fenced_at:
                 return

@@ -59,6 +59,7 @@ class Cleanup:
             except (StewardError, OSError) as exc:
                 delay = min(30.0, delays.get(job_id, 0.5) * 2)
                 delays[job_id] = delay
+                self._term.metrics.cleanup_retries.inc()
                 log.warning("cleanup failed job=%s retry_in=%.1fs error=%r", job_id, delay, exc)
                 timer = threading.Timer(delay, self._queue.put, args=(job_id,))
                 timer.daemon = True

@@ -28,7 +28,7 @@ from steward.wire.heartbeat import (
 )
 from steward.wire.records import CompletedCheckpoint
 from steward.wire.runner import CheckpointEvent
-from steward.wire.states import AttemptPhase
+from steward.wire.states import AttemptPhase, JobState
 
 from ..jobmaster import JobMaster
 from .commands import send_cancel
@@ -57,6 +57,7 @@ class Heartbeats:
         term, table = self._term, self._table
         with table.lock:
             state = table.rm.heartbeat(beat)
+            term.metrics.heartbeat_from(beat.taskmanager)
             acks: list[Ack] = []
             commands: list[Command] = []
             if term.ready.is_set() and not term.stopped.is_set():
@@ -182,6 +183,9 @@ class Heartbeats:
         self._table.rm.release(tm_id, master.job_id, report.attempt)
         master.running(report.attempt, report.started_at)
         terminal = master.ended(report.attempt, outcome, now=self._term.monotonic())
+        self._term.metrics.attempt_ended(str(outcome.event))
+        if master.state is JobState.RESTARTING:
+            self._term.metrics.restart_scheduled(master.not_before - self._term.monotonic())
         if terminal is not None:
             done = self._records.terminate(master, terminal)
         else:

@@ -109,6 +109,7 @@ class Records:
         job_id = master.job_id
         try:
             self._create_dirty(self._entry(master, terminal))
+            self._term.metrics.jobs_terminated.labels(state=terminal.state.value).inc()
         except JobExistsError:
             pass  # recorded before (by us, or by an earlier leader): the first result stands
         except FencedError as exc:

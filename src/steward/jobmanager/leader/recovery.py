@@ -75,6 +75,7 @@ class Recovery:
                 self._cleanup.put(job_id)
         todo = [job_id for job_id in graph_ids if job_id not in result_ids]
         outcomes = self._recover_all(todo, leases)
+        self._term.metrics.recovered(outcomes.count("adopted"), outcomes.count("restarted"))
         summary = {
             "jobs": len(todo),
             "adopted": outcomes.count("adopted"),

@@ -91,6 +91,9 @@ class Scheduler:
         rm.assign(tm_id, master.job_id, deployment.number, master.spec.slots)
         self._records.persist(master)
         rm.enqueue(tm_id, self._start_command(master, deployment, metadata))
+        self._term.metrics.attempt_started(
+            deployment.number, self._term.wall() - master.submitted_at
+        )
         log.info(
             "attempt deployed job=%s attempt=%d tm=%s epoch=%d",
             master.job_id,

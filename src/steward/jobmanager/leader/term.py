@@ -19,6 +19,7 @@ from steward.config import Configuration, Settings
 from steward.errors import FencedError, NotReadyError
 from steward.ha.election import Leadership
 from steward.ha.fencing import Fence
+from steward.metrics import JobManagerMetrics
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +35,8 @@ class Term:
     on_fenced: Callable[[], None] = lambda: None
     monotonic: Callable[[], float] = time.monotonic
     wall: Callable[[], float] = time.time
+    metrics: JobManagerMetrics = field(default_factory=JobManagerMetrics, repr=False)
+    """The JobManager's event metrics (a registry of the term's own unless handed one)."""
     ready: threading.Event = field(default_factory=threading.Event, init=False)
     stopped: threading.Event = field(default_factory=threading.Event, init=False)
     wakeup: threading.Event = field(default_factory=threading.Event, init=False)
@@ -65,6 +68,7 @@ class Term:
 
     def fenced(self, exc: FencedError) -> None:
         log.error("dispatcher fenced, stepping down epoch=%d cause=%s", self.epoch, exc)
+        self.metrics.fenced_writes.inc()
         self.stop()
         self.on_fenced()
 

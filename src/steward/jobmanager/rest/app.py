@@ -12,12 +12,13 @@ from __future__ import annotations
 import anyio
 from fastapi import FastAPI
 
+from steward.metrics import JobManagerMetrics
 from steward.security.asgi import AuthMiddleware
 from steward.store.contents import ContentStore
 from steward.tls.contexts import ClientTls
 
 from ..ui import routes as ui
-from . import cluster, contents, events, health, internal, jobs, logs, tokens
+from . import cluster, contents, events, health, internal, jobs, logs, metrics, tokens
 from .auth import LOGIN_PAGE, PUBLIC_PATHS, ApiSecurity, document
 from .backend import ApiBackend
 from .errors import add_error_handlers
@@ -32,10 +33,12 @@ def create_app(
     *,
     client_tls: ClientTls | None = None,
     event_feed: events.EventFeed | None = None,
+    job_metrics: JobManagerMetrics | None = None,
 ) -> FastAPI:
     """The API of ``backend``; a standby forwards writes verifying the leader with
     ``client_tls`` (default: the system's CAs). ``event_feed``: the journal the event routes
-    read (default: one that nothing feeds)."""
+    read (default: one that nothing feeds). ``job_metrics``: what ``/metrics`` serves (default:
+    a registry of its own)."""
     app = FastAPI(
         title="Steward",
         summary="A highly available job manager for PySpark pipelines",
@@ -53,6 +56,7 @@ def create_app(
     )
     logs.install(app, backend, client_tls)
     events.install(app, event_feed or events.EventFeed())
+    metrics.install(app, backend, job_metrics or JobManagerMetrics())
     add_error_handlers(app)
     document_bad_requests(app)  # 400, not FastAPI's 422
     # Around everything, the OpenAPI document and unknown paths included (rule: no route
@@ -74,6 +78,7 @@ def create_app(
         events.router,
         logs.router,
         tokens.router,
+        metrics.router,
     )
     for router in (*routers, internal.router, ui.router):
         app.include_router(router)

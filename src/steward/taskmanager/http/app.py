@@ -11,11 +11,11 @@ from fastapi import APIRouter, FastAPI
 from steward.security.asgi import PROBES, AuthMiddleware
 from steward.security.authenticator import Authenticator
 
-from . import health, logs
+from . import health, logs, metrics
 from .errors import add_error_handlers
 from .state import Node
 
-ROUTERS: tuple[APIRouter, ...] = (health.router, logs.router)
+ROUTERS: tuple[APIRouter, ...] = (health.router, logs.router, metrics.router)
 """Every router of the TaskManager's port, in the OpenAPI document's order."""
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from steward.config import Settings
 from steward.ha.session import Session
+from steward.metrics import TaskManagerMetrics
 from steward.taskmanager.attempts import Attempts
 from steward.taskmanager.workdir_cleaner import Guard
 
@@ -35,11 +36,13 @@ class HttpPort:
         attempts: Attempts,
         workdir: Path,
         ready: Callable[[], str | None],
+        metrics: TaskManagerMetrics | None = None,
     ) -> None:
         self._settings = settings
         self._session = session
         self._attempts = attempts
         self._ready = ready
+        self._metrics = metrics or TaskManagerMetrics()
         self.id = tm_id
         self.removed = RemovedLogs()
         self.logs = AttemptLogs(workdir, self._phase, self.removed)
@@ -56,6 +59,7 @@ class HttpPort:
             authenticator(security, self._session),
             certificates=takes_certificates(security, self._settings.tls),
         )
+        app.state.metrics = self._metrics  # what /metrics serves (.metrics)
         self.server.start(app)
         return self
 

@@ -1,0 +1,209 @@
+"""A JobManager's metrics: leadership, jobs, attempts, latencies, ZooKeeper, TaskManagers.
+
+Events are counted where they happen (one call in the leader's modules, through the term's
+:class:`JobManagerMetrics`); state is read at scrape time from a :class:`JobManagerSnapshot`
+the REST layer builds from the JobManager. Only the leader knows jobs, slots and heartbeats: a
+standby exports its leadership gauges, its ZooKeeper session, and the counters of its past
+terms.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.metrics_core import GaugeMetricFamily, Metric
+
+from .registry import BACKOFF_BUCKETS, LATENCY_BUCKETS, SnapshotCollector, new_registry
+
+
+@dataclass(frozen=True)
+class TaskManagerSlots:
+    """One TaskManager as the leader knows it."""
+
+    slots: int
+    used: int
+    heartbeat_age: float | None
+    """Seconds since its last heartbeat (None: none yet in this term)."""
+
+
+@dataclass(frozen=True)
+class JobManagerSnapshot:
+    """What a JobManager knows at one scrape."""
+
+    is_leader: bool
+    leader_epoch: int | None
+    """The epoch of the leader this JobManager knows of (None: no leader known)."""
+    zookeeper_connected: bool
+    jobs: Mapping[str, int] | None = None
+    """Live jobs by state; None on a standby (or a leader still recovering)."""
+    taskmanagers: Mapping[str, TaskManagerSlots] = field(default_factory=dict)
+
+
+class JobManagerMetrics:
+    """The registry of one JobManager and its event metrics."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.registry: CollectorRegistry = new_registry()
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._heartbeats: dict[str, float] = {}
+        r = self.registry
+        self.leadership_grants = Counter(
+            "steward_leadership_grants", "Times this JobManager was granted leadership.", registry=r
+        )
+        self.recovery_duration = Histogram(
+            "steward_recovery_duration_seconds",
+            "From a grant of leadership to the term being ready (jobs recovered).",
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.attempts_started = Counter(
+            "steward_attempts_started", "Attempts deployed (start command sent).", registry=r
+        )
+        self.attempts_ended = Counter(
+            "steward_attempts_ended",
+            "Attempts whose outcome a TaskManager reported, by outcome.",
+            ["outcome"],
+            registry=r,
+        )
+        self.attempts_adopted = Counter(
+            "steward_attempts_adopted",
+            "Running attempts a new leader adopted from their lease during recovery.",
+            registry=r,
+        )
+        self.attempts_restarted = Counter(
+            "steward_attempts_restarted",
+            "Restarts scheduled: after a failed attempt, or in recovery for a dead one.",
+            registry=r,
+        )
+        self.restart_backoff = Histogram(
+            "steward_restart_backoff_seconds",
+            "How long a restart waits before its attempt (the restart strategy's delay).",
+            buckets=BACKOFF_BUCKETS,
+            registry=r,
+        )
+        self.submission_latency = Histogram(
+            "steward_submission_duration_seconds",
+            "Time the leader takes to accept a submission (graph stored, job recorded).",
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.scheduling_latency = Histogram(
+            "steward_scheduling_latency_seconds",
+            "From a job's submission to its first attempt's start command.",
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.fenced_writes = Counter(
+            "steward_fenced_writes_rejected",
+            "Writes ZooKeeper refused because a newer leader's epoch fenced this term.",
+            registry=r,
+        )
+        self.jobs_terminated = Counter(
+            "steward_jobs_terminated",
+            "Jobs that reached a terminal state (their result recorded), by state.",
+            ["state"],
+            registry=r,
+        )
+        self.cleanup_retries = Counter(
+            "steward_cleanup_retries",
+            "Cleanups of a terminated job's HA data that failed and are retried.",
+            registry=r,
+        )
+        self.zookeeper_round_trip = Histogram(
+            "steward_zookeeper_round_trip_seconds",
+            "Round trips of the liveness probe to ZooKeeper.",
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+
+    def observe(self, snapshot: Callable[[], JobManagerSnapshot]) -> None:
+        """Read the JobManager's state through ``snapshot`` at every scrape."""
+        self.registry.register(SnapshotCollector(snapshot, render_jobmanager))
+
+    # ------------------------------------------------------------------ events
+
+    def attempt_started(self, number: int, since_submission: float) -> None:
+        """Attempt ``number`` was deployed; the first one's delay is the scheduling latency."""
+        self.attempts_started.inc()
+        if number == 1:
+            self.scheduling_latency.observe(max(0.0, since_submission))
+
+    def recovered(self, adopted: int, restarted: int) -> None:
+        """A recovery's outcome: attempts adopted, jobs whose attempt must run again."""
+        self.attempts_adopted.inc(adopted)
+        self.attempts_restarted.inc(restarted)
+
+    def attempt_ended(self, outcome: str) -> None:
+        self.attempts_ended.labels(outcome=outcome).inc()
+
+    def restart_scheduled(self, wait: float) -> None:
+        self.attempts_restarted.inc()
+        self.restart_backoff.observe(max(0.0, wait))
+
+    def heartbeat_from(self, tm_id: str) -> None:
+        """A heartbeat of ``tm_id`` arrived (its age is read at scrape time)."""
+        with self._lock:
+            self._heartbeats[tm_id] = self._clock()
+
+    def heartbeat_age(self, tm_id: str) -> float | None:
+        with self._lock:
+            last = self._heartbeats.get(tm_id)
+        return None if last is None else max(0.0, self._clock() - last)
+
+
+def render_jobmanager(snapshot: JobManagerSnapshot) -> Iterable[Metric]:
+    """The scrape-time gauges of one :class:`JobManagerSnapshot`."""
+    yield GaugeMetricFamily(
+        "steward_jobmanager_is_leader",
+        "1 on the JobManager that leads, 0 on a standby.",
+        value=int(snapshot.is_leader),
+    )
+    if snapshot.leader_epoch is not None:
+        yield GaugeMetricFamily(
+            "steward_leader_epoch",
+            "The epoch of the leader this JobManager knows of.",
+            value=snapshot.leader_epoch,
+        )
+    yield GaugeMetricFamily(
+        "steward_zookeeper_connected",
+        "1 while the ZooKeeper session is connected.",
+        value=int(snapshot.zookeeper_connected),
+    )
+    if snapshot.jobs is not None:
+        jobs = GaugeMetricFamily(
+            "steward_jobs", "Live jobs by state (leader only).", labels=["state"]
+        )
+        for state, count in sorted(snapshot.jobs.items()):
+            jobs.add_metric([state], count)
+        yield jobs
+        yield from _slots(snapshot.taskmanagers)
+
+
+def _slots(taskmanagers: Mapping[str, TaskManagerSlots]) -> Iterable[Metric]:
+    yield GaugeMetricFamily(
+        "steward_taskmanagers", "TaskManagers the leader knows.", value=len(taskmanagers)
+    )
+    yield GaugeMetricFamily(
+        "steward_slots_capacity",
+        "Slots of all TaskManagers.",
+        value=sum(tm.slots for tm in taskmanagers.values()),
+    )
+    yield GaugeMetricFamily(
+        "steward_slots_used",
+        "Slots taken by attempts.",
+        value=sum(min(tm.used, tm.slots) for tm in taskmanagers.values()),
+    )
+    ages = GaugeMetricFamily(
+        "steward_taskmanager_heartbeat_age_seconds",
+        "Seconds since each TaskManager's last heartbeat reached the leader.",
+        labels=["taskmanager"],
+    )
+    for tm_id, tm in sorted(taskmanagers.items()):
+        if tm.heartbeat_age is not None:
+            ages.add_metric([tm_id], tm.heartbeat_age)
+    yield ages

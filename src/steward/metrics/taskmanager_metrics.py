@@ -1,0 +1,88 @@
+"""A TaskManager's metrics: its slots, its attempts, its ZooKeeper session.
+
+Its attempts and slots are read at scrape time from a :class:`TaskManagerSnapshot`; what
+happened (attempts launched and ended, self-fencing, round trips) is counted as it happens.
+Every series carries nothing but bounded labels (an outcome); which TaskManager it is comes
+from Prometheus' ``instance`` label.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.metrics_core import GaugeMetricFamily, Metric
+
+from .registry import LATENCY_BUCKETS, SnapshotCollector, new_registry
+
+
+@dataclass(frozen=True)
+class TaskManagerSnapshot:
+    """What a TaskManager knows at one scrape."""
+
+    slots: int
+    used: int
+    """Slots its attempts take now."""
+    zookeeper_connected: bool
+    fenced: bool
+    """It fenced itself (no ZooKeeper round trip for ``taskmanager.fence-after``)."""
+
+
+class TaskManagerMetrics:
+    """The registry of one TaskManager and its event metrics."""
+
+    def __init__(self) -> None:
+        self.registry: CollectorRegistry = new_registry()
+        r = self.registry
+        self.attempts_started = Counter(
+            "steward_taskmanager_attempts_started",
+            "Attempts this TaskManager launched.",
+            registry=r,
+        )
+        self.attempts_ended = Counter(
+            "steward_taskmanager_attempts_ended",
+            "Attempts of this TaskManager that ended, by outcome.",
+            ["outcome"],
+            registry=r,
+        )
+        self.self_fencings = Counter(
+            "steward_taskmanager_self_fencings",
+            "Times this TaskManager fenced itself (ZooKeeper silent for fence-after).",
+            registry=r,
+        )
+        self.zookeeper_round_trip = Histogram(
+            "steward_zookeeper_round_trip_seconds",
+            "Round trips of the liveness probe to ZooKeeper.",
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+
+    def observe(self, snapshot: Callable[[], TaskManagerSnapshot]) -> None:
+        """Read the TaskManager's state through ``snapshot`` at every scrape."""
+        self.registry.register(SnapshotCollector(snapshot, render_taskmanager))
+
+    def attempt_ended(self, outcome: str) -> None:
+        self.attempts_ended.labels(outcome=outcome).inc()
+
+
+def render_taskmanager(snapshot: TaskManagerSnapshot) -> Iterable[Metric]:
+    """The scrape-time gauges of one :class:`TaskManagerSnapshot`."""
+    yield GaugeMetricFamily(
+        "steward_taskmanager_slots", "Slots of this TaskManager.", value=snapshot.slots
+    )
+    yield GaugeMetricFamily(
+        "steward_taskmanager_slots_used",
+        "Slots taken by the attempts it runs.",
+        value=min(snapshot.used, snapshot.slots),
+    )
+    yield GaugeMetricFamily(
+        "steward_zookeeper_connected",
+        "1 while the ZooKeeper session is connected.",
+        value=int(snapshot.zookeeper_connected),
+    )
+    yield GaugeMetricFamily(
+        "steward_taskmanager_fenced",
+        "1 while this TaskManager has fenced itself.",
+        value=int(snapshot.fenced),
+    )
