@@ -58,11 +58,12 @@ def cluster(
         extra={"jobmanager.events.keep-alive": "1s"},
     )
     try:
+        # All at once: whichever JobManager leads, the tests ask the cluster which.
         cluster.start_jobmanager("jm-1")
-        cluster.wait_ready(taskmanagers=0)
         cluster.start_jobmanager("jm-2")
         cluster.start_taskmanager("tm-1", slots=4)
         cluster.wait_ready(taskmanagers=1)
+        wait_until(lambda: len((cluster.cluster_view() or {}).get("jobmanagers", [])) == 2, 30)
         yield cluster
     finally:
         cluster.stop()
@@ -146,35 +147,30 @@ def _assert_in_lifecycle_order(states: list[JobState]) -> None:
     assert positions == sorted(positions), f"out of order: {states}"
 
 
-def test_leaders_stream_sees_a_job_from_submitted_to_finished_in_order(
+def test_leader_and_standby_stream_a_job_until_finished_in_order(
     cluster: ProcessCluster, tmp_path: Path
 ) -> None:
-    leader, _ = _jobmanagers(cluster)
-    with recording(leader, job="ordered") as stream:
-        stream.wait_started()
-        assert stream.events[0].name == RESET_EVENT  # a new stream: read, then follow
+    leader, standby = _jobmanagers(cluster)
+    with recording(leader, job="ordered") as on_leader, recording(standby) as on_standby:
+        on_leader.wait_started()
+        on_standby.wait_started()
+        # A new stream begins with a reset: read the state, then follow.
+        assert on_leader.events[0].name == on_standby.events[0].name == RESET_EVENT
         gate = _submit_gated(cluster, tmp_path, "ordered")
-        stream.wait_for("ordered", JobState.RUNNING)
+        on_leader.wait_for("ordered", JobState.RUNNING)
+        on_standby.wait_for("ordered", JobState.RUNNING)
         gate.touch()
-        stream.wait_for("ordered", JobState.FINISHED)
-        states = stream.states("ordered")
-    _assert_in_lifecycle_order(states)
-    # The first state the leader records: SUBMITTED lives in its memory only (a job without
-    # an initialize hook gets its first status record once it is SCHEDULED).
-    assert states[0] in (JobState.INITIALIZING, JobState.SCHEDULED), states
-
-
-def test_standbys_stream_sees_the_same_changes(cluster: ProcessCluster, tmp_path: Path) -> None:
-    _, standby = _jobmanagers(cluster)
-    with recording(standby) as stream:  # no filter: every job
-        stream.wait_started()
-        gate = _submit_gated(cluster, tmp_path, "on-standby")
-        stream.wait_for("on-standby", JobState.RUNNING)
-        gate.touch()
-        stream.wait_for("on-standby", JobState.FINISHED)
-        events = [JobEvent.model_validate_json(e.data) for e in stream.events[1:]]
-    _assert_in_lifecycle_order([e.state for e in events if e.job_id == "on-standby"])
-    finished = events[-1]
+        on_leader.wait_for("ordered", JobState.FINISHED)
+        on_standby.wait_for("ordered", JobState.FINISHED)
+        events = [JobEvent.model_validate_json(e.data) for e in on_standby.events[1:]]
+    for states in (on_leader.states("ordered"), on_standby.states("ordered")):
+        _assert_in_lifecycle_order(states)
+        # SUBMITTED lives in the leader's memory only (a job without an initialize hook gets
+        # its first status record once SCHEDULED), and a new job's first state can be gone by
+        # the time a JobManager's watch on it is set (a few ZooKeeper round trips).
+        assert states[0] in (JobState.INITIALIZING, JobState.SCHEDULED, JobState.RUNNING)
+    finished = events[-1]  # the standby's stream has no filter: every job's events
+    assert finished.job_id == "ordered" and finished.state is JobState.FINISHED
     assert finished.submitter and finished.epoch >= 1 and finished.at > 0, finished
 
 
@@ -308,6 +304,7 @@ def test_client_wait_follows_events_without_polling(
     assert transport.count("/v1/jobs/awaited") <= 2, transport.sent
 
 
+@pytest.mark.slow  # about 8 s: a failover; the default suite stays within its budget
 def test_client_wait_survives_a_leader_sigkill(cluster: ProcessCluster, tmp_path: Path) -> None:
     """Last in the module: the leader dies."""
     leader, standby = _jobmanagers(cluster)

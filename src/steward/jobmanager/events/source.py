@@ -20,6 +20,7 @@ consumer to re-read (a ``reset``), and kazoo re-reads every watched node on the 
 from __future__ import annotations
 
 import logging
+import queue
 import threading
 
 from steward.errors import StewardError
@@ -49,9 +50,15 @@ class JobEventSource:
         self._seen: dict[str, _Seen] = {}
         self._started = False
         self._stopped = False
+        # Setting a job's watches takes two round trips: done on a thread of our own, so that
+        # thousands of jobs (at start, or re-listed on a new session) never hold kazoo's
+        # callback thread, which the election and the leader retrieval need.
+        self._to_watch: queue.Queue[tuple[str, bool] | None] = queue.Queue()
+        self._watcher = threading.Thread(target=self._watch_loop, name="job-events", daemon=True)
 
     def start(self) -> JobEventSource:
         self._session.add_listener(self._on_connection)
+        self._watcher.start()
         self._watches.jobs(self._on_jobs)
         return self
 
@@ -59,6 +66,7 @@ class JobEventSource:
         # kazoo's watches have no remove: each ends when its callback next returns False.
         self._stopped = True
         self._session.remove_listener(self._on_connection)
+        self._to_watch.put(None)
 
     @property
     def watched(self) -> int:
@@ -84,8 +92,12 @@ class JobEventSource:
                 self._watched.discard(gone)
                 self._seen.pop(gone, None)
         for job_id in new:
-            self._watch(job_id, quiet=snapshot)
+            self._to_watch.put((job_id, snapshot))
         return True
+
+    def _watch_loop(self) -> None:
+        while (item := self._to_watch.get()) is not None and not self._stopped:
+            self._watch(item[0], quiet=item[1])
 
     def _watch(self, job_id: str, *, quiet: bool) -> None:
         first = [quiet]

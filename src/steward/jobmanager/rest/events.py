@@ -13,6 +13,7 @@ certificate is checked once, by the TLS handshake.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ from fastapi import APIRouter, Depends, FastAPI, Header, Query, Request
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
+from steward.errors import StewardError
 from steward.jobmanager.events.journal import Journal
 from steward.security.asgi import bearer_token, cookie_token
 from steward.security.identity import Identity
@@ -45,6 +47,7 @@ from .auth import Caller
 from .errors import ApiError
 from .state import Security
 
+log = logging.getLogger(__name__)
 router = APIRouter(tags=["events"])
 
 DEFAULT_KEEP_ALIVE = 15.0
@@ -141,7 +144,11 @@ async def _still_allowed(
     token = bearer_token(request.scope) or cookie_token(request.scope)
     if token is None:
         return False
-    identity = await anyio.to_thread.run_sync(verify, token)
+    try:
+        identity = await anyio.to_thread.run_sync(verify, token)
+    except StewardError as exc:  # ZooKeeper cannot tell now: end it; a reconnect is asked anew
+        log.warning("cannot verify an event stream's token: %s", exc)
+        return False
     return identity is not None and identity.token_id == caller.token_id
 
 
