@@ -37,7 +37,7 @@ from steward.taskmanager.launcher import LOG_FILE
 from steward.wire.logs import MAX_ATTEMPT
 from steward.wire.values import check_job_id
 
-BLOCK = 64 * 1024
+BLOCK = 256 * 1024
 POLL = 0.2
 """Seconds between two looks at a followed file that had nothing new."""
 _SETTLE_POLLS = 2
