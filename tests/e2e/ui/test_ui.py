@@ -160,7 +160,9 @@ FORWARDED_COOKIE = pytest.mark.xfail(
 )
 
 
-@pytest.mark.parametrize("where", ["leader", pytest.param("standby", marks=FORWARDED_COOKIE)])
+@pytest.mark.parametrize(
+    "where", ["leader", pytest.param("standby", marks=[FORWARDED_COOKIE, pytest.mark.slow])]
+)
 def test_cancel_from_the_page(
     browser: Browser, ui_cluster: ProcessCluster, token: str, tmp_path: Path, where: str
 ) -> None:
@@ -207,7 +209,13 @@ def test_overview_survives_a_leader_sigkill(
           }).observe(document.body, {subtree: true, childList: true, characterData: true});
         }"""
     )
+    on_old = sign_in(browser, old.address, token)
+    expect(on_old.locator("#stat-leader")).to_contain_text(old.id)
     old.signal(signal.SIGKILL)
+    # A page of the killed JobManager says so, and links to the UI of the other.
+    down = on_old.locator("[data-notice=down]")
+    expect(down).to_contain_text("Cannot read the cluster", timeout=30_000)
+    expect(down.locator("a")).to_have_attribute("href", standby.address + "/ui/")
     # The standby is the only JobManager left: it becomes the leader, and the page, never
     # reloaded, says so.
     expect(page.locator("#stat-leader")).to_contain_text(standby.id, timeout=60_000)

@@ -45,7 +45,9 @@ export async function api(path, options = {}) {
     ...options,
     headers: { Accept: "application/json", ...(options.headers || {}) },
   });
-  if (answer.status === 401) {
+  // A read refused: the cookie's token expired or was revoked. (A write refused is shown
+  // where it was made: the caller may simply lack the role.)
+  if (answer.status === 401 && (options.method || "GET") === "GET") {
     window.location.assign("/ui/login");
     throw new Error("not signed in");
   }
@@ -171,13 +173,23 @@ export function watchCluster(onView = () => {}) {
   setInterval(tick, POLL_MS);
 }
 
+let lastView = null;
+
 function showCluster(view, problem) {
   const banner = document.getElementById("banner");
   const who = document.getElementById("served-by");
   if (view === null) {
-    fill(banner, h("div", { class: "notice error", "data-notice": "down" }, `Cannot read the cluster: ${problem}.`));
+    // Any JobManager serves this UI: name the others this one knew of.
+    const others = lastView
+      ? lastView.jobmanagers.filter((jm) => jm.id !== lastView.served_by && /^https?:\/\//.test(jm.address))
+      : [];
+    fill(banner, h("div", { class: "notice error", "data-notice": "down" },
+      `Cannot read the cluster: ${problem}.`,
+      others.length ? [" Every JobManager serves this UI: ",
+        others.map((jm, i) => [i ? ", " : "", h("a", { href: `${jm.address}/ui/` }, jm.id)])] : ""));
     return;
   }
+  lastView = view;
   const leader = view.leader;
   fill(who, `served by ${view.served_by}`,
     leader ? ` · leader ${leader.id} (epoch ${leader.epoch})` : " · no leader");
@@ -191,8 +203,31 @@ function showCluster(view, problem) {
 }
 
 /** Call ``onChange`` when a job changes: on each event of GET /v1/events (server-sent), or
- * every POLL_MS while this JobManager has no stream (it answers 404) or it is broken. */
-export function watchJobs(onChange) {
+ * every POLL_MS while this JobManager has no stream (it answers 404) or it is broken.
+ * ``load`` is async; it never runs twice at once. */
+export function watchJobs(load) {
+  // One read at a time: a burst of events while a read of 1,000 jobs is under way costs one
+  // more read, not one per event.
+  let reading = false;
+  let again = false;
+  const onChange = async () => {
+    if (reading) {
+      again = true;
+      return;
+    }
+    reading = true;
+    try {
+      await load();
+    } catch (error) {
+      // This JobManager did not answer: the next event or poll tries again.
+    } finally {
+      reading = false;
+    }
+    if (again) {
+      again = false;
+      onChange();
+    }
+  };
   let debounce = null;
   let pollTimer = null;
   const kick = () => {
