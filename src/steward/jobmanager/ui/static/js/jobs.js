@@ -72,6 +72,10 @@ async function load() {
     return;
   }
   jobs = answer.body.jobs;
+  // Labels filter only where the API's job views carry them.
+  const labels = form.querySelector("#filter-label");
+  labels.disabled = jobs.length > 0 && !jobs.some((job) => "labels" in job);
+  labels.title = labels.disabled ? "this JobManager's job views carry no labels" : "";
   render();
 }
 
