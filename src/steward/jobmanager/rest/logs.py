@@ -11,18 +11,21 @@ TaskManager trusts the JobManager).
 What the caller gets: the TaskManager's bytes and its ``x-steward-log-start``; its 400, 404
 and 410 as they are; 503 ``taskmanager_gone`` when the TaskManager is not registered (stopped,
 or lost with its host); 502 ``taskmanager_unreachable`` when it cannot be reached or refuses.
+An attempt the leader sent but that has not started yet (DEPLOYING) may be unknown to its
+TaskManager for a moment: its log is then empty, and a follower waits for it to start.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import AsyncIterator
 from typing import Annotated
 
 import httpx
 from fastapi import APIRouter, FastAPI, Path, Query, Request
-from fastapi.responses import StreamingResponse
+from fastapi.responses import Response, StreamingResponse
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
@@ -40,6 +43,7 @@ from steward.wire.logs import (
 )
 from steward.wire.records import AttemptRecord
 from steward.wire.rest import ErrorBody, TaskManagerView
+from steward.wire.states import AttemptState
 from steward.wire.values import check_job_id
 
 from .auth import Caller, require
@@ -55,6 +59,9 @@ _CONNECT_TIMEOUT = 5.0
 _READ_TIMEOUT = 30.0
 """Longest wait for the next bytes of a log that is not followed (a followed one may idle)."""
 _PASSED_THROUGH = frozenset({400, 404, 410})
+_DEPLOYING_WAIT = 30.0
+"""How long a follower of an attempt sent to its TaskManager waits for it to start there."""
+_DEPLOYING_POLL = 0.5
 
 
 class LogProxy:
@@ -115,7 +122,7 @@ async def attempt_log(
     offset: Offset = 0,
     tail: Tail = None,
     follow: Follow = False,
-) -> StreamingResponse:
+) -> Response:
     """An attempt's runner.log (the runner's, the pipeline's and Spark's output), streamed
     from the TaskManager that ran it; ``follow`` keeps it open until the attempt ends."""
     require(caller, Action.READ)
@@ -134,20 +141,31 @@ async def attempt_log(
     if follow:
         timeout = httpx.Timeout(None, connect=_CONNECT_TIMEOUT)
     client = proxy.client()
-    upstream_request = client.build_request(
-        "GET",
-        address + taskmanager_log_path(job_id, record.number, internal=True),
-        params=query.params(),
-        timeout=timeout,
-    )
-    try:
-        upstream = await client.send(upstream_request, stream=True)
-    except httpx.HTTPError as exc:
-        raise _unreachable(taskmanager, address, f"{type(exc).__name__}: {exc}") from None
-    if upstream.status_code != 200:
+    url = address + taskmanager_log_path(job_id, record.number, internal=True)
+    # Sent, not yet started there: its TaskManager may not know it for a moment (404).
+    deploying = record.state is AttemptState.DEPLOYING
+    deadline = time.monotonic() + _DEPLOYING_WAIT
+    while True:
+        try:
+            upstream = await client.send(
+                client.build_request("GET", url, params=query.params(), timeout=timeout),
+                stream=True,
+            )
+        except httpx.HTTPError as exc:
+            raise _unreachable(taskmanager, address, f"{type(exc).__name__}: {exc}") from None
+        if upstream.status_code == 200:
+            break
         await upstream.aread()
         await upstream.aclose()
-        raise _refused(taskmanager, upstream)
+        if not (deploying and upstream.status_code == 404):
+            raise _refused(taskmanager, upstream)
+        if not follow or time.monotonic() >= deadline:
+            return Response(
+                b"",
+                media_type=LOG_MEDIA_TYPE,
+                headers={START_HEADER: "0", TASKMANAGER_HEADER: taskmanager.id},
+            )
+        await asyncio.sleep(_DEPLOYING_POLL)
     return StreamingResponse(
         _relay(upstream),
         media_type=LOG_MEDIA_TYPE,
