@@ -6,8 +6,9 @@ copy, written into 8 files. Each run counts it with ``examples/wordcount.py`` in
 output folder:
 
 - ``steward``: a local cluster of real processes (a managed ZooKeeper, 1 JobManager,
-  1 TaskManager); ``Client.submit`` of examples/wordcount.py, then ``Client.wait`` (polling
-  every 50 ms) until the result. Time: from the submit call to the result in hand.
+  1 TaskManager); ``Client.submit`` of examples/wordcount.py, then ``Client.wait`` (the job's
+  live events since issue 14; before, a poll every 50 ms: ``benchmarks/wait_cost.py`` compares
+  the two) until the result. Time: from the submit call to the result in hand.
 - ``spark-submit``: ``<pyspark>/bin/spark-submit --master local[*] driver.py`` where the driver
   imports the same wordcount module and calls its ``initialize`` and ``main`` with a minimal
   context (:data:`DRIVER`): the same arguments, a SparkSession with the same conf as Steward's
@@ -22,7 +23,7 @@ counts) must agree. The ratio is the median Steward time over the median spark-s
 Where Steward's time goes is split from its own records: client -> accepted (``submitted_at``),
 accepted -> attempt started (``started_at``: scheduling, artifact, runner launch), the attempt
 itself (``started_at`` -> ``ended_at``: runner, JVM, the pipeline), and the end of the attempt ->
-the client holding the result (outcome to the leader, result store, polling). The driver
+the client holding the result (outcome to the leader, result store, the event). The driver
 reports its own JVM/session start and pipeline time for the same split on the direct side.
 """
 
