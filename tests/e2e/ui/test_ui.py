@@ -105,6 +105,13 @@ def test_every_page_shows_the_cluster(
     page.click("nav >> text=Jobs")
     expect(page.locator("#job-count")).to_contain_text("job(s)")
 
+    # Signing out clears the cookie: the next page is the login form again.
+    page.click("text=Sign out")
+    page.wait_for_url(standby.address + "/ui/login")
+    page.goto(standby.address + "/ui/jobs")
+    assert page.url == standby.address + "/ui/login"
+    assert not [c for c in page.context.cookies() if c["name"] == "steward_token"]
+
 
 # Prints a line per tick, so the job page's log, followed, grows while the attempt runs.
 PRINTING = """
