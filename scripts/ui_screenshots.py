@@ -10,6 +10,7 @@ photographs each page in Debian's headless Chromium (/usr/bin/chromium, driven b
 from __future__ import annotations
 
 import argparse
+import signal
 import tempfile
 from pathlib import Path
 
@@ -99,6 +100,32 @@ def shoot(page: Page, address: str, path: str, out: Path, wait_for: str) -> None
     print(f"wrote {out}")
 
 
+def failover(on_standby: Page, on_leader: Page, cluster: ProcessCluster, out: Path) -> None:
+    """SIGKILL the leader with a page open on it and one on the standby: the first says its
+    JobManager is gone and links to the other; the second shows the new leader, no reload."""
+    leader = cluster.leader()
+    standby = next(p for p in cluster.jobmanagers() if p is not leader)
+    assert leader is not None
+    on_standby.goto(standby.address + "/ui/login")
+    on_standby.fill("#token", kit_admin_token())
+    on_standby.click("button[type=submit]")
+    on_standby.wait_for_url(standby.address + "/ui/")
+    on_leader.goto(leader.address + "/ui/")
+    on_leader.wait_for_selector("#recent-jobs table")
+    leader.signal(signal.SIGKILL)
+    on_leader.wait_for_selector("[data-notice=down] a", timeout=30_000)
+    on_leader.screenshot(path=str(out / "leader-gone.png"))
+    print(f"wrote {out / 'leader-gone.png'}")
+    on_standby.wait_for_function(
+        "id => document.querySelector('#stat-leader').textContent.includes(id)",
+        arg=standby.id,
+        timeout=60_000,
+    )
+    on_standby.wait_for_timeout(1500)
+    on_standby.screenshot(path=str(out / "after-failover.png"))
+    print(f"wrote {out / 'after-failover.png'}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("docs/ui"))
@@ -146,6 +173,7 @@ def main() -> None:
                 )
                 shoot(page, address, "/ui/taskmanagers", out / "taskmanagers.png", "#tm-list table")
                 shoot(page, address, "/ui/ha", out / "ha.png", "#ha-jobmanagers table")
+                failover(browser.new_context(viewport=VIEWPORT).new_page(), page, cluster, out)
                 browser.close()
         finally:
             cluster.stop()
