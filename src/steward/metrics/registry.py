@@ -7,12 +7,12 @@ from collections.abc import Callable, Iterable
 from typing import Generic, TypeVar
 
 from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
-CONTENT_TYPE = CONTENT_TYPE_LATEST
-"""The Prometheus text format's content type (version 0.0.4)."""
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+"""The classic Prometheus text format, what :func:`exposition` writes and every Prometheus
+(2.x and 3.x) reads."""
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 """Seconds: from a ZooKeeper round trip (ms) to a scheduling delay or a recovery (a minute)."""
