@@ -29,9 +29,8 @@ OnJobs = Callable[[list[str]], bool]
 OnStatus = Callable[[JobStatusRecord | None, bool], bool]
 """Called with the job's status record (None: none, or unreadable) and whether the record was
 just deleted (the job's cleanup); returning False ends the watch."""
-OnResult = Callable[[JobResultEntry, bool], bool]
-"""Called once the job's result exists, and whether it existed when the watch was set;
-returning False ends the watch."""
+OnResult = Callable[[JobResultEntry], bool]
+"""Called once the job's result exists; returning False ends the watch."""
 
 
 class JobWatches:
@@ -58,12 +57,9 @@ class JobWatches:
         self._watch(path, lambda client, path: client.DataWatch(path, changed))
 
     def result(self, job_id: str, on_result: OnResult) -> None:
-        first = [True]
-
         def changed(data: bytes | None, _stat: ZnodeStat | None) -> bool:
-            existed, first[0] = first[0], False
             entry = _decode(JobResultEntry, data, job_id)
-            return True if entry is None else on_result(entry, existed)
+            return True if entry is None else on_result(entry)
 
         path = self._layout.result(job_id)
         self._watch(path, lambda client, path: client.DataWatch(path, changed))

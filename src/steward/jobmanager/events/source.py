@@ -48,12 +48,11 @@ class JobEventSource:
         self._lock = threading.Lock()
         self._watched: set[str] = set()
         self._seen: dict[str, _Seen] = {}
-        self._started = False
         self._stopped = False
         # Setting a job's watches takes two round trips: done on a thread of our own, so that
         # thousands of jobs (at start, or re-listed on a new session) never hold kazoo's
         # callback thread, which the election and the leader retrieval need.
-        self._to_watch: queue.Queue[tuple[str, bool] | None] = queue.Queue()
+        self._to_watch: queue.Queue[str | None] = queue.Queue()
         self._watcher = threading.Thread(target=self._watch_loop, name="job-events", daemon=True)
 
     def start(self) -> JobEventSource:
@@ -82,9 +81,6 @@ class JobEventSource:
     def _on_jobs(self, job_ids: list[str]) -> bool:
         if self._stopped:
             return False
-        # The jobs there when we start are a snapshot, not changes: a consumer reads them
-        # with a GET after its stream's first reset.
-        snapshot, self._started = not self._started, True
         with self._lock:
             new = [job_id for job_id in job_ids if job_id not in self._watched]
             self._watched.update(new)
@@ -92,27 +88,27 @@ class JobEventSource:
                 self._watched.discard(gone)
                 self._seen.pop(gone, None)
         for job_id in new:
-            self._to_watch.put((job_id, snapshot))
+            self._to_watch.put(job_id)
         return True
 
     def _watch_loop(self) -> None:
-        while (item := self._to_watch.get()) is not None and not self._stopped:
-            self._watch(item[0], quiet=item[1])
+        while (job_id := self._to_watch.get()) is not None and not self._stopped:
+            self._watch(job_id)
 
-    def _watch(self, job_id: str, *, quiet: bool) -> None:
-        first = [quiet]
-
+    def _watch(self, job_id: str) -> None:
+        # What a watch finds when it is set is published too, even for the jobs there at start:
+        # a consumer may have read the job before the watch was set, and must not miss what
+        # changed in between (the journal then also holds each job's state at start).
         def on_status(record: JobStatusRecord | None, deleted: bool) -> bool:
             if self._stopped or deleted:
                 return False  # the status is deleted only by the job's cleanup
             if record is not None:
-                self._saw(_status_event(record), publish=not first[0])
-            first[0] = False
+                self._saw(_status_event(record))
             return True
 
-        def on_result(entry: JobResultEntry, existed: bool) -> bool:
+        def on_result(entry: JobResultEntry) -> bool:
             if not self._stopped:
-                self._saw(_result_event(entry), publish=not (quiet and existed))
+                self._saw(_result_event(entry))
             return False
 
         try:
@@ -124,7 +120,7 @@ class JobEventSource:
             with self._lock:
                 self._watched.discard(job_id)
 
-    def _saw(self, event: JobEvent, *, publish: bool) -> None:
+    def _saw(self, event: JobEvent) -> None:
         seen: _Seen = (event.state, event.reason, event.attempt_count)
         with self._lock:
             before = self._seen.get(event.job_id)
@@ -134,8 +130,7 @@ class JobEventSource:
                 return
             # Kept until the job's cleanup removes jobs/<id> (_on_jobs).
             self._seen[event.job_id] = seen
-        if publish:
-            self.journal.append(event)
+        self.journal.append(event)
 
 
 def _status_event(record: JobStatusRecord) -> JobEvent:

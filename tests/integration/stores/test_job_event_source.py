@@ -1,0 +1,134 @@
+"""Live events' source against a real ZooKeeper: a standby's watches on the status records and
+results a (real, fenced) leader writes become journal events; a session loss breaks the
+journal's continuity so that every stream resets."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+from ha_harness import expire_session
+from stores_support import Contender
+
+from steward.ha.session import Session
+from steward.jobmanager.events.journal import Journal
+from steward.jobmanager.events.source import JobEventSource
+from steward.store.results import JobResultStore
+from steward.store.statuses import JobStatusStore
+from steward.wire.events import JobEvent
+from steward.wire.records import ErrorInfo, JobResultEntry, JobStatusRecord
+from steward.wire.states import JobState, TerminalState
+from support import wait_until
+
+pytestmark = pytest.mark.zookeeper
+
+
+@pytest.fixture
+def standby(zk_quorum: str, zk_root: str, leader: Contender) -> Iterator[JobEventSource]:
+    session = Session(zk_quorum, zk_root, session_timeout=4.0, name="standby").start()
+    source = JobEventSource(session, Journal()).start()
+    try:
+        yield source
+    finally:
+        source.stop()
+        session.close()
+
+
+def _status(leader: Contender, job_id: str, state: JobState, reason: str | None = None) -> None:
+    now = time.time()
+    record = JobStatusRecord(
+        job_id=job_id,
+        name="etl",
+        state=state,
+        reason=reason,
+        submitted_at=now,
+        updated_at=now,
+        epoch=leader.leadership.epoch,
+        submitter="alice",
+    )
+    JobStatusStore(leader.session).write(leader.fence, record)
+
+
+def _result(leader: Contender, job_id: str) -> None:
+    entry = JobResultEntry(
+        job_id=job_id,
+        state=TerminalState.FAILED,
+        error=ErrorInfo(type="ValueError", message="bad input"),
+        finished_at=time.time(),
+        name="etl",
+        epoch=leader.leadership.epoch,
+        submitter="alice",
+    )
+    JobResultStore(leader.session).create_dirty(leader.fence, entry)
+
+
+def _events(journal: Journal, cursor: str) -> list[JobEvent]:
+    replay = journal.read(cursor)
+    assert replay is not None
+    return [entry.event for entry in replay.entries]
+
+
+def _wait_for(journal: Journal, cursor: str, count: int) -> list[JobEvent]:
+    return wait_until(
+        lambda: (events := _events(journal, cursor)) and len(events) >= count and events,
+        10,
+        f"{count} events",
+    )
+
+
+def test_a_jobs_changes_and_its_result_become_events_once_each(
+    leader: Contender, standby: JobEventSource
+) -> None:
+    journal, start = standby.journal, standby.journal.head
+    _status(leader, "job-1", JobState.SCHEDULED, "waiting for a slot")
+    _wait_for(journal, start, 1)
+    _status(leader, "job-1", JobState.SCHEDULED, "waiting for a slot")  # nothing new
+    _status(leader, "job-1", JobState.RUNNING)
+    _wait_for(journal, start, 2)
+    _result(leader, "job-1")
+    events = _wait_for(journal, start, 3)
+    _status(leader, "job-1", JobState.RUNNING, "late")  # after the result: adds nothing
+    wait_until(lambda: standby.watched == 1, 5)
+    assert [(e.state, e.reason) for e in _events(journal, start)] == [
+        (JobState.SCHEDULED, "waiting for a slot"),
+        (JobState.RUNNING, None),
+        (JobState.FAILED, "bad input"),
+    ], events
+    assert {(e.job_id, e.submitter, e.epoch) for e in events} == {
+        ("job-1", "alice", leader.leadership.epoch)
+    }
+
+
+def test_jobs_there_at_start_are_events_too_and_so_are_their_changes(
+    zk_quorum: str, zk_root: str, leader: Contender
+) -> None:
+    _status(leader, "old", JobState.RUNNING)
+    session = Session(zk_quorum, zk_root, session_timeout=4.0, name="late-standby").start()
+    source = JobEventSource(session, Journal()).start()
+    try:
+        start = source.journal.head
+        wait_until(lambda: source.watched == 1, 10, "the old job watched")
+        _result(leader, "old")
+        events = _wait_for(source.journal, start, 2)
+        # Its state when the watch was set (a consumer may have read it before), then the end.
+        assert [(e.job_id, e.state) for e in events] == [
+            ("old", JobState.RUNNING),
+            ("old", JobState.FAILED),
+        ]
+    finally:
+        source.stop()
+        session.close()
+
+
+def test_a_lost_session_breaks_continuity_and_events_flow_again(
+    leader: Contender, standby: JobEventSource
+) -> None:
+    journal = standby.journal
+    before = journal.head
+    expire_session(standby._session)
+    wait_until(lambda: journal.read(before) is None, 20, "continuity broken")
+    after = journal.head
+    _status(leader, "job-2", JobState.SCHEDULED)
+    events = _wait_for(journal, after, 1)
+    assert events[0].job_id == "job-2"
