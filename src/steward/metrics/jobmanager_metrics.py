@@ -66,7 +66,7 @@ class JobManagerMetrics:
         )
         self.attempts_ended = Counter(
             "steward_attempts_ended",
-            "Attempts whose outcome a TaskManager reported, by outcome.",
+            "Attempts that ended, by outcome: finished, failed, lost (their TaskManager gone).",
             ["outcome"],
             registry=r,
         )

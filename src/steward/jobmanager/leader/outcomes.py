@@ -58,6 +58,7 @@ class AttemptOutcomes:
         release: then it ended with that outcome (the lease went after its processes, so no
         grace is owed)."""
         record = self._find(master.job_id, number)
+        self._term.metrics.attempt_ended(str(record.outcome.event) if record else "lost")
         if record is None:
             return master.lost(number, cause, now=now, grace=grace)
         log.warning(
