@@ -178,6 +178,7 @@ let lastView = null;
 function showCluster(view, problem) {
   const banner = document.getElementById("banner");
   const who = document.getElementById("served-by");
+  document.body.classList.toggle("stale", view === null); // what is shown may be out of date
   if (view === null) {
     // Any JobManager serves this UI: name the others this one knew of.
     const others = lastView
