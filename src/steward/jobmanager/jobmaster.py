@@ -180,6 +180,7 @@ class JobMaster:
             restart_at=self.restart_at if self.state is JobState.RESTARTING else None,
             epoch=epoch,
             submitter=self.spec.submitter,
+            labels=self.spec.labels,
         )
 
     def attempt(self, number: int) -> AttemptRecord | None:

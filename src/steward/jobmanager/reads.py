@@ -44,6 +44,7 @@ def result_view(entry: JobResultEntry, served_by: str) -> JobView:
         attempts=redact_attempts(entry.attempts),
         attempt_count=entry.attempt_count,
         failures=entry.failures,
+        labels=entry.labels,
         result=ResultView.of(entry),
         submitter=entry.submitter,
         served_by=served_by,
@@ -61,6 +62,7 @@ def status_view(record: JobStatusRecord, served_by: str) -> JobView:
         attempts=redact_attempts(record.attempts),
         attempt_count=record.attempt_count,
         failures=record.failures,
+        labels=record.labels,
         submitter=record.submitter,
         served_by=served_by,
     )

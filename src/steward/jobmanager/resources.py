@@ -181,6 +181,7 @@ class ResourceManager:
     # ------------------------------------------------------------------ views
 
     def views(self) -> list[TaskManagerView]:
+        now = time.monotonic()
         return [
             TaskManagerView(
                 id=s.id,
@@ -189,6 +190,9 @@ class ResourceManager:
                 free_slots=s.free_slots(),
                 attempts=sorted(set(s.assigned) | set(s.reports)),
                 http_address=s.http_address,
+                heartbeat_age=(
+                    None if s.last_heartbeat is None else round(now - s.last_heartbeat, 3)
+                ),
             )
             for s in sorted(self._tms.values(), key=lambda s: s.id)
             if s.registered

@@ -95,6 +95,7 @@ class JobResultEntry(Payload):
     failures: int = Field(
         default=0, ge=0, description="failed attempts (0 in results recorded before it was kept)"
     )
+    labels: dict[str, str] = Field(default_factory=dict, description="the job's labels")
     epoch: int = Field(ge=1)
     submitter: str | None = None
     """Who submitted the job (None: recorded before authentication)."""
@@ -175,6 +176,7 @@ class JobStatusRecord(Payload):
     epoch: int = Field(ge=1, description="epoch of the leader that wrote this record")
     submitter: str | None = None
     """Who submitted the job (None: recorded before authentication)."""
+    labels: dict[str, str] = Field(default_factory=dict, description="the job's labels")
 
 
 RESULT_ATTEMPTS_KEPT = 5

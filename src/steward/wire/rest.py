@@ -58,6 +58,7 @@ class JobView(Value):
     attempts: list[AttemptRecord] = Field(default_factory=list)
     attempt_count: int = 0
     failures: int = 0
+    labels: dict[str, str] = Field(default_factory=dict, description="the job's labels")
     checkpoints: list[CheckpointView] = Field(default_factory=list)
     progress: dict[str, JsonValue] | None = None
     result: ResultView | None = None
@@ -92,6 +93,9 @@ class TaskManagerView(Value):
     attempts: list[str] = Field(default_factory=list, description="job ids running there")
     http_address: str | None = Field(
         default=None, description="its HTTP port (attempts' logs), from its registration"
+    )
+    heartbeat_age: float | None = Field(
+        default=None, description="seconds since its last heartbeat; known to the leader only"
     )
 
 

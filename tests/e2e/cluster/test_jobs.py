@@ -39,16 +39,25 @@ def test_submit_run_finish_and_result(process_cluster: ProcessCluster, tmp_path:
     truth = tmp_path / "truth.log"
     with process_cluster.client() as client:
         job = client.submit(
-            write_pipeline(tmp_path), args=[str(truth), "2", "0.1"], job_id="tick-1"
+            write_pipeline(tmp_path),
+            args=[str(truth), "2", "0.1"],
+            job_id="tick-1",
+            labels={"team": "data"},
         )
         assert job.job_id == "tick-1"
+        assert job.labels == {"team": "data"}
+        # The leader knows how long ago each TaskManager heartbeat
+        (taskmanager,) = client.cluster().taskmanagers
+        assert taskmanager.heartbeat_age is not None and 0 <= taskmanager.heartbeat_age < 30
         result = client.wait("tick-1", timeout=60)
         assert result.state.value == "FINISHED"
         assert result.value["ticks"] == 2
         view = client.job("tick-1")
         assert view.state is JobState.FINISHED
-        # The result outlives the job's cleanup: HA data gone, the entry CLEAN.
+        # The result outlives the job's cleanup: HA data gone, the entry CLEAN; the view keeps
+        # the job's labels
         wait_until(lambda: client.result("tick-1").cleanup == "CLEAN", 20)
+        assert client.job("tick-1").labels == {"team": "data"}
     assert [kind for kind, _, _ in read_truth(truth)] == ["start", "end"]
     process_cluster.check_alive()
 

@@ -151,6 +151,7 @@ class Records:
             attempts=attempts_to_keep(master.attempts),
             attempt_count=master.attempt_count,
             failures=master.failures,
+            labels=master.spec.labels,
             epoch=self._term.epoch,
             submitter=master.spec.submitter,
         )
