@@ -23,15 +23,13 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Any, Self
 
 import httpx
 from pydantic import BaseModel, ValidationError
 
-from steward.client import job_files, packaging
+from steward.client import job_files, packaging, waiting
 from steward.client.discovery import discover_addresses, normalize_address
-from steward.client.errors import JobTerminatedError
-from steward.client.events import EventStream, EventsUnsupportedError
 from steward.client.failover import (
     DEFAULT_BACKOFF,
     DEFAULT_REQUEST_TIMEOUTS,
@@ -40,29 +38,30 @@ from steward.client.failover import (
     Rediscover,
     RequestTimeouts,
     error_body,
-    retry_after_seconds,
 )
 from steward.client.log_stream import LogStream
+from steward.client.responses import (
+    api_error,
+    checked_spec,
+    decode,
+    first_error,
+    job_path,
+    latest_attempt,
+)
 from steward.cluster.workdir import StateDir, load_state
 from steward.config import Configuration, load
 from steward.errors import (
     ApiError,
-    JobExistsError,
-    JobNotFoundError,
     JobRejectedError,
-    NoLeaderError,
     StewardError,
-    WaitTimeoutError,
 )
 from steward.security.credentials import find_token
 from steward.tls.contexts import client_tls
-from steward.wire.events import JOB_EVENT, RESET_EVENT, JobEvent
-from steward.wire.jobs import JobKind, JobSpec, ProgramKind, RestartStrategy
+from steward.wire.jobs import JobKind, ProgramKind, RestartStrategy
 from steward.wire.logs import LogQuery, job_log_path
 from steward.wire.rest import (
     ArtifactUpload,
     ClusterView,
-    ErrorBody,
     JobList,
     JobView,
     LeaderView,
@@ -77,14 +76,8 @@ from steward.wire.tokens import (
     TokenView,
     check_token_id,
 )
-from steward.wire.values import check_job_id
 
 log = logging.getLogger(__name__)
-
-_sleep = time.sleep  # tests replace it to poll without waiting
-_REJECTIONS = frozenset({"bad_request", "too_large", "missing_contents", "content_mismatch"})
-
-V = TypeVar("V", bound=BaseModel)
 
 
 class Client:
@@ -224,7 +217,7 @@ class Client:
             "requirements": job_files.requirement_lines(requirements) or None,
         }
         spec.update({key: value for key, value in optional.items() if value is not None})
-        checked = _checked_spec(spec)
+        checked = checked_spec(spec)
         for local_file in local:
             self.upload(local_file)
         return self.submit_raw(checked, artifact.filename, artifact.data)
@@ -243,7 +236,7 @@ class Client:
         started = time.monotonic()
         response, _ = self._failover.send("PUT", path, content=local_file.chunks)
         if not response.is_success:
-            raise _api_error(response, error_body(response), None)
+            raise api_error(response, error_body(response), None)
         log.info(
             "file uploaded file=%s bytes=%d seconds=%.2f",
             local_file.path,
@@ -270,28 +263,28 @@ class Client:
             "POST", "/v1/jobs", request.model_dump(mode="json")
         )
         if response.status_code == httpx.codes.CREATED:
-            return _decode(JobView, response)
+            return decode(JobView, response)
         error = error_body(response)
         if maybe_accepted and error.code in ("job_exists", "job_terminated"):
             # Our own earlier attempt got through before its answer was lost.
             log.info("submission was accepted by an earlier attempt job=%s", job_id)
             return self.job(job_id)
-        raise _api_error(response, error, job_id)
+        raise api_error(response, error, job_id)
 
     def jobs(self) -> list[JobView]:
         """Every job the cluster knows: live ones and those with a result."""
-        return _decode(JobList, self._call("GET", "/v1/jobs")).jobs
+        return decode(JobList, self._call("GET", "/v1/jobs")).jobs
 
     def job(self, job_id: str) -> JobView:
-        return _decode(JobView, self._call("GET", _job_path(job_id), job_id=job_id))
+        return decode(JobView, self._call("GET", job_path(job_id), job_id=job_id))
 
     def cancel(self, job_id: str) -> JobView:
         """Ask the cluster to cancel the job; returns at once (CANCELLING) with its view."""
-        return _decode(JobView, self._call("POST", f"{_job_path(job_id)}/cancel", job_id=job_id))
+        return decode(JobView, self._call("POST", f"{job_path(job_id)}/cancel", job_id=job_id))
 
     def result(self, job_id: str) -> ResultView:
         """The outcome of a terminated job; :class:`ApiError` ``job_not_terminated`` before."""
-        return _decode(ResultView, self._call("GET", f"{_job_path(job_id)}/result", job_id=job_id))
+        return decode(ResultView, self._call("GET", f"{job_path(job_id)}/result", job_id=job_id))
 
     def wait(
         self,
@@ -308,58 +301,9 @@ class Client:
         a JobManager without events (it answers 404). :class:`WaitTimeoutError` after
         ``timeout`` seconds (None: wait as long as it takes).
         """
-        deadline = time.monotonic() + (float("inf") if timeout is None else timeout)
-        _job_path(job_id)  # checks the id before it reaches a URL
-        try:
-            return self._wait_on_events(job_id, deadline, on_update)
-        except EventsUnsupportedError as old:
-            log.info("no live events at %s: polling job=%s", old, job_id)
-        except WaitTimeoutError:
-            pass
-        return self._poll(job_id, deadline, timeout, poll, on_update)
-
-    def _wait_on_events(
-        self, job_id: str, deadline: float, on_update: Callable[[JobView], None] | None
-    ) -> ResultView:
-        failover = self._failover
-        stream = EventStream(
-            failover._http,  # the client's connections, TLS and token
-            failover.addresses,
-            {"job": job_id},
-            timeouts=failover._request_timeouts,
-            error_of=lambda response: _api_error(response, error_body(response), job_id),
+        return waiting.wait(
+            self, self._failover, job_id, timeout=timeout, poll=poll, on_update=on_update
         )
-        for event in stream.events(deadline):
-            terminal = False
-            if event.name == JOB_EVENT:
-                terminal = JobEvent.model_validate_json(event.data).state.is_terminal
-            if event.name == RESET_EVENT or terminal or on_update is not None:
-                view = self.job(job_id)
-                if on_update is not None:
-                    on_update(view)
-                if view.state.is_terminal:
-                    return view.result if view.result is not None else self.result(job_id)
-        raise WaitTimeoutError(f"job {job_id!r} has not terminated yet")
-
-    def _poll(
-        self,
-        job_id: str,
-        deadline: float,
-        timeout: float | None,
-        poll: float,
-        on_update: Callable[[JobView], None] | None,
-    ) -> ResultView:
-        """The fallback: GET the job every ``poll`` seconds until it terminates."""
-        while True:
-            view = self.job(job_id)
-            if on_update is not None:
-                on_update(view)
-            if view.state.is_terminal:
-                return view.result if view.result is not None else self.result(job_id)
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise WaitTimeoutError(f"job {job_id!r} is still {view.state} after {timeout}s")
-            _sleep(min(poll, remaining))
 
     # ------------------------------------------------------------------ logs
 
@@ -375,24 +319,24 @@ class Client:
         come, from any JobManager (:mod:`steward.client.log_stream`): from byte ``offset``, or
         its last ``tail`` lines; ``follow``: until the attempt ends. Refusals (no such
         attempt, removed by the retention, its TaskManager gone) are raised by this call."""
-        _job_path(job_id)  # checks the id before it reaches a URL
+        job_path(job_id)  # checks the id before it reaches a URL
         if attempt is None:
-            attempt = _latest_attempt(self.job(job_id))
+            attempt = latest_attempt(self.job(job_id))
         failover = self._failover
         stream = LogStream(
-            failover._http,  # the client's connections, TLS and token
+            failover.http,
             failover.addresses,
             job_log_path(job_id, attempt),
             timeout=failover.timeout,
-            timeouts=failover._request_timeouts,
-            error_of=lambda response: _api_error(response, error_body(response), job_id),
+            timeouts=failover.request_timeouts,
+            error_of=lambda response: api_error(response, error_body(response), job_id),
         )
         return stream.blocks(LogQuery(offset=offset, tail=tail, follow=follow))
 
     # ------------------------------------------------------------------ cluster
 
     def cluster(self) -> ClusterView:
-        return _decode(ClusterView, self._call("GET", "/v1/cluster"))
+        return decode(ClusterView, self._call("GET", "/v1/cluster"))
 
     def leader(self) -> LeaderView | None:
         """The leading JobManager, or None while there is none."""
@@ -407,15 +351,15 @@ class Client:
         try:
             body = CreateTokenRequest(name=name, role=Role(role), expires_in=expires_in)
         except (ValidationError, ValueError) as exc:
-            raise JobRejectedError(f"invalid token request: {_first_error(exc)}") from exc
+            raise JobRejectedError(f"invalid token request: {first_error(exc)}") from exc
         response, _ = self._failover.send("POST", "/v1/tokens", body.model_dump(mode="json"))
         if response.status_code != httpx.codes.CREATED:
-            raise _api_error(response, error_body(response), None)
-        return _decode(CreatedToken, response)
+            raise api_error(response, error_body(response), None)
+        return decode(CreatedToken, response)
 
     def tokens(self) -> list[TokenView]:
         """Every token (never its secret)."""
-        return _decode(TokenList, self._call("GET", "/v1/tokens")).tokens
+        return decode(TokenList, self._call("GET", "/v1/tokens")).tokens
 
     def revoke_token(self, token_id: str) -> None:
         """Revoke the token ``token_id``: refused by every JobManager from now on."""
@@ -448,7 +392,7 @@ class Client:
         response, _maybe_accepted = self._failover.send(method, path, body)
         if response.is_success:
             return response
-        raise _api_error(response, error_body(response), job_id)
+        raise api_error(response, error_body(response), job_id)
 
 
 def _local_cluster_only(urls: Sequence[str], workdir: Path) -> bool:
@@ -469,75 +413,3 @@ def _rediscovery(config: Configuration, workdir: Path) -> Rediscover:
         return discover_addresses(config, workdir, zookeeper_timeout=timeout)
 
     return rediscover
-
-
-def _checked_spec(spec: dict[str, Any]) -> dict[str, Any]:
-    """``spec`` validated as a JobSpec, as JSON, with only the fields the caller set."""
-    try:
-        model = JobSpec.model_validate(spec)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "spec"
-        raise JobRejectedError(f"invalid job spec: {where}: {first['msg']}") from exc
-    return model.model_dump(mode="json", exclude_unset=True)
-
-
-def _first_error(exc: Exception) -> str:
-    if isinstance(exc, ValidationError):
-        first = exc.errors()[0]
-        return f"{'.'.join(str(p) for p in first['loc']) or 'body'}: {first['msg']}"
-    return str(exc)
-
-
-def _latest_attempt(view: JobView) -> int:
-    if not view.attempts:
-        raise StewardError(f"job {view.job_id} has no attempt yet (it is {view.state.value})")
-    return max(record.number for record in view.attempts)
-
-
-def _job_path(job_id: str) -> str:
-    try:
-        return f"/v1/jobs/{check_job_id(job_id)}"
-    except ValueError as exc:
-        # No job can have this id, and it must not reach a URL path ("../x") unchecked.
-        not_found = JobNotFoundError(job_id)
-        not_found.args = (f"no job {job_id!r}: {exc}",)
-        raise not_found from exc
-
-
-def _decode(model: type[V], response: httpx.Response) -> V:
-    try:
-        return model.model_validate_json(response.content)
-    except ValidationError as exc:
-        raise ApiError(
-            f"unexpected answer from {response.request.url}: {exc.errors()[0]['msg']}",
-            status=response.status_code,
-            code="bad_response",
-        ) from exc
-
-
-def _api_error(response: httpx.Response, error: ErrorBody, job_id: str | None) -> StewardError:
-    status = response.status_code
-    exc: JobNotFoundError | JobExistsError
-    if error.code == "job_not_found" and job_id is not None:
-        exc = JobNotFoundError(job_id)
-    elif error.code == "job_exists" and job_id is not None:
-        exc = JobExistsError(job_id)
-    elif error.code == "job_terminated":
-        return JobTerminatedError(error.message, result=error.result, status=status)
-    elif error.code == "no_leader":
-        return NoLeaderError(error.message, retry_after=retry_after_seconds(response) or None)
-    elif error.code == "unauthorized":
-        return ApiError(
-            f"{error.message}; give one with --token, $STEWARD_TOKEN or client.token-file"
-            " (`steward cluster start` writes an admin token to .steward/admin.token)",
-            status=status,
-            code=error.code,
-        )
-    elif error.code in _REJECTIONS and response.request.method in ("POST", "PUT"):
-        return JobRejectedError(error.message)
-    else:
-        return ApiError(error.message, status=status, code=error.code)
-    # The store's classes word their own message from the id; the server's sentence says more.
-    exc.args = (error.message,)
-    return exc

@@ -97,6 +97,15 @@ class Failover:
             headers={"authorization": f"Bearer {token}"} if token else None,
         )
 
+    @property
+    def http(self) -> httpx.Client:
+        """The client's connections, with its TLS and token: for streams (events, logs)."""
+        return self._http
+
+    @property
+    def request_timeouts(self) -> RequestTimeouts:
+        return self._request_timeouts
+
     def close(self) -> None:
         self._http.close()
 

@@ -22,7 +22,7 @@ def fake(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> FakeJobManagers:
         return Client(["http://jm-a:8081"], timeout=0.5, transport=api.transport())
 
     monkeypatch.setattr(jobs, "open_client", open_client)
-    monkeypatch.setattr("steward.client.client._sleep", lambda _s: None)
+    monkeypatch.setattr("steward.client.waiting._sleep", lambda _s: None)
     monkeypatch.setattr("steward.client.failover._sleep", lambda _s: None)
     return api
 
