@@ -48,6 +48,7 @@ class JobManagerMetrics:
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self.registry: CollectorRegistry = new_registry()
+        self._state: SnapshotCollector[JobManagerSnapshot] | None = None
         self._clock = clock
         self._lock = threading.Lock()
         self._heartbeats: dict[str, float] = {}
@@ -122,8 +123,12 @@ class JobManagerMetrics:
         )
 
     def observe(self, snapshot: Callable[[], JobManagerSnapshot]) -> None:
-        """Read the JobManager's state through ``snapshot`` at every scrape."""
-        self.registry.register(SnapshotCollector(snapshot, render_jobmanager))
+        """Read the JobManager's state through ``snapshot`` at every scrape (in place of
+        an earlier ``snapshot``: never two sets of the same series)."""
+        if self._state is not None:
+            self.registry.unregister(self._state)
+        self._state = SnapshotCollector(snapshot, render_jobmanager)
+        self.registry.register(self._state)
 
     # ------------------------------------------------------------------ events
 

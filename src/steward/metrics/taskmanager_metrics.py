@@ -34,6 +34,7 @@ class TaskManagerMetrics:
 
     def __init__(self) -> None:
         self.registry: CollectorRegistry = new_registry()
+        self._state: SnapshotCollector[TaskManagerSnapshot] | None = None
         r = self.registry
         self.attempts_started = Counter(
             "steward_taskmanager_attempts_started",
@@ -59,8 +60,12 @@ class TaskManagerMetrics:
         )
 
     def observe(self, snapshot: Callable[[], TaskManagerSnapshot]) -> None:
-        """Read the TaskManager's state through ``snapshot`` at every scrape."""
-        self.registry.register(SnapshotCollector(snapshot, render_taskmanager))
+        """Read the TaskManager's state through ``snapshot`` at every scrape (in place of
+        an earlier ``snapshot``: never two sets of the same series)."""
+        if self._state is not None:
+            self.registry.unregister(self._state)
+        self._state = SnapshotCollector(snapshot, render_taskmanager)
+        self.registry.register(self._state)
 
     def attempt_ended(self, outcome: str) -> None:
         self.attempts_ended.labels(outcome=outcome).inc()

@@ -116,3 +116,12 @@ def test_the_taskmanagers_slots_and_state() -> None:
     assert got[("steward_taskmanager_slots_used", ())] == 1
     assert got[("steward_taskmanager_fenced", ())] == 1
     assert got[("steward_taskmanager_attempts_ended_total", (("outcome", "finished"),))] == 1
+
+
+def test_observing_again_replaces_the_state_rather_than_doubling_it() -> None:
+    metrics = JobManagerMetrics()
+    metrics.observe(leader_snapshot)
+    metrics.observe(lambda: JobManagerSnapshot(False, 9, True))
+    text = exposition(metrics.registry).decode()
+    assert text.count("\nsteward_jobmanager_is_leader ") == 1
+    assert samples(exposition(metrics.registry))[("steward_leader_epoch", ())] == 9
