@@ -115,6 +115,12 @@ class JobManagerMetrics:
             "Cleanups of a terminated job's HA data that failed and are retried.",
             registry=r,
         )
+        self.zookeeper_lost_writes = Counter(
+            "steward_zookeeper_lost_writes",
+            "Writes ZooKeeper acknowledged and later lost (a job's result gone before its"
+            " cleanup ended): an incident of the ensemble, never expected.",
+            registry=r,
+        )
         self.zookeeper_round_trip = Histogram(
             "steward_zookeeper_round_trip_seconds",
             "Round trips of the liveness probe to ZooKeeper.",

@@ -55,6 +55,9 @@ def test_a_result_lost_by_zookeeper_is_an_error_naming_it_and_not_retried(
     cluster.wait_result_clean(leader, "job-next")
     retries = [r for r in caplog.records if "cleanup failed job=job-lost" in r.getMessage()]
     assert retries == []
+    # And the metric says it, for an alert
+    registry = dispatcher_of(leader).term.metrics.registry
+    assert registry.get_sample_value("steward_zookeeper_lost_writes_total") == 1
     # And the rest of the lost job's HA data is gone
     assert not cluster.exists(cluster.layout.jobgraph("job-lost"))
     assert not cluster.exists(cluster.layout.job("job-lost"))

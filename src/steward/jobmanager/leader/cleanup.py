@@ -78,6 +78,7 @@ class Cleanup:
         try:
             self._stores.results.mark_clean(fence, job_id)
         except JobNotFoundError:
+            self._term.metrics.zookeeper_lost_writes.inc()
             log.error(
                 "result lost by zookeeper job=%s epoch=%d: the job's result was recorded and"
                 " acknowledged, and ZooKeeper no longer has it. ZooKeeper lost an acknowledged"
