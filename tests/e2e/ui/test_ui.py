@@ -95,6 +95,11 @@ def test_every_page_shows_the_cluster(
     expect(page.locator("#tm-list")).to_contain_text("tm-1")
     expect(page.locator("#tm-list")).to_contain_text("2")
 
+    # Heartbeats are the leader's figure (the cookie is the host's: signed in there too).
+    page.goto(leader.address + "/ui/taskmanagers")
+    expect(page.locator("#tm-list [data-heartbeat]")).to_contain_text("ago")
+    page.goto(standby.address + "/ui/")
+
     page.click("nav >> text=HA")
     expect(page.locator("#ha-leader")).to_contain_text(leader.id)
     expect(page.locator("#ha-jobmanagers")).to_contain_text(standby.id)
@@ -131,7 +136,10 @@ def test_a_job_followed_to_finished(
     pipeline = tmp_path / "printing.py"
     pipeline.write_text(PRINTING)
     with ui_cluster.client() as client:
-        client.submit(pipeline, args=["12", "0.5"], job_id="ui-finishes", name="ui finishes")
+        client.submit(
+            pipeline, args=["12", "0.5"], job_id="ui-finishes", name="ui finishes",
+            labels={"team": "ui"},
+        )  # fmt: skip
     page = sign_in(browser, standby.address, token)
     page.goto(standby.address + "/ui/jobs?q=finishes")
     expect(page.locator("#job-list")).to_contain_text("ui finishes")
@@ -152,6 +160,11 @@ def test_a_job_followed_to_finished(
     page.press("#log-tail", "Enter")
     expect(page.locator("#log")).to_contain_text("ui tick 12")
     expect(page.locator("#log")).not_to_contain_text("ui tick 2\n")
+    # The label filter: by key=value, and a value that differs hides it.
+    page.goto(standby.address + "/ui/jobs?label=team%3Dui")
+    expect(page.locator("#job-list")).to_contain_text("ui-finishes")
+    page.fill("#filter-label", "team=other")
+    expect(page.locator("#job-list")).not_to_contain_text("ui-finishes")
     # The state filter: FINISHED shows it, RUNNING does not.
     page.goto(standby.address + "/ui/jobs?state=FINISHED")
     expect(page.locator("#job-list")).to_contain_text("ui-finishes")

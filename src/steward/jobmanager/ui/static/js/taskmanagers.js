@@ -1,6 +1,6 @@
 // The TaskManagers: their slots (free ones as the leader counts them), the attempts running
 // there, and their last heartbeat when this JobManager knows it.
-import { ago, api, fill, frame, h, jobLink, table, watchCluster, watchJobs, when } from "./common.js";
+import { api, duration, fill, frame, h, jobLink, table, watchCluster, watchJobs, when } from "./common.js";
 
 const main = frame("TaskManagers");
 const count = h("span", { class: "sub", id: "tm-count" });
@@ -8,15 +8,17 @@ const list = h("div", { id: "tm-list" });
 main.append(
   h("div", { class: "page-head" }, h("h1", {}, "TaskManagers"), count),
   h("section", { class: "panel" }, list),
-  h("p", { class: "muted" }, "Free slots are counted by the leader; a standby without a leader shows \"?\"."),
+  h("p", { class: "muted" }, "Free slots and heartbeats are the leader's figures: a standby shows \"?\" and \"—\"."),
 );
 
 let cluster = null;
 const names = new Map();
 
+// The leader's figure (seconds since the last heartbeat it received); a standby has none.
 function heartbeat(tm) {
-  const at = tm.last_heartbeat ?? tm.last_heartbeat_at ?? null;
-  return at === null ? h("span", { class: "muted" }, "—") : h("span", { title: when(at) }, ago(at));
+  const age = tm.heartbeat_age ?? null;
+  if (age === null) return h("span", { class: "muted", title: "known to the leader only" }, "—");
+  return h("span", { title: when(Date.now() / 1000 - age), "data-heartbeat": "" }, `${duration(age)} ago`);
 }
 
 function render() {
