@@ -173,16 +173,7 @@ def test_a_job_followed_to_finished(
     assert re.search(r"state=RUNNING", page.url)
 
 
-FORWARDED_COOKIE = pytest.mark.xfail(
-    strict=True,
-    reason="a standby forwards the caller's Authorization header only, not the UI's cookie"
-    " (rest/auth.py authorization()): the leader answers the forwarded cancel 401",
-)
-
-
-@pytest.mark.parametrize(
-    "where", ["leader", pytest.param("standby", marks=[FORWARDED_COOKIE, pytest.mark.slow])]
-)
+@pytest.mark.parametrize("where", ["leader", pytest.param("standby", marks=pytest.mark.slow)])
 def test_cancel_from_the_page(
     browser: Browser, ui_cluster: ProcessCluster, token: str, tmp_path: Path, where: str
 ) -> None:

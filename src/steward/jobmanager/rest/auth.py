@@ -11,7 +11,7 @@ from typing import Annotated, Any, Protocol
 
 from fastapi import Depends, FastAPI, Request
 
-from steward.security.asgi import PROBES
+from steward.security.asgi import PROBES, cookie_token
 from steward.security.authenticator import Authenticator
 from steward.security.identity import Identity
 from steward.security.roles import Action
@@ -73,8 +73,14 @@ def client_address(request: Request) -> str | None:
 
 
 def authorization(request: Request) -> str | None:
-    """The caller's own Authorization header: what a standby forwards to the leader."""
-    return request.headers.get("authorization")
+    """The caller's credential as an Authorization header: what a standby forwards to the
+    leader. A browser's comes in the web UI's cookie (its CSRF header was checked here), and
+    is forwarded as its bearer token, so the leader sees the same caller."""
+    header = request.headers.get("authorization")
+    if header is not None:
+        return header
+    token = cookie_token(request.scope)
+    return f"Bearer {token}" if token is not None else None
 
 
 def document(app: FastAPI) -> None:
