@@ -72,6 +72,8 @@ CLUSTER_SUITE = (
     Benchmark("script_submit", "script_submit"),
     Benchmark("security_cost", "security_cost"),
     Benchmark("wait_cost", "wait_cost"),
+    Benchmark("log_stream", "log_stream"),
+    Benchmark("ui_cost", "ui_cost"),
 )
 SUITES = {"foundation": SUITE, "cluster": CLUSTER_SUITE}
 CHILD_STOP_TIMEOUT = 60.0
