@@ -101,8 +101,11 @@ def _lease_gone(cluster: NetnsCluster, job_id: str) -> bool:
     root = f"{ZK_TEST_ROOT}/{cluster.settings['high-availability.cluster-id']}"
     quorum = cluster.settings["high-availability.zookeeper.quorum"]
 
+    # The cluster's ZooKeeper credential: since 3.9, exists() needs READ on the znode too.
+    options = cluster.zookeeper_access.kazoo_options()
+
     def ask() -> bool:
-        client = KazooClient(hosts=quorum, timeout=10)
+        client = KazooClient(hosts=quorum, timeout=10, **options)
         client.start(timeout=15)
         try:
             return client.exists(Layout(root).execution(job_id)) is None
