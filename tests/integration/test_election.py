@@ -82,8 +82,14 @@ def test_three_contenders_elect_exactly_one_leader_named_in_leader_info(
         leadership = leaders[0].election.leadership
         assert leadership is not None
         assert (leadership.contender, leadership.epoch) == (name, epoch)
-        # And every contender has one latch
-        assert len(observer.client.get_children(observer.layout.leader_latch)) == 3
+
+        # And every contender has one latch (each joins on its own thread: the last may join
+        # after the first has been elected)
+        def latches() -> list[str]:
+            return list(observer.client.get_children(observer.layout.leader_latch))
+
+        wait_until(lambda: len(latches()) >= 3, 5, message="three latches")
+        assert len(latches()) == 3
         wait_until(lambda: sampler.samples > 50, 5, message="sampler ran")
     assert sampler.violations == []
     assert monitor.overlaps == []

@@ -62,8 +62,12 @@ def test_an_orphan_of_the_pipeline_is_adopted_by_the_runner(
 def test_a_daemonised_process_is_killed_when_the_attempt_ends(
     tmp_path: Path, escaped_pids: list[int]
 ) -> None:
+    gate = tmp_path / "gate"
     with RunnerHarness(tmp_path / "work") as runner:
-        escaped = start(tmp_path, runner, escaped_pids)
+        # The gate holds the attempt open until the escape has been checked: without it the
+        # attempt may end (and the runner kill the sleeper) before start() looks at it.
+        escaped = start(tmp_path, runner, escaped_pids, str(gate))
+        gate.touch()
 
         final = runner.wait_final(30.0)
 
