@@ -24,6 +24,9 @@ MARKER = "314159"  # `sleep 314159`: the marker is an argument of the command li
 @pytest.fixture
 def sleeper(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], ProcessEntry]]:
     child, record = spawn(["sleep", MARKER], tmp_path / "sleep.log", marker=MARKER)
+    # Until the exec completes, the child's argv is empty or the parent's, and a record is
+    # identified by pid and start time alone (detached.find_live): wait for the real argv.
+    wait_until(lambda: MARKER in psutil.Process(child.pid).cmdline(), 10, message="exec'd")
     entry = ProcessEntry(
         role=Role.TASKMANAGER,
         id="tm-1",
