@@ -32,6 +32,10 @@ log = logging.getLogger(__name__)
 MAX_INTERVAL = 600.0
 """Seconds between two collections at most (less with a short retention)."""
 
+ORPHAN_GRAPH_AGE = 3600.0
+"""A job graph blob no pointer names is deleted after this long (an add that lost its
+connection before its pointer was created leaves one; younger ones may be an add under way)."""
+
 
 class ContentCollector:
     """Deletes unreferenced, old content blobs; see the module docstring.
@@ -80,6 +84,7 @@ class ContentCollector:
         while not stopped.wait(self.interval):
             try:
                 self.collect()
+                self._graphs.collect_garbage(ORPHAN_GRAPH_AGE)
             except StewardError as exc:
                 log.warning("content garbage collection failed error=%s", exc)
 
