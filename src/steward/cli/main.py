@@ -75,6 +75,7 @@ def _log_thread_death(args: threading.ExceptHookArgs) -> None:
 def _register() -> None:
     from steward.cli.certificates import certificate
     from steward.cli.demo import demo
+    from steward.cli.doctor import doctor
     from steward.cli.jobmanager import jobmanager
     from steward.cli.taskmanager import taskmanager
     from steward.cli.tokens import token
@@ -87,6 +88,7 @@ def _register() -> None:
     cli.add_command(taskmanager)
     cli.add_command(token)
     cli.add_command(certificate)
+    cli.add_command(doctor)
 
 
 def _register_jobs_and_cluster() -> None:

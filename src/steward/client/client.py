@@ -57,6 +57,7 @@ from steward.errors import (
 )
 from steward.security.credentials import find_token
 from steward.tls.contexts import client_tls
+from steward.wire.doctor import DoctorReport
 from steward.wire.jobs import JobKind, ProgramKind, RestartStrategy
 from steward.wire.logs import LogQuery, job_log_path
 from steward.wire.rest import (
@@ -341,6 +342,10 @@ class Client:
     def leader(self) -> LeaderView | None:
         """The leading JobManager, or None while there is none."""
         return self.cluster().leader
+
+    def doctor(self) -> DoctorReport:
+        """What ``steward doctor`` finds (any JobManager answers, a standby too)."""
+        return decode(DoctorReport, self._call("GET", "/v1/doctor"))
 
     # ------------------------------------------------------------------ tokens (admin)
 

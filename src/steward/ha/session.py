@@ -218,6 +218,12 @@ class Session:
         """The session timeout (seconds) the server granted at the last connect; None before."""
         return self._granted
 
+    def granted_problem(self) -> str | None:
+        """Why the granted session timeout breaks the timing chain; None if it does not."""
+        if self._granted is None or self._timing is None:
+            return None
+        return self._timing.granted_problem(self._granted)
+
     def _record_granted_timeouts(self) -> None:
         # Kazoo uses the timeout of the server's ConnectResponse for its own read timeouts but
         # keeps it nowhere; wrap the one call that returns it (connection set-up only).

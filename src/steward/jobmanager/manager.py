@@ -34,6 +34,7 @@ from urllib.parse import urlsplit
 import uvicorn
 
 from steward.config import Configuration
+from steward.doctor import examine
 from steward.errors import ConfigurationError, StewardError
 from steward.ha.crash_detection import CrashDetector, is_wildcard
 from steward.ha.election import LeaderElection, Leadership
@@ -44,6 +45,7 @@ from steward.metrics import JobManagerMetrics
 from steward.store.blob import BlobStore
 from steward.tls import contexts as tls
 from steward.tls.peer import PeerCertificateProtocol
+from steward.wire.doctor import DoctorReport
 from steward.wire.records import LeaderInfo
 
 from .dispatcher import Dispatcher
@@ -132,6 +134,15 @@ class JobManager:
 
     def cluster_id(self) -> str:
         return self.settings.zookeeper.cluster_id
+
+    def doctor(self) -> DoctorReport:
+        return examine(
+            self.session,
+            self.blobs,
+            self.cluster_id(),
+            lost_writes=self.metrics.lost_writes(),
+            served_by=self.id,
+        )
 
     # ------------------------------------------------------------------ lifecycle
 

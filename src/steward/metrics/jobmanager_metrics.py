@@ -156,6 +156,11 @@ class JobManagerMetrics:
         self.attempts_restarted.inc()
         self.restart_backoff.observe(max(0.0, wait))
 
+    def lost_writes(self) -> int:
+        """How many acknowledged writes this JobManager found lost (``steward doctor`` says)."""
+        value = self.registry.get_sample_value("steward_zookeeper_lost_writes_total")
+        return int(value or 0)
+
     def heartbeat_from(self, tm_id: str) -> None:
         """A heartbeat of ``tm_id`` arrived (its age is read at scrape time)."""
         with self._lock:

@@ -34,7 +34,7 @@ SERVER_SETTINGS: dict[str, str] = {
     "initLimit": "20",
     "syncLimit": "10",
     "admin.enableServer": "false",
-    "4lw.commands.whitelist": "srvr,stat,ruok,mntr,cons",
+    "4lw.commands.whitelist": "srvr,stat,ruok,mntr,cons,conf",
     # A demo cluster may run for days: keep its snapshots and logs bounded.
     "autopurge.snapRetainCount": "3",
     "autopurge.purgeInterval": "1",

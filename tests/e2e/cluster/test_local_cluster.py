@@ -109,11 +109,27 @@ def test_a_two_plus_two_cluster_survives_the_loss_of_its_leader(workdir: Path) -
                 "--interval", "0.1")
     )  # fmt: skip
     assert result["state"] == "FINISHED"
+    # And steward doctor finds every invariant holding, asking a JobManager or on its own
+    assert "every invariant holds" in ok(steward(workdir, "doctor")).stdout
+    assert document(steward(workdir, "doctor", "--offline", "--json"))["findings"] == []
+    # When a running job's graph is deleted from the storage behind Steward's back
+    running = document(
+        steward(workdir, "submit", str(LONG_RUNNING), "--detach", "--json", "--", "--ticks",
+                "600", "--interval", "0.1")
+    )  # fmt: skip
+    (blob,) = StateDir.of(workdir).storage.glob(f"**/jobgraphs/{running['job_id']}/*")
+    blob.unlink()
+    # Then the doctor names it, says what to do, and exits 1
+    found = steward(workdir, "doctor")
+    assert found.returncode == 1, found.stdout + found.stderr
+    assert "job-graph-unreadable" in found.stdout and running["job_id"] in found.stdout
+    assert "Do: the job fails at the next recovery" in found.stdout
+    ok(steward(workdir, "cancel", running["job_id"]))
     # When the leading JobManager is killed
     psutil.Process(leader["pid"]).send_signal(signal.SIGKILL)
     # Then the standby answers at once, and leads after the session timeout
     listed = document(steward(workdir, "list", "--json"))
-    assert [job["job_id"] for job in listed] == [result["job_id"]]
+    assert {job["job_id"] for job in listed} == {result["job_id"], running["job_id"]}
 
     def new_leader() -> str | None:
         answer = steward(workdir, "leader", "--json")

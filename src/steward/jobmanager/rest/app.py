@@ -18,7 +18,7 @@ from steward.store.contents import ContentStore
 from steward.tls.contexts import ClientTls
 
 from ..ui import routes as ui
-from . import cluster, contents, events, health, internal, jobs, logs, metrics, tokens
+from . import cluster, contents, doctor, events, health, internal, jobs, logs, metrics, tokens
 from .auth import LOGIN_PAGE, PUBLIC_PATHS, ApiSecurity, document
 from .backend import ApiBackend
 from .errors import add_error_handlers
@@ -74,6 +74,7 @@ def create_app(
         health.router,
         contents.router,
         cluster.router,
+        doctor.router,
         jobs.router,
         events.router,
         logs.router,

@@ -14,6 +14,7 @@ from contextlib import AbstractContextManager
 from typing import Protocol
 
 from steward.store.blob import BlobStore
+from steward.wire.doctor import DoctorReport
 from steward.wire.heartbeat import Heartbeat, HeartbeatReply
 from steward.wire.jobs import JobGraph, JobSpec
 from steward.wire.records import JobResultEntry, LeaderInfo
@@ -120,3 +121,7 @@ class ApiBackend(Protocol):
         ...
 
     def cluster_id(self) -> str: ...
+
+    def doctor(self) -> DoctorReport:
+        """What ``steward doctor`` finds, read on this JobManager's own session."""
+        ...

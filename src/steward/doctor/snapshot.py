@@ -1,0 +1,209 @@
+"""One reading of a cluster's HA state, for the checks: every znode the invariants are about.
+
+The reading is not atomic (ZooKeeper has no snapshot read), so a check that compares two
+records leaves a grace period for what a live cluster does between two reads. A record that
+does not decode is kept as its error: a corrupt record is itself a finding, never a crash.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from steward.errors import StewardError
+from steward.ha.layout import OUTCOME_PREFIX, Layout
+from steward.ha.session import Session
+from steward.store import zk
+from steward.store.blob import BlobInfo, BlobRef, BlobStore
+from steward.store.checkpoints import BLOB_PREFIX as CHECKPOINT_BLOBS
+from steward.store.job_graphs import BLOB_PREFIX as GRAPH_BLOBS
+from steward.wire.jobs import JobGraphPointer
+from steward.wire.records import (
+    CheckpointPointer,
+    ContenderInfo,
+    ExecutionLease,
+    JobResultEntry,
+    JobStatusRecord,
+    LeaderInfo,
+    TaskManagerInfo,
+)
+from steward.wire.values import Payload
+
+P = TypeVar("P", bound=Payload)
+
+
+@dataclass(frozen=True)
+class Stored(Generic[P]):
+    """A znode as read: its decoded payload or why it did not decode, and its stat's facts."""
+
+    path: str
+    value: P | None
+    error: str | None
+    created: float
+    """Wall-clock seconds of the znode's creation (its ctime)."""
+    modified: float
+    owner: int
+    """The session that owns it if ephemeral, else 0."""
+
+
+@dataclass
+class Snapshot:
+    """What the checks look at; built by :func:`read_snapshot`."""
+
+    now: float
+    epoch: int | None
+    """``leader/epoch``'s version: the current epoch (None: the node is missing)."""
+    epoch_data: str
+    leader: Stored[LeaderInfo] | None
+    latches: list[Stored[ContenderInfo]]
+    """In line order (lowest sequence first)."""
+    pointers: dict[str, Stored[JobGraphPointer]]
+    results: dict[str, Stored[JobResultEntry]]
+    statuses: dict[str, Stored[JobStatusRecord]]
+    leases: dict[str, Stored[ExecutionLease]]
+    taskmanagers: dict[str, Stored[TaskManagerInfo]]
+    job_nodes: set[str]
+    """Jobs with a ``jobs/<id>`` node (status, checkpoints, outcomes)."""
+    outcomes: dict[str, list[Stored[Any]]]
+    """Outcome records per job (their payloads are not decoded; only age matters)."""
+    checkpoints: dict[str, dict[int, Stored[CheckpointPointer]]]
+    graph_blobs: list[BlobInfo] = field(default_factory=list)
+    checkpoint_blobs: list[BlobInfo] = field(default_factory=list)
+    blob_errors: dict[str, str] = field(default_factory=dict)
+    """A pointer's key -> why its blob could not be read back (missing, corrupt)."""
+    storage_error: str | None = None
+    """Why the blob storage could not be listed (then no blob check ran)."""
+
+    @property
+    def job_ids(self) -> set[str]:
+        return set(self.pointers) | set(self.results) | set(self.statuses) | self.job_nodes
+
+
+def read_snapshot(session: Session, blobs: BlobStore, *, check_blobs: bool = True) -> Snapshot:
+    """Read the HA state under the session's root; raises CoordinationError if ZooKeeper fails."""
+    client, layout = session.client, session.layout
+    epoch_found = zk.read(client, layout.leader_epoch)
+    snapshot = Snapshot(
+        now=time.time(),
+        epoch=epoch_found[1].version if epoch_found else None,
+        epoch_data=epoch_found[0].decode("utf-8", "replace") if epoch_found else "",
+        leader=_read(client, layout.leader_info, LeaderInfo),
+        latches=[
+            stored
+            for name in sorted(zk.children(client, layout.leader_latch), key=_sequence)
+            if (stored := _read(client, f"{layout.leader_latch}/{name}", ContenderInfo))
+        ],
+        pointers=_read_all(client, layout.jobgraphs, layout.jobgraph, JobGraphPointer),
+        results=_read_all(client, layout.results, layout.result, JobResultEntry),
+        statuses=_read_all(client, layout.jobs, layout.job_status, JobStatusRecord),
+        leases=_read_all(client, layout.executions, layout.execution, ExecutionLease),
+        taskmanagers=_read_members(client, layout),
+        job_nodes=set(zk.job_children(client, layout.jobs)),
+        outcomes={},
+        checkpoints={},
+    )
+    for job_id in snapshot.job_nodes:
+        _read_job_node(client, layout, job_id, snapshot)
+    if check_blobs:
+        _read_blobs(blobs, snapshot)
+    return snapshot
+
+
+def _read_job_node(client: Any, layout: Layout, job_id: str, snapshot: Snapshot) -> None:
+    outcomes = [
+        stored
+        for name in zk.children(client, layout.job(job_id))
+        if name.startswith(OUTCOME_PREFIX)
+        if (stored := _read_raw(client, f"{layout.job(job_id)}/{name}"))
+    ]
+    if outcomes:
+        snapshot.outcomes[job_id] = outcomes
+    checkpoints = {
+        int(name): stored
+        for name in zk.children(client, layout.checkpoints(job_id))
+        if name.isdigit()
+        if (stored := _read(client, layout.checkpoint(job_id, int(name)), CheckpointPointer))
+    }
+    if checkpoints:
+        snapshot.checkpoints[job_id] = checkpoints
+
+
+def _read_blobs(blobs: BlobStore, snapshot: Snapshot) -> None:
+    try:
+        snapshot.graph_blobs = blobs.list(GRAPH_BLOBS)
+        snapshot.checkpoint_blobs = blobs.list(CHECKPOINT_BLOBS)
+    except (StewardError, OSError) as exc:
+        snapshot.storage_error = str(exc)
+        return
+    named: list[JobGraphPointer | CheckpointPointer] = [
+        p.value for p in snapshot.pointers.values() if p.value is not None
+    ]
+    named += [
+        c.value
+        for per_job in snapshot.checkpoints.values()
+        for c in per_job.values()
+        if c.value is not None
+    ]
+    for pointer in named:
+        try:
+            blobs.get(_ref(pointer))
+        except (StewardError, OSError) as exc:
+            snapshot.blob_errors[pointer.blob] = str(exc)
+
+
+def _ref(pointer: JobGraphPointer | CheckpointPointer) -> BlobRef:
+    return BlobRef(pointer.blob, pointer.sha256)
+
+
+def _read_all(
+    client: Any, parent: str, path_of: Callable[[str], str], kind: type[P]
+) -> dict[str, Stored[P]]:
+    found: dict[str, Stored[P]] = {}
+    for job_id in zk.job_children(client, parent):
+        stored = _read(client, path_of(job_id), kind)
+        if stored is not None:
+            found[job_id] = stored
+    return found
+
+
+def _read_members(client: Any, layout: Layout) -> dict[str, Stored[TaskManagerInfo]]:
+    found: dict[str, Stored[TaskManagerInfo]] = {}
+    for name in zk.children(client, layout.taskmanagers):
+        stored = _read(client, f"{layout.taskmanagers}/{name}", TaskManagerInfo)
+        if stored is not None:
+            found[name] = stored
+    return found
+
+
+def _read(client: Any, path: str, kind: type[P]) -> Stored[P] | None:
+    raw = _read_raw(client, path)
+    if raw is None:
+        return None  # gone between the listing and the read
+    data = bytes(raw.value or b"")
+    try:
+        value, error = kind.from_json(data), None
+    except StewardError as exc:
+        value, error = None, str(exc)
+    return Stored(path, value, error, raw.created, raw.modified, raw.owner)
+
+
+def _read_raw(client: Any, path: str) -> Stored[Any] | None:
+    found = zk.read(client, path)
+    if found is None:
+        return None
+    data, stat = found
+    return Stored(
+        path,
+        data,
+        None,
+        created=stat.ctime / 1000.0,
+        modified=stat.mtime / 1000.0,
+        owner=int(stat.ephemeralOwner),
+    )
+
+
+def _sequence(name: str) -> tuple[int, str]:
+    digits = name.rsplit("-", 1)[-1]
+    return (int(digits) if digits.isdigit() else 1 << 62, name)

@@ -1,0 +1,31 @@
+"""``GET /v1/doctor``: what ``steward doctor`` finds, answered by any JobManager (viewer).
+
+The JobManager asked reads the HA state on its own session, so a standby answers while
+there is no leader, which is when an operator most wants to know. It reads every record
+once: a request costs about one recovery's reads, which is why the UI asks every 15 s only.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from steward.errors import StewardError
+from steward.security.roles import Action
+from steward.wire.doctor import DoctorReport
+from steward.wire.rest import ErrorBody
+
+from .auth import Caller, require
+from .errors import raise_for
+from .state import Backend
+
+router = APIRouter(tags=["cluster"])
+
+
+@router.get("/v1/doctor", responses={403: {"model": ErrorBody}, 503: {"model": ErrorBody}})
+def doctor(backend: Backend, caller: Caller) -> DoctorReport:
+    """Every broken invariant of the HA state, with what to do; empty findings: all hold."""
+    require(caller, Action.READ)
+    try:
+        return backend.doctor()
+    except StewardError as exc:
+        raise_for(exc)
