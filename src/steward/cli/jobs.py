@@ -217,14 +217,22 @@ def result(config: Configuration, job_id: str, as_json: bool) -> None:
 
 @click.command()
 @_json_option
+@click.option("--history", is_flag=True, help="Also the latest terms of leadership, oldest first.")
 @click.pass_obj
-def leader(config: Configuration, as_json: bool) -> None:
-    """Show the leading JobManager (id, address, epoch). Exit code 1 if there is none."""
+def leader(config: Configuration, as_json: bool, history: bool) -> None:
+    """Show the leading JobManager (id, address, epoch). Exit code 1 if there is none.
+
+    With --history, the latest terms of leadership: each epoch, who led, when it was granted
+    and when it had recovered (an epoch missing between two is a leader that died before).
+    """
     with open_client(config) as client:
         cluster = client.cluster()
+        terms = client.leadership() if history else None
     if as_json:
-        _echo_json(cluster.leader)
+        _echo_json(terms if terms is not None else cluster.leader)
     else:
+        if terms is not None:
+            render.print_leadership(Console(), terms)
         click.echo(render.cluster_leader_line(cluster))
     if cluster.leader is None:
         click.get_current_context().exit(1)

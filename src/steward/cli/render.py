@@ -14,7 +14,7 @@ from rich.text import Text
 
 from steward.wire.records import AttemptRecord, ErrorInfo
 from steward.wire.redaction import DEFAULT as SECRETS
-from steward.wire.rest import ClusterView, JobView, ResultView
+from steward.wire.rest import ClusterView, JobView, LeadershipView, ResultView
 from steward.wire.values import JsonValue
 
 
@@ -164,6 +164,24 @@ def print_result(console: Console, result: ResultView) -> None:
             console.print(Text(SECRETS.text(result.error.traceback).rstrip(), style="dim"))
     elif state == "FINISHED":
         console.print(Text(f"value: {json.dumps(result.value, indent=2)}"))
+
+
+def print_leadership(console: Console, view: LeadershipView) -> None:
+    """The recorded terms of leadership, oldest first, one row each."""
+    table = Table(box=None, pad_edge=False)
+    for column in ("EPOCH", "LEADER", "ADDRESS", "GRANTED", "RECOVERED IN", "JOBS", "ADOPTED"):
+        table.add_column(column)
+    for term in view.history:
+        table.add_row(
+            str(term.epoch),
+            term.contender,
+            term.address,
+            timestamp(term.granted_at),
+            f"{term.ready_at - term.granted_at:.2f} s",
+            str(term.jobs),
+            str(term.adopted),
+        )
+    console.print(table if view.history else "no term of leadership recorded yet")
 
 
 def cluster_leader_line(cluster: ClusterView) -> str:

@@ -65,6 +65,7 @@ from steward.wire.rest import (
     ClusterView,
     JobList,
     JobView,
+    LeadershipView,
     LeaderView,
     ResultView,
     SubmitRequest,
@@ -342,6 +343,10 @@ class Client:
     def leader(self) -> LeaderView | None:
         """The leading JobManager, or None while there is none."""
         return self.cluster().leader
+
+    def leadership(self) -> LeadershipView:
+        """The latest terms of leadership, oldest first, and the current leader."""
+        return decode(LeadershipView, self._call("GET", "/v1/cluster/leadership"))
 
     def doctor(self) -> DoctorReport:
         """What ``steward doctor`` finds (any JobManager answers, a standby too)."""

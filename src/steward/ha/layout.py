@@ -33,6 +33,10 @@ class Layout:
         return f"{self.root}/leader/info"
 
     @property
+    def leader_history(self) -> str:
+        return f"{self.root}/leader/history"
+
+    @property
     def jobgraphs(self) -> str:
         return f"{self.root}/jobgraphs"
 

@@ -28,14 +28,16 @@ import threading
 from collections.abc import Callable
 
 from steward.config import Configuration
-from steward.errors import FencedError
+from steward.errors import FencedError, StewardError
 from steward.ha.election import Leadership
 from steward.ha.session import Session
 from steward.metrics import JobManagerMetrics
 from steward.store.blob import BlobStore
 from steward.store.contents import ContentStore
+from steward.store.leadership import LeadershipHistoryStore
 from steward.wire.heartbeat import Heartbeat, HeartbeatReply
 from steward.wire.jobs import JobGraph, JobSpec
+from steward.wire.records import LeadershipTerm
 from steward.wire.rest import JobView, TaskManagerView
 
 from .content_gc import ContentCollector
@@ -70,8 +72,10 @@ class Dispatcher:
         hooks: HookRunner,
         on_fenced: Callable[[], None] = lambda: None,
         metrics: JobManagerMetrics | None = None,
+        address: str = "",
     ) -> None:
         self.session = session
+        self.address = address
         self.epoch = leadership.epoch
         self.fence = leadership.fence
         self.config = config
@@ -115,6 +119,7 @@ class Dispatcher:
         self._views = Views(term, table, stores)
         self._threads: list[threading.Thread] = []
         self._granted_at = term.monotonic()
+        self._granted_wall = term.wall()
         self.recovery_summary: dict[str, int] = {}
 
     # ------------------------------------------------------------------ lifecycle
@@ -157,7 +162,26 @@ class Dispatcher:
             return
         self.term.ready.set()
         self.term.metrics.recovery_duration.observe(self.term.monotonic() - self._granted_at)
+        self._record_term()
         self._scheduler.run()
+
+    def _record_term(self) -> None:
+        """Add this term to leader/history (one fenced write; failing costs only history)."""
+        term = LeadershipTerm(
+            epoch=self.epoch,
+            contender=self.id,
+            address=self.address,
+            granted_at=self._granted_wall,
+            ready_at=self.term.wall(),
+            jobs=self.recovery_summary.get("jobs", 0),
+            adopted=self.recovery_summary.get("adopted", 0),
+        )
+        try:
+            LeadershipHistoryStore(self.session).record(self.fence, term)
+        except FencedError as exc:
+            self.term.fenced(exc)
+        except StewardError as exc:
+            log.warning("leadership history not recorded epoch=%d error=%s", self.epoch, exc)
 
     # ------------------------------------------------------------------ what the term answers
 

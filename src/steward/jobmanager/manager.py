@@ -199,6 +199,7 @@ class JobManager:
             hooks=hooks,
             on_fenced=self._fenced,
             metrics=self.metrics,
+            address=self.address,
         )
         self.metrics.leadership_grants.inc()
         with self._lock:

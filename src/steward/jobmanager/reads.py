@@ -13,6 +13,7 @@ from steward.errors import StewardError
 from steward.ha.election import LATCH_PREFIX
 from steward.ha.session import Session
 from steward.store import zk
+from steward.store.leadership import LeadershipHistoryStore
 from steward.store.results import JobResultStore
 from steward.store.statuses import JobStatusStore
 from steward.wire.records import (
@@ -20,6 +21,7 @@ from steward.wire.records import (
     JobResultEntry,
     JobStatusRecord,
     LeaderInfo,
+    LeadershipTerm,
     TaskManagerInfo,
 )
 from steward.wire.redaction import DEFAULT as SECRETS
@@ -73,6 +75,7 @@ class ClusterReader:
         self._session = session
         self._statuses = JobStatusStore(session)
         self._results = JobResultStore(session)
+        self._history = LeadershipHistoryStore(session)
         self.served_by = served_by
 
     def result(self, job_id: str) -> JobResultEntry | None:
@@ -106,6 +109,10 @@ class ClusterReader:
             return LeaderInfo.from_json(found[0])
         except StewardError:
             return None
+
+    def leadership(self) -> list[LeadershipTerm]:
+        """The recorded terms of leadership, oldest first (CorruptStateError if unreadable)."""
+        return self._history.terms()
 
     def jobmanagers(self, leader: LeaderInfo | None) -> list[JobManagerView]:
         client, layout = self._session.client, self._session.layout

@@ -29,6 +29,25 @@ class LeaderInfo(Payload):
     epoch: int = Field(ge=1)
 
 
+class LeadershipTerm(Value):
+    """One term of leadership, as its leader recorded it once it had recovered."""
+
+    epoch: int = Field(ge=1)
+    contender: str
+    address: str
+    granted_at: float = Field(description="wall-clock time (Unix seconds) of the grant")
+    ready_at: float = Field(description="when its recovery was done and it answered writes")
+    jobs: int = Field(default=0, ge=0, description="live jobs it recovered")
+    adopted: int = Field(default=0, ge=0, description="running attempts it adopted (rule 8)")
+
+
+class LeadershipHistory(Payload):
+    """``leader/history``: the latest terms of leadership, oldest first, bounded; fenced."""
+
+    kind_name: ClassVar[str] = "leadership history"
+    terms: list[LeadershipTerm] = Field(default_factory=list)
+
+
 class ContenderInfo(Payload):
     """Data of a ``leader/latch/<seq>`` node: who contends."""
 

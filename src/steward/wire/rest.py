@@ -9,7 +9,7 @@ from pydantic import (
     Field,
 )
 
-from steward.wire.records import AttemptRecord, ErrorInfo, JobResultEntry
+from steward.wire.records import AttemptRecord, ErrorInfo, JobResultEntry, LeadershipTerm
 from steward.wire.redaction import redact_error
 from steward.wire.states import JobState, TerminalState
 from steward.wire.values import JsonValue, Value
@@ -106,6 +106,17 @@ class ClusterView(Value):
     leader: LeaderView | None
     jobmanagers: list[JobManagerView]
     taskmanagers: list[TaskManagerView]
+    served_by: str = ""
+
+
+class LeadershipView(Value):
+    """``GET /v1/cluster/leadership``: the terms of leadership, oldest first, and the leader."""
+
+    history: list[LeadershipTerm] = Field(
+        description="the latest terms (at most 100), each recorded by its leader once it had"
+        " recovered; an epoch missing between two is a leader that died before that"
+    )
+    leader: LeaderView | None = None
     served_by: str = ""
 
 

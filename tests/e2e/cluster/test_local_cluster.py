@@ -138,6 +138,16 @@ def test_a_two_plus_two_cluster_survives_the_loss_of_its_leader(workdir: Path) -
 
     survivor = wait_until(new_leader, 30, interval=0.5, message="a standby takes over")
     assert survivor in {p["id"] for p in jobmanagers}
+
+    # And the leadership history shows both terms, each recorded once its leader recovered
+    def both_terms() -> list[dict[str, object]] | None:
+        terms = document(steward(workdir, "leader", "--history", "--json"))["history"]
+        return terms if len(terms) == 2 else None
+
+    first, second = wait_until(both_terms, 30, interval=0.5, message="the new term recorded")
+    assert (first["contender"], second["contender"]) == (leader["id"], survivor)
+    assert first["epoch"] < second["epoch"]
+    assert second["adopted"] == 0 and second["ready_at"] >= second["granted_at"]
     # And status says a process is down
     down = steward(workdir, "cluster", "status", "--json")
     assert down.returncode == 1

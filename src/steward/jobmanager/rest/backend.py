@@ -17,7 +17,7 @@ from steward.store.blob import BlobStore
 from steward.wire.doctor import DoctorReport
 from steward.wire.heartbeat import Heartbeat, HeartbeatReply
 from steward.wire.jobs import JobGraph, JobSpec
-from steward.wire.records import JobResultEntry, LeaderInfo
+from steward.wire.records import JobResultEntry, LeaderInfo, LeadershipTerm
 from steward.wire.rest import JobManagerView, JobView, TaskManagerView
 
 
@@ -41,6 +41,8 @@ class ClusterReads(Protocol):
     def leader(self) -> LeaderInfo | None: ...
 
     def jobmanagers(self, leader: LeaderInfo | None) -> list[JobManagerView]: ...
+
+    def leadership(self) -> list[LeadershipTerm]: ...
 
     def taskmanagers(self) -> list[TaskManagerView]: ...
 

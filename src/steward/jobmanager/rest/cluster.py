@@ -1,12 +1,15 @@
-"""``/v1/cluster``: the leader, every JobManager, and the TaskManagers with their slots."""
+"""``/v1/cluster``: the leader, every JobManager, and the TaskManagers with their slots;
+``/v1/cluster/leadership``: the history of leadership."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter
 
+from steward.errors import StewardError
 from steward.wire.records import LeaderInfo
-from steward.wire.rest import ClusterView, LeaderView
+from steward.wire.rest import ClusterView, ErrorBody, LeadershipView, LeaderView
 
+from .errors import raise_for
 from .state import Backend
 
 router = APIRouter(tags=["cluster"])
@@ -28,6 +31,18 @@ def cluster(backend: Backend) -> ClusterView:
         jobmanagers=backend.reader.jobmanagers(leader),
         taskmanagers=taskmanagers,
         served_by=backend.id,
+    )
+
+
+@router.get("/v1/cluster/leadership", responses={503: {"model": ErrorBody}})
+def leadership(backend: Backend) -> LeadershipView:
+    """The latest terms of leadership (epoch, leader, when granted and ready), oldest first."""
+    try:
+        history = backend.reader.leadership()
+    except StewardError as exc:
+        raise_for(exc)
+    return LeadershipView(
+        history=history, leader=leader_view(backend.reader.leader()), served_by=backend.id
     )
 
 

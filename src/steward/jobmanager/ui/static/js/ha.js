@@ -1,6 +1,6 @@
 // High availability: who leads under which epoch, the history of leadership, the JobManagers,
-// the ZooKeeper servers, and what `steward doctor` finds. The history and the doctor are newer
-// endpoints: a JobManager without them says so in their panel.
+// the ZooKeeper servers, and what `steward doctor` finds (GET /v1/cluster/leadership and
+// GET /v1/doctor; a JobManager of an older version, without them, says so in their panel).
 import {
   api, badge, errorText, fill, frame, h, missing, panel, table, unavailable, watchCluster, when,
 } from "./common.js";
@@ -56,12 +56,12 @@ async function loadHistory() {
   const answer = await api("/v1/cluster/leadership");
   if (missing(answer)) return fill(history, unavailable("Leadership history"));
   if (answer.status !== 200) return fill(history, h("div", { class: "unavailable" }, errorText(answer)));
-  const rows = listIn(answer.body, "history", "epochs", "leadership", "grants") || [];
+  const rows = listIn(answer.body, "history") || [];
   fill(history, records([...rows].reverse(), "No leadership recorded."));
 }
 
 function severityBadge(finding) {
-  const level = String(finding.severity || finding.level || "finding").toLowerCase();
+  const level = String(finding.severity || "finding").toLowerCase();
   const cls = level.startsWith("err") || level === "critical" ? "bad" : level.startsWith("warn") ? "warn" : "";
   return badge(level, cls);
 }
@@ -79,10 +79,10 @@ async function loadDoctor() {
   fill(doctor, findings.length === 0
     ? h("div", { class: "notice info", id: "doctor-ok" }, "No finding: every invariant holds.")
     : findings.map((f) => h("div", { class: "panel finding" },
-      h("div", { class: "chips" }, severityBadge(f), h("strong", {}, f.check || f.code || f.kind || "")),
-      h("p", {}, f.message || f.what || JSON.stringify(f)),
-      f.action || f.fix || f.remedy ? h("p", { class: "muted" }, `What to do: ${f.action || f.fix || f.remedy}`) : null)));
-  const zk = listIn(body, "servers", "zookeeper_servers", "zookeeper");
+      h("div", { class: "chips" }, severityBadge(f), h("strong", {}, f.check), h("span", { class: "mono" }, f.subject)),
+      h("p", {}, f.message),
+      h("p", { class: "muted" }, `What to do: ${f.action}`))));
+  const zk = listIn(body, "servers");
   fill(servers, zk ? records(zk, "No server answered.") : h("span", { class: "muted" }, "The doctor names no server."));
 }
 
