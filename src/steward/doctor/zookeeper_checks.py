@@ -26,7 +26,7 @@ SAFE_VERSION = (3, 8, 4)
 BAD_RELEASES = {(3, 9, 3): "ZOOKEEPER-4925"}
 """Later releases with a data-loss bug of their own (docs/operations.md, "ZooKeeper version")."""
 
-_VERSION = re.compile(r"Zookeeper version: (\d+)\.(\d+)\.(\d+)([^,\s]*)")
+_VERSION = re.compile(r"Zookeeper version: (\d+)\.(\d+)\.(\d+)")
 _MODE = re.compile(r"^Mode: (\w+)", re.MULTILINE)
 _CONF = re.compile(r"^(tickTime|minSessionTimeout|maxSessionTimeout)=(-?\d+)\s*$", re.MULTILINE)
 
@@ -59,7 +59,7 @@ def ask(host: str, port: int, timeout: float = 2.0) -> ServerReport:
     return ServerReport(
         address=f"{host}:{port}",
         answered=bool(srvr),
-        version=".".join(version.groups()[:3]) + version.group(4) if version else None,
+        version=".".join(version.groups()) if version else None,  # not the build's hash
         mode=mode.group(1) if mode else None,
         tick_time_ms=limits.get("tickTime"),
         min_session_timeout_ms=limits.get("minSessionTimeout"),
