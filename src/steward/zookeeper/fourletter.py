@@ -49,13 +49,13 @@ def four_letter_word(port: int, word: str, *, host: str = LOOPBACK, timeout: flo
     return b"".join(chunks).decode("utf-8", errors="replace")
 
 
-def serving_mode(port: int, *, timeout: float = 1.0) -> ServerMode | None:
+def serving_mode(port: int, *, host: str = LOOPBACK, timeout: float = 1.0) -> ServerMode | None:
     """The mode of the server on ``port`` if it serves clients, else None.
 
     A server that is up but has no quorum answers ``srvr`` with "not currently serving
     requests" and no ``Mode:`` line, so it counts as not serving.
     """
-    match = _MODE.search(four_letter_word(port, "srvr", timeout=timeout))
+    match = _MODE.search(four_letter_word(port, "srvr", host=host, timeout=timeout))
     if match is None:
         return None
     try:
@@ -65,7 +65,9 @@ def serving_mode(port: int, *, timeout: float = 1.0) -> ServerMode | None:
         return None
 
 
-def connected_clients(port: int, *, timeout: float = 1.0) -> list[tuple[str, int]]:
+def connected_clients(
+    port: int, *, host: str = LOOPBACK, timeout: float = 1.0
+) -> list[tuple[str, int]]:
     """The (host, port) of every client connection of the server on ``port`` (``cons``)."""
-    answer = four_letter_word(port, "cons", timeout=timeout)
+    answer = four_letter_word(port, "cons", host=host, timeout=timeout)
     return [(host, int(client_port)) for host, client_port in _CONNECTION.findall(answer)]

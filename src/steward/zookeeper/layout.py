@@ -6,7 +6,8 @@ Port scheme, from the base client port P, for server n (1-based) of an ensemble:
     quorum port   P + 100 + (n - 1)    e.g. 2281, 2282, 2283   (followers to leader)
     election port P + 200 + (n - 1)    e.g. 2381, 2382, 2383   (leader election)
 
-A standalone server uses only P. Everything binds 127.0.0.1: the managed ZooKeeper is for one
+A standalone server uses only P. Everything binds 127.0.0.1 (or the one address ``host`` a test
+gives, for servers in a network namespace of their own): the managed ZooKeeper is for one
 machine (quick start, demo, tests), never a production quorum.
 """
 
@@ -49,6 +50,8 @@ class ServerPorts:
     client_port: int
     quorum_port: int
     election_port: int
+    host: str = LOOPBACK
+    """The address every port binds (and clients connect to)."""
 
     def named(self, standalone: bool) -> dict[int, str]:
         """Each port this server binds, with what it is for (for error messages)."""
@@ -59,7 +62,7 @@ class ServerPorts:
         return ports
 
 
-def plan_ports(servers: int, client_port: int) -> list[ServerPorts]:
+def plan_ports(servers: int, client_port: int, host: str = LOOPBACK) -> list[ServerPorts]:
     """The ports of every server of an ensemble of ``servers`` whose base client port is P."""
     if servers < 1 or servers > MAX_SERVERS or servers % 2 == 0:
         raise ManagedZooKeeperError(
@@ -77,6 +80,7 @@ def plan_ports(servers: int, client_port: int) -> list[ServerPorts]:
             client_port=client_port + n - 1,
             quorum_port=client_port + QUORUM_PORT_OFFSET + n - 1,
             election_port=client_port + ELECTION_PORT_OFFSET + n - 1,
+            host=host,
         )
         for n in range(1, servers + 1)
     ]
@@ -102,7 +106,8 @@ def port_is_free(port: int, host: str = LOOPBACK) -> bool:
 def check_ports_free(plan: list[ServerPorts], standalone: bool) -> None:
     """Raise ``PortInUseError`` naming every port of ``plan`` that is taken."""
     named = {port: what for ports in plan for port, what in ports.named(standalone).items()}
-    taken = [f"{port} ({what})" for port, what in named.items() if not port_is_free(port)]
+    host = plan[0].host if plan else LOOPBACK
+    taken = [f"{port} ({what})" for port, what in named.items() if not port_is_free(port, host)]
     if taken:
         raise PortInUseError(
             f"port in use: {', '.join(taken)}; nothing was started. Stop what uses it "
@@ -125,12 +130,12 @@ def write_server_config(data_dir: Path, ports: ServerPorts, plan: list[ServerPor
         **SERVER_SETTINGS,
         "dataDir": str(state),
         "clientPort": str(ports.client_port),
-        "clientPortAddress": LOOPBACK,
+        "clientPortAddress": ports.host,
     }
     if len(plan) > 1:
         for peer in plan:
             settings[f"server.{peer.server_id}"] = (
-                f"{LOOPBACK}:{peer.quorum_port}:{peer.election_port}"
+                f"{peer.host}:{peer.quorum_port}:{peer.election_port}"
             )
     config = directory / "zoo.cfg"
     lines = [f"{key}={value}" for key, value in settings.items()]

@@ -23,7 +23,7 @@ import fcntl
 import logging
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,8 +71,12 @@ class ServerStatus:
 class ManagedEnsemble:
     """A ZooKeeper standalone server or ensemble whose processes this data directory records."""
 
-    def __init__(self, data_dir: Path | str) -> None:
+    def __init__(self, data_dir: Path | str, *, command_prefix: Sequence[str] = ()) -> None:
+        """``command_prefix`` runs each server inside something, e.g. ``ip netns exec NS``
+        (the chaos suite's hosts); its ports are then not checked from here (they are in
+        another network namespace)."""
         self.data_dir = Path(data_dir).absolute()
+        self.command_prefix = list(command_prefix)
         # Popen handle by server id of the servers this object started: their exit is
         # collected here (no zombies, no "still running" warnings), and an unreaped child's
         # pid cannot have been reused, so stopping it never depends on the identity check.
@@ -84,7 +88,7 @@ class ManagedEnsemble:
     def connect_string(self) -> str:
         """The kazoo ``hosts`` string, e.g. ``127.0.0.1:2181,127.0.0.1:2182,127.0.0.1:2183``."""
         ports = self._require_state().servers
-        return ",".join(f"{LOOPBACK}:{record.ports.client_port}" for record in ports)
+        return ",".join(f"{record.ports.host}:{record.ports.client_port}" for record in ports)
 
     @property
     def client_ports(self) -> dict[int, int]:
@@ -103,7 +107,12 @@ class ManagedEnsemble:
     # -- lifecycle ----------------------------------------------------------------------------
 
     def start(
-        self, servers: int = 1, client_port: int = DEFAULT_CLIENT_PORT, *, timeout: float = 60.0
+        self,
+        servers: int = 1,
+        client_port: int = DEFAULT_CLIENT_PORT,
+        *,
+        timeout: float = 60.0,
+        host: str = LOOPBACK,
     ) -> list[ServerStatus]:
         """Start ``servers`` servers (1: standalone) and wait until all serve.
 
@@ -111,14 +120,15 @@ class ManagedEnsemble:
         port is taken (nothing started), ``ManagedZooKeeperError`` if the servers do not serve
         within ``timeout`` (everything started is stopped again).
         """
-        plan = plan_ports(servers, client_port)
+        plan = plan_ports(servers, client_port, host)
         install = locate_install()
         with self._locked():
             state = self._resume_or_new(plan)
             down = [r.ports for r in state.servers if _live(r) is None]
             if not down:
                 logger.info("already running data_dir=%s", self.data_dir)
-            check_ports_free(down, standalone=len(plan) == 1)
+            if not self.command_prefix:
+                check_ports_free(down, standalone=len(plan) == 1)
             self._launch(state, down, install, timeout)
         return self.status()
 
@@ -161,7 +171,8 @@ class ManagedEnsemble:
             record = state.server(server_id)
             if _live(record) is not None:
                 return
-            check_ports_free([record.ports], standalone=len(state.servers) == 1)
+            if not self.command_prefix:
+                check_ports_free([record.ports], standalone=len(state.servers) == 1)
             state = self._spawn(state, record.ports, locate_install())
             if wait:
                 self._await_or_kill(state, [server_id], timeout)
@@ -187,7 +198,8 @@ class ManagedEnsemble:
         """The id of the server a client is connected to, given the client's local
         (host, port), asked of the servers with ``cons``; None if no server lists it."""
         for status in self.status():
-            if status.serving and address in connected_clients(status.client_port):
+            host = self._require_state().server(status.server_id).ports.host
+            if status.serving and address in connected_clients(status.client_port, host=host):
                 return status.server_id
         return None
 
@@ -228,7 +240,7 @@ class ManagedEnsemble:
     ) -> EnsembleState:
         plan = [record.ports for record in state.servers]
         config = write_server_config(self.data_dir, ports, plan)
-        command = install.server_command(config)
+        command = [*self.command_prefix, *install.server_command(config)]
         child, record = spawn(command, self.log_path(ports.server_id), marker=str(config))
         previous = self._children.pop(ports.server_id, None)
         if previous is not None:
@@ -329,7 +341,9 @@ def _status(record: ServerRecord, probe_timeout: float) -> ServerStatus:
         return ServerStatus(ports.server_id, ports.client_port, None, False, False, None)
     frozen = is_frozen(process)
     # A frozen server would only make the probe wait for its timeout.
-    mode = None if frozen else serving_mode(ports.client_port, timeout=probe_timeout)
+    mode = (
+        None if frozen else serving_mode(ports.client_port, host=ports.host, timeout=probe_timeout)
+    )
     return ServerStatus(ports.server_id, ports.client_port, process.pid, True, frozen, mode)
 
 

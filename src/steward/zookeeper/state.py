@@ -16,7 +16,7 @@ from typing import Any
 
 from steward.errors import ManagedZooKeeperError
 from steward.supervisor.detached import ProcessRecord
-from steward.zookeeper.layout import ServerPorts
+from steward.zookeeper.layout import LOOPBACK, ServerPorts
 
 SCHEMA = 1
 STATE_FILE = "ensemble.json"
@@ -92,6 +92,7 @@ def _server_to_json(record: ServerRecord) -> dict[str, Any]:
         "client_port": record.ports.client_port,
         "quorum_port": record.ports.quorum_port,
         "election_port": record.ports.election_port,
+        "host": record.ports.host,
         "pid": process.pid if process else None,
         "create_time": process.create_time if process else None,
         "config": process.marker if process else None,
@@ -111,6 +112,7 @@ def _server_from_json(server: dict[str, Any]) -> ServerRecord:
         client_port=int(server["client_port"]),
         quorum_port=int(server["quorum_port"]),
         election_port=int(server["election_port"]),
+        host=str(server.get("host", LOOPBACK)),
     )
     if server["pid"] is None:
         return ServerRecord(ports)
