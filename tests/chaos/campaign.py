@@ -29,7 +29,8 @@ from typing import Any
 from chaos.checker import Observations, Violation, check
 from chaos.cluster import ChaosCluster, StorageFreezer
 from chaos.hastate import HaState, read_state
-from chaos.nemesis import INFRA_KINDS, PROCESS_KINDS, Nemesis, NemesisSettings
+from chaos.hosts import Hosts
+from chaos.nemesis import INFRA_KINDS, NETWORK_KINDS, PROCESS_KINDS, Nemesis, NemesisSettings
 from chaos.truth import DeathWatcher, GroundTruth, prepare, still_running
 from chaos.workload import Workload, WorkloadSettings
 from steward.client import Client
@@ -54,6 +55,8 @@ class CampaignSettings:
     kinds: tuple[str, ...] = PROCESS_KINDS + INFRA_KINDS
     quiesce_timeout: float = 300.0
     keep_workdir: bool = False
+    network: bool = False
+    """Every member on a host (network namespace) of its own, and the network faults."""
 
 
 class Campaign:
@@ -76,14 +79,25 @@ class Campaign:
     def run(self) -> dict[str, Any]:
         s = self.settings
         prepare(self.truth_dir)
+        hosts = Hosts() if s.network else None  # this thread moves onto their network
         self.report(f"workdir {self.workdir}; starting a 3-server ZooKeeper ensemble")
-        ensemble = start_ensemble(self.workdir / "zookeeper", servers=3, timeout=90.0)
+        try:
+            ensemble = (
+                hosts.start_ensemble(self.workdir / "zookeeper", timeout=90.0)
+                if hosts is not None
+                else start_ensemble(self.workdir / "zookeeper", servers=3, timeout=90.0)
+            )
+        except BaseException:
+            if hosts is not None:
+                hosts.close()
+            raise
         cluster = ChaosCluster(
             self.workdir,
             ensemble.connect_string,
             self.cluster_id,
             session_timeout=f"{s.session_timeout}s",
         )
+        cluster.hosts = hosts
         storage = StorageFreezer(self.workdir / "storage")
         watcher = DeathWatcher(self.truth_dir)
         try:
@@ -99,6 +113,8 @@ class Campaign:
             watcher.stop()
             cluster.stop()
             ensemble.stop()
+            if hosts is not None:
+                hosts.close()
             if self._owned_workdir and not s.keep_workdir:
                 shutil.rmtree(self.workdir, ignore_errors=True)
 
@@ -123,6 +139,7 @@ class Campaign:
                 session_timeout=s.session_timeout, mean_interval=s.fault_interval, kinds=s.kinds
             ),
             report=self.report,
+            hosts=cluster.hosts,
         )
         for kind, reason in nemesis.skipped.items():
             self.report(f"{kind}: {reason}")
@@ -360,16 +377,24 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--keep-workdir", action="store_true")
     parser.add_argument(
+        "--network",
+        action="store_true",
+        help="every member on a host (network namespace) of its own, and network faults"
+        " (needs root and `ip`, `tc`)",
+    )
+    parser.add_argument(
         "--kinds",
         type=str,
-        default=",".join(PROCESS_KINDS + INFRA_KINDS),
-        help="comma-separated fault kinds to draw from (default: all)",
+        default="",
+        help="comma-separated fault kinds to draw from (default: all, the network's with"
+        " --network)",
     )
     args = parser.parse_args(argv)
-    args.kinds = tuple(kind.strip() for kind in args.kinds.split(",") if kind.strip())
-    unknown = set(args.kinds) - set(PROCESS_KINDS + INFRA_KINDS)
-    if unknown or not args.kinds:
-        parser.error(f"--kinds: unknown {sorted(unknown)}; known: {PROCESS_KINDS + INFRA_KINDS}")
+    known = PROCESS_KINDS + INFRA_KINDS + (NETWORK_KINDS if args.network else ())
+    args.kinds = tuple(kind.strip() for kind in args.kinds.split(",") if kind.strip()) or known
+    unknown = set(args.kinds) - set(known)
+    if unknown:
+        parser.error(f"--kinds: unknown {sorted(unknown)}; known: {known}")
     try:
         args.duration = parse_duration(args.duration)
     except ValueError as exc:
@@ -393,6 +418,7 @@ def main(argv: list[str] | None = None) -> int:
         fault_interval=args.fault_interval,
         keep_workdir=args.keep_workdir,
         kinds=args.kinds,
+        network=args.network,
     )
     campaign = Campaign(settings, lambda line: print(line, flush=True))
     summary = campaign.run()

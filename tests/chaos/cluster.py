@@ -12,11 +12,13 @@ from __future__ import annotations
 import contextlib
 import re
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import httpx
 
+from chaos.hosts import JM_PORT, Hosts
 from steward.testing.processes import Proc, ProcessCluster
 
 # A thread that died of an uncaught exception: always a bug, even if the process lives on.
@@ -24,7 +26,51 @@ _THREAD_DEATH = re.compile(r"^Exception in thread (.*)$", re.MULTILINE)
 
 
 class ChaosCluster(ProcessCluster):
-    """A ProcessCluster whose members can be restarted as themselves."""
+    """A ProcessCluster whose members can be restarted as themselves.
+
+    With ``hosts`` (``campaign --network``) each member runs in a network namespace of its
+    own: a JobManager listens on its host's address, and a restart (the same argv, so the
+    same ``ip netns exec``) is the same host.
+    """
+
+    hosts: Hosts | None = None
+
+    def start_jobmanager(self, jm_id: str, port: int | None = None) -> Proc:
+        if self.hosts is None:
+            return super().start_jobmanager(jm_id, port)
+        self.register_admin_token()
+        address = self.hosts.add(jm_id)
+        argv = self.command(
+            "jobmanager",
+            jm_id,
+            {
+                "jobmanager.port": str(JM_PORT),
+                "jobmanager.bind-host": address,
+                "jobmanager.advertised-address": f"http://{address}:{JM_PORT}",
+            },
+        )
+        proc = self.spawn("jobmanager", jm_id, [*self.hosts.prefix(jm_id), *argv])
+        proc.address = f"http://{address}:{JM_PORT}"
+        return proc
+
+    def start_taskmanager(
+        self,
+        tm_id: str,
+        slots: int = 2,
+        *,
+        quorum: str | None = None,
+        settings: Mapping[str, str] | None = None,
+    ) -> Proc:
+        if self.hosts is None:
+            return super().start_taskmanager(tm_id, slots, quorum=quorum, settings=settings)
+        address = self.hosts.add(tm_id)
+        overrides = {
+            "taskmanager.numberOfTaskSlots": str(slots),
+            "taskmanager.bind-host": address,
+            **(settings or {}),
+        }
+        argv = self.command("taskmanager", tm_id, overrides)
+        return self.spawn("taskmanager", tm_id, [*self.hosts.prefix(tm_id), *argv])
 
     def restart(self, old: Proc) -> Proc:
         """Start ``old`` again: same role, id, arguments (so the same REST port)."""

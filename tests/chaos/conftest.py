@@ -6,20 +6,33 @@ file; tests/chaos/campaign.py is also the entry point of scripts/chaos.sh.
 
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
 
 import pytest
 
 from chaos.campaign import CampaignSettings
+from chaos.nemesis import INFRA_KINDS, NETWORK_KINDS, PROCESS_KINDS
 from chaos.workload import WorkloadSettings
 
 CI_SEED = 20261121
 
 
+def namespaces_available() -> bool:
+    """Root with ``ip`` and ``tc``: members can get hosts of their own (network faults)."""
+    return os.geteuid() == 0 and all(shutil.which(tool) for tool in ("ip", "tc"))
+
+
 @pytest.fixture
 def short_campaign(tmp_path: Path) -> CampaignSettings:
-    """75 s of faults every ~3.5 s per lane, plain pipelines only (no JVM: CI time)."""
+    """75 s of faults every ~3.5 s per lane, plain pipelines only (no JVM: CI time). Where
+    namespaces can be made, every member is on a host of its own and the network faults are
+    drawn too (a third lane: no extra time)."""
+    network = namespaces_available()
     return CampaignSettings(
+        network=network,
+        kinds=PROCESS_KINDS + INFRA_KINDS + (NETWORK_KINDS if network else ()),
         seed=CI_SEED,
         duration=75.0,
         workdir=tmp_path / "campaign",

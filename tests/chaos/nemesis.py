@@ -10,10 +10,13 @@ infrastructure fault but two ZooKeeper faults never do (a quorum always survives
   between the attempt's end, its lease's release (with its outcome record) and its report.
 - infrastructure: stop/start or freeze/thaw of one ZooKeeper server; the blob storage made
   read-only (a read-only bind mount: chmod does not stop root) for a few seconds.
+- network (``campaign --network``: every member on a host of its own, chaos/hosts.py): a host
+  isolated (the leader's, a standby's, a TaskManager's); the leader cut from ZooKeeper but not
+  from the TaskManagers; a TaskManager cut from the leader but not from ZooKeeper; a slow link
+  (a token bucket: this kernel has no netem). Each lasts 0.5 to 2 session timeouts, then heals.
 
-Network cuts are not injected: every process shares the loopback interface of one network
-namespace, and cutting one process off would need a namespace per process (see
-docs/reliability.md). The summary says so.
+Without ``--network`` every process shares one loopback interface and network faults are not
+injected; the summary says so.
 
 Every fault is recorded (kind, target, start and end on the monotonic clock), and so is every
 failover: from the leader's kill or freeze until another JobManager answers /readyz as leader.
@@ -35,7 +38,9 @@ from typing import Any
 import psutil
 
 from chaos.cluster import ChaosCluster, StorageFreezer
+from chaos.hosts import ZK_HOST, Hosts
 from chaos.truth import Attempt, DeathWatcher
+from e2e.partition.network import Network
 from steward.errors import StewardError
 from steward.testing.processes import Proc
 from steward.zookeeper.managed import ManagedEnsemble
@@ -54,6 +59,14 @@ PROCESS_KINDS = (
     "freeze_taskmanager",
 )
 INFRA_KINDS = ("zk_stop", "zk_freeze", "storage_readonly")
+NETWORK_KINDS = (
+    "isolate_leader",
+    "isolate_standby",
+    "isolate_taskmanager",
+    "leader_from_zookeeper",
+    "taskmanager_from_leader",
+    "slow_link",
+)
 NOT_INJECTED = {
     "network_cut": "not injected: every process shares the loopback interface of one network"
     " namespace; isolating one process needs a namespace per process (not cheap here)"
@@ -112,17 +125,22 @@ class Nemesis:
         seed: int,
         settings: NemesisSettings,
         report: Callable[[str], None],
+        hosts: Hosts | None = None,
     ) -> None:
         self.cluster = cluster
         self.ensemble = ensemble
         self.storage = storage
         self.watcher = watcher
         self.settings = settings
+        self.hosts = hosts
         self.report = report
         self.seed = seed
         self.faults: list[Fault] = []
         self.failovers: list[Failover] = []
-        self.skipped: dict[str, str] = dict(NOT_INJECTED)
+        self.skipped: dict[str, str] = {} if hosts is not None else dict(NOT_INJECTED)
+        self._cut: set[str] = set()
+        self._blocks: set[tuple[str, str]] = set()
+        self._throttled: set[str] = set()
         self.errors: list[str] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -140,6 +158,9 @@ class Nemesis:
             "processes": [k for k in PROCESS_KINDS if k in self.settings.kinds],
             "infrastructure": [
                 k for k in INFRA_KINDS if k in self.settings.kinds and k not in self.skipped
+            ],
+            "network": [
+                k for k in NETWORK_KINDS if k in self.settings.kinds and self.hosts is not None
             ],
         }
         for index, (lane, kinds) in enumerate(lanes.items()):
@@ -159,6 +180,7 @@ class Nemesis:
         self.heal()
 
     def heal(self) -> None:
+        self._heal_network()
         for pid in list(self._frozen):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGCONT)
@@ -190,7 +212,7 @@ class Nemesis:
             kind = rng.choice(kinds)
             try:
                 fault = getattr(self, f"_{kind}")(rng)
-            except (StewardError, OSError) as exc:
+            except (StewardError, OSError, RuntimeError) as exc:  # RuntimeError: `ip`, `tc`
                 self.errors.append(f"{kind}: {exc!r}")
                 self.report(f"fault {kind} could not be injected: {exc!r}")
                 continue
@@ -392,3 +414,140 @@ class Nemesis:
             self.storage.thaw()
         fault.end_t = time.monotonic()
         return fault
+
+    # ------------------------------------------------------------------ network faults
+
+    def _network(self) -> Network:
+        assert self.hosts is not None
+        return self.hosts.network
+
+    def _cut_for(self, rng: random.Random, proc: Proc | None, kind: str) -> Fault | None:
+        if proc is None:
+            return None
+        return self._network_fault(
+            rng,
+            kind,
+            proc.id,
+            apply=lambda: self._cut_host(proc.id),
+            undo=lambda: self._heal_host(proc.id),
+            leader=proc.id if kind == "isolate_leader" else None,
+        )
+
+    def _isolate_leader(self, rng: random.Random) -> Fault | None:
+        return self._cut_for(rng, self._jobmanager(rng, leader=True), "isolate_leader")
+
+    def _isolate_standby(self, rng: random.Random) -> Fault | None:
+        return self._cut_for(rng, self._jobmanager(rng, leader=False), "isolate_standby")
+
+    def _isolate_taskmanager(self, rng: random.Random) -> Fault | None:
+        return self._cut_for(rng, self._taskmanager(rng), "isolate_taskmanager")
+
+    def _leader_from_zookeeper(self, rng: random.Random) -> Fault | None:
+        """The leader reaches the TaskManagers (their heartbeats reach it) but not ZooKeeper:
+        its session expires and its fenced writes fail; a standby must take over, and the
+        TaskManagers' attempts, in their own sessions, keep running to be adopted."""
+        proc = self._jobmanager(rng, leader=True)
+        if proc is None:
+            return None
+        pair = (proc.id, ZK_HOST)
+        return self._network_fault(
+            rng,
+            "leader_from_zookeeper",
+            proc.id,
+            apply=lambda: self._block(pair),
+            undo=lambda: self._unblock(pair),
+            leader=proc.id,
+        )
+
+    def _taskmanager_from_leader(self, rng: random.Random) -> Fault | None:
+        """A TaskManager keeps its ZooKeeper session (and its leases) but its heartbeats do
+        not reach the leader: the leader must not start a second attempt while the lease
+        stands (rule 3)."""
+        leader = self._jobmanager(rng, leader=True)
+        tm = self._taskmanager(rng)
+        if leader is None or tm is None:
+            return None
+        pair = (tm.id, leader.id)
+        return self._network_fault(
+            rng,
+            "taskmanager_from_leader",
+            f"{tm.id}/{leader.id}",
+            apply=lambda: self._block(pair),
+            undo=lambda: self._unblock(pair),
+        )
+
+    def _slow_link(self, rng: random.Random) -> Fault | None:
+        members = [
+            p for p in self.cluster.current("jobmanager") + self.cluster.current("taskmanager")
+        ]
+        if not members:
+            return None
+        target = rng.choice(members).id
+        return self._network_fault(
+            rng,
+            "slow_link",
+            target,
+            apply=lambda: self._throttle(target),
+            undo=lambda: self._unthrottle(target),
+        )
+
+    def _network_fault(
+        self,
+        rng: random.Random,
+        kind: str,
+        target: str,
+        *,
+        apply: Callable[[], None],
+        undo: Callable[[], None],
+        leader: str | None = None,
+    ) -> Fault:
+        pause = rng.uniform(*self.settings.pause_factor) * self.settings.session_timeout
+        fault = self._begin(kind, target, pause_s=round(pause, 2))
+        apply()
+        try:
+            until = fault.start_t + pause
+            if leader is not None:
+                self._measure_failover(kind, leader, fault.start_t, until=until, restart=None)
+            remaining = until - time.monotonic()
+            if remaining > 0:
+                self._stop.wait(remaining)  # the pause drawn from the seeded RNG
+        finally:
+            undo()
+        fault.end_t = time.monotonic()
+        return fault
+
+    def _cut_host(self, name: str) -> None:
+        self._network().cut(name)
+        self._cut.add(name)
+
+    def _heal_host(self, name: str) -> None:
+        self._network().heal(name)
+        self._cut.discard(name)
+
+    def _block(self, pair: tuple[str, str]) -> None:
+        self._network().block(*pair)
+        self._blocks.add(pair)
+
+    def _unblock(self, pair: tuple[str, str]) -> None:
+        self._network().unblock(*pair)
+        self._blocks.discard(pair)
+
+    def _throttle(self, name: str) -> None:
+        self._network().throttle(name)
+        self._throttled.add(name)
+
+    def _unthrottle(self, name: str) -> None:
+        self._network().unthrottle(name)
+        self._throttled.discard(name)
+
+    def _heal_network(self) -> None:
+        if self.hosts is None:
+            return
+        for name in list(self._cut):
+            with contextlib.suppress(RuntimeError):
+                self._heal_host(name)
+        for pair in list(self._blocks):
+            with contextlib.suppress(RuntimeError):
+                self._unblock(pair)
+        for name in list(self._throttled):
+            self._unthrottle(name)

@@ -12,6 +12,7 @@ import json
 import pytest
 
 from chaos.campaign import Campaign, CampaignSettings, main, parse_duration
+from chaos.nemesis import NETWORK_KINDS
 
 pytestmark = pytest.mark.zookeeper
 
@@ -26,6 +27,9 @@ def test_short_campaign_keeps_every_invariant(
     assert summary["violations"] == [], json.dumps(summary["violations"], indent=1)
     kinds = {kind for kind, count in summary["faults_by_kind"].items() if count}
     assert len(kinds) >= 4, summary["faults_by_kind"]
+    if short_campaign.network:  # the network lane injected its faults too
+        assert kinds & set(NETWORK_KINDS), summary["faults_by_kind"]
+        assert summary["fault_errors"] == [], summary["fault_errors"]
     assert summary["faults_total"] >= 8, summary["faults_by_kind"]
     jobs = summary["jobs"]
     assert jobs["finished"] >= 10, jobs

@@ -44,6 +44,13 @@ def _ip(*args: str) -> None:
         raise RuntimeError(f"ip {' '.join(args)}: {done.stderr.strip()}")
 
 
+def _ip_tc(ns: str, action: str, dev: str, *qdisc: str) -> None:
+    argv = ["tc", "-n", ns, "qdisc", action, "dev", dev, "root", *qdisc]
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)}: {done.stderr.strip()}")
+
+
 class Network:
     """Namespaces, a bridge and veth pairs; ``close()`` deletes every one of them."""
 
@@ -104,6 +111,17 @@ class Network:
         _ip("-n", self.namespace(b), "route", "del", "blackhole", f"{self.members[a]}/32")
         self._blocked.discard((a, b))
 
+    def throttle(self, name: str, rate: str = "256kbit", latency: str = "300ms") -> None:
+        """Make ``name``'s link slow both ways: a token bucket of ``rate``, packets that would
+        wait longer than ``latency`` dropped (tbf: this kernel has no netem for fixed delays)."""
+        for ns, dev in ((self.hub, f"v-{name}"), (self.namespace(name), "eth0")):
+            _ip_tc(ns, "add", dev, "tbf", "rate", rate, "burst", "16kbit", "latency", latency)
+
+    def unthrottle(self, name: str) -> None:
+        for ns, dev in ((self.hub, f"v-{name}"), (self.namespace(name), "eth0")):
+            with contextlib.suppress(RuntimeError):
+                _ip_tc(ns, "del", dev)
+
     # ------------------------------------------------------------------ teardown
 
     def close(self) -> None:
@@ -117,6 +135,20 @@ class Network:
         _ip("netns", "add", ns)
         self._namespaces.append(ns)
         _ip("-n", ns, "link", "set", "lo", "up")
+
+
+def enter_namespace(path: str) -> None:
+    """Move the calling thread (only it; and the threads and processes it starts from now on)
+    into the network namespace at ``path`` (``/run/netns/<name>``, or ``/proc/self/ns/net``
+    of another moment to come back)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        if libc.setns(fd, _CLONE_NEWNET) != 0:
+            errno = ctypes.get_errno()
+            raise OSError(errno, f"setns({path}): {os.strerror(errno)}")
+    finally:
+        os.close(fd)
 
 
 class Observer:
@@ -136,14 +168,7 @@ class Observer:
 
     def _enter(self) -> None:
         self._thread = threading.get_ident()
-        libc = ctypes.CDLL(None, use_errno=True)
-        fd = os.open(self._path, os.O_RDONLY)
-        try:
-            if libc.setns(fd, _CLONE_NEWNET) != 0:
-                errno = ctypes.get_errno()
-                raise OSError(errno, f"setns({self._path}): {os.strerror(errno)}")
-        finally:
-            os.close(fd)
+        enter_namespace(self._path)
 
     def run(self, work: Callable[[], T]) -> T:
         if threading.get_ident() == self._thread:
