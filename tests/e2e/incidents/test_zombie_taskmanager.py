@@ -20,6 +20,7 @@ from e2e.incidents import kit
 from e2e.incidents.truth import GroundTruth, pid_gone
 from e2e.incidents.zkview import ZkView
 from steward.testing.processes import ProcessCluster
+from steward.testing.waiting import WaitTimeoutError
 from steward.wire.states import AttemptState, JobState
 from support import wait_until
 
@@ -73,7 +74,14 @@ def test_frozen_taskmanager_attempt_dies_before_its_replacement_starts(
             woken = next(tm for tm in client.cluster().taskmanagers if tm.id == frozen.id)
             return JOB not in woken.attempts
 
-        wait_until(forgotten, DEADLINE, interval=0.1, message="old attempt's report forgotten")
+        try:
+            wait_until(forgotten, DEADLINE, interval=0.1, message="old attempt's report forgotten")
+        except WaitTimeoutError as exc:  # the evidence a flake needs (seen once under load)
+            leader = process_cluster.leader()
+            raise AssertionError(
+                f"{exc}\n--- woken {frozen.id}:\n{frozen.log_tail()}\n--- leader:\n"
+                f"{leader.log_tail() if leader else '(none)'}"
+            ) from exc
         view = client.job(JOB)
         assert view.state is JobState.RUNNING, view
         assert [a.number for a in view.attempts if a.state is AttemptState.RUNNING] == [2], view
