@@ -65,7 +65,6 @@ def stored(contents: ContentStore, path: Path, kind: DependencyKind) -> Dependen
     return Dependency(kind=kind, filename=path.name, sha256=sha, size=len(data))
 
 
-@pytest.mark.slow  # CI time: a JVM with executors (test_job_environments.py runs by default)
 def test_requirements_py_files_and_files_reach_driver_and_executors(tmp_path: Path) -> None:
     wheel = build_wheel(tmp_path / "wheels", "stw_tiny_dep", "def scale(x):\n    return x * 7\n")
     helper = tmp_path / "stw_helper_mod.py"
