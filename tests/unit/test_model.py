@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
 from steward.errors import CorruptStateError, UnsupportedSchemaError
 from steward.wire.jobs import (
@@ -31,6 +32,8 @@ from steward.wire.records import (
     JobResultEntry,
     JobStatusRecord,
     LeaderInfo,
+    LeadershipHistory,
+    LeadershipTerm,
     TaskManagerInfo,
 )
 from steward.wire.states import CleanupStatus, JobState, TerminalState
@@ -135,6 +138,22 @@ payloads: dict[type[Payload], st.SearchStrategy[Any]] = {
         metadata=st.dictionaries(texts, json_values, max_size=4),
     ),
     ExecutionLease: st.builds(ExecutionLease, taskmanager=texts, attempt=attempts, epoch=epochs),
+    LeadershipHistory: st.builds(
+        LeadershipHistory,
+        terms=st.lists(
+            st.builds(
+                LeadershipTerm,
+                epoch=epochs,
+                contender=texts,
+                address=texts,
+                granted_at=times,
+                ready_at=times,
+                jobs=st.integers(min_value=0, max_value=10**6),
+                adopted=st.integers(min_value=0, max_value=10**6),
+            ),
+            max_size=3,
+        ),
+    ),
     TaskManagerInfo: st.builds(
         TaskManagerInfo, address=texts, slots=st.integers(min_value=0, max_value=1024)
     ),
@@ -368,19 +387,23 @@ def test_missing_required_field_is_corrupt_state(cls: type[Payload]) -> None:
 
 
 @given(any_payload, st.text(min_size=1, max_size=20))
-def test_unknown_top_level_field_is_corrupt_state(payload: Payload, name: str) -> None:
-    # Given any valid payload with one extra field added
+def test_an_unknown_field_another_process_wrote_is_ignored_but_refused_from_a_person(
+    payload: Payload, name: str
+) -> None:
+    # Given any valid payload with one extra field added (a newer release's optional field)
     raw = json.loads(payload.to_json())
-    if name in raw:
+    if name in raw or name in type(payload).model_fields:
         return
     raw[name] = "surprise"
-    # When decoding / Then it is rejected, naming the field
-    with pytest.raises(CorruptStateError, match="Extra inputs are not permitted"):
-        type(payload).from_json(json.dumps(raw))
+    # When another Steward process's record or message is decoded / Then the field is ignored
+    assert type(payload).from_json(json.dumps(raw)) == payload
+    # And the same document sent by a person (a request body) is refused, naming the field
+    with pytest.raises(ValidationError, match="Extra inputs are not permitted"):
+        type(payload).model_validate(raw)
 
 
-def test_unknown_nested_field_is_corrupt_state() -> None:
-    # Given a job graph whose spec carries an unknown field
+def test_an_unknown_nested_field_is_ignored_too() -> None:
+    # Given a job graph whose spec carries a field this release does not know
     graph = JobGraph(
         spec=JobSpec(job_id="job-1"),
         artifact=Artifact(
@@ -390,8 +413,10 @@ def test_unknown_nested_field_is_corrupt_state() -> None:
     )
     raw = json.loads(graph.to_json())
     raw["spec"]["priority"] = 5
-    # When decoding / Then it is rejected, naming the path
-    with pytest.raises(CorruptStateError, match=r"job graph: spec\.priority: "):
+    # When decoding / Then it reads as the graph without it; a wrong known field still fails
+    assert JobGraph.from_json(json.dumps(raw)) == graph
+    raw["spec"]["name"] = 5
+    with pytest.raises(CorruptStateError, match=r"job graph: spec\.name: "):
         JobGraph.from_json(json.dumps(raw))
 
 

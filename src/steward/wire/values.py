@@ -1,8 +1,15 @@
 """The base of every wire model: strict, frozen values and versioned payloads; job ids.
 
-Every payload carries ``"schema": 1``. Decoding is strict: unknown fields, a wrong type, a
-missing field or a schema newer than :data:`SCHEMA_VERSION` is a :class:`CorruptStateError`
+Every payload carries ``"schema": 1``. Decoding is strict: a wrong type, a missing field or a
+schema newer than :data:`SCHEMA_VERSION` is a :class:`CorruptStateError`
 (:class:`UnsupportedSchemaError` for the last), never a half-read object. No pickle anywhere.
+
+Unknown fields: what a person sends (a request body, a job spec) is refused with them (a typo
+must not pass silently); what another Steward process wrote (a record in ZooKeeper, a
+heartbeat and its reply: :meth:`Payload.from_json`) is read without them. Within one schema a
+release only adds optional fields, so an older process reads a newer one's records and
+messages, and a cluster can be upgraded one process at a time (docs/operations.md,
+"Upgrading Steward"); a change an older release must not misread bumps the schema.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from pydantic import (
     Field,
     ValidationError,
     ValidationInfo,
+    model_validator,
 )
 
 from steward.errors import CorruptStateError, UnsupportedSchemaError
@@ -70,9 +78,33 @@ def check_text(value: str, what: str, info: ValidationInfo | None = None) -> str
 
 
 class Value(BaseModel):
-    """Base of every model: strict (unknown fields are errors) and frozen."""
+    """Base of every model: strict, frozen; unknown fields are errors except in what another
+    Steward process wrote (see the module docstring)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _without_newer_fields(cls, data: Any, info: ValidationInfo) -> Any:
+        if info.context is not STORED or not isinstance(data, dict):
+            return data
+        known = _known_keys(cls)
+        if all(key in known for key in data):
+            return data
+        return {key: value for key, value in data.items() if key in known}
+
+
+_KNOWN_KEYS: dict[type[BaseModel], frozenset[str]] = {}
+
+
+def _known_keys(cls: type[BaseModel]) -> frozenset[str]:
+    """Every name a field of ``cls`` may be given under: its own and its alias."""
+    keys = _KNOWN_KEYS.get(cls)
+    if keys is None:
+        names = {name for name in cls.model_fields}
+        names |= {f.alias for f in cls.model_fields.values() if f.alias}
+        keys = _KNOWN_KEYS[cls] = frozenset(names)
+    return keys
 
 
 class Payload(Value):
