@@ -67,6 +67,7 @@ OTHER_VALUES: dict[str, str] = {
     "rest.ssl.key": "/etc/steward/tls/jm-key.pem",
     "rest.ssl.ca": "/etc/steward/tls/ca.pem",
     "rest.ssl.client-auth": "require",
+    "log.format": "json",
     "state.checkpoints.num-retained": "7",
     "security.auth.enabled": "false",
     "security.auth.client-certificates": "true",

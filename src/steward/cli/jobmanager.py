@@ -7,6 +7,7 @@ import socket
 
 import click
 
+from steward import logformat
 from steward.config import Configuration
 from steward.wire.values import check_job_id
 
@@ -28,4 +29,6 @@ def jobmanager(config: Configuration, jobmanager_id: str | None) -> int:
         check_job_id(chosen)
     except ValueError as exc:
         raise click.BadParameter(str(exc).replace("job id", "id"), param_hint="--id") from None
+    # Its initialize hooks' child processes log as it does.
+    logformat.configure(config.settings.log.format, f"jobmanager:{chosen}", export=True)
     return run(config, chosen)

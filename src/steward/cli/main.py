@@ -14,7 +14,7 @@ from pathlib import Path
 
 import click
 
-from steward import config
+from steward import config, logformat
 from steward.errors import StewardError
 
 TOKEN_META = "steward.token"
@@ -51,9 +51,10 @@ def cli(
     """Steward: a highly available job manager for PySpark pipelines."""
     ctx.meta[TOKEN_META] = token
     level = logging.WARNING - 10 * min(verbose, 2)
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    logging.basicConfig(level=level, format=logformat.TEXT_FORMAT)
     threading.excepthook = _log_thread_death
     ctx.obj = config.load(config_file, config.parse_overrides(overrides))
+    logformat.configure(ctx.obj.settings.log.format, ctx.invoked_subcommand or "cli")
 
 
 def _log_thread_death(args: threading.ExceptHookArgs) -> None:

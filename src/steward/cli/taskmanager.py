@@ -14,6 +14,7 @@ from types import FrameType
 
 import click
 
+from steward import logformat
 from steward.config import Configuration
 
 log = logging.getLogger(__name__)
@@ -32,6 +33,8 @@ def taskmanager(config: Configuration, taskmanager_id: str | None) -> int:
         check_id(chosen)
     except ConfigurationError as exc:
         raise click.BadParameter(str(exc), param_hint="--id") from None
+    # Its runners (and their spares) inherit STEWARD_LOG_FORMAT: they log as it does.
+    logformat.configure(config.settings.log.format, f"taskmanager:{chosen}", export=True)
     return run(config, chosen)
 
 
@@ -51,7 +54,8 @@ def run(config: Configuration, taskmanager_id: str) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     manager = TaskManager(config, taskmanager_id).start()
-    click.echo(f"taskmanager {taskmanager_id} started pid={os.getpid()} slots={manager.slots}")
+    if config.settings.log.format == "text":  # in JSON, its "taskmanager started" record says it
+        click.echo(f"taskmanager {taskmanager_id} started pid={os.getpid()} slots={manager.slots}")
     try:
         while not done.wait(1.0):
             pass

@@ -395,6 +395,16 @@ OPTIONS: tuple[Option, ...] = (
         ),
     ),
     Option(
+        "log.format",
+        to_str,
+        "text",
+        "text: log records as lines of text. json: one JSON object per line (ts, level, logger,"
+        " message, process, pid, and job, attempt, epoch, taskmanager when the record names"
+        " them), from every Steward process: JobManagers, TaskManagers, their attempts' runners"
+        " (STEWARD_LOG_FORMAT is passed on to them) and the CLI.",
+        lambda v: None if v in ("text", "json") else "must be text or json",
+    ),
+    Option(
         "state.checkpoints.num-retained",
         to_int,
         3,

@@ -276,6 +276,12 @@ class TlsSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class LogSettings:
+    format: str
+    """``log.format``: ``text`` or ``json`` (steward.logformat)."""
+
+
+@dataclass(frozen=True, slots=True)
 class Settings:
     """Every group of a process's settings; ``Configuration.settings`` holds one."""
 
@@ -287,6 +293,7 @@ class Settings:
     client: ClientSettings
     tls: TlsSettings
     security: SecuritySettings
+    log: LogSettings
 
     @property
     def timing(self) -> TimingChain:
@@ -311,4 +318,5 @@ class Settings:
             client=ClientSettings.from_values(values),
             tls=TlsSettings.from_values(values),
             security=SecuritySettings.from_values(values),
+            log=LogSettings(format=str(values["log.format"])),
         )

@@ -351,7 +351,10 @@ def run(config: Configuration, jobmanager_id: str) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     manager = JobManager(config, jobmanager_id).start()
-    print(f"jobmanager {jobmanager_id} serving on {manager.address} pid={os.getpid()}", flush=True)
+    if config.settings.log.format == "text":  # in JSON, "jobmanager started" says it
+        print(
+            f"jobmanager {jobmanager_id} serving on {manager.address} pid={os.getpid()}", flush=True
+        )
     try:
         while not done.wait(1.0):
             pass

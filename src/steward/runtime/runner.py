@@ -50,6 +50,7 @@ from pathlib import Path
 from types import FrameType, ModuleType
 from typing import TYPE_CHECKING, NoReturn
 
+from steward import logformat
 from steward.errors import CorruptStateError
 from steward.runtime import connect, dependencies, script, session_settings
 from steward.runtime.app_watch import SparkAppWatcher
@@ -207,6 +208,9 @@ def _run_launched(
     channel: EventChannel, launch: LaunchDocument, warm_session: SparkSession | None = None
 ) -> int:
     """Run the launched attempt to its final event (steps 3 to 6 after the launch line)."""
+    if logformat.from_environment() == logformat.JSON:  # from now on, every record names it
+        fields = {"job": launch.job_id, "attempt": launch.attempt, "epoch": launch.epoch}
+        logformat.configure(logformat.JSON, "runner", fields=fields)
     log.info(
         "attempt starting job=%s attempt=%d epoch=%d mode=%s recovery=%s",
         launch.job_id,
@@ -405,6 +409,8 @@ def _configure_logging() -> None:
         stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    if logformat.from_environment() == logformat.JSON:  # the TaskManager's log.format
+        logformat.configure(logformat.JSON, "runner")
     logging.getLogger("py4j").setLevel(logging.WARNING)
     # A crash in a C extension leaves its Python stack in the log, and `kill -USR1 <pid>`
     # dumps every thread's stack there: how to see where a stuck attempt is stuck.
