@@ -23,6 +23,8 @@ from steward.testing.processes import Proc, ProcessCluster
 
 # A thread that died of an uncaught exception: always a bug, even if the process lives on.
 _THREAD_DEATH = re.compile(r"^Exception in thread (.*)$", re.MULTILINE)
+# A request the REST API let an exception escape from (uvicorn answers 500): a bug too.
+_UNHANDLED_REQUEST = re.compile(r"^ERROR:\s+Exception in ASGI application$", re.MULTILINE)
 
 
 class ChaosCluster(ProcessCluster):
@@ -139,6 +141,14 @@ class ChaosCluster(ProcessCluster):
                         "process": f"{proc.role} {proc.id}",
                         "thread_died": match.group(1),
                         "log_excerpt": text[match.start() : match.start() + 1500],
+                    }
+                )
+            for match in _UNHANDLED_REQUEST.finditer(text):
+                found.append(
+                    {
+                        "process": f"{proc.role} {proc.id}",
+                        "unhandled_request_error": True,
+                        "log_excerpt": text[match.start() : match.start() + 3000],
                     }
                 )
         return found

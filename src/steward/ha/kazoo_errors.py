@@ -48,7 +48,7 @@ def translate(exc: BaseException, path: str) -> CoordinationError:
     if isinstance(exc, BadVersionError):
         return ConcurrentModificationError(f"znode {path} changed concurrently")
     if isinstance(exc, ConnectionLoss | ConnectionClosedError | KazooTimeoutError):
-        return ZooKeeperUnavailableError(f"lost the ZooKeeper connection while writing {path}")
+        return ZooKeeperUnavailableError(f"lost the ZooKeeper connection (at {path})")
     if isinstance(exc, SessionExpiredError):
-        return ZooKeeperUnavailableError(f"ZooKeeper session expired while writing {path}")
+        return ZooKeeperUnavailableError(f"the ZooKeeper session expired (at {path})")
     return CoordinationError(f"ZooKeeper failed on {path}: {exc!r}")

@@ -19,7 +19,12 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from steward.errors import BlobStoreError, JobExistsError, JobNotFoundError
+from steward.errors import (
+    BlobStoreError,
+    JobExistsError,
+    JobNotFoundError,
+    ZooKeeperUnavailableError,
+)
 from steward.jobmanager.rest.app import create_app
 from steward.jobmanager.rest.backend import ApiBackend
 from steward.jobmanager.rest.internal import MAX_HEARTBEAT_BYTES
@@ -309,6 +314,28 @@ def test_a_heartbeat_larger_than_the_bound_is_refused_unread(leader: InMemoryJob
     assert (answer.status_code, answer.json()["code"]) == (413, "too_large")
     assert str(MAX_HEARTBEAT_BYTES) in answer.json()["message"]
     assert leader.dispatcher is not None and leader.dispatcher.beats == []
+
+
+class ExpiredReads(InMemoryReads):
+    """A standby whose ZooKeeper session expired under a read (the network chaos found it)."""
+
+    def jobs(self) -> list[JobView]:
+        raise ZooKeeperUnavailableError("the ZooKeeper session expired (at /x/results)")
+
+
+def test_a_read_that_loses_zookeeper_is_503_with_an_error_body_not_a_500(
+    standby: InMemoryJobManager,
+) -> None:
+    standby.reader = ExpiredReads()
+
+    answer = client_of(standby).get("/v1/jobs")
+
+    assert answer.status_code == 503
+    assert answer.json() == {
+        "code": "unavailable",
+        "message": "the ZooKeeper session expired (at /x/results)",
+    }
+    assert answer.headers["retry-after"]
 
 
 def test_cluster_view_and_routing_errors_as_error_bodies(leader: InMemoryJobManager) -> None:

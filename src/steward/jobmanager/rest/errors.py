@@ -77,6 +77,15 @@ def add_error_handlers(app: FastAPI) -> None:
             headers=getattr(exc, "headers", None),
         )
 
+    @app.exception_handler(StewardError)
+    async def refused(_request: Request, exc: StewardError) -> JSONResponse:
+        # A route that let one through (a read whose ZooKeeper session expired under it, as
+        # the network chaos found): its status and code, never a 500 and a traceback.
+        try:
+            raise_for(exc)
+        except ApiError as answer:
+            return await api_error(_request, answer)
+
     @app.exception_handler(RequestValidationError)
     async def bad_request(_request: Request, exc: RequestValidationError) -> JSONResponse:
         body = ErrorBody(code="bad_request", message=describe(exc.errors()))
