@@ -6,9 +6,8 @@ This module wires the TaskManager's parts together and owns its reactions:
   execution monitor, self-fencing (SUSPENDED/LOST events *and* the liveness probe), the
   heartbeats;
 - a heartbeat reply: ignore it if its epoch is older than the newest seen; apply its acks;
-  carry out its commands. A start command is admitted (or rejected: fenced, stale epoch, no
-  slot) at once, then prepared and spawned on a launch worker so heartbeats keep flowing;
-  the lease is taken before the spawn (:meth:`Executions.start_with`, rule 3);
+  carry out its commands: a start goes to :mod:`.starts` (admitted at once, prepared and
+  spawned on a launch worker, the lease taken before the spawn, rule 3), a cancel here;
 - runner events and the execution monitor turn into the attempts' reports (progress,
   checkpoints, outcome once the whole group is gone, lease released);
 - self-fencing (rule 4): kill every attempt, report each ENDED as
@@ -36,47 +35,35 @@ import re
 import socket
 import threading
 import time
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 
 from steward.config import Configuration
 from steward.errors import (
     ConfigurationError,
-    CoordinationError,
-    FencedError,
     StewardError,
 )
 from steward.ha.liveness import LivenessProbe
 from steward.ha.retrieval import LeaderRetrieval
 from steward.ha.session import ConnectionState, Session
 from steward.metrics import TaskManagerMetrics, TaskManagerSnapshot
-from steward.runtime.warm import files_cold_reason
 from steward.security.credentials import internal_credential
 from steward.store.blob import BlobStore
-from steward.store.leases import ExecutionLeases, LeaseHeldError
-from steward.supervisor.process_group import ProcessGroup, SpawnError
-from steward.supervisor.runner_process import RunnerProcess
+from steward.store.leases import ExecutionLeases
 from steward.taskmanager.attempts import Attempt, Attempts
 from steward.taskmanager.executions import Executions
 from steward.taskmanager.heartbeater import Heartbeater
 from steward.taskmanager.http.port import HttpPort
-from steward.taskmanager.launcher import Launch, Launcher
+from steward.taskmanager.launcher import Launcher
 from steward.taskmanager.registration import Registration
 from steward.taskmanager.self_fencing import SelfFencing
 from steward.taskmanager.spares import SparePool
+from steward.taskmanager.starts import Starts
 from steward.taskmanager.workdir_cleaner import WorkdirCleaner
 from steward.tls.contexts import client_tls
-from steward.wire.heartbeat import CancelAttempt, HeartbeatReply, Rejection, StartAttempt
+from steward.wire.heartbeat import CancelAttempt, HeartbeatReply, StartAttempt
 from steward.wire.records import ErrorInfo, LeaderInfo, TaskManagerInfo
 from steward.wire.runner import (
-    AttemptCancelled,
-    CheckpointEvent,
     FailedEvent,
     FinalEvent,
-    ProgressEvent,
-    RunnerEvent,
-    SparkAppEvent,
-    error_type_name,
 )
 
 log = logging.getLogger(__name__)
@@ -150,9 +137,17 @@ class TaskManager:
                 log_max_size=self._log_max_size,
                 on_folder_done=self.cleaner.folder_ended,
             )
-        self._launcher = Launcher(config, BlobStore(settings.storage.storage_dir), self.workdir)
-        self._workers = ThreadPoolExecutor(
-            max(2, self.slots), thread_name_prefix=f"{self.id}-launch"
+        self.starts = Starts(
+            tm_id=self.id,
+            attempts=self.attempts,
+            executions=self.executions,
+            leases=self.leases,
+            launcher=Launcher(config, BlobStore(settings.storage.storage_dir), self.workdir),
+            spares=self.spares,
+            metrics=self.metrics,
+            fenced=lambda: self.fenced,
+            log_max_size=self._log_max_size,
+            workers=max(2, self.slots),
         )
         self.registration = Registration(
             self.session,
@@ -226,7 +221,7 @@ class TaskManager:
         self.heartbeater.stop()
         self.retrieval.stop()
         self.executions.refuse_starts("the TaskManager is stopping")
-        self._workers.shutdown(wait=False, cancel_futures=True)
+        self.starts.close()
         if self.spares is not None:
             self.spares.stop()
         for attempt in self.attempts.active():
@@ -267,30 +262,9 @@ class TaskManager:
             self.attempts.acknowledge(ack)
         for command in reply.commands:
             if isinstance(command, StartAttempt):
-                self._start(command)
+                self.starts.start(command)
             else:
                 self._cancel(command)
-
-    def _start(self, command: StartAttempt) -> None:
-        refusal, message = None, ""
-        if self.fenced:
-            refusal, message = Rejection.FENCED, "the TaskManager is fencing itself"
-        elif not self.leases.observe_epoch(command.epoch):
-            refusal = Rejection.STALE_EPOCH
-            message = f"epoch {command.epoch} is older than epoch {self.leases.newest_epoch}"
-        attempt = self.attempts.admit(command, refusal, message)
-        if attempt is None:
-            log.info("repeated start ignored job=%s attempt=%d", command.job_id, command.attempt)
-            return
-        if attempt.active:
-            log.info(
-                "attempt starting job=%s attempt=%d epoch=%d recovery=%s",
-                command.job_id,
-                command.attempt,
-                command.epoch,
-                command.is_recovery,
-            )
-            self._workers.submit(self._launch, attempt, command)
 
     def _cancel(self, command: CancelAttempt) -> None:
         if not self.leases.observe_epoch(command.epoch):
@@ -313,101 +287,7 @@ class TaskManager:
         if attempt.runner is not None and attempt.pid is not None:
             attempt.runner.cancel(command.grace)
 
-    # ------------------------------------------------------------------ launching
-
-    def _launch(self, attempt: Attempt, command: StartAttempt) -> None:
-        try:
-            self._launch_or_refuse(attempt, command)
-        except Exception as exc:
-            log.exception("launch failed job=%s attempt=%d", attempt.job_id, attempt.attempt)
-            self.attempts.end(attempt, _failed(exc), lease_released=True)
-
-    def _launch_or_refuse(self, attempt: Attempt, command: StartAttempt) -> None:
-        try:
-            launch = self._launcher.prepare(command)
-        except StewardError as exc:
-            log.warning(
-                "attempt cannot be prepared job=%s attempt=%d cause=%s",
-                attempt.job_id,
-                attempt.attempt,
-                exc,
-            )
-            self.attempts.end(attempt, _failed(exc), lease_released=True)
-            return
-        if not self.attempts.resize(attempt, launch.spec.slots):
-            message = f"job needs {launch.spec.slots} slot(s); this TaskManager has too few free"
-            self.attempts.reject(attempt, Rejection.NO_SLOT, message)
-            return
-        if attempt.cancel_grace is not None:
-            cancelled = AttemptCancelled("the attempt was cancelled before it started")
-            self.attempts.end(attempt, _failed(cancelled), lease_released=True)
-            return
-        runner = RunnerProcess(
-            launch.document,
-            cwd=launch.attempt_dir,
-            log_path=launch.log_path,
-            on_event=lambda event: self._on_runner_event(attempt, event),
-            log_max_size=self._log_max_size,
-        )
-        self.attempts.attach(attempt, runner)
-        try:
-            execution = self.executions.start_with(
-                attempt.job_id, attempt.attempt, attempt.epoch, self._spawner(attempt, launch)
-            )
-        except LeaseHeldError as exc:
-            self.attempts.reject(attempt, Rejection.LEASE_HELD, str(exc))
-            return
-        except FencedError as exc:
-            rejection = Rejection.FENCED if self.fenced else Rejection.STALE_EPOCH
-            self.attempts.reject(attempt, rejection, str(exc))
-            return
-        except CoordinationError as exc:
-            message = f"ZooKeeper unreachable while taking the lease: {exc}"
-            self.attempts.reject(attempt, Rejection.FENCED, message)
-            return
-        except SpawnError as exc:
-            self.attempts.end(attempt, _failed(exc), lease_released=True)
-            return
-        runner = attempt.runner or runner  # a warm spare, if one was handed out
-        runner.begin()
-        self.metrics.attempts_started.inc()
-        grace = self.attempts.running(attempt, execution.group.pid, execution.started_at)
-        if grace is not None:
-            runner.cancel(grace)
-
-    def _spawner(self, attempt: Attempt, launch: Launch) -> Callable[[], ProcessGroup]:
-        """What starts the attempt's process once its lease is ours: a warm spare or a cold
-        runner (already attached to the attempt)."""
-
-        def spawn() -> ProcessGroup:
-            pool, spare = self.spares, None
-            if pool is not None and files_cold_reason(launch.document) is None:
-                spare = pool.take(launch.spec.spark_conf, launch.document.spark_master)
-            if pool is None or spare is None:
-                assert attempt.runner is not None
-                return attempt.runner.spawn()
-            try:
-                spare.assign(
-                    launch.document,
-                    log_path=launch.log_path,
-                    on_event=lambda event: self._on_runner_event(attempt, event),
-                )
-            except OSError as exc:  # its log could not move: use a cold runner instead
-                log.warning("warm spare not usable, going cold pid=%s cause=%s", spare.pid, exc)
-                spare.kill()
-                assert attempt.runner is not None
-                return attempt.runner.spawn()
-            self.attempts.attach(attempt, spare)
-            pool.wake()  # warm its replacement now
-            log.info(
-                "attempt on a warm spare job=%s attempt=%d pid=%s",
-                attempt.job_id,
-                attempt.attempt,
-                spare.pid,
-            )
-            return spare.group
-
-        return spawn
+    # ------------------------------------------------------------------ attempts
 
     def _slots_without_runner(self) -> int:
         """Free slots, counting a starting attempt as free until its runner process exists:
@@ -438,14 +318,6 @@ class TaskManager:
         right after ``_on_exit`` settled it)."""
         attempt = self.attempts.get(job_id, attempt_number)
         return attempt.outcome if attempt is not None else None
-
-    def _on_runner_event(self, attempt: Attempt, event: RunnerEvent) -> None:
-        if isinstance(event, ProgressEvent):
-            self.attempts.progress(attempt, event.progress)
-        elif isinstance(event, CheckpointEvent):
-            self.attempts.checkpoint(attempt, event)
-        elif isinstance(event, SparkAppEvent):
-            self.attempts.spark_app(attempt, event.app)
 
     def _on_exit(self, job_id: str, attempt_number: int, returncode: int | None) -> None:
         """The execution monitor saw the attempt's whole process group gone."""
@@ -529,11 +401,3 @@ class TaskManager:
                 info.epoch,
             )
         self.heartbeater.leader_changed()
-
-
-def _failed(exc: BaseException) -> FailedEvent:
-    # A class may say retrying cannot help (an environment that cannot be built, say).
-    permanent = getattr(exc, "permanent", False) is True
-    return FailedEvent(
-        error=ErrorInfo(type=error_type_name(type(exc)), message=str(exc), permanent=permanent)
-    )

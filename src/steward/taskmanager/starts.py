@@ -1,0 +1,205 @@
+"""A start command, from its admission to a running attempt.
+
+A start is admitted (or rejected: fenced, stale epoch) at once, on the heartbeat's thread;
+the rest runs on a launch worker so heartbeats keep flowing: prepare the launch document
+(:mod:`.launcher`), check the slots, take the lease and only then spawn (rule 3,
+:meth:`~steward.taskmanager.executions.Executions.start_with`): a warm spare when the job can
+use one, else a cold runner. Every failure ends or rejects the attempt with its cause; none
+escapes the worker.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+from steward.errors import CoordinationError, FencedError, StewardError
+from steward.metrics import TaskManagerMetrics
+from steward.runtime.warm import files_cold_reason
+from steward.store.leases import ExecutionLeases, LeaseHeldError
+from steward.supervisor.process_group import ProcessGroup, SpawnError
+from steward.supervisor.runner_process import RunnerProcess
+from steward.taskmanager.attempts import Attempt, Attempts
+from steward.taskmanager.executions import Executions
+from steward.taskmanager.launcher import Launch, Launcher
+from steward.taskmanager.spares import SparePool
+from steward.wire.heartbeat import Rejection, StartAttempt
+from steward.wire.records import ErrorInfo
+from steward.wire.runner import (
+    AttemptCancelled,
+    CheckpointEvent,
+    FailedEvent,
+    ProgressEvent,
+    RunnerEvent,
+    SparkAppEvent,
+    error_type_name,
+)
+
+log = logging.getLogger(__name__)
+
+
+class Starts:
+    """The start commands of one TaskManager; :meth:`close` stops launching."""
+
+    def __init__(
+        self,
+        *,
+        tm_id: str,
+        attempts: Attempts,
+        executions: Executions,
+        leases: ExecutionLeases,
+        launcher: Launcher,
+        spares: SparePool | None,
+        metrics: TaskManagerMetrics,
+        fenced: Callable[[], bool],
+        log_max_size: int | None,
+        workers: int,
+    ) -> None:
+        self._attempts = attempts
+        self._executions = executions
+        self._leases = leases
+        self._launcher = launcher
+        self._spares = spares
+        self._metrics = metrics
+        self._fenced = fenced
+        self._log_max_size = log_max_size
+        self._workers = ThreadPoolExecutor(workers, thread_name_prefix=f"{tm_id}-launch")
+
+    def close(self) -> None:
+        """No more launches; those not begun are dropped (their attempts are being stopped)."""
+        self._workers.shutdown(wait=False, cancel_futures=True)
+
+    def start(self, command: StartAttempt) -> None:
+        """Admit ``command`` (or reject it) and launch it on a worker."""
+        refusal, message = None, ""
+        if self._fenced():
+            refusal, message = Rejection.FENCED, "the TaskManager is fencing itself"
+        elif not self._leases.observe_epoch(command.epoch):
+            refusal = Rejection.STALE_EPOCH
+            message = f"epoch {command.epoch} is older than epoch {self._leases.newest_epoch}"
+        attempt = self._attempts.admit(command, refusal, message)
+        if attempt is None:
+            log.info("repeated start ignored job=%s attempt=%d", command.job_id, command.attempt)
+            return
+        if attempt.active:
+            log.info(
+                "attempt starting job=%s attempt=%d epoch=%d recovery=%s",
+                command.job_id,
+                command.attempt,
+                command.epoch,
+                command.is_recovery,
+            )
+            self._workers.submit(self._launch, attempt, command)
+
+    def _launch(self, attempt: Attempt, command: StartAttempt) -> None:
+        try:
+            self._launch_or_refuse(attempt, command)
+        except Exception as exc:
+            log.exception("launch failed job=%s attempt=%d", attempt.job_id, attempt.attempt)
+            self._attempts.end(attempt, failed(exc), lease_released=True)
+
+    def _launch_or_refuse(self, attempt: Attempt, command: StartAttempt) -> None:
+        attempts = self._attempts
+        try:
+            launch = self._launcher.prepare(command)
+        except StewardError as exc:
+            log.warning(
+                "attempt cannot be prepared job=%s attempt=%d cause=%s",
+                attempt.job_id,
+                attempt.attempt,
+                exc,
+            )
+            attempts.end(attempt, failed(exc), lease_released=True)
+            return
+        if not attempts.resize(attempt, launch.spec.slots):
+            message = f"job needs {launch.spec.slots} slot(s); this TaskManager has too few free"
+            attempts.reject(attempt, Rejection.NO_SLOT, message)
+            return
+        if attempt.cancel_grace is not None:
+            cancelled = AttemptCancelled("the attempt was cancelled before it started")
+            attempts.end(attempt, failed(cancelled), lease_released=True)
+            return
+        runner = RunnerProcess(
+            launch.document,
+            cwd=launch.attempt_dir,
+            log_path=launch.log_path,
+            on_event=lambda event: self._on_runner_event(attempt, event),
+            log_max_size=self._log_max_size,
+        )
+        attempts.attach(attempt, runner)
+        try:
+            execution = self._executions.start_with(
+                attempt.job_id, attempt.attempt, attempt.epoch, self._spawner(attempt, launch)
+            )
+        except LeaseHeldError as exc:
+            attempts.reject(attempt, Rejection.LEASE_HELD, str(exc))
+            return
+        except FencedError as exc:
+            rejection = Rejection.FENCED if self._fenced() else Rejection.STALE_EPOCH
+            attempts.reject(attempt, rejection, str(exc))
+            return
+        except CoordinationError as exc:
+            message = f"ZooKeeper unreachable while taking the lease: {exc}"
+            attempts.reject(attempt, Rejection.FENCED, message)
+            return
+        except SpawnError as exc:
+            attempts.end(attempt, failed(exc), lease_released=True)
+            return
+        runner = attempt.runner or runner  # a warm spare, if one was handed out
+        runner.begin()
+        self._metrics.attempts_started.inc()
+        grace = attempts.running(attempt, execution.group.pid, execution.started_at)
+        if grace is not None:
+            runner.cancel(grace)
+
+    def _spawner(self, attempt: Attempt, launch: Launch) -> Callable[[], ProcessGroup]:
+        """What starts the attempt's process once its lease is ours: a warm spare or a cold
+        runner (already attached to the attempt)."""
+
+        def spawn() -> ProcessGroup:
+            pool, spare = self._spares, None
+            if pool is not None and files_cold_reason(launch.document) is None:
+                spare = pool.take(launch.spec.spark_conf, launch.document.spark_master)
+            if pool is None or spare is None:
+                assert attempt.runner is not None
+                return attempt.runner.spawn()
+            try:
+                spare.assign(
+                    launch.document,
+                    log_path=launch.log_path,
+                    on_event=lambda event: self._on_runner_event(attempt, event),
+                )
+            except OSError as exc:  # its log could not move: use a cold runner instead
+                log.warning("warm spare not usable, going cold pid=%s cause=%s", spare.pid, exc)
+                spare.kill()
+                assert attempt.runner is not None
+                return attempt.runner.spawn()
+            self._attempts.attach(attempt, spare)
+            pool.wake()  # warm its replacement now
+            log.info(
+                "attempt on a warm spare job=%s attempt=%d pid=%s",
+                attempt.job_id,
+                attempt.attempt,
+                spare.pid,
+            )
+            return spare.group
+
+        return spawn
+
+    def _on_runner_event(self, attempt: Attempt, event: RunnerEvent) -> None:
+        if isinstance(event, ProgressEvent):
+            self._attempts.progress(attempt, event.progress)
+        elif isinstance(event, CheckpointEvent):
+            self._attempts.checkpoint(attempt, event)
+        elif isinstance(event, SparkAppEvent):
+            self._attempts.spark_app(attempt, event.app)
+
+
+def failed(exc: BaseException) -> FailedEvent:
+    """The outcome of an attempt that ``exc`` ended before (or instead of) its runner."""
+    # A class may say retrying cannot help (an environment that cannot be built, say).
+    permanent = getattr(exc, "permanent", False) is True
+    return FailedEvent(
+        error=ErrorInfo(type=error_type_name(type(exc)), message=str(exc), permanent=permanent)
+    )
