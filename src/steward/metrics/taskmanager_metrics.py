@@ -47,6 +47,12 @@ class TaskManagerMetrics:
             ["outcome"],
             registry=r,
         )
+        self.attempt_log_dropped = Counter(
+            "steward_taskmanager_attempt_log_dropped_bytes",
+            "Bytes of attempts' output left out of their logs to keep them within"
+            " taskmanager.attempt-log.max-size (or lost to a full disk).",
+            registry=r,
+        )
         self.self_fencings = Counter(
             "steward_taskmanager_self_fencings",
             "Times this TaskManager fenced itself (ZooKeeper silent for fence-after).",

@@ -63,6 +63,9 @@ _LINE_WINDOW = 64 * 1024
 MARKER_RESERVE = 256
 """Bytes of the budget set aside for the marker line."""
 _F_SETPIPE_SZ = 1031
+DROPPED_SUFFIX = ".dropped"
+"""``runner.log.dropped``: how many bytes the capper dropped in all, written when it exits
+(only if it dropped any): the TaskManager counts them in a metric."""
 
 
 def marker_line(dropped: int, needs_newline: bool) -> bytes:
@@ -198,10 +201,11 @@ def pump(source: int, log: CappedLog) -> None:
 class LogCapper:
     """The parent's handle on one capper process (see the module docstring)."""
 
-    def __init__(self, process: subprocess.Popen[bytes], write_fd: int) -> None:
+    def __init__(self, process: subprocess.Popen[bytes], write_fd: int, dropped_file: Path) -> None:
         self.process = process
         self.write_fd: int | None = write_fd
         """The pipe's write end: give it to the attempt as stdout and stderr, then close it."""
+        self.dropped_file = dropped_file
 
     @classmethod
     def start(cls, log_path: Path, max_size: int) -> LogCapper:
@@ -213,8 +217,9 @@ class LogCapper:
             with contextlib.suppress(OSError):  # a bigger pipe: fewer wake-ups in a flood
                 fcntl.fcntl(write_fd, _F_SETPIPE_SZ, READ_SIZE)
             try:
+                command = [sys.executable, "-I", "-S", __file__, "--max-size", str(max_size)]
                 process = subprocess.Popen(
-                    [sys.executable, "-I", "-S", __file__, "--max-size", str(max_size)],
+                    [*command, "--dropped-file", str(dropped_file_of(log_path))],
                     stdin=read_fd,
                     stdout=log_fd,
                     cwd=log_path.parent,
@@ -227,7 +232,7 @@ class LogCapper:
                 os.close(read_fd)
         finally:
             os.close(log_fd)
-        return cls(process, write_fd)
+        return cls(process, write_fd, dropped_file_of(log_path))
 
     def close_write_end(self) -> None:
         """Close the parent's copy of the write end (EOF comes once the attempt's copies go)."""
@@ -243,6 +248,32 @@ class LogCapper:
     def pid(self) -> int:
         return self.process.pid
 
+    def dropped(self) -> int | None:
+        """Bytes the capper dropped in all once it has exited (reaping it), None before."""
+        if self.poll() is None:
+            return None
+        return read_dropped(self.dropped_file)
+
+
+def dropped_file_of(log_path: Path) -> Path:
+    return log_path.with_name(log_path.name + DROPPED_SUFFIX)
+
+
+def read_dropped(path: Path) -> int:
+    """The count a capper left in ``path``; 0 if it left none (it dropped nothing)."""
+    try:
+        text = path.read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return 0
+    return int(text) if text.isdigit() else 0
+
+
+def write_dropped(path: Path, dropped: int) -> None:
+    """Leave ``dropped`` in ``path``, whole or not at all (a temporary name, renamed)."""
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text(f"{dropped}\n", encoding="ascii")
+    os.replace(temporary, path)
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
@@ -251,9 +282,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         " within --max-size bytes.",
     )
     parser.add_argument("--max-size", type=int, required=True)
+    parser.add_argument("--dropped-file", type=Path, help="where to leave the dropped count")
     args = parser.parse_args(argv)
     log = CappedLog(1, args.max_size)
     pump(0, log)
+    if log.dropped and args.dropped_file is not None:
+        with contextlib.suppress(OSError):  # a full disk: the marker line still says it
+            write_dropped(args.dropped_file, log.dropped)
     if log.write_errors:
         print(
             f"steward log capper: {log.write_errors} write(s) to the attempt log failed;"

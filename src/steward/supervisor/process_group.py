@@ -158,6 +158,11 @@ class ProcessGroup:
         except subprocess.TimeoutExpired:
             return None
 
+    def log_dropped(self) -> int | None:
+        """Bytes its log capper dropped in all (0 without a capper), once the capper has
+        drained the attempt's output and exited; None while it still runs."""
+        return 0 if self.capper is None else self.capper.dropped()
+
     def alive(self) -> bool:
         """True while any live process of the attempt exists, whatever its group or session.
 

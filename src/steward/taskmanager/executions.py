@@ -75,11 +75,17 @@ class Executions:
         poll_interval: float = 0.1,
         on_released: OnReleased | None = None,
         outcome_of: OutcomeOf | None = None,
+        on_log_dropped: Callable[[int], None] | None = None,
     ) -> None:
+        """``on_log_dropped``: told the bytes an ended attempt's log capper dropped, once it
+        has drained (only when it dropped any)."""
         self._leases = leases
         self._on_exit = on_exit
         self._on_released = on_released
         self._outcome_of = outcome_of
+        self._on_log_dropped = on_log_dropped
+        self._draining: list[Execution] = []
+        """Released executions whose log capper may still be draining (monitor thread only)."""
         self._orphans: set[tuple[str, int]] = set()
         self._records_lock = threading.Lock()  # never held with another lock
         self._records_to_drop: set[tuple[str, int]] = set()
@@ -272,8 +278,20 @@ class Executions:
                     if self._running.get(execution.job_id) is execution:
                         del self._running[execution.job_id]
                 self._report_released(execution)
+                self._draining.append(execution)
+        self._count_log_drops()
         self._release_orphans()
         self._drop_outcome_records()
+
+    def _count_log_drops(self) -> None:
+        still: list[Execution] = []
+        for execution in self._draining:
+            dropped = execution.group.log_dropped()
+            if dropped is None:
+                still.append(execution)
+            elif dropped and self._on_log_dropped is not None:
+                self._on_log_dropped(dropped)
+        self._draining = still
 
     def drop_outcome_record(self, job_id: str, attempt: int) -> None:
         """Delete the attempt's outcome record on the monitor's next pass (retried until

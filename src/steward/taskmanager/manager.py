@@ -103,11 +103,15 @@ class TaskManager:
         self.session = Session.from_config(config, name=self.id)
         self.leases = ExecutionLeases(self.session, self.id)
         self.attempts = Attempts(self.slots, on_forgotten=self._forgotten)
+        self.metrics = TaskManagerMetrics()
         self.executions = Executions(
-            self.leases, self._on_exit, on_released=self._released, outcome_of=self._outcome_of
+            self.leases,
+            self._on_exit,
+            on_released=self._released,
+            outcome_of=self._outcome_of,
+            on_log_dropped=self.metrics.attempt_log_dropped.inc,
         )
         self._log_max_size = settings.taskmanager.attempt_log_max_size
-        self.metrics = TaskManagerMetrics()
         self.metrics.observe(self._snapshot)
         # Its attempts' logs (and probes): bound now, so its address is in the registration.
         self.http = HttpPort(

@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 import psutil
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from steward.testing.processes import ProcessCluster
 from steward.wire.jobs import NoRestart
@@ -140,8 +141,24 @@ def test_flooding_pipeline_leaves_the_cluster_responsive_and_bounded(
     assert b"FLOOD FIRST LINE" in text[: LOG_CAP // 2]
     head, marker, tail = text.partition(b" bytes dropped")
     assert marker and head.rsplit(b"... ", 1)[1].isdigit(), "one marker line counts the drop"
-    assert int(head.rsplit(b"... ", 1)[1]) > 200 * 1024 * 1024 - LOG_CAP
+    dropped = int(head.rsplit(b"... ", 1)[1])
+    assert dropped > 200 * 1024 * 1024 - LOG_CAP
     assert b"FLOOD LAST LINE" in tail
+    # The TaskManager counts what its capper dropped (a metric to alert on)
+    view = cluster.cluster_view() or {}
+    metrics_url = view["taskmanagers"][0]["http_address"] + "/metrics"
+
+    def counted() -> float | None:
+        answer = httpx.get(metrics_url, headers=cluster.headers, timeout=10)
+        samples = [
+            s.value
+            for family in text_string_to_metric_families(answer.text)
+            for s in family.samples
+            if s.name == "steward_taskmanager_attempt_log_dropped_bytes_total"
+        ]
+        return samples[0] if samples and samples[0] > 0 else None  # None: not counted yet
+
+    assert wait_until(counted, 30, message="drops counted") == dropped
     os.sync()
 
 

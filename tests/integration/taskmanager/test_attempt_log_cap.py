@@ -130,6 +130,8 @@ def test_a_flood_of_the_runner_and_its_child_is_capped_with_its_first_and_last_l
     ]
     printed = 20 * 40000 * 22 + 100000 * len(b"CHILD LINE\n")  # the pipeline's and the child's
     assert len(text) - len(marker_line) + dropped >= printed, "every byte written is counted"
+    # And the capper left the same count for the TaskManager's metric
+    assert runner.group.log_dropped() == dropped
 
 
 def test_without_a_cap_the_log_is_written_whole(
