@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from steward.ha.layout import OUTCOME_PREFIX
 from steward.store.blob import BlobInfo
 from steward.wire.doctor import Finding, Severity
 from steward.wire.jobs import JobGraphPointer
@@ -266,6 +267,9 @@ def attempts(snapshot: Snapshot, limits: Limits) -> Iterator[Finding]:
         if snapshot.now - stored.modified <= limits.grace:
             continue
         lease = snapshot.leases.get(job_id)
+        ended = f"{OUTCOME_PREFIX}{current.number}"
+        if lease is None and any(o.path.endswith(ended) for o in snapshot.outcomes.get(job_id, [])):
+            continue  # it ended and said so with its lease's release: the leader has yet to read it
         if lease is None:
             yield _error(
                 "attempt-without-lease",

@@ -198,6 +198,10 @@ def test_a_running_attempt_without_its_lease_is_an_error(
         ("attempt-without-lease", session.layout.job_status("job-bare"))
     ]
 
+    # Unless it ended and left its outcome with its lease's release (no leader read it yet)
+    session.client.create(session.layout.attempt_outcome("job-bare", 1), b"{}")
+    assert [f.check for f in doctor(session, blobs).findings] == ["outcome-not-acknowledged"]
+
 
 def test_a_blob_no_pointer_names_is_an_orphan_once_old(
     leader: Contender, session: Session, blobs: BlobStore
