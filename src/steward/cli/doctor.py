@@ -32,8 +32,14 @@ EXIT_FINDINGS = 1
     is_flag=True,
     help="Read ZooKeeper and the blob storage directly instead of asking a JobManager.",
 )
+@click.option(
+    "--verify-blobs",
+    is_flag=True,
+    help="Also read every job graph and checkpoint blob back and check its checksum (one read"
+    " per blob; without it, blobs are looked for in the storage's listing).",
+)
 @click.pass_obj
-def doctor(config: Configuration, as_json: bool, offline: bool) -> int:
+def doctor(config: Configuration, as_json: bool, offline: bool, verify_blobs: bool) -> int:
     """Check the cluster's HA state: one line per finding, with what to do.
 
     Checks that a job graph pointer exists iff the job must be recovered and its blob reads
@@ -42,7 +48,7 @@ def doctor(config: Configuration, as_json: bool, offline: bool) -> int:
     ZooKeeper servers (versions with known data-loss bugs, session timeout bounds). Exit code
     0: every invariant holds; 1: findings; 2: the state could not be read.
     """
-    report = _offline(config) if offline else _ask(config)
+    report = _offline(config, verify_blobs) if offline else _ask(config, verify_blobs)
     if as_json:
         click.echo(report.model_dump_json(indent=2))
     else:
@@ -50,18 +56,21 @@ def doctor(config: Configuration, as_json: bool, offline: bool) -> int:
     return EXIT_FINDINGS if report.findings else 0
 
 
-def _ask(config: Configuration) -> DoctorReport:
+def _ask(config: Configuration, verify_blobs: bool) -> DoctorReport:
     from steward.cli.jobs import open_client
 
     with open_client(config) as client:
-        return client.doctor()
+        return client.doctor(verify_blobs=verify_blobs)
 
 
-def _offline(config: Configuration) -> DoctorReport:
+def _offline(config: Configuration, verify_blobs: bool) -> DoctorReport:
     settings = config.settings
     with Session.from_config(config, name="doctor").start() as session:
         return examine(
-            session, BlobStore(settings.storage.storage_dir), settings.zookeeper.cluster_id
+            session,
+            BlobStore(settings.storage.storage_dir),
+            settings.zookeeper.cluster_id,
+            verify_blobs=verify_blobs,
         )
 
 

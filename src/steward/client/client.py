@@ -348,9 +348,11 @@ class Client:
         """The latest terms of leadership, oldest first, and the current leader."""
         return decode(LeadershipView, self._call("GET", "/v1/cluster/leadership"))
 
-    def doctor(self) -> DoctorReport:
-        """What ``steward doctor`` finds (any JobManager answers, a standby too)."""
-        return decode(DoctorReport, self._call("GET", "/v1/doctor"))
+    def doctor(self, *, verify_blobs: bool = False) -> DoctorReport:
+        """What ``steward doctor`` finds (any JobManager answers, a standby too);
+        ``verify_blobs`` reads every blob back (one read per job)."""
+        path = "/v1/doctor?verify_blobs=true" if verify_blobs else "/v1/doctor"
+        return decode(DoctorReport, self._call("GET", path))
 
     # ------------------------------------------------------------------ tokens (admin)
 

@@ -30,14 +30,15 @@ def examine(
     limits: Limits | None = None,
     lost_writes: int = 0,
     served_by: str = "",
+    verify_blobs: bool = False,
 ) -> DoctorReport:
     """Every finding about the cluster under ``session``'s root (CoordinationError if
-    ZooKeeper cannot be read)."""
+    ZooKeeper cannot be read); ``verify_blobs`` reads every pointer's blob back."""
     limits = limits or Limits()
     hosts = servers_of(session.quorum)
     with ThreadPoolExecutor(max_workers=max(1, len(hosts)), thread_name_prefix="doctor") as pool:
         asked = [pool.submit(ask, host, port) for host, port in hosts]
-        snapshot = read_snapshot(session, blobs)
+        snapshot = read_snapshot(session, blobs, verify_blobs=verify_blobs)
         servers = [future.result() for future in asked]
     findings = [
         *check_state(snapshot, limits),

@@ -81,8 +81,12 @@ class Snapshot:
         return set(self.pointers) | set(self.results) | set(self.statuses) | self.job_nodes
 
 
-def read_snapshot(session: Session, blobs: BlobStore, *, check_blobs: bool = True) -> Snapshot:
-    """Read the HA state under the session's root; raises CoordinationError if ZooKeeper fails."""
+def read_snapshot(session: Session, blobs: BlobStore, *, verify_blobs: bool = False) -> Snapshot:
+    """Read the HA state under the session's root; raises CoordinationError if ZooKeeper fails.
+
+    A pointer's blob is looked for in the storage's listing (one listing for all of them);
+    ``verify_blobs`` also reads each one back and checks its checksum (a read per job: for
+    ``steward doctor --verify-blobs``, not for a page that refreshes)."""
     client, layout = session.client, session.layout
     epoch_found = zk.read(client, layout.leader_epoch)
     snapshot = Snapshot(
@@ -106,8 +110,7 @@ def read_snapshot(session: Session, blobs: BlobStore, *, check_blobs: bool = Tru
     )
     for job_id in snapshot.job_nodes:
         _read_job_node(client, layout, job_id, snapshot)
-    if check_blobs:
-        _read_blobs(blobs, snapshot)
+    _read_blobs(blobs, snapshot, verify=verify_blobs)
     return snapshot
 
 
@@ -130,7 +133,7 @@ def _read_job_node(client: Any, layout: Layout, job_id: str, snapshot: Snapshot)
         snapshot.checkpoints[job_id] = checkpoints
 
 
-def _read_blobs(blobs: BlobStore, snapshot: Snapshot) -> None:
+def _read_blobs(blobs: BlobStore, snapshot: Snapshot, *, verify: bool) -> None:
     try:
         snapshot.graph_blobs = blobs.list(GRAPH_BLOBS)
         snapshot.checkpoint_blobs = blobs.list(CHECKPOINT_BLOBS)
@@ -146,7 +149,13 @@ def _read_blobs(blobs: BlobStore, snapshot: Snapshot) -> None:
         for c in per_job.values()
         if c.value is not None
     ]
+    listed = {info.key for info in snapshot.graph_blobs + snapshot.checkpoint_blobs}
     for pointer in named:
+        if pointer.blob not in listed:
+            snapshot.blob_errors[pointer.blob] = f"blob {pointer.blob} is missing from {blobs.url}"
+            continue
+        if not verify:
+            continue
         try:
             blobs.get(_ref(pointer))
         except (StewardError, OSError) as exc:

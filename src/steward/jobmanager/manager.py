@@ -135,13 +135,14 @@ class JobManager:
     def cluster_id(self) -> str:
         return self.settings.zookeeper.cluster_id
 
-    def doctor(self) -> DoctorReport:
+    def doctor(self, *, verify_blobs: bool = False) -> DoctorReport:
         return examine(
             self.session,
             self.blobs,
             self.cluster_id(),
             lost_writes=self.metrics.lost_writes(),
             served_by=self.id,
+            verify_blobs=verify_blobs,
         )
 
     # ------------------------------------------------------------------ lifecycle

@@ -121,7 +121,11 @@ def test_a_job_graph_whose_blob_is_gone_or_corrupt_is_an_error(
         out.seek(-3, 2)
         out.write(b"XXX")
 
-    report = doctor(session, blobs)
+    # The listing shows the deleted blob missing; reading each back shows the bent one too
+    assert checks(doctor(session, blobs)) == [
+        ("job-graph-unreadable", session.layout.jobgraph("job-gone"))
+    ]
+    report = examine(session, blobs, "test", limits=NOW, verify_blobs=True)
 
     assert checks(report) == [
         ("job-graph-unreadable", session.layout.jobgraph("job-bent")),

@@ -124,6 +124,6 @@ class ApiBackend(Protocol):
 
     def cluster_id(self) -> str: ...
 
-    def doctor(self) -> DoctorReport:
+    def doctor(self, *, verify_blobs: bool = False) -> DoctorReport:
         """What ``steward doctor`` finds, read on this JobManager's own session."""
         ...
