@@ -56,6 +56,7 @@ SUITE = (
     Benchmark("fenced_writes", "fenced_writes"),
     Benchmark("fenced_writes_tmpfs", "fenced_writes", ("--tmpfs",)),
     Benchmark("job_graph_store", "job_graph_store"),
+    Benchmark("doctor_cost", "doctor_cost"),
 )
 CLUSTER_SUITE = (
     Benchmark("cluster_failover", "cluster_failover"),

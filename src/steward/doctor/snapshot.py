@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -32,6 +33,9 @@ from steward.wire.records import (
 from steward.wire.values import Payload
 
 P = TypeVar("P", bound=Payload)
+
+PARALLELISM = 8
+"""Reads in flight at once (as a new leader's recovery reads its jobs)."""
 
 
 @dataclass(frozen=True)
@@ -88,6 +92,14 @@ def read_snapshot(session: Session, blobs: BlobStore, *, verify_blobs: bool = Fa
     ``verify_blobs`` also reads each one back and checks its checksum (a read per job: for
     ``steward doctor --verify-blobs``, not for a page that refreshes)."""
     client, layout = session.client, session.layout
+    snapshot = _read_znodes(client, layout)
+    with ThreadPoolExecutor(PARALLELISM, thread_name_prefix="doctor-blobs") as pool:
+        _read_blobs(blobs, snapshot, pool, verify=verify_blobs)
+    return snapshot
+
+
+def _read_znodes(client: Any, layout: Layout) -> Snapshot:
+    """Every znode, read a group at a time with the requests pipelined (zk.read_many)."""
     epoch_found = zk.read(client, layout.leader_epoch)
     snapshot = Snapshot(
         now=time.time(),
@@ -108,32 +120,43 @@ def read_snapshot(session: Session, blobs: BlobStore, *, verify_blobs: bool = Fa
         outcomes={},
         checkpoints={},
     )
-    for job_id in snapshot.job_nodes:
-        _read_job_node(client, layout, job_id, snapshot)
-    _read_blobs(blobs, snapshot, verify=verify_blobs)
+    _read_job_nodes(client, layout, sorted(snapshot.job_nodes), snapshot)
     return snapshot
 
 
-def _read_job_node(client: Any, layout: Layout, job_id: str, snapshot: Snapshot) -> None:
-    outcomes = [
-        stored
-        for name in zk.children(client, layout.job(job_id))
+def _read_job_nodes(client: Any, layout: Layout, nodes: list[str], snapshot: Snapshot) -> None:
+    """Each job's outcome records and checkpoint pointers."""
+    names = zk.children_many(client, [layout.job(job_id) for job_id in nodes])
+    ids = zk.children_many(client, [layout.checkpoints(job_id) for job_id in nodes])
+    outcome_paths = [
+        (job_id, f"{layout.job(job_id)}/{name}")
+        for job_id, children in zip(nodes, names, strict=True)
+        for name in children
         if name.startswith(OUTCOME_PREFIX)
-        if (stored := _read_raw(client, f"{layout.job(job_id)}/{name}"))
     ]
-    if outcomes:
-        snapshot.outcomes[job_id] = outcomes
-    checkpoints = {
-        int(name): stored
-        for name in zk.children(client, layout.checkpoints(job_id))
+    for (job_id, path), found in zip(
+        outcome_paths, zk.read_many(client, [path for _job, path in outcome_paths]), strict=True
+    ):
+        if found is not None:
+            snapshot.outcomes.setdefault(job_id, []).append(_stored(path, found, None))
+    pointer_paths = [
+        (job_id, int(name), layout.checkpoint(job_id, int(name)))
+        for job_id, children in zip(nodes, ids, strict=True)
+        for name in children
         if name.isdigit()
-        if (stored := _read(client, layout.checkpoint(job_id, int(name)), CheckpointPointer))
-    }
-    if checkpoints:
-        snapshot.checkpoints[job_id] = checkpoints
+    ]
+    for (job_id, number, path), found in zip(
+        pointer_paths, zk.read_many(client, [p for _j, _n, p in pointer_paths]), strict=True
+    ):
+        if found is not None:
+            snapshot.checkpoints.setdefault(job_id, {})[number] = _decoded(
+                path, found, CheckpointPointer
+            )
 
 
-def _read_blobs(blobs: BlobStore, snapshot: Snapshot, *, verify: bool) -> None:
+def _read_blobs(
+    blobs: BlobStore, snapshot: Snapshot, pool: ThreadPoolExecutor, *, verify: bool
+) -> None:
     try:
         snapshot.graph_blobs = blobs.list(GRAPH_BLOBS)
         snapshot.checkpoint_blobs = blobs.list(CHECKPOINT_BLOBS)
@@ -153,13 +176,22 @@ def _read_blobs(blobs: BlobStore, snapshot: Snapshot, *, verify: bool) -> None:
     for pointer in named:
         if pointer.blob not in listed:
             snapshot.blob_errors[pointer.blob] = f"blob {pointer.blob} is missing from {blobs.url}"
-            continue
-        if not verify:
-            continue
-        try:
-            blobs.get(_ref(pointer))
-        except (StewardError, OSError) as exc:
-            snapshot.blob_errors[pointer.blob] = str(exc)
+    if verify:
+        present = [pointer for pointer in named if pointer.blob in listed]
+        for pointer, error in zip(
+            present, pool.map(lambda p: _verify(blobs, p), present), strict=True
+        ):
+            if error is not None:
+                snapshot.blob_errors[pointer.blob] = error
+
+
+def _verify(blobs: BlobStore, pointer: JobGraphPointer | CheckpointPointer) -> str | None:
+    """Why ``pointer``'s blob does not read back as the one it names; None if it does."""
+    try:
+        blobs.get(_ref(pointer))
+    except (StewardError, OSError) as exc:
+        return str(exc)
+    return None
 
 
 def _ref(pointer: JobGraphPointer | CheckpointPointer) -> BlobRef:
@@ -169,12 +201,13 @@ def _ref(pointer: JobGraphPointer | CheckpointPointer) -> BlobRef:
 def _read_all(
     client: Any, parent: str, path_of: Callable[[str], str], kind: type[P]
 ) -> dict[str, Stored[P]]:
-    found: dict[str, Stored[P]] = {}
-    for job_id in zk.job_children(client, parent):
-        stored = _read(client, path_of(job_id), kind)
-        if stored is not None:
-            found[job_id] = stored
-    return found
+    ids = zk.job_children(client, parent)
+    paths = [path_of(job_id) for job_id in ids]
+    return {
+        job_id: _decoded(path, found, kind)
+        for job_id, path, found in zip(ids, paths, zk.read_many(client, paths), strict=True)
+        if found is not None
+    }
 
 
 def _read_members(client: Any, layout: Layout) -> dict[str, Stored[TaskManagerInfo]]:
@@ -184,6 +217,27 @@ def _read_members(client: Any, layout: Layout) -> dict[str, Stored[TaskManagerIn
         if stored is not None:
             found[name] = stored
     return found
+
+
+def _decoded(path: str, found: tuple[bytes, Any], kind: type[P]) -> Stored[P]:
+    data = found[0]
+    try:
+        value, error = kind.from_json(data), None
+    except StewardError as exc:
+        value, error = None, str(exc)
+    return _stored(path, (value, found[1]), error)
+
+
+def _stored(path: str, found: tuple[Any, Any], error: str | None) -> Stored[Any]:
+    value, stat = found
+    return Stored(
+        path,
+        value,
+        error,
+        created=stat.ctime / 1000.0,
+        modified=stat.mtime / 1000.0,
+        owner=int(stat.ephemeralOwner),
+    )
 
 
 def _read(client: Any, path: str, kind: type[P]) -> Stored[P] | None:
