@@ -74,18 +74,48 @@ def _unframe(key: str, data: bytes) -> tuple[bytes, str]:
     return payload, digest
 
 
+OBJECT_STORE_OPTIONS: dict[str, dict[str, Any]] = {
+    # Another process's writes must be seen at once (no listing cache), and a store that stops
+    # answering must fail a write in seconds, not minutes (botocore's timeouts, one attempt
+    # each; s3fs's own retries below): a leader writes under its lock.
+    "s3": {
+        "use_listings_cache": False,
+        "config_kwargs": {
+            "connect_timeout": 3,
+            "read_timeout": 5,
+            "retries": {"max_attempts": 1, "mode": "standard"},
+        },
+    },
+}
+"""fsspec options Steward gives object stores unless the URL's own options say otherwise."""
+OBJECT_STORE_RETRIES = {"s3": 2}
+"""Attempts of one request by the store's driver itself (s3fs retries timeouts on its own)."""
+OPERATION_TIMEOUT = 20.0
+"""Seconds one operation on an asynchronous store (s3fs, gcsfs...) may take in all, retries
+included: some waits have no timeout of their own (a PutObject waiting for "100 Continue"
+from a store that stopped answering hung for minutes)."""
+
+
 class BlobStore:
     """Blobs under one fsspec URL. Keys are relative paths like ``jobgraphs/<job>/<uuid>``."""
 
     def __init__(self, url: str, **storage_options: Any) -> None:
         self.url = url.rstrip("/")
+        protocol = self.url.split("://", 1)[0] if "://" in self.url else "file"
+        options = {**OBJECT_STORE_OPTIONS.get(protocol, {}), **storage_options}
         try:
-            self._fs, self._root = fsspec.core.url_to_fs(self.url, **storage_options)
+            self._fs, self._root = fsspec.core.url_to_fs(self.url, **options)
         except (ImportError, ValueError) as exc:
             raise BlobStoreError(
-                f"cannot open blob storage {url!r}: {exc} (is its fsspec driver installed?)"
+                f"cannot open blob storage {url!r}: {exc} (is its fsspec driver installed?"
+                " s3:// needs `pip install steward[s3]`)"
             ) from exc
+        if protocol in OBJECT_STORE_RETRIES and hasattr(self._fs, "retries"):
+            self._fs.retries = OBJECT_STORE_RETRIES[protocol]
         self._local = isinstance(self._fs, LocalFileSystem)
+        self._bounded: dict[str, Any] = (
+            {"timeout": OPERATION_TIMEOUT} if getattr(self._fs, "async_impl", False) else {}
+        )
 
     def _path(self, key: str) -> str:
         # fullmatch, not match: "$" also matches before a trailing newline, so "x\n" got
@@ -118,8 +148,8 @@ class BlobStore:
         framed, digest = _frame(payload)
         path = self._path(key)
         try:
-            self._fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
             if self._local:
+                self._fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
                 temporary = f"{path}.tmp-{uuid.uuid4().hex}"
                 try:
                     self._fs.pipe_file(temporary, framed)
@@ -129,20 +159,20 @@ class BlobStore:
                     if self._fs.exists(temporary):
                         self._fs.rm_file(temporary)
             else:
-                self._fs.pipe_file(path, framed)
+                self._fs.pipe_file(path, framed, **self._bounded)
         except OSError as exc:
-            raise BlobStoreError(f"cannot write blob {key} to {self.url}: {exc}") from exc
+            raise BlobStoreError(f"cannot write blob {key} to {self.url}: {_why(exc)}") from exc
         return BlobRef(key, digest)
 
     def get(self, ref: BlobRef | str) -> bytes:
         """Read and verify a blob; with a :class:`BlobRef` also check it is the expected one."""
         key = ref.key if isinstance(ref, BlobRef) else ref
         try:
-            data: bytes = self._fs.cat_file(self._path(key))
+            data: bytes = self._fs.cat_file(self._path(key), **self._bounded)
         except FileNotFoundError as exc:
             raise BlobStoreError(f"blob {key} is missing from {self.url}") from exc
         except OSError as exc:
-            raise BlobStoreError(f"cannot read blob {key} from {self.url}: {exc}") from exc
+            raise BlobStoreError(f"cannot read blob {key} from {self.url}: {_why(exc)}") from exc
         payload, digest = _unframe(key, data)
         if isinstance(ref, BlobRef) and digest != ref.sha256:
             raise CorruptStateError(f"blob {key}: not the blob its pointer names (sha256 differs)")
@@ -151,33 +181,40 @@ class BlobStore:
     def delete(self, key: str) -> None:
         """Delete a blob; deleting a missing blob is not an error (cleanup is retried)."""
         try:
-            self._fs.rm_file(self._path(key))
+            self._fs.rm_file(self._path(key), **self._bounded)
         except FileNotFoundError:
             pass
         except OSError as exc:
-            raise BlobStoreError(f"cannot delete blob {key} from {self.url}: {exc}") from exc
+            raise BlobStoreError(f"cannot delete blob {key} from {self.url}: {_why(exc)}") from exc
 
     def exists(self, key: str) -> bool:
         try:
-            return bool(self._fs.exists(self._path(key)))
+            return bool(self._fs.exists(self._path(key), **self._bounded))
         except OSError as exc:
-            raise BlobStoreError(f"cannot reach blob storage {self.url}: {exc}") from exc
+            raise BlobStoreError(f"cannot reach blob storage {self.url}: {_why(exc)}") from exc
 
     def list(self, prefix: str) -> list[BlobInfo]:
         """Every blob under ``prefix`` (recursively), including temporaries of crashed writers."""
         base = self._path(prefix)
         try:
-            found: dict[str, dict[str, Any]] = self._fs.find(base, detail=True)
+            found: dict[str, dict[str, Any]] = self._fs.find(base, detail=True, **self._bounded)
         except FileNotFoundError:
             return []
         except OSError as exc:
-            raise BlobStoreError(f"cannot list {prefix} in {self.url}: {exc}") from exc
+            raise BlobStoreError(f"cannot list {prefix} in {self.url}: {_why(exc)}") from exc
         infos = []
         root = self._root.rstrip("/") + "/"
         for path, detail in found.items():
             key = path[len(root) :] if path.startswith(root) else path
             infos.append(BlobInfo(key, _modified(detail)))
         return sorted(infos, key=lambda info: info.key)
+
+
+def _why(exc: OSError) -> str:
+    """What went wrong, in words: a timeout's own text is often empty."""
+    if isinstance(exc, TimeoutError) and not str(exc):
+        return f"no answer within {OPERATION_TIMEOUT:g} s (the store does not respond)"
+    return str(exc)
 
 
 def _modified(detail: dict[str, Any]) -> float:

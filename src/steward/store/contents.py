@@ -230,14 +230,16 @@ class ContentStore:
             if self._fs.exists(final):
                 self._fs.rm_file(self.blobs.path(temporary))
                 return False
-            self._fs.makedirs(final.rsplit("/", 1)[0], exist_ok=True)
+            if self.blobs.is_local:  # an object store has no folders (and would probe its bucket)
+                self._fs.makedirs(final.rsplit("/", 1)[0], exist_ok=True)
             self._fs.mv(self.blobs.path(temporary), final)
         return True
 
     def _open_temporary(self, key: str) -> IO[bytes]:
         path = self.blobs.path(key)
         with _storage(f"starting upload {key}", self.blobs.url):
-            self._fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
+            if self.blobs.is_local:
+                self._fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
             sink: IO[bytes] = self._fs.open(path, "wb")
             if self.blobs.is_local:
                 os.chmod(path, PRIVATE_FILE_MODE)  # the user's files: this user's alone
