@@ -209,7 +209,6 @@ def main(ctx):
 """
 
 
-@pytest.mark.slow  # CI time: a JVM of its own for one regression
 def test_spark_python_workers_run_the_runners_interpreter_not_python3_from_path(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

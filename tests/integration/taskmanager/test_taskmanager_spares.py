@@ -229,7 +229,6 @@ def tm_process(
         process.wait(timeout=10)
 
 
-@pytest.mark.slow  # CI time: the cancelled-spare test keeps a warm JVM in the default run
 def test_a_sigkilled_taskmanager_takes_its_spare_and_the_spares_jvm_with_it(
     tmp_path: Path, tm_process: Callable[..., subprocess.Popen[bytes]]
 ) -> None:
