@@ -285,13 +285,16 @@ def _run_hook(
     context: JobContext | None = None
     try:
         with _sigterm_cancels():
+            # The job's py-files are on sys.path before its code is imported: a pipeline
+            # imports them at its top, as a spark-submit application does.
+            settings = dependencies.prepare(launch)
             try:
                 loaded = _load_program(launch)
             except (ArtifactError, ProgramError, SyntaxError) as exc:
                 # The code cannot change between attempts: no restart can fix this.
                 error = describe_error(exc).model_copy(update={"permanent": True})
                 return FailedEvent(error=error), None
-            conf = session_settings.settings(launch, dependencies.prepare(launch))
+            conf = session_settings.settings(launch, settings)
             remote = _fence_earlier_connect_attempts(launch)
             session_settings.export(conf, Path.cwd() / session_settings.CONF_FOLDER, remote=remote)
             context = JobContext(
