@@ -22,6 +22,16 @@ class Severity(enum.StrEnum):
     """Something to look at: it may pass (an election under way) or cost later (a stuck cleanup)."""
 
 
+class DoctorQuery(Value):
+    """``GET /v1/doctor``'s query: an unknown parameter is a 400, not ignored."""
+
+    verify_blobs: bool = Field(
+        default=False,
+        description="also read every job graph and checkpoint blob back and check its checksum"
+        " (one read per blob; without it, blobs are looked for in the storage's listing)",
+    )
+
+
 class Finding(Value):
     """One broken or doubtful invariant, with what to do about it."""
 

@@ -30,6 +30,7 @@ from steward.jobmanager.rest.backend import ApiBackend
 from steward.jobmanager.rest.internal import MAX_HEARTBEAT_BYTES
 from steward.store.blob import BlobStore
 from steward.testing.credentials import MemorySecurity, auth_headers
+from steward.wire.doctor import DoctorReport
 from steward.wire.heartbeat import HEARTBEAT_PATH, Heartbeat, HeartbeatReply
 from steward.wire.jobs import JobGraph, JobSpec
 from steward.wire.records import JobResultEntry, LeaderInfo
@@ -142,6 +143,7 @@ class InMemoryJobManager:
     dispatcher: InMemoryTerm | None = None
     config: Settings = field(default_factory=Settings)
     known_leader: LeaderInfo | None = None
+    doctor_asked: list[bool] = field(default_factory=list)
 
     @property
     def is_leader(self) -> bool:
@@ -152,6 +154,10 @@ class InMemoryJobManager:
 
     def cluster_id(self) -> str:
         return "test-cluster"
+
+    def doctor(self, *, verify_blobs: bool = False) -> DoctorReport:
+        self.doctor_asked.append(verify_blobs)
+        return DoctorReport(cluster_id="test-cluster", checked_at=1.0, epoch=3, jobs=0)
 
 
 LEADER = LeaderInfo(contender="jm-1", address="http://127.0.0.1:1", epoch=3)
@@ -336,6 +342,19 @@ def test_a_read_that_loses_zookeeper_is_503_with_an_error_body_not_a_500(
         "message": "the ZooKeeper session expired (at /x/results)",
     }
     assert answer.headers["retry-after"]
+
+
+def test_the_doctor_takes_verify_blobs_and_refuses_a_parameter_it_does_not_know(
+    standby: InMemoryJobManager,
+) -> None:
+    client = client_of(standby)
+
+    assert client.get("/v1/doctor").json()["findings"] == []
+    assert client.get("/v1/doctor", params={"verify_blobs": "true"}).status_code == 200
+    refused = client.get("/v1/doctor", params={"verify": "true"})  # a typo is not ignored
+
+    assert refused.status_code == 400 and refused.json()["code"] == "bad_request"
+    assert standby.doctor_asked == [False, True]
 
 
 def test_cluster_view_and_routing_errors_as_error_bodies(leader: InMemoryJobManager) -> None:

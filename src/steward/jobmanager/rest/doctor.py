@@ -9,11 +9,13 @@ its page opens or when asked again.
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated
+
+from fastapi import APIRouter, Query
 
 from steward.errors import StewardError
 from steward.security.roles import Action
-from steward.wire.doctor import DoctorReport
+from steward.wire.doctor import DoctorQuery, DoctorReport
 from steward.wire.rest import ErrorBody
 
 from .auth import Caller, require
@@ -24,7 +26,9 @@ router = APIRouter(tags=["cluster"])
 
 
 @router.get("/v1/doctor", responses={403: {"model": ErrorBody}, 503: {"model": ErrorBody}})
-def doctor(backend: Backend, caller: Caller, verify_blobs: bool = False) -> DoctorReport:
+def doctor(
+    backend: Backend, caller: Caller, query: Annotated[DoctorQuery, Query()]
+) -> DoctorReport:
     """Every broken invariant of the HA state, with what to do; empty findings: all hold.
 
     ``verify_blobs``: also read every job graph and checkpoint blob back and check its
@@ -32,6 +36,6 @@ def doctor(backend: Backend, caller: Caller, verify_blobs: bool = False) -> Doct
     """
     require(caller, Action.READ)
     try:
-        return backend.doctor(verify_blobs=verify_blobs)
+        return backend.doctor(verify_blobs=query.verify_blobs)
     except StewardError as exc:
         raise_for(exc)
