@@ -109,6 +109,15 @@ class ClusterView(Value):
     served_by: str = ""
 
 
+class WaitQuery(Value):
+    """``GET /v1/jobs/{id}``'s query: a long poll, or none; an unknown parameter is a 400."""
+
+    wait: float | None = Field(default=None, description="long poll: seconds, at most 60")
+    since: str | None = Field(
+        default=None, description="long poll: the state (or updated_at) you have"
+    )
+
+
 class LeadershipView(Value):
     """``GET /v1/cluster/leadership``: the terms of leadership, oldest first, and the leader."""
 

@@ -357,6 +357,16 @@ def test_the_doctor_takes_verify_blobs_and_refuses_a_parameter_it_does_not_know(
     assert standby.doctor_asked == [False, True]
 
 
+@pytest.mark.parametrize("path", ["/v1/jobs/job-1", "/v1/jobs/job-1/attempts/1/log", "/v1/doctor"])
+def test_a_query_parameter_no_route_knows_is_a_400_not_ignored(
+    leader: InMemoryJobManager, path: str
+) -> None:
+    answer = client_of(leader).get(path, params={"wiat": "5"})  # a typo of wait
+
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["code"] == "bad_request" and "wiat" in answer.json()["message"]
+
+
 def test_cluster_view_and_routing_errors_as_error_bodies(leader: InMemoryJobManager) -> None:
     api = client_of(leader)
     view = api.get("/v1/cluster").json()

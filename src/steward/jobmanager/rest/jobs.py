@@ -19,7 +19,7 @@ from steward.errors import StewardError
 from steward.security import audit
 from steward.security.identity import Identity
 from steward.security.roles import Action
-from steward.wire.rest import ErrorBody, JobList, JobView, ResultView
+from steward.wire.rest import ErrorBody, JobList, JobView, ResultView, WaitQuery
 from steward.wire.values import check_job_id
 
 from .auth import Caller, client_address, require
@@ -82,16 +82,14 @@ async def job(
     job_id: str,
     backend: Backend,
     feed: Feed,
-    wait: Annotated[float | None, Query(description="long poll: seconds, at most 60")] = None,
-    since: Annotated[
-        str | None, Query(description="long poll: the state (or updated_at) you have")
-    ] = None,
+    query: Annotated[WaitQuery, Query()],
 ) -> Response:
     """A job's state, attempts (TaskManager, epoch, start, end, cause) and checkpoints.
 
     With ``wait``, a long poll: answers as soon as the job differs from ``since``, or after
     ``wait`` seconds (:mod:`.events`)."""
     job_id = _known_form(job_id)
+    wait, since = query.wait, query.since
     if check_wait(wait) is None:
         view = await run_in_threadpool(_job_view, backend, job_id)
         return JSONResponse(view.model_dump(mode="json"))

@@ -93,11 +93,6 @@ def install(app: FastAPI, backend: ApiBackend, tls: ClientTls | None) -> None:
 
 
 AttemptNumber = Annotated[int, Path(ge=1, le=MAX_ATTEMPT)]
-Offset = Annotated[int, Query(ge=0, description="start at this byte of the file")]
-Tail = Annotated[
-    int | None, Query(ge=1, le=1_000_000, description="the last N lines (not before offset)")
-]
-Follow = Annotated[bool, Query(description="keep sending appended bytes until it ends")]
 
 
 @router.get(
@@ -119,14 +114,11 @@ async def attempt_log(
     request: Request,
     caller: Caller,
     backend: Backend,
-    offset: Offset = 0,
-    tail: Tail = None,
-    follow: Follow = False,
+    query: Annotated[LogQuery, Query()],
 ) -> Response:
     """An attempt's runner.log (the runner's, the pipeline's and Spark's output), streamed
     from the TaskManager that ran it; ``follow`` keeps it open until the attempt ends."""
     require(caller, Action.READ)
-    query = LogQuery(offset=offset, tail=tail, follow=follow)
     record, taskmanager = await run_in_threadpool(_where, backend, job_id, attempt)
     proxy: LogProxy = request.app.state.log_proxy
     address = taskmanager.http_address
@@ -138,7 +130,7 @@ async def attempt_log(
             " serves no logs (it runs a Steward without an HTTP port)",
         )
     timeout = httpx.Timeout(_READ_TIMEOUT, connect=_CONNECT_TIMEOUT)
-    if follow:
+    if query.follow:
         timeout = httpx.Timeout(None, connect=_CONNECT_TIMEOUT)
     client = proxy.client()
     url = address + taskmanager_log_path(job_id, record.number, internal=True)
@@ -159,7 +151,7 @@ async def attempt_log(
         await upstream.aclose()
         if not (deploying and upstream.status_code == 404):
             raise _refused(taskmanager, upstream)
-        if not follow or time.monotonic() >= deadline:
+        if not query.follow or time.monotonic() >= deadline:
             return Response(
                 b"",
                 media_type=LOG_MEDIA_TYPE,
@@ -170,7 +162,7 @@ async def attempt_log(
         _relay(upstream),
         media_type=LOG_MEDIA_TYPE,
         headers={
-            START_HEADER: upstream.headers.get(START_HEADER, str(offset)),
+            START_HEADER: upstream.headers.get(START_HEADER, str(query.offset)),
             TASKMANAGER_HEADER: taskmanager.id,
             "cache-control": "no-store",
         },
