@@ -241,30 +241,8 @@ def _stored(path: str, found: tuple[Any, Any], error: str | None) -> Stored[Any]
 
 
 def _read(client: Any, path: str, kind: type[P]) -> Stored[P] | None:
-    raw = _read_raw(client, path)
-    if raw is None:
-        return None  # gone between the listing and the read
-    data = bytes(raw.value or b"")
-    try:
-        value, error = kind.from_json(data), None
-    except StewardError as exc:
-        value, error = None, str(exc)
-    return Stored(path, value, error, raw.created, raw.modified, raw.owner)
-
-
-def _read_raw(client: Any, path: str) -> Stored[Any] | None:
     found = zk.read(client, path)
-    if found is None:
-        return None
-    data, stat = found
-    return Stored(
-        path,
-        data,
-        None,
-        created=stat.ctime / 1000.0,
-        modified=stat.mtime / 1000.0,
-        owner=int(stat.ephemeralOwner),
-    )
+    return None if found is None else _decoded(path, found, kind)  # None: gone meanwhile
 
 
 def _sequence(name: str) -> tuple[int, str]:
