@@ -307,13 +307,12 @@ class PretendTaskManager:
         cluster._closers.append(lambda: _close(self.zk))
         self.path = cluster.layout.taskmanager(tm_id)
 
+    def registration(self) -> bytes:
+        return TaskManagerInfo(address=self.address, slots=self.slots).to_json()
+
     def register(self) -> PretendTaskManager:
         self.zk.ensure_path(self.cluster.layout.taskmanagers)
-        self.zk.create(
-            self.path,
-            TaskManagerInfo(address=self.address, slots=self.slots).to_json(),
-            ephemeral=True,
-        )
+        self.zk.create(self.path, self.registration(), ephemeral=True)
         return self
 
     def unregister(self) -> None:

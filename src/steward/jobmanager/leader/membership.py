@@ -72,9 +72,16 @@ class Membership:
         return True
 
     def refresh_if_changed(self) -> None:
+        """Refresh if the watch saw a change since the last refresh. A refresh that fails
+        (ZooKeeper unreachable for a moment) is owed still: the next pass tries again, or a
+        TaskManager that restarted meanwhile would keep its old incarnation's attempts."""
         if self._changed.is_set():
             self._changed.clear()
-            self.refresh()
+            try:
+                self.refresh()
+            except BaseException:
+                self._changed.set()
+                raise
 
     def refresh(self) -> None:
         """Read the members from ZooKeeper; the attempts of those that left are lost, and so
