@@ -20,12 +20,11 @@ import secrets
 import shutil
 import subprocess
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
-from pydantic import ValidationError
 
 from steward.cluster import launcher
 from steward.cluster.hosts import Topology
@@ -38,6 +37,14 @@ from steward.cluster.settings import (
     cluster_settings,
     write_toml,
 )
+from steward.cluster.status import (
+    ClusterStatus,
+    admin_headers,
+    probe,
+    read_status,
+    workers,
+)
+from steward.cluster.status import registered as registered_in
 from steward.cluster.workdir import (
     ClusterState,
     ProcessEntry,
@@ -48,26 +55,25 @@ from steward.cluster.workdir import (
 )
 from steward.config import load
 from steward.errors import LocalClusterError, LocalClusterStartError, PortInUseError, StewardError
-from steward.ha.acl import AclMode, ZooKeeperAccess, create_digest_file
-from steward.ha.directory import read_directory
-from steward.security.credentials import ADMIN_TOKEN_FILE, INTERNAL_KEY
+from steward.ha.acl import AclMode, create_digest_file
+from steward.security.credentials import INTERNAL_KEY
 from steward.security.provision import ensure_files, register_admin_token
 from steward.tls.certificates import TlsFiles, ensure_local_tls, local_hosts
 from steward.tls.contexts import ClientTls, client_tls
 from steward.tls.contexts import scheme as tls_scheme
-from steward.wire.rest import ClusterView
 from steward.zookeeper.layout import LOOPBACK, port_is_free
 from steward.zookeeper.managed import ManagedEnsemble
 from steward.zookeeper.state import load_state as load_ensemble_state
 
 log = logging.getLogger(__name__)
 
+__all__ = ["ClusterStatus", "LocalCluster", "StartOptions"]
+
 READY_TIMEOUT = 60.0
 TLS_DIR = "tls"
 """``.steward/tls/``: the private CA and certificate of ``--tls``."""
 STOP_GRACE = 10.0
 _POLL_INTERVAL = 0.2
-_PROBE_TIMEOUT = 1.0
 _ZOOKEEPER_PORT_ATTEMPTS = 3
 
 Progress = Callable[[str], None]
@@ -81,30 +87,6 @@ class StartOptions:
     timeout: float = READY_TIMEOUT
     tls: bool = False
     """Serve HTTPS with a private CA made in ``.steward/tls/`` (``--tls``)."""
-
-
-@dataclass(frozen=True)
-class ProcessStatus:
-    role: Role
-    id: str
-    pid: int | None
-    alive: bool
-    address: str | None
-    log: str
-    leader: bool = False
-    mode: str | None = None  # a ZooKeeper server's mode (standalone, leader, follower)
-
-
-@dataclass(frozen=True)
-class ClusterStatus:
-    state_dir: StateDir
-    state: ClusterState | None
-    processes: list[ProcessStatus] = field(default_factory=list)
-    leader: str | None = None
-
-    @property
-    def healthy(self) -> bool:
-        return self.state is not None and all(process.alive for process in self.processes)
 
 
 class LocalCluster:
@@ -192,14 +174,6 @@ class LocalCluster:
         self._await_ready(state, deadline, options.timeout, progress, verify)
         return state
 
-    def _headers(self) -> dict[str, str] | None:
-        """The cluster's own requests carry its admin token (``.steward/admin.token``)."""
-        path = self.state_dir.root / ADMIN_TOKEN_FILE
-        try:
-            return {"authorization": f"Bearer {path.read_text(encoding='utf-8').strip()}"}
-        except OSError:
-            return None
-
     def _zookeeper_credential(self, user: UserSettings) -> Path | None:
         """The cluster's ZooKeeper credential file, made at the first start and kept (its
         state in ZooKeeper is protected by it); None if the user chose their own, or open."""
@@ -261,10 +235,11 @@ class LocalCluster:
                 if launcher.live_process(entry) is None:
                     raise LocalClusterStartError(_failure(entry, "exited while starting"))
             views = {
-                entry.id: _probe(entry.address, verify, self._headers()) for entry in jobmanagers
+                entry.id: probe(entry.address, verify, admin_headers(self.state_dir))
+                for entry in jobmanagers
             }
             leader = next((v.leader for v in views.values() if v and v.leader), None)
-            registered = _registered(views.values()) & wanted
+            registered = registered_in(views.values()) & wanted
             answering = sum(view is not None for view in views.values())
             progress(
                 f"{answering}/{len(jobmanagers)} JobManagers answering,"
@@ -289,13 +264,13 @@ class LocalCluster:
         """Stop whatever this start started (a failed or interrupted start)."""
         log.info("start failed; stopping what it started cluster=%s", state.cluster_id)
         with contextlib.suppress(StewardError):
-            launcher.stop(_workers(state), timeout=STOP_GRACE)
+            launcher.stop(workers(state), timeout=STOP_GRACE)
         if state.managed_zookeeper:
             with contextlib.suppress(StewardError):
                 ManagedEnsemble(self.state_dir.zookeeper).stop(timeout=STOP_GRACE)
 
     def _refuse_if_running(self, previous: ClusterState) -> None:
-        alive = [entry for entry in _workers(previous) if launcher.live_process(entry)]
+        alive = [entry for entry in workers(previous) if launcher.live_process(entry)]
         names = [f"{entry.id} (pid {entry.pid})" for entry in alive]
         if previous.managed_zookeeper and ManagedEnsemble(self.state_dir.zookeeper).is_running():
             names.append("ZooKeeper")
@@ -308,62 +283,7 @@ class LocalCluster:
     # ------------------------------------------------------------------ status
 
     def status(self) -> ClusterStatus:
-        state = load_state(self.state_dir)
-        if state is None:
-            return ClusterStatus(self.state_dir, None)
-        processes = self._zookeeper_status() if state.managed_zookeeper else []
-        alive = {entry.id: launcher.live_process(entry) is not None for entry in _workers(state)}
-        zookeeper_down = state.managed_zookeeper and not any(p.alive for p in processes)
-        leader = self._leader(state, alive, ask_zookeeper=not zookeeper_down)
-        processes += [
-            ProcessStatus(
-                role=entry.role,
-                id=entry.id,
-                pid=entry.pid,
-                alive=alive[entry.id],
-                address=entry.address,
-                log=entry.log,
-                leader=entry.id == leader,
-            )
-            for entry in _workers(state)
-        ]
-        return ClusterStatus(self.state_dir, state, processes, leader)
-
-    def _zookeeper_status(self) -> list[ProcessStatus]:
-        ensemble = ManagedEnsemble(self.state_dir.zookeeper)
-        return [
-            ProcessStatus(
-                role=Role.ZOOKEEPER,
-                id=launcher.process_id(Role.ZOOKEEPER, server.server_id),
-                pid=server.pid,
-                alive=server.running,
-                address=f"{LOOPBACK}:{server.client_port}",
-                log=str(ensemble.log_path(server.server_id)),
-                mode=server.mode.value if server.mode else ("frozen" if server.frozen else None),
-            )
-            for server in ensemble.status()
-        ]
-
-    def _leader(
-        self, state: ClusterState, alive: dict[str, bool], *, ask_zookeeper: bool
-    ) -> str | None:
-        """The leader's id, from a live JobManager, else from ZooKeeper's leader/info."""
-        verify = _cluster_tls(Path(state.config))
-        for entry in state.of_role(Role.JOBMANAGER):
-            view = _probe(entry.address, verify, self._headers()) if alive[entry.id] else None
-            if view is not None:
-                return view.leader.id if view.leader else None
-        if not ask_zookeeper:
-            return None
-        try:
-            config = load(Path(state.config))
-            root = config.settings.zookeeper.cluster_root
-            access = ZooKeeperAccess.for_client(config.settings.zookeeper)
-            directory = read_directory(state.quorum, root, timeout=2.0, access=access)
-        except StewardError as exc:
-            log.debug("no leader info from ZooKeeper: %s", exc)
-            return None
-        return directory.leader.contender if directory.leader else None
+        return read_status(self.state_dir)
 
     # ------------------------------------------------------------------ stop
 
@@ -376,7 +296,7 @@ class LocalCluster:
         with self.state_dir.locked():
             state = load_state(self.state_dir)
             if state is not None:
-                stopped = launcher.stop(_workers(state), timeout=timeout)
+                stopped = launcher.stop(workers(state), timeout=timeout)
                 ensemble = ManagedEnsemble(self.state_dir.zookeeper)
                 if state.managed_zookeeper and ensemble.is_running():
                     ensemble.stop(timeout=timeout)
@@ -392,11 +312,6 @@ INTERNAL_TOKEN_FILE = INTERNAL_KEY
 _TOML_HEADER = """Written by `steward cluster start` at every start: edit the -D's you pass instead.
 Every process of the local cluster reads this file, and so does every steward command run in
 the folder that holds .steward/ when it is given no other configuration."""
-
-
-def _workers(state: ClusterState) -> list[ProcessEntry]:
-    """The JobManagers and TaskManagers (the ZooKeeper servers are the ensemble's own)."""
-    return [*state.of_role(Role.JOBMANAGER), *state.of_role(Role.TASKMANAGER)]
 
 
 def _zookeeper_entries(ensemble: ManagedEnsemble) -> list[ProcessEntry]:
@@ -415,41 +330,6 @@ def _zookeeper_entries(ensemble: ManagedEnsemble) -> list[ProcessEntry]:
         for server in servers
         if server.process is not None
     ]
-
-
-def _probe(
-    address: str | None, verify: ClientTls, headers: dict[str, str] | None = None
-) -> ClusterView | None:
-    """``GET /v1/cluster`` of one JobManager (``headers``: the admin token's), or None if it
-    does not answer (yet)."""
-    if address is None:
-        return None
-    try:
-        response = httpx.get(
-            f"{address}/v1/cluster",
-            timeout=_PROBE_TIMEOUT,
-            verify=verify.context,
-            headers=headers,
-        )
-        if response.status_code != httpx.codes.OK:
-            return None
-        return ClusterView.model_validate_json(response.content)
-    except (httpx.HTTPError, ValidationError):
-        return None
-
-
-def _cluster_tls(config: Path) -> ClientTls:
-    """How the cluster's own probes verify its JobManagers: with the ``rest.ssl.*`` of its
-    ``steward.toml`` (the system's CAs if it cannot be read)."""
-    try:
-        return client_tls(load(config).settings.tls)
-    except StewardError as exc:
-        log.debug("probing with the system's CAs: %s", exc)
-        return client_tls()
-
-
-def _registered(views: Iterable[ClusterView | None]) -> set[str]:
-    return {tm.id for view in views if view is not None for tm in view.taskmanagers}
 
 
 def _failure(entry: ProcessEntry, what: str) -> str:
