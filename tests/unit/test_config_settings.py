@@ -68,6 +68,9 @@ OTHER_VALUES: dict[str, str] = {
     "rest.ssl.ca": "/etc/steward/tls/ca.pem",
     "rest.ssl.client-auth": "require",
     "log.format": "json",
+    "cluster.ssh.command": "/usr/local/bin/ssh",
+    "cluster.ssh.options": "-i /etc/steward/id_ed25519 -o BatchMode=yes",
+    "cluster.remote.python": "/opt/steward/bin/python",
     "state.checkpoints.num-retained": "7",
     "security.auth.enabled": "false",
     "security.auth.client-certificates": "true",
@@ -145,6 +148,8 @@ def test_overrides_arrive_parsed_and_typed() -> None:
     assert settings.taskmanager.attempt_log_max_size is None  # 0 turns the cap off
     assert settings.storage == StorageSettings("s3://bucket/steward", 7)
     assert settings.spark.master == "yarn"
+    assert settings.cluster.ssh_options == "-i /etc/steward/id_ed25519 -o BatchMode=yes"
+    assert settings.cluster.remote_python == "/opt/steward/bin/python"
     assert settings.client.rest_address == "http://jm1:9090"
     assert settings.tls == TlsSettings(
         enabled=True,

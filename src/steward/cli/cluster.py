@@ -16,6 +16,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from steward.cli.cluster_node import node
 from steward.cluster.hosts import plan_topology
 from steward.cluster.local import (
     READY_TIMEOUT,
@@ -47,6 +48,9 @@ def cluster() -> None:
     ZooKeeper (managed, unless high-availability.zookeeper.quorum is configured), JobManagers
     and TaskManagers; state, logs and data under .steward/.
     """
+
+
+cluster.add_command(node)
 
 
 @cluster.command()
@@ -151,7 +155,10 @@ def _print_started(state_dir: StateDir, state: ClusterState, status: ClusterStat
             continue
         lead = "  (leader)" if process.leader else ""
         where = f"  {process.address}" if process.address else ""
-        click.echo(f"  {process.role.value:<12}  {process.id}  pid {process.pid}{where}{lead}")
+        host = f" on {process.host}" if process.host else ""
+        click.echo(
+            f"  {process.role.value:<12}  {process.id}{host}  pid {process.pid}{where}{lead}"
+        )
     if any(address.startswith("https://") for address in state.jobmanager_addresses):
         ca = TlsFiles(state_dir.root / TLS_DIR).ca
         click.echo(f"  tls           verify with {ca}" if ca.is_file() else "  tls           on")
@@ -191,11 +198,14 @@ def status_document(report: ClusterStatus) -> dict[str, Any]:
 
 def _print_status(report: ClusterStatus) -> None:
     assert report.state is not None
-    table = Table("role", "id", "pid", "alive", "address", "")
+    table = Table("role", "id", "host", "pid", "alive", "address", "")
     for p in report.processes:
         note = "leader" if p.leader else (p.mode or "")
         alive = "[green]yes[/]" if p.alive else "[red]no[/]"
-        table.add_row(p.role.value, p.id, str(p.pid or "-"), alive, p.address or "-", note)
+        if p.unreachable:
+            alive, note = "[yellow]?[/]", "host unreachable"
+        host = p.host or "this machine"
+        table.add_row(p.role.value, p.id, host, str(p.pid or "-"), alive, p.address or "-", note)
     Console().print(table)
     down = sum(not p.alive for p in report.processes)
     health = "all processes alive" if not down else f"{down} process(es) down"

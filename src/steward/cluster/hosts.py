@@ -2,21 +2,25 @@
 
 One host per line; ``#`` starts a comment; blank lines are ignored. A ``masters`` line may give
 the JobManager's REST port as ``host:port`` (``[::1]:8081`` for IPv6), as in Flink's masters
-file. ``steward cluster start`` starts processes on this machine only, so every host must be
-this machine (``localhost``, ``127.0.0.1``, ``::1``, its host name or fully qualified name):
-any other host is an error saying that remote hosts run ``steward jobmanager`` /
-``steward taskmanager`` themselves.
+file. A host that is this machine (``localhost``, ``127.0.0.1``, ``::1``, its host name or fully
+qualified name) runs its process here; any other host is reached over SSH
+(:mod:`steward.cluster.remote`), and its process listens on the name or address the line gives,
+so that name must be how the other hosts reach it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
+import re
 import socket
 from dataclasses import dataclass
 from pathlib import Path
 
 from steward.errors import LocalClusterError
 
+_HOST = re.compile(r"[A-Za-z0-9_.:\-]{1,253}")
+"""A name, an IPv4 or an IPv6 address: nothing a shell or ssh would read as an option."""
 _LOCAL_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost"})
 
 
@@ -31,27 +35,72 @@ class HostEntry:
 
 @dataclass(frozen=True)
 class Topology:
-    """What to start: one REST port (None: any free one) per JobManager, and M TaskManagers."""
+    """What to start: one REST port (None: any free one, or the configured one on another
+    host) per JobManager, and M TaskManagers; each one's host, None for this machine (all of
+    them when the hosts tuples are empty)."""
 
     jobmanager_ports: tuple[int | None, ...]
     taskmanagers: int
+    jobmanager_hosts: tuple[str | None, ...] = ()
+    taskmanager_hosts: tuple[str | None, ...] = ()
+
+    def jobmanager_host(self, index: int) -> str | None:
+        return self.jobmanager_hosts[index] if self.jobmanager_hosts else None
+
+    def taskmanager_host(self, index: int) -> str | None:
+        return self.taskmanager_hosts[index] if self.taskmanager_hosts else None
+
+    @property
+    def remote_hosts(self) -> set[str]:
+        """The hosts reached over SSH."""
+        return {h for h in (*self.jobmanager_hosts, *self.taskmanager_hosts) if h is not None}
 
 
 def plan_topology(masters: Path, workers: Path, *, jobmanagers: int, taskmanagers: int) -> Topology:
-    """The files decide where they exist; otherwise the counts given."""
+    """The files decide where they exist; otherwise the counts given, on this machine."""
     ports: tuple[int | None, ...] = (None,) * jobmanagers
+    jobmanager_hosts: tuple[str | None, ...] = (None,) * jobmanagers
+    taskmanager_hosts: tuple[str | None, ...] = (None,) * taskmanagers
     if masters.is_file():
-        entries = read_hosts(masters, allow_port=True, command="steward jobmanager")
+        entries = read_hosts(masters, allow_port=True)
         ports = tuple(entry.port for entry in entries)
+        jobmanager_hosts = tuple(_remote_or_none(entry.host) for entry in entries)
     if workers.is_file():
-        taskmanagers = len(read_hosts(workers, allow_port=False, command="steward taskmanager"))
-    if not ports or taskmanagers < 1:
+        entries = read_hosts(workers, allow_port=False)
+        taskmanager_hosts = tuple(_remote_or_none(entry.host) for entry in entries)
+    if not ports or not taskmanager_hosts:
         raise LocalClusterError("a cluster needs at least one JobManager and one TaskManager")
-    return Topology(ports, taskmanagers)
+    return Topology(ports, len(taskmanager_hosts), jobmanager_hosts, taskmanager_hosts)
 
 
-def read_hosts(path: Path, *, allow_port: bool, command: str) -> list[HostEntry]:
-    """The entries of ``path``, every one of them this machine (see the module docstring)."""
+def require_shared_zookeeper(topology: Topology, quorum: str | None) -> None:
+    """Other hosts need a ZooKeeper they can reach: a configured quorum, not a loopback one."""
+    hosts = topology.remote_hosts
+    if not hosts:
+        return
+    if quorum is None:
+        raise LocalClusterError(
+            f"the masters and workers files name other hosts ({', '.join(sorted(hosts))}):"
+            " a cluster across hosts needs a ZooKeeper every host can reach; set"
+            " high-availability.zookeeper.quorum (docs/operations.md, a cluster across hosts)"
+        )
+    loopback = [part for part in quorum.split(",") if _is_loopback(part.rpartition(":")[0])]
+    if loopback:
+        raise LocalClusterError(
+            f"high-availability.zookeeper.quorum names {', '.join(loopback)}, which the other"
+            f" hosts ({', '.join(sorted(hosts))}) cannot reach: name the servers by addresses"
+            " every host can reach"
+        )
+
+
+def _is_loopback(host: str) -> bool:
+    with contextlib.suppress(ValueError):
+        return ipaddress.ip_address(host.strip("[] ")).is_loopback
+    return host.strip().lower() == "localhost"
+
+
+def read_hosts(path: Path, *, allow_port: bool) -> list[HostEntry]:
+    """The entries of ``path`` (see the module docstring)."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -59,14 +108,11 @@ def read_hosts(path: Path, *, allow_port: bool, command: str) -> list[HostEntry]
     entries = parse_hosts(text, source=str(path), allow_port=allow_port)
     if not entries:
         raise LocalClusterError(f"hosts file {path} lists no host")
-    for entry in entries:
-        if not is_local(entry.host):
-            raise LocalClusterError(
-                f"{path}:{entry.line}: {entry.host} is not this machine. `steward cluster start`"
-                f" runs processes only here; on {entry.host} run `{command}` yourself, pointed at"
-                " the same ZooKeeper quorum and cluster id (see docs/operations.md)"
-            )
     return entries
+
+
+def _remote_or_none(host: str) -> str | None:
+    return None if is_local(host) else host
 
 
 def parse_hosts(text: str, *, source: str, allow_port: bool) -> list[HostEntry]:
@@ -78,6 +124,8 @@ def parse_hosts(text: str, *, source: str, allow_port: bool) -> list[HostEntry]:
         if len(line.split()) != 1:
             raise LocalClusterError(f"{source}:{number}: one host per line, got {line!r}")
         host, port = _split_port(line, f"{source}:{number}")
+        if not _HOST.fullmatch(host):
+            raise LocalClusterError(f"{source}:{number}: {host!r} is not a host name or address")
         if port is not None and not allow_port:
             raise LocalClusterError(f"{source}:{number}: a workers line is a host, not host:port")
         entries.append(HostEntry(host, port, number))

@@ -41,10 +41,16 @@ def process_id(role: Role, number: int) -> str:
     return f"{_ID_PREFIX[role]}-{number}"
 
 
-def command(config: Path, role: Role, proc_id: str, port: int | None = None) -> list[str]:
+def command(
+    config: Path, role: Role, proc_id: str, port: int | None = None, bind: str | None = None
+) -> list[str]:
+    """Its command line; ``bind``: the address it listens on, for a process on another host
+    (the name or address its masters or workers line gave)."""
     argv = [sys.executable, "-m", "steward.cli", "--config", str(config)]
     if port is not None:
         argv += ["-D", f"jobmanager.port={port}"]
+    if bind is not None:
+        argv += ["-D", f"{role.value}.bind-host={bind}"]
     return [*argv, role.value, "--id", proc_id]
 
 
@@ -56,12 +62,13 @@ def launch(
     port: int | None = None,
     host: str = LOOPBACK,
     scheme: str = "http",
+    bind: str | None = None,
 ) -> tuple[subprocess.Popen[bytes], ProcessEntry]:
     """Start the n-th JobManager (on ``port``, its address ``scheme``://``host``:``port``) or
-    TaskManager; returns its handle and record."""
+    TaskManager; returns its handle and record. ``bind``: see :func:`command`."""
     proc_id = process_id(role, number)
     log_path = state_dir.log(role, number)
-    argv = command(state_dir.config, role, proc_id, port)
+    argv = command(state_dir.config, role, proc_id, port, bind)
     child, record = spawn(argv, log_path, marker=str(state_dir.config))
     address = f"{scheme}://{host}:{port}" if port is not None else None
     entry = ProcessEntry(

@@ -27,7 +27,9 @@ from pathlib import Path
 import httpx
 
 from steward.cluster import launcher
-from steward.cluster.hosts import Topology
+from steward.cluster.fleet import Fleet, fleet_for, remote_entries
+from steward.cluster.hosts import Topology, require_shared_zookeeper
+from steward.cluster.node import NodeProcess
 from steward.cluster.settings import (
     CLIENT_ACL,
     CLUSTER_ID,
@@ -70,6 +72,10 @@ log = logging.getLogger(__name__)
 __all__ = ["ClusterStatus", "LocalCluster", "StartOptions"]
 
 READY_TIMEOUT = 60.0
+DEFAULT_REMOTE_PORT = 8081
+"""A JobManager's REST port on another host when neither its masters line nor
+``jobmanager.port`` gives one."""
+_DOWN = NodeProcess(id="", pid=0, alive=False, log="")
 TLS_DIR = "tls"
 """``.steward/tls/``: the private CA and certificate of ``--tls``."""
 STOP_GRACE = 10.0
@@ -105,6 +111,7 @@ class LocalCluster:
             previous = load_state(self.state_dir)
             if previous is not None:
                 self._refuse_if_running(previous)
+            require_shared_zookeeper(options.topology, options.user.configured(QUORUM))
             state = self._new_state(options.user, previous)
             try:
                 state = self._start_all(state, previous, options, deadline, progress)
@@ -134,7 +141,11 @@ class LocalCluster:
         deadline: float,
         progress: Progress,
     ) -> ClusterState:
-        ports = launcher.choose_ports(options.topology.jobmanager_ports, _ports(previous))
+        topology = options.topology
+        local_ports = launcher.choose_ports(
+            [p for i, p in enumerate(topology.jobmanager_ports) if not topology.jobmanager_host(i)],
+            _ports(previous),
+        )
         if state.managed_zookeeper:
             progress("starting ZooKeeper")
             state = self._start_zookeeper(state, deadline)
@@ -158,20 +169,50 @@ class LocalCluster:
         host = _reachable_host(config.settings.jobmanager.bind_host)
         if options.tls:
             progress("making the private CA and certificate")
+            named = [host, *(h for h in topology.jobmanager_hosts if h)]
             ensure_local_tls(
-                self.state_dir.root / TLS_DIR, local_hosts([host]), name=state.cluster_id
+                self.state_dir.root / TLS_DIR, local_hosts(named), name=state.cluster_id
             )
         verify = client_tls(config.settings.tls)
         scheme = tls_scheme(config.settings.tls)
         for directory in (self.state_dir.storage, self.state_dir.work, self.state_dir.logs):
             directory.mkdir(parents=True, exist_ok=True)
-        for number, port in enumerate(ports, start=1):
-            state = self._launch(
-                state, Role.JOBMANAGER, number, port=port, host=host, scheme=scheme
-            )
-        for number in range(1, options.topology.taskmanagers + 1):
-            state = self._launch(state, Role.TASKMANAGER, number)
+        fleet = Fleet.of(config, self.state_dir)
+        if topology.remote_hosts:
+            progress(f"preparing {len(topology.remote_hosts)} other host(s) over SSH")
+            fleet.prepare(topology.remote_hosts, config.settings.storage.storage_dir)
+        remote_port = config.settings.jobmanager.port or DEFAULT_REMOTE_PORT
+        for index, port in enumerate(topology.jobmanager_ports):
+            number, remote = index + 1, topology.jobmanager_host(index)
+            if remote is None:
+                state = self._launch(
+                    state,
+                    Role.JOBMANAGER,
+                    number,
+                    port=local_ports.pop(0),
+                    host=host,
+                    scheme=scheme,
+                )
+            else:
+                progress(f"starting jm-{number} on {remote}")
+                entry = fleet.launch(
+                    remote, Role.JOBMANAGER, number, port=port or remote_port, scheme=scheme
+                )
+                state = self._record(state, entry)
+        for index in range(topology.taskmanagers):
+            number, remote = index + 1, topology.taskmanager_host(index)
+            if remote is None:
+                state = self._launch(state, Role.TASKMANAGER, number)
+            else:
+                progress(f"starting tm-{number} on {remote}")
+                entry = fleet.launch(remote, Role.TASKMANAGER, number, port=None, scheme=scheme)
+                state = self._record(state, entry)
         self._await_ready(state, deadline, options.timeout, progress, verify)
+        return state
+
+    def _record(self, state: ClusterState, entry: ProcessEntry) -> ClusterState:
+        state = state.model_copy(update={"processes": [*state.processes, entry]})
+        save_state(self.state_dir, state)  # at once: an interrupted start can still be stopped
         return state
 
     def _zookeeper_credential(self, user: UserSettings) -> Path | None:
@@ -196,9 +237,7 @@ class LocalCluster:
             self.state_dir, role, number, port=port, host=host, scheme=scheme
         )
         self._children.append(child)
-        state = state.model_copy(update={"processes": [*state.processes, entry]})
-        save_state(self.state_dir, state)  # at once: an interrupted start can still be stopped
-        return state
+        return self._record(state, entry)
 
     def _start_zookeeper(self, state: ClusterState, deadline: float) -> ClusterState:
         ensemble = ManagedEnsemble(self.state_dir.zookeeper)
@@ -232,8 +271,8 @@ class LocalCluster:
         wanted = {entry.id for entry in state.of_role(Role.TASKMANAGER)}
         while True:
             for entry in [*jobmanagers, *state.of_role(Role.TASKMANAGER)]:
-                if launcher.live_process(entry) is None:
-                    raise LocalClusterStartError(_failure(entry, "exited while starting"))
+                if entry.host is None and launcher.live_process(entry) is None:
+                    raise LocalClusterStartError(self._failure(entry, "exited while starting"))
             views = {
                 entry.id: probe(entry.address, verify, admin_headers(self.state_dir))
                 for entry in jobmanagers
@@ -256,7 +295,7 @@ class LocalCluster:
                     e for e in state.of_role(Role.TASKMANAGER) if e.id not in registered
                 )
                 raise LocalClusterStartError(
-                    _failure(laggard, f"was not ready within {timeout:g}s")
+                    self._failure(laggard, f"was not ready within {timeout:g}s")
                 )
             time.sleep(_POLL_INTERVAL)
 
@@ -264,14 +303,30 @@ class LocalCluster:
         """Stop whatever this start started (a failed or interrupted start)."""
         log.info("start failed; stopping what it started cluster=%s", state.cluster_id)
         with contextlib.suppress(StewardError):
-            launcher.stop(workers(state), timeout=STOP_GRACE)
+            launcher.stop(local_entries(workers(state)), timeout=STOP_GRACE)
+        remote = remote_entries(workers(state))
+        if remote:
+            _stopped, failures = fleet_for(self.state_dir, state).stop(remote, timeout=STOP_GRACE)
+            for failure in failures.values():
+                log.error("could not stop what this start started there: %s", failure)
         if state.managed_zookeeper:
             with contextlib.suppress(StewardError):
                 ManagedEnsemble(self.state_dir.zookeeper).stop(timeout=STOP_GRACE)
 
     def _refuse_if_running(self, previous: ClusterState) -> None:
-        alive = [entry for entry in workers(previous) if launcher.live_process(entry)]
+        alive = [
+            entry for entry in local_entries(workers(previous)) if launcher.live_process(entry)
+        ]
         names = [f"{entry.id} (pid {entry.pid})" for entry in alive]
+        remote = remote_entries(workers(previous))
+        if remote:
+            found, failures = fleet_for(self.state_dir, previous).status(remote)
+            if failures:
+                raise LocalClusterError(
+                    "cannot tell whether the cluster's processes still run there: "
+                    + "; ".join(failures.values())
+                )
+            names += [f"{e.where} (pid {e.pid})" for e in remote if found.get(e.id, _DOWN).alive]
         if previous.managed_zookeeper and ManagedEnsemble(self.state_dir.zookeeper).is_running():
             names.append("ZooKeeper")
         if names:
@@ -295,15 +350,42 @@ class LocalCluster:
         stopped: list[ProcessEntry] = []
         with self.state_dir.locked():
             state = load_state(self.state_dir)
+            failures: dict[str, str] = {}
             if state is not None:
-                stopped = launcher.stop(workers(state), timeout=timeout)
+                stopped = launcher.stop(local_entries(workers(state)), timeout=timeout)
+                remote = remote_entries(workers(state))
+                if remote:
+                    elsewhere, failures = fleet_for(self.state_dir, state).stop(
+                        remote, timeout=timeout
+                    )
+                    stopped += elsewhere
                 ensemble = ManagedEnsemble(self.state_dir.zookeeper)
                 if state.managed_zookeeper and ensemble.is_running():
                     ensemble.stop(timeout=timeout)
                     stopped += state.of_role(Role.ZOOKEEPER)
+        if failures:
+            done = ", ".join(e.where for e in stopped) or "nothing"
+            raise LocalClusterError(
+                f"stopped {done}; could not reach "
+                + "; ".join(failures.values())
+                + " (its processes may still run: `steward cluster stop` again once it is back)"
+            )
         if purge and self.state_dir.root.exists():
             shutil.rmtree(self.state_dir.root)
         return stopped
+
+    def _failure(self, entry: ProcessEntry, what: str) -> str:
+        head = f"{entry.role.value} {entry.where} (pid {entry.pid}) {what}"
+        if entry.host is None:
+            return f"{head}; last lines of {entry.log}:\n{launcher.log_tail(Path(entry.log))}"
+        state = load_state(self.state_dir)
+        assert state is not None
+        found, failures = fleet_for(self.state_dir, state).status([entry], tail=True)
+        process = found.get(entry.id)
+        if process is None or process.log_tail is None:
+            why = failures.get(entry.host, "its host did not answer")
+            return f"{head}; its log is {entry.log} on {entry.host} ({why})"
+        return f"{head}; last lines of {entry.log} on {entry.host}:\n{process.log_tail}"
 
 
 INTERNAL_TOKEN_FILE = INTERNAL_KEY
@@ -312,6 +394,10 @@ INTERNAL_TOKEN_FILE = INTERNAL_KEY
 _TOML_HEADER = """Written by `steward cluster start` at every start: edit the -D's you pass instead.
 Every process of the local cluster reads this file, and so does every steward command run in
 the folder that holds .steward/ when it is given no other configuration."""
+
+
+def local_entries(entries: list[ProcessEntry]) -> list[ProcessEntry]:
+    return [entry for entry in entries if entry.host is None]
 
 
 def _zookeeper_entries(ensemble: ManagedEnsemble) -> list[ProcessEntry]:
@@ -330,13 +416,6 @@ def _zookeeper_entries(ensemble: ManagedEnsemble) -> list[ProcessEntry]:
         for server in servers
         if server.process is not None
     ]
-
-
-def _failure(entry: ProcessEntry, what: str) -> str:
-    return (
-        f"{entry.role.value} {entry.id} (pid {entry.pid}) {what}; last lines of {entry.log}:\n"
-        f"{launcher.log_tail(Path(entry.log))}"
-    )
 
 
 def _reachable_host(bind_host: str) -> str:

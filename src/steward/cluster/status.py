@@ -18,6 +18,7 @@ import httpx
 from pydantic import ValidationError
 
 from steward.cluster import launcher
+from steward.cluster.fleet import fleet_for, remote_entries
 from steward.cluster.workdir import ClusterState, ProcessEntry, Role, StateDir, load_state
 from steward.config import load
 from steward.errors import StewardError
@@ -44,6 +45,8 @@ class ProcessStatus:
     log: str
     leader: bool = False
     mode: str | None = None  # a ZooKeeper server's mode (standalone, leader, follower)
+    host: str | None = None  # another host, reached over SSH; None: this machine
+    unreachable: bool = False  # its host did not answer: whether it runs is unknown
 
 
 @dataclass(frozen=True)
@@ -63,7 +66,21 @@ def read_status(state_dir: StateDir) -> ClusterStatus:
     if state is None:
         return ClusterStatus(state_dir, None)
     processes = _zookeeper_status(state_dir) if state.managed_zookeeper else []
-    alive = {entry.id: launcher.live_process(entry) is not None for entry in workers(state)}
+    alive = {
+        entry.id: launcher.live_process(entry) is not None
+        for entry in workers(state)
+        if entry.host is None
+    }
+    unreachable: set[str] = set()
+    remote = remote_entries(workers(state))
+    if remote:
+        found, failures = fleet_for(state_dir, state).status(remote)
+        for entry in remote:
+            answer = found.get(entry.id)
+            alive[entry.id] = answer is not None and answer.alive
+            if entry.host in failures:
+                unreachable.add(entry.id)
+                log.warning("%s", failures[entry.host])
     zookeeper_down = state.managed_zookeeper and not any(p.alive for p in processes)
     leader = _leader(state_dir, state, alive, ask_zookeeper=not zookeeper_down)
     processes += [
@@ -75,6 +92,8 @@ def read_status(state_dir: StateDir) -> ClusterStatus:
             address=entry.address,
             log=entry.log,
             leader=entry.id == leader,
+            host=entry.host,
+            unreachable=entry.id in unreachable,
         )
         for entry in workers(state)
     ]

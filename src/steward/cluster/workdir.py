@@ -15,6 +15,8 @@
     .steward/storage/         blob storage (high-availability.storage-dir)
     .steward/work/            the TaskManagers' work directories (taskmanager.workdir)
     .steward/tls/             with --tls: the private CA and certificate (steward.tls.certificates)
+    .steward/hosts/<host>.json on a host of the masters or workers files: the processes
+                              started there over SSH (steward.cluster.node)
 
 ``cluster.json`` is written atomically (temp file + rename) and read strictly: a malformed
 file is a :class:`LocalClusterError` naming it, never a half-read cluster.
@@ -88,6 +90,10 @@ class StateDir:
         """The cluster's ZooKeeper credential (``user:password``, mode 0600; steward.ha.acl)."""
         return self.root / "zookeeper.digest"
 
+    @property
+    def hosts(self) -> Path:
+        return self.root / "hosts"
+
     def log(self, role: Role, number: int) -> Path:
         return self.logs / f"{role.value}-{number}.log"
 
@@ -116,6 +122,14 @@ class ProcessEntry(Value):
     marker: str = Field(description="an argument of its command line, checked before a signal")
     address: str | None = None
     log: str
+    host: str | None = Field(
+        default=None, description="the host it runs on, started over SSH; None: this machine"
+    )
+
+    @property
+    def where(self) -> str:
+        """``jm-2 on 10.0.0.2`` or ``jm-2``, for messages."""
+        return f"{self.id} on {self.host}" if self.host else self.id
 
     @property
     def record(self) -> ProcessRecord:

@@ -395,6 +395,30 @@ OPTIONS: tuple[Option, ...] = (
         ),
     ),
     Option(
+        "cluster.ssh.command",
+        to_str,
+        "ssh",
+        "The SSH client `steward cluster start|status|stop` runs to reach the hosts of its"
+        " masters and workers files that are not this machine (OpenSSH; split like a shell"
+        " command line).",
+        lambda v: None if v.strip() else "must name an SSH client, e.g. ssh",
+    ),
+    Option(
+        "cluster.ssh.options",
+        to_str,
+        "-o BatchMode=yes -o ConnectTimeout=10",
+        "Options given to cluster.ssh.command before the host. BatchMode=yes: key-based only,"
+        " a host that would ask for a password is an error, never a prompt. Add -i KEY,"
+        " -p PORT, -l USER or -F CONFIG here (or in ~/.ssh/config).",
+    ),
+    Option(
+        "cluster.remote.python",
+        to_str,
+        "",
+        "The Python that runs Steward on the other hosts of a cluster started over SSH."
+        " Empty: the same path as this machine's (Steward installed alike on every host).",
+    ),
+    Option(
         "log.format",
         to_str,
         "text",

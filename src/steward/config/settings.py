@@ -282,6 +282,26 @@ class LogSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class ClusterHostSettings:
+    """How ``steward cluster`` reaches the other hosts of its masters and workers files."""
+
+    ssh_command: str
+    """``cluster.ssh.command``."""
+    ssh_options: str
+    """``cluster.ssh.options``."""
+    remote_python: str
+    """``cluster.remote.python``; empty: this machine's interpreter path."""
+
+    @classmethod
+    def from_values(cls, values: Mapping[str, Any]) -> ClusterHostSettings:
+        return cls(
+            ssh_command=str(values["cluster.ssh.command"]),
+            ssh_options=str(values["cluster.ssh.options"]),
+            remote_python=str(values["cluster.remote.python"]),
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class Settings:
     """Every group of a process's settings; ``Configuration.settings`` holds one."""
 
@@ -294,6 +314,7 @@ class Settings:
     tls: TlsSettings
     security: SecuritySettings
     log: LogSettings
+    cluster: ClusterHostSettings
 
     @property
     def timing(self) -> TimingChain:
@@ -319,4 +340,5 @@ class Settings:
             tls=TlsSettings.from_values(values),
             security=SecuritySettings.from_values(values),
             log=LogSettings(format=str(values["log.format"])),
+            cluster=ClusterHostSettings.from_values(values),
         )

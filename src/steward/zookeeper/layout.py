@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import errno
 import socket
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,8 +63,13 @@ class ServerPorts:
         return ports
 
 
-def plan_ports(servers: int, client_port: int, host: str = LOOPBACK) -> list[ServerPorts]:
-    """The ports of every server of an ensemble of ``servers`` whose base client port is P."""
+def plan_ports(
+    servers: int, client_port: int, host: str | Sequence[str] = LOOPBACK
+) -> list[ServerPorts]:
+    """The ports of every server of an ensemble of ``servers`` whose base client port is P,
+    all on ``host``, or server n on the n-th of several hosts."""
+    if not isinstance(host, str) and len(host) != servers:
+        raise ManagedZooKeeperError(f"{servers} server(s) need as many hosts, not {len(host)}")
     if servers < 1 or servers > MAX_SERVERS or servers % 2 == 0:
         raise ManagedZooKeeperError(
             f"servers must be 1 or an odd number up to {MAX_SERVERS}, not {servers}"
@@ -80,7 +86,7 @@ def plan_ports(servers: int, client_port: int, host: str = LOOPBACK) -> list[Ser
             client_port=client_port + n - 1,
             quorum_port=client_port + QUORUM_PORT_OFFSET + n - 1,
             election_port=client_port + ELECTION_PORT_OFFSET + n - 1,
-            host=host,
+            host=host if isinstance(host, str) else host[n - 1],
         )
         for n in range(1, servers + 1)
     ]

@@ -23,7 +23,7 @@ import fcntl
 import logging
 import subprocess
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,12 +71,17 @@ class ServerStatus:
 class ManagedEnsemble:
     """A ZooKeeper standalone server or ensemble whose processes this data directory records."""
 
-    def __init__(self, data_dir: Path | str, *, command_prefix: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        data_dir: Path | str,
+        *,
+        command_prefix: Sequence[str] | Callable[[int], Sequence[str]] = (),
+    ) -> None:
         """``command_prefix`` runs each server inside something, e.g. ``ip netns exec NS``
-        (the chaos suite's hosts); its ports are then not checked from here (they are in
-        another network namespace)."""
+        (the test suites' hosts), the same for every server or one per server id; its ports
+        are then not checked from here (they are in another network namespace)."""
         self.data_dir = Path(data_dir).absolute()
-        self.command_prefix = list(command_prefix)
+        self.command_prefix = command_prefix
         # Popen handle by server id of the servers this object started: their exit is
         # collected here (no zombies, no "still running" warnings), and an unreaped child's
         # pid cannot have been reused, so stopping it never depends on the identity check.
@@ -112,7 +117,7 @@ class ManagedEnsemble:
         client_port: int = DEFAULT_CLIENT_PORT,
         *,
         timeout: float = 60.0,
-        host: str = LOOPBACK,
+        host: str | Sequence[str] = LOOPBACK,
     ) -> list[ServerStatus]:
         """Start ``servers`` servers (1: standalone) and wait until all serve.
 
@@ -127,7 +132,7 @@ class ManagedEnsemble:
             down = [r.ports for r in state.servers if _live(r) is None]
             if not down:
                 logger.info("already running data_dir=%s", self.data_dir)
-            if not self.command_prefix:
+            if not self._prefix(1):
                 check_ports_free(down, standalone=len(plan) == 1)
             self._launch(state, down, install, timeout)
         return self.status()
@@ -171,7 +176,7 @@ class ManagedEnsemble:
             record = state.server(server_id)
             if _live(record) is not None:
                 return
-            if not self.command_prefix:
+            if not self._prefix(1):
                 check_ports_free([record.ports], standalone=len(state.servers) == 1)
             state = self._spawn(state, record.ports, locate_install())
             if wait:
@@ -240,7 +245,7 @@ class ManagedEnsemble:
     ) -> EnsembleState:
         plan = [record.ports for record in state.servers]
         config = write_server_config(self.data_dir, ports, plan)
-        command = [*self.command_prefix, *install.server_command(config)]
+        command = [*self._prefix(ports.server_id), *install.server_command(config)]
         child, record = spawn(command, self.log_path(ports.server_id), marker=str(config))
         previous = self._children.pop(ports.server_id, None)
         if previous is not None:
@@ -251,6 +256,10 @@ class ManagedEnsemble:
         save_state(self.data_dir, state)
         logger.info("server starting server=%d port=%d", ports.server_id, ports.client_port)
         return state
+
+    def _prefix(self, server_id: int) -> list[str]:
+        prefix = self.command_prefix
+        return list(prefix(server_id) if callable(prefix) else prefix)
 
     def _await_or_kill(
         self,

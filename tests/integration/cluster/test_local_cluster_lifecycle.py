@@ -30,7 +30,10 @@ pytestmark = pytest.mark.zookeeper
 
 @pytest.fixture(autouse=True)
 def _fake_nodes(monkeypatch: pytest.MonkeyPatch) -> None:
-    def command(config: Path, role: Role, proc_id: str, port: int | None = None) -> list[str]:
+    def command(
+        config: Path, role: Role, proc_id: str, port: int | None = None, bind: str | None = None
+    ) -> list[str]:
+        assert bind is None  # every fake node runs here
         argv = [sys.executable, str(FAKE_NODE), "--config", str(config)]
         if port is not None:
             argv += ["-D", f"jobmanager.port={port}"]
@@ -134,7 +137,7 @@ def test_a_cluster_not_ready_in_time_is_reported_and_stopped(
     local: LocalCluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A TaskManager that never registers: it runs, but the leader never lists it
-    monkeypatch.setattr(launcher, "command", lambda config, role, proc_id, port=None: [
+    monkeypatch.setattr(launcher, "command", lambda config, role, proc_id, port=None, bind=None: [
         sys.executable, "-c", "import time; time.sleep(60)", "--config", str(config)
     ])  # fmt: skip
     with pytest.raises(LocalClusterStartError, match=r"jobmanager jm-1 .* was not ready within 3s"):

@@ -90,15 +90,27 @@ def test_start_while_running_is_a_one_line_error(
     assert out == ""
 
 
-def test_a_remote_worker_is_a_one_line_error_before_anything_starts(
+def test_a_remote_worker_without_a_shared_zookeeper_is_a_one_line_error(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     (tmp_path / ".steward").mkdir()
     (tmp_path / ".steward" / "workers").write_text("localhost\nnode-9.example.com\n")
     code, _out, err = run_steward(monkeypatch, capsys, "cluster", "start")
     assert code == 2
-    assert "node-9.example.com is not this machine" in err
-    assert "`steward taskmanager`" in err
+    assert "name other hosts (node-9.example.com)" in err
+    assert "set high-availability.zookeeper.quorum" in err
+    assert len(err.strip().splitlines()) == 1
+    assert not (tmp_path / ".steward" / "cluster.json").exists()
+    code, _out, err = run_steward(
+        monkeypatch,
+        capsys,
+        "-D",
+        "high-availability.zookeeper.quorum=127.0.0.1:2181",
+        "cluster",
+        "start",
+    )
+    assert code == 2
+    assert "names 127.0.0.1:2181, which the other hosts (node-9.example.com) cannot reach" in err
     assert not (tmp_path / ".steward" / "cluster.json").exists()
 
 

@@ -51,21 +51,30 @@ def test_other_hosts_are_not_local(host: str) -> None:
     assert not is_local(host)
 
 
-def test_a_remote_host_is_an_error_naming_the_command_to_run_there(tmp_path: Path) -> None:
+def test_a_remote_host_is_placed_there_and_this_machine_here(tmp_path: Path) -> None:
+    masters, workers = tmp_path / "masters", tmp_path / "workers"
+    masters.write_text("10.1.2.3:9091\nlocalhost\n")
+    workers.write_text("localhost\nworker-7.example.com\n")
+    topology = plan_topology(masters, workers, jobmanagers=1, taskmanagers=1)
+    assert topology.jobmanager_hosts == ("10.1.2.3", None)
+    assert topology.jobmanager_ports == (9091, None)
+    assert topology.taskmanager_hosts == (None, "worker-7.example.com")
+    assert topology.remote_hosts == {"10.1.2.3", "worker-7.example.com"}
+
+
+@pytest.mark.parametrize("line", ["-oProxyCommand=touch", "host;reboot", "a$(id)", "h/x"])
+def test_a_line_that_is_no_host_name_is_an_error(tmp_path: Path, line: str) -> None:
     path = tmp_path / "workers"
-    path.write_text("localhost\nworker-7.example.com\n")
-    with pytest.raises(LocalClusterError) as caught:
-        read_hosts(path, allow_port=False, command="steward taskmanager")
-    message = str(caught.value)
-    assert f"{path}:2: worker-7.example.com is not this machine" in message
-    assert "run `steward taskmanager` yourself" in message
+    path.write_text(f"localhost\n{line}\n")
+    with pytest.raises(LocalClusterError, match=f"{path}:2: .* is not a host name or address"):
+        read_hosts(path, allow_port=False)
 
 
 def test_an_empty_hosts_file_is_an_error(tmp_path: Path) -> None:
     path = tmp_path / "masters"
     path.write_text("# nobody yet\n\n")
     with pytest.raises(LocalClusterError, match="lists no host"):
-        read_hosts(path, allow_port=True, command="steward jobmanager")
+        read_hosts(path, allow_port=True)
 
 
 def test_files_decide_the_number_of_processes_when_present(tmp_path: Path) -> None:
