@@ -47,7 +47,9 @@ def receive(workdir: Path, host: str, shared: str | None) -> None:
 @node.command()
 @_workdir
 @_host
-@click.option("--role", required=True, type=click.Choice([Role.JOBMANAGER, Role.TASKMANAGER]))
+@click.option(
+    "--role", required=True, type=click.Choice([Role.JOBMANAGER.value, Role.TASKMANAGER.value])
+)
 @click.option("--number", required=True, type=click.IntRange(1, 999))
 @click.option("--port", type=click.IntRange(1, 65535))
 @click.option("--scheme", type=click.Choice(["http", "https"]), default="http")

@@ -53,7 +53,7 @@ class Fleet:
         reached or does not see the storage."""
         files = self._files()
         payload = _encode(files)
-        with _shared_marker(storage_dir) as marker:
+        with shared_marker(storage_dir) as marker:
             args = ["receive", *(["--shared", str(marker)] if marker else [])]
             answers, failures = on_each(
                 hosts, lambda host: self.remote.node(host, *args, stdin=payload)
@@ -141,6 +141,10 @@ def fleet_for(state_dir: StateDir, state: ClusterState) -> Fleet:
     return Fleet.of(config, state_dir)
 
 
+def local_entries(entries: Iterable[ProcessEntry]) -> list[ProcessEntry]:
+    return [entry for entry in entries if entry.host is None]
+
+
 def remote_entries(entries: Iterable[ProcessEntry]) -> list[ProcessEntry]:
     return [entry for entry in entries if entry.host is not None]
 
@@ -154,7 +158,7 @@ def _encode(files: dict[str, bytes]) -> bytes:
 
 
 @contextlib.contextmanager
-def _shared_marker(storage_dir: str) -> Iterator[Path | None]:
+def shared_marker(storage_dir: str) -> Iterator[Path | None]:
     """A file written in a ``file://`` storage for the hosts to find (None for an object
     store), removed afterwards."""
     if "://" in storage_dir and not storage_dir.startswith("file://"):

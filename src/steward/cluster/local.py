@@ -27,8 +27,9 @@ from pathlib import Path
 import httpx
 
 from steward.cluster import launcher
-from steward.cluster.fleet import Fleet, fleet_for, remote_entries
+from steward.cluster.fleet import Fleet, fleet_for, local_entries, remote_entries
 from steward.cluster.hosts import Topology, require_shared_zookeeper
+from steward.cluster.managed_zookeeper import start_managed_zookeeper
 from steward.cluster.node import NodeProcess
 from steward.cluster.settings import (
     CLIENT_ACL,
@@ -56,16 +57,15 @@ from steward.cluster.workdir import (
     save_state,
 )
 from steward.config import load
-from steward.errors import LocalClusterError, LocalClusterStartError, PortInUseError, StewardError
+from steward.errors import LocalClusterError, LocalClusterStartError, StewardError
 from steward.ha.acl import AclMode, create_digest_file
 from steward.security.credentials import INTERNAL_KEY
 from steward.security.provision import ensure_files, register_admin_token
 from steward.tls.certificates import TlsFiles, ensure_local_tls, local_hosts
 from steward.tls.contexts import ClientTls, client_tls
 from steward.tls.contexts import scheme as tls_scheme
-from steward.zookeeper.layout import LOOPBACK, port_is_free
+from steward.zookeeper.layout import LOOPBACK
 from steward.zookeeper.managed import ManagedEnsemble
-from steward.zookeeper.state import load_state as load_ensemble_state
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +80,6 @@ TLS_DIR = "tls"
 """``.steward/tls/``: the private CA and certificate of ``--tls``."""
 STOP_GRACE = 10.0
 _POLL_INTERVAL = 0.2
-_ZOOKEEPER_PORT_ATTEMPTS = 3
 
 Progress = Callable[[str], None]
 
@@ -148,7 +147,7 @@ class LocalCluster:
         )
         if state.managed_zookeeper:
             progress("starting ZooKeeper")
-            state = self._start_zookeeper(state, deadline)
+            state = start_managed_zookeeper(self.state_dir, state, _left(deadline))
         settings = cluster_settings(
             options.user,
             state_root=self.state_dir.root,
@@ -238,26 +237,6 @@ class LocalCluster:
         )
         self._children.append(child)
         return self._record(state, entry)
-
-    def _start_zookeeper(self, state: ClusterState, deadline: float) -> ClusterState:
-        ensemble = ManagedEnsemble(self.state_dir.zookeeper)
-        previous = load_ensemble_state(self.state_dir.zookeeper)
-        port = previous.client_port if previous and port_is_free(previous.client_port) else None
-        for attempt in range(_ZOOKEEPER_PORT_ATTEMPTS):
-            try:
-                ensemble.start(1, port or launcher.free_port(), timeout=_left(deadline))
-                break
-            except PortInUseError:
-                # Taken between our check and the start; nothing was started.
-                if attempt == _ZOOKEEPER_PORT_ATTEMPTS - 1:
-                    raise
-                port = None
-        entries = _zookeeper_entries(ensemble)
-        state = state.model_copy(
-            update={"quorum": ensemble.connect_string, "processes": [*state.processes, *entries]}
-        )
-        save_state(self.state_dir, state)
-        return state
 
     def _await_ready(
         self,
@@ -394,28 +373,6 @@ INTERNAL_TOKEN_FILE = INTERNAL_KEY
 _TOML_HEADER = """Written by `steward cluster start` at every start: edit the -D's you pass instead.
 Every process of the local cluster reads this file, and so does every steward command run in
 the folder that holds .steward/ when it is given no other configuration."""
-
-
-def local_entries(entries: list[ProcessEntry]) -> list[ProcessEntry]:
-    return [entry for entry in entries if entry.host is None]
-
-
-def _zookeeper_entries(ensemble: ManagedEnsemble) -> list[ProcessEntry]:
-    recorded = load_ensemble_state(ensemble.data_dir)
-    servers = recorded.servers if recorded else ()
-    return [
-        ProcessEntry(
-            role=Role.ZOOKEEPER,
-            id=launcher.process_id(Role.ZOOKEEPER, server.ports.server_id),
-            pid=server.process.pid,
-            create_time=server.process.create_time,
-            marker=server.process.marker,
-            address=f"{LOOPBACK}:{server.ports.client_port}",
-            log=str(ensemble.log_path(server.ports.server_id)),
-        )
-        for server in servers
-        if server.process is not None
-    ]
 
 
 def _reachable_host(bind_host: str) -> str:
