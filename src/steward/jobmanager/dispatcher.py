@@ -114,7 +114,9 @@ class Dispatcher:
             recovery=self._recovery,
             hooks=hooks,
         )
-        self._heartbeats = Heartbeats(term, table, stores, records)
+        self._heartbeats = Heartbeats(
+            term, table, stores, records, on_stranger=self._membership.notice_change
+        )
         self._scheduler = Scheduler(term, table, stores, records, self._membership)
         self._views = Views(term, table, stores)
         self._threads: list[threading.Thread] = []

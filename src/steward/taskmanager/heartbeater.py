@@ -58,6 +58,7 @@ class Heartbeater:
         client: httpx.Client | None = None,
         credential: str | None = None,
         tls: ClientTls | None = None,
+        session: Callable[[], int | None] = lambda: None,
     ) -> None:
         """``credential``: the cluster's internal credential, sent with every heartbeat
         (``security.internal.token-file``); None sends none (auth off)."""
@@ -68,6 +69,7 @@ class Heartbeater:
         self._attempts = attempts
         self._retrieval = retrieval
         self._newest_epoch = newest_epoch
+        self._session = session
         self._on_reply = on_reply
         headers = {"content-type": "application/json"}
         if credential is not None:
@@ -139,6 +141,7 @@ class Heartbeater:
             epoch=self._newest_epoch(),
             attempts=self._attempts.reports(),
             wait=wait,
+            session=self._session(),
         )
 
     def send(self, leader: LeaderInfo, wait: float) -> HeartbeatReply | None:

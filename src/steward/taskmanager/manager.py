@@ -170,6 +170,7 @@ class TaskManager:
             on_reply=self.on_reply,
             credential=internal_credential(settings.security),
             tls=client_tls(settings.tls),
+            session=lambda: self.session.session_id,
         )
         self.self_fencing = SelfFencing(self.session, settings.taskmanager.fence_after, self._fence)
         self.probe = LivenessProbe(

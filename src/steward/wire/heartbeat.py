@@ -91,6 +91,12 @@ class Heartbeat(Payload):
     epoch: int = Field(ge=0, description="the newest leader epoch this TaskManager has seen")
     attempts: list[AttemptReport] = Field(default_factory=list)
     wait: float = Field(default=0.0, ge=0, le=60, description="long-poll: seconds to hold")
+    session: int | None = Field(
+        default=None,
+        ge=0,
+        description="the ZooKeeper session that owns its registration: which incarnation of"
+        " this TaskManager id sends it (None: an older TaskManager that does not say)",
+    )
 
 
 class StartAttempt(Value):

@@ -296,7 +296,12 @@ def _close(client: KazooClient) -> None:
 class PretendTaskManager:
     """A TaskManager played by the test: a registration znode and hand-made heartbeats."""
 
-    def __init__(self, cluster: JobManagerCluster, tm_id: str, slots: int = 2) -> None:
+    def __init__(
+        self, cluster: JobManagerCluster, tm_id: str, slots: int = 2, *, says_session: bool = True
+    ) -> None:
+        """``says_session``: its heartbeats name its ZooKeeper session (as TaskManagers do
+        since the heartbeat's ``session`` field; False plays an older one)."""
+        self.says_session = says_session
         self.cluster = cluster
         self.id = tm_id
         self.slots = slots
@@ -326,6 +331,7 @@ class PretendTaskManager:
             slots=self.slots,
             epoch=self.epoch,
             attempts=list(reports),
+            session=self.zk.client_id[0] if self.says_session else None,
         )
         return self.cluster.http.post(
             self.cluster.url(leader, HEARTBEAT_PATH),

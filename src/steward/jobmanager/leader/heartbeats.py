@@ -14,6 +14,7 @@ until a command is queued waits outside it.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from steward.errors import FencedError, StewardError
 from steward.wire.heartbeat import (
@@ -45,8 +46,18 @@ _SETTLED = (AttemptPhase.ENDED, AttemptPhase.REJECTED)
 
 
 class Heartbeats:
-    def __init__(self, term: Term, table: JobTable, stores: LeaderStores, records: Records) -> None:
+    def __init__(
+        self,
+        term: Term,
+        table: JobTable,
+        stores: LeaderStores,
+        records: Records,
+        on_stranger: Callable[[], None] = lambda: None,
+    ) -> None:
+        """``on_stranger``: called when a heartbeat comes from another incarnation of a
+        TaskManager than the membership last read (see :meth:`heartbeat`)."""
         self._term = term
+        self._on_stranger = on_stranger
         self._table = table
         self._stores = stores
         self._records = records
@@ -57,6 +68,7 @@ class Heartbeats:
         term, table = self._term, self._table
         with table.lock:
             state = table.rm.heartbeat(beat)
+            stranger = _another_incarnation(beat, state.registered, state.incarnation)
             term.metrics.heartbeat_from(beat.taskmanager)
             acks: list[Ack] = []
             commands: list[Command] = []
@@ -66,6 +78,17 @@ class Heartbeats:
                 self._expire_uncollected(beat, state.assigned)
                 commands = table.rm.take_commands(beat.taskmanager)
             wake = state.wake
+        if stranger:
+            # The TaskManager restarted (a new session owns its registration) and the
+            # membership watch has not told yet, or never will (kazoo swallows a delete and
+            # re-create that happen while this leader is disconnected): read it again now.
+            log.info(
+                "heartbeat from another incarnation tm=%s session=0x%x known=0x%x",
+                beat.taskmanager,
+                beat.session or 0,
+                state.incarnation or 0,
+            )
+            self._on_stranger()
         # Hold the reply (long poll) unless it carries something the TaskManager waits for:
         # commands, or acks of outcomes and checkpoints. Plain acks of running attempts do not
         # count, or a busy TaskManager would never be held.
@@ -254,3 +277,7 @@ class Heartbeats:
             metadata=event.metadata,
         )
         self._stores.checkpoints(job_id).add(fence, checkpoint)
+
+
+def _another_incarnation(beat: Heartbeat, registered: bool, known: int | None) -> bool:
+    return registered and None not in (beat.session, known) and beat.session != known

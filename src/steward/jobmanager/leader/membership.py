@@ -25,7 +25,7 @@ import threading
 
 from steward.errors import StewardError
 from steward.ha.membership import watch_members
-from steward.ha.session import Session
+from steward.ha.session import ConnectionState, Session
 from steward.store import zk
 from steward.wire.heartbeat import Rejection
 from steward.wire.records import ErrorInfo, TaskManagerInfo
@@ -61,14 +61,27 @@ class Membership:
         self._changed = threading.Event()
 
     def watch(self) -> None:
-        """Follow ``taskmanagers/``: a change wakes the scheduler, which refreshes."""
+        """Follow ``taskmanagers/``: a change wakes the scheduler, which refreshes. So does a
+        reconnection: kazoo's watch compares the children's names after one, so a TaskManager
+        that left and came back under its id while this leader was disconnected looks
+        unchanged to it."""
         watch_members(self._session, self._on_members)
+        self._session.add_listener(self._on_connection)
+        self._term.when_stopped(lambda: self._session.remove_listener(self._on_connection))
+
+    def notice_change(self) -> None:
+        """Refresh at the next scheduling pass (a heartbeat from an unknown incarnation)."""
+        self._changed.set()
+        self._term.wakeup.set()
+
+    def _on_connection(self, state: ConnectionState) -> None:
+        if state is ConnectionState.RECONNECTED and not self._term.stopped.is_set():
+            self.notice_change()
 
     def _on_members(self, _children: list[str]) -> bool:
         if self._term.stopped.is_set():
             return False
-        self._changed.set()
-        self._term.wakeup.set()
+        self.notice_change()
         return True
 
     def refresh_if_changed(self) -> None:
