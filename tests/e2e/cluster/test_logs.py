@@ -187,7 +187,7 @@ def test_the_taskmanager_port_serves_it_to_tokens_only(logs: Logs) -> None:
 def test_unknown_attempts_and_bad_ids_are_clear_errors(logs: Logs) -> None:
     address = logs.taskmanager_address("tm-keep")
     answer = logs.get(logs.leader, f"/v1/jobs/{logs.job_id}/attempts/5/log")
-    assert (answer.status_code, answer.json()["code"]) == (404, "attempt_not_found")
+    assert (answer.status_code, answer.json()["code"]) == (404, "attempt_not_found"), answer.text
     answer = logs.get(logs.standby, "/v1/jobs/no-such-job/attempts/1/log")
     assert (answer.status_code, answer.json()["code"]) == (404, "job_not_found")
     answer = logs.get(address, "/v1/attempts/never-ran-here/1/log")
@@ -200,6 +200,13 @@ def test_unknown_attempts_and_bad_ids_are_clear_errors(logs: Logs) -> None:
         answer = logs.get(logs.leader, f"/v1/jobs/{logs.job_id}/attempts/1/log", **query)
         assert (answer.status_code, answer.json()["code"]) == (400, "bad_request"), query
     assert logs.get(address, f"/v1/attempts/{logs.job_id}/0/log").status_code == 400
+    for where, path in (
+        (logs.leader, f"/v1/jobs/{logs.job_id}/attempts/1/log"),
+        (address, f"/v1/attempts/{logs.job_id}/1/log"),
+    ):  # a parameter no route knows (a typo of follow) is refused, naming it
+        answer = logs.get(where, path, folow="true")
+        assert (answer.status_code, answer.json()["code"]) == (400, "bad_request"), where
+        assert "folow" in answer.json()["message"]
 
 
 def test_a_gone_taskmanager_is_named_and_a_removed_log_is_410(logs: Logs) -> None:

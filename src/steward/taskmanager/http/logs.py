@@ -18,7 +18,7 @@ from starlette.concurrency import run_in_threadpool
 
 from steward.security.identity import Identity
 from steward.security.roles import Action
-from steward.wire.logs import LOG_MEDIA_TYPE, MAX_ATTEMPT, START_HEADER
+from steward.wire.logs import LOG_MEDIA_TYPE, MAX_ATTEMPT, START_HEADER, LogQuery
 from steward.wire.rest import ErrorBody
 
 from .files import LogUnavailableError
@@ -34,11 +34,9 @@ _RESPONSES: dict[int | str, dict[str, object]] = {
     410: {"model": ErrorBody},
 }
 AttemptNumber = Annotated[int, Path(ge=1, le=MAX_ATTEMPT)]
-Offset = Annotated[int, Query(ge=0, description="start at this byte of the file")]
-Tail = Annotated[
-    int | None, Query(ge=1, le=1_000_000, description="the last N lines (not before offset)")
-]
-Follow = Annotated[bool, Query(description="keep sending appended bytes until it ends")]
+# The same strict parameters as the JobManagers' log route: one it does not know is a 400
+# naming it, not silently a plain read (a typo such as ?folow=true).
+Part = Annotated[LogQuery, Query()]
 
 
 @router.get(
@@ -50,16 +48,14 @@ async def attempt_log(
     *,
     request: Request,
     node: NodeDep,
-    offset: Offset = 0,
-    tail: Tail = None,
-    follow: Follow = False,
+    query: Part,
 ) -> StreamingResponse:
     """An attempt's runner.log, for a user's token (viewer or above)."""
     caller = getattr(request.state, "identity", None)
     if not isinstance(caller, Identity) or not caller.may(Action.READ):
         who = f"{caller.name} (role {caller.role})" if isinstance(caller, Identity) else "caller"
         raise LogUnavailableError(403, "forbidden", f"{who} may not read logs")
-    return await _answer(node, job_id, attempt, offset=offset, tail=tail, follow=follow)
+    return await _answer(node, job_id, attempt, query)
 
 
 @router.get(
@@ -72,19 +68,17 @@ async def proxied_attempt_log(
     attempt: AttemptNumber,
     *,
     node: NodeDep,
-    offset: Offset = 0,
-    tail: Tail = None,
-    follow: Follow = False,
+    query: Part,
 ) -> StreamingResponse:
     """An attempt's runner.log, for a JobManager (the internal credential)."""
-    return await _answer(node, job_id, attempt, offset=offset, tail=tail, follow=follow)
+    return await _answer(node, job_id, attempt, query)
 
 
-async def _answer(
-    node: Node, job_id: str, attempt: int, *, offset: int, tail: int | None, follow: bool
-) -> StreamingResponse:
+async def _answer(node: Node, job_id: str, attempt: int, query: LogQuery) -> StreamingResponse:
     found = await run_in_threadpool(
-        lambda: node.logs.open(job_id, attempt, offset=offset, tail=tail, follow=follow)
+        lambda: node.logs.open(
+            job_id, attempt, offset=query.offset, tail=query.tail, follow=query.follow
+        )
     )
     return StreamingResponse(
         node.logs.stream(found),
