@@ -34,6 +34,15 @@ LONG_POLL_HEADER = "x-steward-long-poll"
 ``wait=``, does not set it: a client then knows to fall back to polling."""
 
 
+class EventsQuery(Value):
+    """``GET /v1/events``'s query; a parameter it does not know is a 400 naming it."""
+
+    job: str | None = Field(default=None, description="only this job's events")
+    state: list[str] | None = Field(
+        default=None, description="only these states (repeat it, or commas)"
+    )
+
+
 class JobEvent(Value):
     """A job's new state, as any JobManager saw it in ZooKeeper."""
 

@@ -239,6 +239,10 @@ def test_events_need_a_token_and_end_when_it_is_revoked(cluster: ProcessCluster)
         standby.address + "/v1/events", params={"state": "SLEEPING"}, headers=auth_headers()
     )
     assert bad.status_code == 400 and "SLEEPING" in bad.json()["message"]
+    typo = httpx.get(  # a parameter it does not know: refused, not a stream of everything
+        standby.address + "/v1/events", params={"jobs": "x"}, headers=auth_headers()
+    )
+    assert typo.status_code == 400 and "jobs" in typo.json()["message"]
     with cluster.client() as client:
         viewer = client.create_token("events-viewer", "viewer")
         with recording(standby, headers=auth_headers(viewer.token)) as stream:

@@ -34,6 +34,7 @@ from steward.wire.events import (
     MAX_LONG_POLL,
     MEDIA_TYPE,
     RESET_EVENT,
+    EventsQuery,
     JobEvent,
     ResetEvent,
     comment,
@@ -87,16 +88,13 @@ async def events(
     caller: Caller,
     feed: Feed,
     security: Security,
-    job: Annotated[str | None, Query(description="only this job's events")] = None,
-    state: Annotated[
-        list[str] | None, Query(description="only these states (repeat it, or commas)")
-    ] = None,
+    query: Annotated[EventsQuery, Query()],
     last_event_id: Annotated[str | None, Header(alias="last-event-id")] = None,
 ) -> StreamingResponse:
     """Job state changes as server-sent events: ``event: job`` with a JobEvent, ``event:
     reset`` when the consumer must re-read with a GET (at the start of a stream that does not
     resume), and a comment line every ``jobmanager.events.keep-alive``."""
-    matches = _filter(job, state)
+    matches = _filter(query.job, query.state)
 
     async def still_allowed() -> bool:
         return await _still_allowed(request, caller, security.authenticator.verify)
