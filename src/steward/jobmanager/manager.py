@@ -24,18 +24,16 @@ import asyncio
 import logging
 import os
 import signal
-import socket
 import threading
 import time
 from types import FrameType
-from typing import Any
 from urllib.parse import urlsplit
 
 import uvicorn
 
 from steward.config import Configuration
 from steward.doctor import examine
-from steward.errors import ConfigurationError, StewardError
+from steward.errors import ConfigurationError
 from steward.ha.crash_detection import CrashDetector, is_wildcard
 from steward.ha.election import LeaderElection, Leadership
 from steward.ha.liveness import LivenessProbe
@@ -45,6 +43,7 @@ from steward.metrics import JobManagerMetrics
 from steward.store.blob import BlobStore
 from steward.tls import contexts as tls
 from steward.tls.peer import PeerCertificateProtocol
+from steward.tls.serving import bind_listener, uvicorn_tls_options
 from steward.wire.doctor import DoctorReport
 from steward.wire.records import LeaderInfo
 
@@ -73,7 +72,9 @@ class JobManager:
         self.session = Session.from_config(config, name=jobmanager_id)
         self.security: ApiSecurity = api_security(settings.security, self.session, settings.tls)
         self.blobs = BlobStore(settings.storage.storage_dir)
-        self._socket = _bind(settings.jobmanager.bind_host, settings.jobmanager.port)
+        self._socket = bind_listener(
+            settings.jobmanager.bind_host, settings.jobmanager.port, port_key="jobmanager.port"
+        )
         host, port = self._socket.getsockname()[:2]
         scheme = tls.scheme(settings.tls)
         self.address = settings.jobmanager.advertised_address or f"{scheme}://{host}:{port}"
@@ -297,7 +298,7 @@ class JobManager:
             log_level="warning",
             access_log=False,
             lifespan="off",
-            **self._uvicorn_tls(),
+            **uvicorn_tls_options(self.settings.tls, self._server_tls),
         )
         server = uvicorn.Server(config)
         self._server = server
@@ -307,38 +308,6 @@ class JobManager:
 
         self._server_thread = threading.Thread(target=serve, name=f"{self.id}-rest", daemon=True)
         self._server_thread.start()
-
-    def _uvicorn_tls(self) -> dict[str, Any]:
-        """uvicorn's TLS options: the files :func:`tls.server_context` checked at start."""
-        settings = self.settings.tls
-        if self._server_tls is None:
-            return {}
-        return {
-            "ssl_certfile": str(settings.certificate),
-            "ssl_keyfile": str(settings.key),
-            "ssl_ca_certs": str(settings.ca) if settings.request_client_certificate else None,
-            "ssl_cert_reqs": self._server_tls.verify_mode,
-        }
-
-
-def _bind(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on connections of such a socket.
-    # Without it an answer written in two segments (headers, body) waited for the client's
-    # delayed ACK: 40 ms on every request of a kept-alive connection, and on new TLS ones.
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-    except OSError as exc:
-        sock.close()
-        raise StewardError(
-            f"cannot listen on {host}:{port}: {exc.strerror or exc} (set jobmanager.port,"
-            " or 0 for any free port)"
-        ) from exc
-    sock.listen(128)
-    sock.set_inheritable(False)
-    return sock
 
 
 def run(config: Configuration, jobmanager_id: str) -> int:

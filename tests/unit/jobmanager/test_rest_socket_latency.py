@@ -13,11 +13,11 @@ from __future__ import annotations
 import asyncio
 import socket
 
-from steward.jobmanager.manager import _bind
+from steward.tls.serving import bind_listener
 
 
 def test_the_listening_socket_is_a_tcp_socket() -> None:
-    sock = _bind("127.0.0.1", 0)
+    sock = bind_listener("127.0.0.1", 0, port_key="jobmanager.port")
     try:
         assert sock.proto == socket.IPPROTO_TCP
     finally:
@@ -33,7 +33,7 @@ def test_connections_accepted_on_it_have_nagle_off() -> None:
             accepted.set_result(conn.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
             writer.close()
 
-        sock = _bind("127.0.0.1", 0)
+        sock = bind_listener("127.0.0.1", 0, port_key="jobmanager.port")
         server = await asyncio.start_server(on_connect, sock=sock)
         async with server:
             _, writer = await asyncio.open_connection(*sock.getsockname()[:2])

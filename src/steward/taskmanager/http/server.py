@@ -13,16 +13,16 @@ import asyncio
 import logging
 import socket
 import threading
-from typing import Any
 from urllib.parse import urlsplit
 
 import uvicorn
 from fastapi import FastAPI
 
 from steward.config import TlsSettings
-from steward.errors import ConfigurationError, StewardError
+from steward.errors import ConfigurationError
 from steward.tls import contexts as tls
 from steward.tls.peer import PeerCertificateProtocol
+from steward.tls.serving import bind_listener, uvicorn_tls_options
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +41,7 @@ class HttpServer:
         self._tls = settings
         # TLS files are checked before anything starts: a bad one is a clear error at once.
         self._context = tls.server_context(settings) if settings.enabled else None
-        self._socket = _bind(bind_host, port)
+        self._socket = bind_listener(bind_host, port, port_key="taskmanager.port")
         host, bound_port = self._socket.getsockname()[:2]
         scheme = tls.scheme(settings)
         if host in _WILDCARDS:
@@ -66,7 +66,7 @@ class HttpServer:
             access_log=False,
             lifespan="off",
             timeout_graceful_shutdown=_GRACEFUL_STOP,
-            **self._uvicorn_tls(),
+            **uvicorn_tls_options(self._tls, self._context),
         )
         server = uvicorn.Server(config)
         self._server = server
@@ -85,33 +85,3 @@ class HttpServer:
         if self._thread is not None:
             self._thread.join(timeout=_GRACEFUL_STOP + 3.0)
         self._socket.close()
-
-    def _uvicorn_tls(self) -> dict[str, Any]:
-        if self._context is None:
-            return {}
-        settings = self._tls
-        return {
-            "ssl_certfile": str(settings.certificate),
-            "ssl_keyfile": str(settings.key),
-            "ssl_ca_certs": str(settings.ca) if settings.request_client_certificate else None,
-            "ssl_cert_reqs": self._context.verify_mode,
-        }
-
-
-def _bind(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on connections of such a socket
-    # (as the JobManager's: without it an answer in two segments waits for a delayed ACK).
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-    except OSError as exc:
-        sock.close()
-        raise StewardError(
-            f"cannot listen on {host}:{port}: {exc.strerror or exc} (set taskmanager.port,"
-            " or 0 for any free port)"
-        ) from exc
-    sock.listen(128)
-    sock.set_inheritable(False)
-    return sock

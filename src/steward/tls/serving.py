@@ -1,0 +1,51 @@
+"""How a Steward HTTP server listens: its socket, and the TLS options handed to uvicorn.
+
+Shared by the JobManager's REST API and the TaskManager's HTTP port, which never import each
+other. The socket is bound before uvicorn starts (so a port in use is a clear error at start,
+and port 0 gives the real port to register); the TLS options are the files
+:func:`steward.tls.contexts.server_context` already checked.
+"""
+
+from __future__ import annotations
+
+import socket
+import ssl
+from typing import Any
+
+from steward.config import TlsSettings
+from steward.errors import StewardError
+
+
+def bind_listener(host: str, port: int, *, port_key: str) -> socket.socket:
+    """A listening TCP socket on ``host:port``; ``port_key`` names the setting to change when
+    the port is taken."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on connections of such a socket.
+    # Without it an answer written in two segments (headers, body) waited for the client's
+    # delayed ACK: 40 ms on every request of a kept-alive connection, and on new TLS ones.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise StewardError(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc} (set {port_key},"
+            " or 0 for any free port)"
+        ) from exc
+    sock.listen(128)
+    sock.set_inheritable(False)
+    return sock
+
+
+def uvicorn_tls_options(settings: TlsSettings, context: ssl.SSLContext | None) -> dict[str, Any]:
+    """uvicorn's TLS options for a server whose checked context is ``context`` (None: plain
+    HTTP, no options)."""
+    if context is None:
+        return {}
+    return {
+        "ssl_certfile": str(settings.certificate),
+        "ssl_keyfile": str(settings.key),
+        "ssl_ca_certs": str(settings.ca) if settings.request_client_certificate else None,
+        "ssl_cert_reqs": context.verify_mode,
+    }
