@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 log() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
 
 need_packages=()
-for pkg in openjdk-17-jre-headless python3-venv iproute2 chromium openssh-server openssh-client; do
+for pkg in openjdk-17-jre-headless python3-venv iproute2 nftables chromium openssh-server openssh-client; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need_packages+=("$pkg")
 done
 if [ ${#need_packages[@]} -gt 0 ]; then

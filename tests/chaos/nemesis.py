@@ -12,8 +12,9 @@ infrastructure fault but two ZooKeeper faults never do (a quorum always survives
   read-only (a read-only bind mount: chmod does not stop root) for a few seconds.
 - network (``campaign --network``: every member on a host of its own, chaos/hosts.py): a host
   isolated (the leader's, a standby's, a TaskManager's); the leader cut from ZooKeeper but not
-  from the TaskManagers; a TaskManager cut from the leader but not from ZooKeeper; a slow link
-  (a token bucket: this kernel has no netem). Each lasts 0.5 to 2 session timeouts, then heals.
+  from the TaskManagers; a TaskManager cut from the leader but not from ZooKeeper; a slow,
+  lossy link (a token bucket, and random drops with nftables: this kernel has no netem). Each
+  lasts 0.5 to 2 session timeouts, then heals.
 
 Without ``--network`` every process shares one loopback interface and network faults are not
 injected; the summary says so.
@@ -40,7 +41,7 @@ import psutil
 from chaos.cluster import ChaosCluster, StorageFreezer
 from chaos.hosts import ZK_HOST, Hosts
 from chaos.truth import Attempt, DeathWatcher
-from e2e.partition.network import Network
+from e2e.partition.network import Network, can_drop_randomly
 from steward.errors import StewardError
 from steward.testing.processes import Proc
 from steward.zookeeper.managed import ManagedEnsemble
@@ -59,6 +60,8 @@ PROCESS_KINDS = (
     "freeze_taskmanager",
 )
 INFRA_KINDS = ("zk_stop", "zk_freeze", "storage_readonly")
+SLOW_LINK_LOSS_PERCENT = 5
+"""Of a slow link's packets, the share dropped at random each way (where nftables is)."""
 NETWORK_KINDS = (
     "isolate_leader",
     "isolate_standby",
@@ -533,7 +536,8 @@ class Nemesis:
         self._blocks.discard(pair)
 
     def _throttle(self, name: str) -> None:
-        self._network().throttle(name)
+        loss = SLOW_LINK_LOSS_PERCENT if can_drop_randomly() else 0
+        self._network().throttle(name, loss_percent=loss)
         self._throttled.add(name)
 
     def _unthrottle(self, name: str) -> None:

@@ -44,6 +44,21 @@ def _ip(*args: str) -> None:
         raise RuntimeError(f"ip {' '.join(args)}: {done.stderr.strip()}")
 
 
+def can_drop_randomly() -> bool:
+    """Whether random packet loss can be made (nftables' ``nft``, Debian's nftables)."""
+    return shutil.which("nft") is not None
+
+
+_LOSS_TABLE = "steward_loss"
+
+
+def _nft(ns: str, command: str) -> None:
+    argv = ["ip", "netns", "exec", ns, "nft", command]
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"nft {command} in {ns}: {done.stderr.strip()}")
+
+
 def _ip_tc(ns: str, action: str, dev: str, *qdisc: str) -> None:
     argv = ["tc", "-n", ns, "qdisc", action, "dev", dev, "root", *qdisc]
     done = subprocess.run(argv, capture_output=True, text=True, check=False)
@@ -111,16 +126,38 @@ class Network:
         _ip("-n", self.namespace(b), "route", "del", "blackhole", f"{self.members[a]}/32")
         self._blocked.discard((a, b))
 
-    def throttle(self, name: str, rate: str = "256kbit", latency: str = "300ms") -> None:
+    def throttle(
+        self, name: str, rate: str = "256kbit", latency: str = "300ms", loss_percent: int = 0
+    ) -> None:
         """Make ``name``'s link slow both ways: a token bucket of ``rate``, packets that would
-        wait longer than ``latency`` dropped (tbf: this kernel has no netem for fixed delays)."""
+        wait longer than ``latency`` dropped (tbf), and ``loss_percent`` of its packets dropped
+        at random each way (nftables' ``numgen random``): what netem's delay and loss would
+        do, which this kernel does not have."""
         for ns, dev in ((self.hub, f"v-{name}"), (self.namespace(name), "eth0")):
             _ip_tc(ns, "add", dev, "tbf", "rate", rate, "burst", "16kbit", "latency", latency)
+        if loss_percent:
+            self._drop_randomly(name, loss_percent)
 
     def unthrottle(self, name: str) -> None:
         for ns, dev in ((self.hub, f"v-{name}"), (self.namespace(name), "eth0")):
             with contextlib.suppress(RuntimeError):
                 _ip_tc(ns, "del", dev)
+        with contextlib.suppress(RuntimeError):
+            _nft(self.namespace(name), f"delete table inet {_LOSS_TABLE}")
+
+    def _drop_randomly(self, name: str, percent: int) -> None:
+        ns = self.namespace(name)
+        _nft(ns, f"add table inet {_LOSS_TABLE}")
+        for chain, hook, match in (("in", "input", "iifname"), ("out", "output", "oifname")):
+            _nft(
+                ns,
+                f"add chain inet {_LOSS_TABLE} {chain} {{ type filter hook {hook} priority 0 ; }}",
+            )
+            _nft(
+                ns,
+                f'add rule inet {_LOSS_TABLE} {chain} {match} "eth0"'
+                f" numgen random mod 100 < {percent} drop",
+            )
 
     # ------------------------------------------------------------------ teardown
 
