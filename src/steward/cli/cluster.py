@@ -1,4 +1,4 @@
-"""``steward cluster start|status|stop``: a whole Steward cluster on this machine.
+"""``steward cluster start|status|stop``: a whole Steward cluster, here or across hosts.
 
 A thin layer over :class:`steward.cluster.local.LocalCluster`. ``start`` exits 1 (after printing
 the failing process and its log) when the cluster does not come up; ``status`` exits 1 when a
@@ -43,10 +43,11 @@ _workdir_option = click.option(
 
 @click.group()
 def cluster() -> None:
-    """Run a whole Steward cluster on this machine, in the background.
+    """Run a whole Steward cluster in the background: here, or across hosts over SSH.
 
     ZooKeeper (managed, unless high-availability.zookeeper.quorum is configured), JobManagers
-    and TaskManagers; state, logs and data under .steward/.
+    and TaskManagers; state, logs and data under .steward/. Masters and workers files naming
+    other hosts start those processes there over SSH (docs/operations.md).
     """
 
 
