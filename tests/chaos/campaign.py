@@ -16,6 +16,7 @@ import logging
 import re
 import secrets
 import shutil
+import signal
 import statistics
 import sys
 import tempfile
@@ -149,10 +150,17 @@ class Campaign:
         began = time.monotonic()
         crashes_seen = 0
         ticker = threading.Event()
-        while time.monotonic() - began < s.duration:
-            ticker.wait(min(10.0, max(0.0, s.duration - (time.monotonic() - began))))
-            crashes_seen = self._restart_crashed(cluster, crashes_seen)
-            self._progress(workload, nemesis)
+        try:
+            while time.monotonic() - began < s.duration:
+                ticker.wait(min(10.0, max(0.0, s.duration - (time.monotonic() - began))))
+                crashes_seen = self._restart_crashed(cluster, crashes_seen)
+                self._progress(workload, nemesis)
+        except BaseException:  # interrupted (Ctrl-C, SIGTERM): heal, then run()'s cleanup
+            self.report("interrupted: faults stop and heal; the cluster is stopped")
+            workload.stop_submitting()
+            nemesis.stop()
+            workload.stop()
+            raise
         ran = time.monotonic() - began
         self.report("duration reached: faults stop, everything is healed (quiesce)")
         workload.stop_submitting()
@@ -421,12 +429,22 @@ def main(argv: list[str] | None = None) -> int:
         network=args.network,
     )
     campaign = Campaign(settings, lambda line: print(line, flush=True))
-    summary = campaign.run()
+    signal.signal(signal.SIGTERM, _interrupted)
+    try:
+        summary = campaign.run()
+    except KeyboardInterrupt:
+        print("interrupted: every process it started is stopped, its namespaces deleted")
+        return 130
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(summary, indent=2) + "\n")
     print(json.dumps({k: v for k, v in summary.items() if k not in ("faults",)}, indent=2))
     print(f"summary written to {args.out}; violations: {len(summary['violations'])}")
     return 1 if summary["violations"] else 0
+
+
+def _interrupted(signum: int, _frame: object) -> None:
+    """SIGTERM ends a campaign as Ctrl-C does: everything it started is stopped and healed."""
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 if __name__ == "__main__":

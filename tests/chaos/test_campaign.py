@@ -7,8 +7,15 @@ injected nothing, or a workload whose jobs never ran, would fail here).
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
 
+import psutil
 import pytest
 
 from chaos.campaign import Campaign, CampaignSettings, main, parse_duration
@@ -59,3 +66,42 @@ def test_bad_arguments_are_a_clear_error_not_a_traceback(
         main(argv)
     assert exit_info.value.code == 2
     assert "error:" in capsys.readouterr().err
+
+
+def test_sigterm_stops_a_campaign_and_everything_it_started(tmp_path: Path) -> None:
+    """A campaign killed the polite way (SIGTERM, as a CI timeout or `kill` does) leaves no
+    process of its cluster running, and exits 130."""
+    workdir = tmp_path / "campaign"
+    tests = Path(__file__).resolve().parents[1]
+    environ = {**os.environ, "PYTHONPATH": f"{tests}:{os.environ.get('PYTHONPATH', '')}"}
+    argv = [sys.executable, "-m", "chaos.campaign", "--seed", "5", "--duration", "5m"]
+    argv += ["--workdir", str(workdir), "--keep-workdir", "--out", str(tmp_path / "s.json")]
+    campaign = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=environ
+    )
+    try:
+        assert campaign.stdout is not None
+        for line in campaign.stdout:  # until its faults have begun
+            if "workload and nemesis start" in line:
+                break
+        else:
+            pytest.fail(f"the campaign ended first (exit {campaign.wait()})")
+        assert _started_by(workdir), "no process of the campaign's cluster is running"
+        campaign.send_signal(signal.SIGTERM)
+        output, _ = campaign.communicate(timeout=120)
+    finally:
+        campaign.kill()
+    assert campaign.returncode == 130, output
+    assert "interrupted: every process it started is stopped" in output
+    assert _started_by(workdir) == []
+
+
+def _started_by(workdir: Path) -> list[int]:
+    """Processes whose command line names ``workdir`` (its ZooKeeper servers, JobManagers,
+    TaskManagers and their attempts)."""
+    found = []
+    for process in psutil.process_iter(["pid", "cmdline"]):
+        with contextlib.suppress(psutil.Error):
+            if any(str(workdir) in part for part in process.info["cmdline"] or ()):
+                found.append(process.info["pid"])
+    return found
