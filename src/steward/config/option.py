@@ -1,0 +1,65 @@
+"""One configuration key (:class:`Option`) and the checks several keys share.
+
+The keys themselves are :data:`steward.config.keys.OPTIONS`, in three tables by what they
+configure (keys_ha.py, keys_processes.py, and keys.py's own).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Option:
+    """One configuration key: its type converter, default, validation and documentation."""
+
+    key: str
+    parse: Callable[[object], Any]
+    default: Any
+    doc: str
+    check: Callable[[Any], str | None] = lambda _value: None
+
+    @property
+    def env_var(self) -> str:
+        return "STEWARD_" + re.sub(r"[.\-]", "_", self.key).upper()
+
+
+def positive(value: float) -> str | None:
+    return None if value > 0 else "must be greater than zero"
+
+
+MIN_ATTEMPT_LOG_SIZE = 64 * 1024
+"""Smallest attempt log cap: room for a traceback at each end (see steward.supervisor.logcap)."""
+
+
+def attempt_log_size(value: int) -> str | None:
+    if value == 0 or value >= MIN_ATTEMPT_LOG_SIZE:
+        return None
+    return "must be at least 64k (0 turns the cap off)"
+
+
+def zk_path(value: str) -> str | None:
+    if not value.startswith("/") or value.endswith("/") or "//" in value:
+        return "must be an absolute ZooKeeper path like /steward (no trailing slash)"
+    return None
+
+
+def cluster_id(value: str) -> str | None:
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}", value):
+        return "must be 1-64 letters, digits, '.', '_' or '-'"
+    return None
+
+
+def quorum(value: str) -> str | None:
+    for part in value.split(","):
+        host, _, port = part.strip().rpartition(":")
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            return f"{part.strip()!r} is not host:port (expected e.g. 127.0.0.1:2181,zk2:2181)"
+    return None
+
+
+FENCE_AFTER_SHARE = 0.6
+"""taskmanager.fence-after defaults to this share of the session timeout."""
