@@ -29,10 +29,15 @@ from steward.config import Configuration, load
 from steward.errors import LocalClusterError, StewardError
 from steward.security.credentials import ADMIN_TOKEN_FILE
 
+TLS_DIR = "tls"
+"""``.steward/tls/``: the private CA and certificate of ``cluster start --tls``."""
+
 _NOT_SENT = frozenset({"cluster.json", ADMIN_TOKEN_FILE, ".lock"})
 """Files of ``.steward/`` that stay on this machine: its own record, and the admin token (the
 other hosts' processes do not need it; the operator's commands run here)."""
-_SENT_FOLDERS = ("tls",)
+TLS_SENT = ("ca.pem", "server.pem", "server-key.pem")
+"""Of ``--tls``'s folder, what the processes read (``rest.ssl.*``); the CA's key, which would
+let its holder issue certificates, never leaves this machine."""
 
 
 class Fleet:
@@ -51,7 +56,7 @@ class Fleet:
     def prepare(self, hosts: Iterable[str], storage_dir: str) -> None:
         """Send every host the cluster's files; raise naming every host that cannot be
         reached or does not see the storage."""
-        files = self._files()
+        files = self.files_to_send()
         payload = _encode(files)
         with shared_marker(storage_dir) as marker:
             args = ["receive", *(["--shared", str(marker)] if marker else [])]
@@ -117,17 +122,18 @@ class Fleet:
 
     # ------------------------------------------------------------------ files
 
-    def _files(self) -> dict[str, bytes]:
+    def files_to_send(self) -> dict[str, bytes]:
+        """What every other host gets of `.steward/`: by path under it."""
         root = self.state_dir.root
         files = {
             path.name: path.read_bytes()
             for path in sorted(root.iterdir())
             if path.is_file() and path.name not in _NOT_SENT and not path.name.endswith(".tmp")
         }
-        for folder in _SENT_FOLDERS:
-            for path in sorted((root / folder).glob("*")):
-                if path.is_file():
-                    files[f"{folder}/{path.name}"] = path.read_bytes()
+        for name in TLS_SENT:
+            path = root / TLS_DIR / name
+            if path.is_file():
+                files[f"{TLS_DIR}/{name}"] = path.read_bytes()
         return files
 
 

@@ -27,7 +27,7 @@ from pathlib import Path
 import httpx
 
 from steward.cluster import launcher
-from steward.cluster.fleet import Fleet, fleet_for, local_entries, remote_entries
+from steward.cluster.fleet import TLS_DIR, Fleet, fleet_for, local_entries, remote_entries
 from steward.cluster.hosts import Topology, require_shared_zookeeper
 from steward.cluster.managed_zookeeper import start_managed_zookeeper
 from steward.cluster.node import NodeProcess
@@ -69,15 +69,13 @@ from steward.zookeeper.managed import ManagedEnsemble
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ClusterStatus", "LocalCluster", "StartOptions"]
+__all__ = ["TLS_DIR", "ClusterStatus", "LocalCluster", "StartOptions"]
 
 READY_TIMEOUT = 60.0
 DEFAULT_REMOTE_PORT = 8081
 """A JobManager's REST port on another host when neither its masters line nor
 ``jobmanager.port`` gives one."""
 _DOWN = NodeProcess(id="", pid=0, alive=False, log="")
-TLS_DIR = "tls"
-"""``.steward/tls/``: the private CA and certificate of ``--tls``."""
 STOP_GRACE = 10.0
 _POLL_INTERVAL = 0.2
 

@@ -232,15 +232,7 @@ def _document(done: subprocess.CompletedProcess[str]) -> Any:
 def test_a_cluster_on_six_hosts_started_over_ssh_survives_its_leaders_host_cut_off(
     site: Site,
 ) -> None:
-    quorum = site.start_zookeeper()
-    settings = [
-        "-D",
-        f"high-availability.zookeeper.quorum={quorum}",
-        "-D",
-        f"high-availability.zookeeper.session-timeout={SESSION_TIMEOUT}",
-        "-D",
-        f"cluster.ssh.options={' '.join(site.ssh_options())}",
-    ]
+    settings = _settings(site, site.start_zookeeper())
 
     # A host that cannot be reached: reported by name, nothing started anywhere.
     masters, ghostly = site.hosts_files(ghost=True)
@@ -354,6 +346,61 @@ def test_a_cluster_on_six_hosts_started_over_ssh_survives_its_leaders_host_cut_o
             not psutil.pid_exists(process["pid"])
             or psutil.Process(process["pid"]).status() == psutil.STATUS_ZOMBIE
         )
+
+
+def test_a_cluster_across_hosts_with_tls_serves_https_on_every_jobmanager_host(
+    site: Site,
+) -> None:
+    """``--tls`` across hosts: the certificate names every JobManager's host, the key and the
+    CA reach them over SSH, and a user on another host who has the CA submits over HTTPS."""
+    settings = _settings(site, site.start_zookeeper())
+    masters, workers = site.hosts_files()
+    started = site.steward(
+        "ops", *settings, "cluster", "start", "--tls", "--masters", str(masters),
+        "--workers", str(workers), "--json",
+    )  # fmt: skip
+    assert started.returncode == 0, started.stderr
+    status = _document(started)
+    addresses = sorted(p["address"] for p in status["processes"] if p["role"] == "jobmanager")
+    assert addresses == sorted(f"https://{site.addresses[h]}:{JM_PORT}" for h in ("jm1", "jm2"))
+    assert all(p["alive"] for p in status["processes"])
+    # The key went to the JobManagers' hosts private (their processes read it there).
+    key = site.workdir / ".steward" / "tls" / "server-key.pem"
+    assert key.is_file() and key.stat().st_mode & 0o077 == 0
+
+    user = site.tmp / "user-tls"
+    user.mkdir()
+    (user / "sleepy.py").write_text(PIPELINE)
+    client = [
+        "-D",
+        f"rest.address={','.join(addresses)}",
+        "-D",
+        f"rest.ssl.ca={site.workdir / '.steward' / 'tls' / 'ca.pem'}",
+        "-D",
+        f"client.token-file={site.workdir / '.steward' / 'admin.token'}",
+    ]
+    done = site.steward("user", *client, "submit", "sleepy.py", "--json", "--", "0", cwd=user)
+    assert done.returncode == 0, done.stderr
+    assert _document(done)["state"] == "FINISHED"
+    # Without the CA the same user cannot talk to it: verification is never off.
+    refused = site.steward("user", *client[:2], *client[4:], "list", cwd=user)
+    assert refused.returncode != 0
+    assert "certificate" in refused.stderr.lower()
+
+    stopped = site.steward("ops", "cluster", "stop", "--json")
+    assert stopped.returncode == 0, stopped.stderr
+    assert sorted(_document(stopped)["stopped"]) == ["jm-1", "jm-2", "tm-1", "tm-2"]
+
+
+def _settings(site: Site, quorum: str) -> list[str]:
+    return [
+        "-D",
+        f"high-availability.zookeeper.quorum={quorum}",
+        "-D",
+        f"high-availability.zookeeper.session-timeout={SESSION_TIMEOUT}",
+        "-D",
+        f"cluster.ssh.options={' '.join(site.ssh_options())}",
+    ]
 
 
 def _job_state(

@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from steward.cluster.fleet import shared_marker
+from steward.cluster.fleet import Fleet, shared_marker
 from steward.cluster.node import Node
 from steward.cluster.remote import Remote, RemoteHostError, on_each
+from steward.cluster.workdir import StateDir
 from steward.errors import LocalClusterError
 
 
@@ -90,3 +91,22 @@ def test_an_ssh_client_that_does_not_exist_is_a_clear_error(tmp_path: Path) -> N
     remote = Remote(["/nonexistent/ssh"], "python3", tmp_path)
     with pytest.raises(RemoteHostError, match="cannot run '/nonexistent/ssh'"):
         remote.node("h1", "status")
+
+
+def test_the_admin_token_and_the_cas_key_are_never_sent(tmp_path: Path) -> None:
+    root = tmp_path / ".steward"
+    (root / "tls").mkdir(parents=True)
+    for name in ("steward.toml", "internal.token", "zookeeper.digest", "admin.token"):
+        (root / name).write_text(name)
+    for name in ("ca.pem", "ca-key.pem", "server.pem", "server-key.pem"):
+        (root / "tls" / name).write_text(name)
+    (root / "cluster.json").write_text("{}")
+    fleet = Fleet(Remote(["ssh"], "python3", tmp_path), StateDir.of(tmp_path))
+    assert sorted(fleet.files_to_send()) == [
+        "internal.token",
+        "steward.toml",
+        "tls/ca.pem",
+        "tls/server-key.pem",
+        "tls/server.pem",
+        "zookeeper.digest",
+    ]
