@@ -229,7 +229,7 @@ def _document(done: subprocess.CompletedProcess[str]) -> Any:
     return json.loads(done.stdout)
 
 
-def test_a_cluster_on_six_hosts_started_over_ssh_survives_its_leaders_host_cut_off(
+def test_a_cluster_across_hosts_started_over_ssh_survives_its_leaders_host_cut_off(
     site: Site,
 ) -> None:
     settings = _settings(site, site.start_zookeeper())
