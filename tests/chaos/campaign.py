@@ -22,7 +22,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,7 +31,14 @@ from chaos.checker import Observations, Violation, check
 from chaos.cluster import ChaosCluster, StorageFreezer
 from chaos.hastate import HaState, read_state
 from chaos.hosts import Hosts
-from chaos.nemesis import INFRA_KINDS, NETWORK_KINDS, PROCESS_KINDS, Nemesis, NemesisSettings
+from chaos.nemesis import (
+    INFRA_KINDS,
+    NETWORK_KINDS,
+    PROCESS_KINDS,
+    Fault,
+    Nemesis,
+    NemesisSettings,
+)
 from chaos.truth import DeathWatcher, GroundTruth, prepare, still_running
 from chaos.workload import Workload, WorkloadSettings
 from steward.client import Client
@@ -300,6 +307,16 @@ class Campaign:
                 "attempts_restarted": len(attempts) - len({a.job for a in attempts}),
             },
             "ground_truth": _truth_figures(obs.truth),
+            "deaths_by_fault_kind": deaths_by_fault_kind(
+                obs.truth,
+                nemesis.faults,
+                canceled={
+                    j
+                    for j in obs.accepted
+                    if j in obs.results and obs.results[j].state == "CANCELED"
+                },
+                grace=self.settings.session_timeout,
+            ),
             "faults_by_kind": nemesis.counts(),
             "faults_total": len(nemesis.faults),
             "faults_not_injected": nemesis.skipped,
@@ -341,6 +358,42 @@ def _truth_figures(truth: GroundTruth) -> dict[str, Any]:
         "deaths_inexact": sum(1 for a in values if a.stop_t is None and not a.death_exact),
         "successor_gap_s": _spread(sorted(gaps)),
         "bad_lines": len(truth.bad_lines),
+    }
+
+
+def deaths_by_fault_kind(
+    truth: GroundTruth, faults: Sequence[Fault], *, canceled: set[str], grace: float
+) -> dict[str, Any]:
+    """What each kind of fault cost: the attempts that died (no stop line) while a fault of
+    that kind was on, or within ``grace`` (the session timeout) after it healed, by kind.
+
+    A death within several faults' windows counts for each of their kinds; the last attempt
+    of a job the workload canceled is the cancel's, not a fault's. What the design says costs
+    nothing (one ZooKeeper server of three stopped or frozen, a standby killed or frozen) must
+    show 0 here when its faults run alone.
+    """
+    by_kind: dict[str, int] = {}
+    outside = by_cancel = 0
+    for job in {a.job for a in truth.attempts.values()}:
+        attempts = truth.of_job(job)
+        for index, attempt in enumerate(attempts):
+            if attempt.stop_t is not None or attempt.death_t is None:
+                continue
+            if job in canceled and index == len(attempts) - 1:
+                by_cancel += 1
+                continue
+            kinds = {
+                f.kind
+                for f in faults
+                if f.start_t <= attempt.death_t <= (f.end_t or attempt.death_t) + grace
+            }
+            for kind in kinds:
+                by_kind[kind] = by_kind.get(kind, 0) + 1
+            outside += not kinds
+    return {
+        "by_kind": dict(sorted(by_kind.items())),
+        "outside_faults": outside,
+        "canceled": by_cancel,
     }
 
 

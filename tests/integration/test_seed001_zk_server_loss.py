@@ -181,7 +181,7 @@ def test_leader_keeps_its_term_when_its_zookeeper_server_freezes(
         zk3.freeze_server(server)
         # Then kazoo notices only by its read timeout (2/3 of the session timeout), and a
         # frozen ZooKeeper leader is noticed by the followers only after syncLimit ticks
-        # (5 s here) before they elect another: allow for both, then the same checks hold
+        # (3 s here) before they elect another: allow for both, then the same checks hold
         assert_term_survived(
             before,
             jm1,

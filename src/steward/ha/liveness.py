@@ -13,9 +13,15 @@ round trip that succeeded. The server answered after that instant, so the sessio
 then, and it cannot expire before that instant plus the session timeout. A round trip that
 succeeds again calls ``on_alive`` with the ``time.monotonic()`` instant it started.
 
-When it fences it also drops the connection to the silent server (:meth:`Session.drop_connection`),
-so kazoo reconnects to another server of the ensemble at once: kazoo's own detection (an
-unanswered ping, sent only after a quiet spell) never fires while the probe keeps sending.
+Before it would fence, it moves: once ``failover_after`` (half of ``fence_after``) has passed
+without an answer, it drops the connection to the silent server (:meth:`Session.drop_connection`)
+and kazoo reconnects to another server of the ensemble with the same session, so its leases
+and ephemeral nodes survive. One frozen server of three then costs a reconnect, not the
+attempts (issue 15): kazoo's own detection (an unanswered ping, sent only after a quiet spell
+of a third of the session timeout, and answered or not only after two thirds) never fires while
+the probe keeps sending, and would come after ``fence_after`` anyway. Only if no server answers
+until ``fence_after`` (no quorum, or this host cut off) does it fence, and it drops the
+connection again then.
 
 Time is measured on :mod:`steward.clock` (it counts a suspend of the host, as the servers
 do), and every wait is cut into slices of at most :data:`steward.clock.MAX_WAIT`, so a
@@ -50,18 +56,23 @@ class LivenessProbe:
         on_alive: Callable[[float], None] = lambda _started: None,
         *,
         interval: float | None = None,
+        failover_after: float | None = None,
     ) -> None:
         self._session = session
         self.fence_after = fence_after
         self.interval = interval if interval is not None else fence_after / 4
+        self.failover_after = failover_after if failover_after is not None else fence_after / 2
         self._on_fence = on_fence
         self._on_alive = on_alive
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._last_success = clock.now()
         self._silent = False
+        self._moved = False
         self.fences = 0
         """How many times this probe called ``on_fence`` (once per silence)."""
+        self.failovers = 0
+        """How many times it left a silent server for another before fencing."""
 
     @property
     def last_success(self) -> float:
@@ -85,15 +96,21 @@ class LivenessProbe:
         while not self._stop.is_set():
             started, started_monotonic = clock.now(), time.monotonic()
             deadline = self._last_success + self.fence_after
-            # Never wait past the deadline: a frozen server must be noticed on time.
-            timeout = self.interval if self._silent else min(self.interval, deadline - started)
+            # Never wait past the deadline (a frozen server must be noticed on time), nor past
+            # the moment to move to another server.
+            limit = deadline if self._moved else self._last_success + self.failover_after
+            timeout = self.interval if self._silent else min(self.interval, limit - started)
             if self._round_trip(max(0.001, timeout)):
                 self._succeeded(started, started_monotonic)
             elif clock.now() >= deadline and not self._silent:
                 self._fence(clock.now() - self._last_success)
+            elif not self._silent:
+                self._move_if_silent()
             next_probe = started + self.interval
             if not self._silent:
                 next_probe = min(next_probe, self._last_success + self.fence_after)
+                if not self._moved:
+                    next_probe = min(next_probe, self._last_success + self.failover_after)
             while not self._stop.is_set() and (left := next_probe - clock.now()) > 0:
                 self._stop.wait(clock.slice_of(left))
 
@@ -114,8 +131,21 @@ class LivenessProbe:
             return False
         return True
 
+    def _move_if_silent(self) -> None:
+        """Past ``failover_after`` without an answer: to another server, once per silence."""
+        silence = clock.now() - self._last_success
+        if self._moved or silence < self.failover_after:
+            return
+        self._moved = True
+        if self._session.drop_connection(
+            f"no answer for {silence:.1f}s (failover after {self.failover_after:g}s):"
+            " to another server, the same session"
+        ):
+            self.failovers += 1
+
     def _succeeded(self, started: float, started_monotonic: float) -> None:
         self._last_success = max(self._last_success, started)
+        self._moved = False
         if self._silent:
             self._silent = False
             log.warning("zookeeper answers again session=%s", self._session.name)

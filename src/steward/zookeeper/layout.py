@@ -34,7 +34,10 @@ SERVER_SETTINGS: dict[str, str] = {
     "minSessionTimeout": "1000",
     "maxSessionTimeout": "120000",
     "initLimit": "20",
-    "syncLimit": "10",
+    # A follower that has not heard from the leader for syncLimit ticks (3 s) drops it and
+    # the ensemble elects another: with the election, well inside a TaskManager's default
+    # fence-after (6 s), so a frozen ZooKeeper leader costs no attempt (issue 15).
+    "syncLimit": "6",
     "admin.enableServer": "false",
     "4lw.commands.whitelist": "srvr,stat,ruok,mntr,cons,conf",
     # A demo cluster may run for days: keep its snapshots and logs bounded.
