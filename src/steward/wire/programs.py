@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import ast
 import re
+import threading
 from pathlib import Path
 
 from steward.errors import JobRejectedError
@@ -91,9 +92,18 @@ def resolve(source: str, where: str, program: ProgramKind, entrypoint: str) -> P
     return program
 
 
+_PARSING = threading.Lock()
+"""One ``ast.parse`` at a time in this process. CPython 3.11 keeps the AST constructor's
+recursion depth in per-interpreter state: two threads building ASTs at once (a JobManager
+checks submissions on a thread pool), one interrupted by a finalizer that lets the other run,
+corrupt it, and the parse fails with ``SystemError: AST constructor recursion depth mismatch``
+(CPython gh-106905; found by the seed-2031 network campaign as a 500 on a submission)."""
+
+
 def parse(source: str, where: str) -> ast.Module:
     try:
-        return ast.parse(source, filename=where)
+        with _PARSING:
+            return ast.parse(source, filename=where)
     except SyntaxError as exc:
         line = f":{exc.lineno}" if exc.lineno else ""
         raise ProgramError(f"{where}{line}: {type(exc).__name__}: {exc.msg}") from None

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import io
+import sys
 import textwrap
+import threading
 import zipfile
 
 import pytest
 
 from steward.supervisor.artifacts import check_submission
 from steward.wire.jobs import JobSpec, ProgramKind
-from steward.wire.programs import ProgramError, resolve
+from steward.wire.programs import ProgramError, parse, resolve
 
 AUTO, SCRIPT, SDK = ProgramKind.AUTO, ProgramKind.SCRIPT, ProgramKind.SDK
 
@@ -116,3 +118,47 @@ def test_submission_reads_the_entry_module_of_a_zip() -> None:
 def test_submission_refuses_a_pipeline_without_main() -> None:
     with pytest.raises(ProgramError, match="defines no main"):
         check_submission("p.py", b"def helper():\n    pass\n", JobSpec(job_id="j"))
+
+
+class _Churn:
+    """Cyclic garbage whose finalizer runs Python code: a collection in the middle of an AST's
+    construction lets another thread run there."""
+
+    def __del__(self) -> None:
+        sum(range(50))
+
+
+def test_parsing_on_many_threads_at_once_never_corrupts_the_ast_constructor() -> None:
+    # CPython 3.11 (gh-106905): without the module's lock this fails in about 2 s with
+    # "SystemError: AST constructor recursion depth mismatch" (3 runs of 3 here).
+    lines = "".join(
+        f"    x{i} = [{{'a': (1, 2, [3, {{4: 5}}])}} for _ in ()]\n" for i in range(200)
+    )
+    source = "def main(ctx):\n" + lines
+    errors: list[BaseException] = []
+
+    def parse_some() -> None:
+        for _ in range(20):
+            try:
+                parse(source, "pipeline.py")
+            except BaseException as exc:  # handed to the test's thread
+                errors.append(exc)
+                return
+
+    def churn() -> None:
+        for _ in range(200_000):
+            first, second = _Churn(), _Churn()
+            first.other, second.other = second, first  # type: ignore[attr-defined]
+
+    previous = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    threads = [threading.Thread(target=churn)]
+    threads += [threading.Thread(target=parse_some) for _ in range(4)]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(previous)
+    assert errors == []
