@@ -47,6 +47,7 @@ from steward.testing.zookeeper import start_ensemble
 from support import ZK_TEST_ROOT
 
 Report = Callable[[str], None]
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -117,12 +118,15 @@ class Campaign:
             self.report(f"cluster {self.cluster_id} ready; workload and nemesis start")
             return self._campaign(cluster, ensemble.connect_string, storage, watcher, ensemble)
         finally:
-            storage.thaw()
-            watcher.stop()
-            cluster.stop()
-            ensemble.stop()
-            if hosts is not None:
-                hosts.close()
+            # Every step runs whatever an earlier one raised: one that failed (an interrupted
+            # unmount) once left a whole cluster running behind a finished campaign.
+            steps: list[Callable[[], None]] = [storage.thaw, watcher.stop, cluster.stop]
+            steps += [ensemble.stop, *([hosts.close] if hosts is not None else [])]
+            for step in steps:
+                try:
+                    step()
+                except Exception:
+                    log.exception("campaign cleanup step failed: %s", step)
             if self._owned_workdir and not s.keep_workdir:
                 shutil.rmtree(self.workdir, ignore_errors=True)
 

@@ -10,6 +10,7 @@ and telling expected deaths (the nemesis killed it) from crashes.
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import subprocess
 from collections.abc import Mapping
@@ -193,8 +194,10 @@ class StorageFreezer:
         _run(["mount", "-o", "remount,ro,bind", str(self.path)])
 
     def thaw(self) -> None:
+        """Undo :meth:`freeze`; a mount already gone (an interrupted thaw did it) is fine."""
         if self.mounted:
-            _run(["umount", "-l", str(self.path)])
+            if os.path.ismount(self.path):
+                _run(["umount", "-l", str(self.path)])
             self.mounted = False
 
 

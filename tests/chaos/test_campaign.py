@@ -81,19 +81,23 @@ def test_sigterm_stops_a_campaign_and_everything_it_started(tmp_path: Path) -> N
     )
     try:
         assert campaign.stdout is not None
-        for line in campaign.stdout:  # until its faults have begun
-            if "workload and nemesis start" in line:
+        for line in campaign.stdout:  # until a fault is on
+            if "] fault " in line and "healed" not in line:
                 break
         else:
             pytest.fail(f"the campaign ended first (exit {campaign.wait()})")
         assert _started_by(workdir), "no process of the campaign's cluster is running"
         campaign.send_signal(signal.SIGTERM)
         output, _ = campaign.communicate(timeout=120)
+        left = _started_by(workdir)
     finally:
         campaign.kill()
+        for pid in _started_by(workdir):  # never leak a cluster into the rest of the run
+            with contextlib.suppress(psutil.Error):
+                psutil.Process(pid).kill()
     assert campaign.returncode == 130, output
     assert "interrupted: every process it started is stopped" in output
-    assert _started_by(workdir) == []
+    assert left == []
 
 
 def _started_by(workdir: Path) -> list[int]:
