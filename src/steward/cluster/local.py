@@ -30,7 +30,6 @@ from steward.cluster import launcher
 from steward.cluster.fleet import TLS_DIR, Fleet, fleet_for, local_entries, remote_entries
 from steward.cluster.hosts import Topology, require_shared_zookeeper
 from steward.cluster.managed_zookeeper import start_managed_zookeeper
-from steward.cluster.node import NodeProcess
 from steward.cluster.settings import (
     CLIENT_ACL,
     CLUSTER_ID,
@@ -75,7 +74,6 @@ READY_TIMEOUT = 60.0
 DEFAULT_REMOTE_PORT = 8081
 """A JobManager's REST port on another host when neither its masters line nor
 ``jobmanager.port`` gives one."""
-_DOWN = NodeProcess(id="", pid=0, alive=False, log="")
 STOP_GRACE = 10.0
 _POLL_INTERVAL = 0.2
 
@@ -303,7 +301,8 @@ class LocalCluster:
                     "cannot tell whether the cluster's processes still run there: "
                     + "; ".join(failures.values())
                 )
-            names += [f"{e.where} (pid {e.pid})" for e in remote if found.get(e.id, _DOWN).alive]
+            running = {proc_id for proc_id, process in found.items() if process.alive}
+            names += [f"{e.where} (pid {e.pid})" for e in remote if e.id in running]
         if previous.managed_zookeeper and ManagedEnsemble(self.state_dir.zookeeper).is_running():
             names.append("ZooKeeper")
         if names:
