@@ -196,9 +196,26 @@ class StorageFreezer:
     def thaw(self) -> None:
         """Undo :meth:`freeze`; a mount already gone (an interrupted thaw did it) is fine."""
         if self.mounted:
-            if os.path.ismount(self.path):
+            if is_mount_point(self.path):
                 _run(["umount", "-l", str(self.path)])
             self.mounted = False
+
+
+def is_mount_point(path: Path) -> bool:
+    """Whether ``path`` is a mount point in this process's mount namespace.
+
+    Not ``os.path.ismount``: it compares device numbers with the parent's, and a bind mount
+    of a directory onto itself has the same device, so it would always say no (and each
+    freeze would stack a read-only mount on the last, never undone).
+    """
+    target = os.path.realpath(path)
+    with open("/proc/self/mountinfo", encoding="utf-8") as mounts:
+        for line in mounts:
+            # Field 5 is the mount point, with space, tab, newline and backslash as octal escapes.
+            point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), line.split()[4])
+            if point == target:
+                return True
+    return False
 
 
 def _run(argv: list[str]) -> None:
