@@ -23,22 +23,25 @@ import contextlib
 import enum
 import logging
 import queue
-import socket
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
 
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import KazooException, NodeExistsError
 from kazoo.handlers.threading import KazooTimeoutError
-from kazoo.protocol.serialization import Connect
 from kazoo.protocol.states import KeeperState
 from kazoo.retry import KazooRetry
 
 from steward.config import Configuration
 from steward.errors import ConfigurationError, CoordinationError, ZooKeeperUnavailableError
 from steward.ha.acl import OPEN, ZooKeeperAccess, check_readable, open_parents, protect_tree
+from steward.ha.kazoo_connection import (
+    bound_handshakes,
+    connection_thread_died,
+    peer,
+    shut_connection,
+)
 from steward.ha.kazoo_errors import translate
 from steward.ha.layout import Layout
 from steward.timing import TimingChain
@@ -225,29 +228,11 @@ class Session:
         return self._timing.granted_problem(self._granted)
 
     def _record_granted_timeouts(self) -> None:
-        # Kazoo uses the timeout of the server's ConnectResponse for its own read timeouts but
-        # keeps it nowhere; wrap the one call that returns it (connection set-up only).
-        connection: Any = getattr(self._client, "_connection", None)
-        invoke: Any = getattr(connection, "_invoke", None)
-        if invoke is None:
+        if not bound_handshakes(self._client, self.session_timeout, self._set_granted):
             log.warning("cannot read the granted session timeout session=%s", self.name)
-            return
 
-        handshake = handshake_timeout(self.session_timeout)
-
-        def recording(timeout: float, request: Any, xid: int | None = None) -> Any:
-            if isinstance(request, Connect):
-                # Kazoo waits the whole session timeout for a server's answer to its connect
-                # request. A server that is starting accepts the connection and answers
-                # nothing, and a reconnect that lands there hung for that long (with a 30 s
-                # session, longer than a 20 s fence-after: the short-suspension test's flake).
-                timeout = min(timeout, handshake)
-            result = invoke(timeout, request, xid)
-            if isinstance(request, Connect) and result[0].time_out > 0:
-                self._granted = result[0].time_out / 1000.0
-            return result
-
-        connection._invoke = recording
+    def _set_granted(self, granted: float) -> None:
+        self._granted = granted
 
     def _check_granted(self) -> None:
         """Refuse a granted timeout that breaks the timing chain; warn when it differs."""
@@ -307,25 +292,15 @@ class Session:
         requests (the probe's own round trips) never leave it. True if a connection was
         dropped.
         """
-        connection: Any = getattr(self._client, "_connection", None)
-        sock: Any = getattr(connection, "_socket", None)
-        if sock is None:
+        if not shut_connection(self._client):
             return False
-        try:
-            sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            return False  # already closed: kazoo is reconnecting anyway
         log.warning("zookeeper connection dropped session=%s reason=%s", self.name, reason)
         return True
 
     @property
     def connected_to(self) -> tuple[str, int] | None:
         """The (host, port) of the ZooKeeper server this session talks to right now."""
-        try:
-            peer: Any = self._client._connection._socket.getpeername()
-        except (AttributeError, OSError):
-            return None
-        return (str(peer[0]), int(peer[1]))
+        return peer(self._client)
 
     def add_listener(self, listener: Listener) -> None:
         with self._lock:
@@ -353,14 +328,8 @@ class Session:
 
     def _watchdog(self) -> None:
         while not self._closing.wait(WATCHDOG_INTERVAL):
-            if self._connection_thread_died():
+            if connection_thread_died(self._client):
                 self._restart_client()
-
-    def _connection_thread_died(self) -> bool:
-        connection: Any = getattr(self._client, "_connection", None)
-        stopped: Any = getattr(connection, "connection_stopped", None)
-        # Kazoo sets connection_stopped when its loop ends; only stop() sets _stopped first.
-        return bool(stopped is not None and stopped.is_set() and not self._client._stopped.is_set())
 
     def _restart_client(self) -> None:
         log.error(
@@ -394,10 +363,3 @@ class Session:
                     listener(event)
                 except Exception:
                     log.exception("connection listener failed state=%s", event)
-
-
-def handshake_timeout(session_timeout: float) -> float:
-    """How long to wait for a server's answer to a connect request: a fifth of the session
-    timeout, at least 2 s (a healthy server answers in milliseconds; a busy one in well
-    under a second)."""
-    return min(session_timeout, max(2.0, session_timeout / 5))

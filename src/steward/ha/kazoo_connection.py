@@ -1,0 +1,88 @@
+"""What Steward does to kazoo's connection beneath its public API, all in one place.
+
+Kazoo (2.11) offers no way to drop a server connection on purpose, to bound how long a
+reconnect waits for a server's answer, to read the session timeout a server granted, or to
+tell that its connection thread died. Each of those reaches one private attribute of
+``KazooClient._connection``; every such reach is here, guarded, so that a kazoo that changes
+them degrades (a warning, a no-op) instead of breaking a process. ``Session`` is the only
+caller.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+from collections.abc import Callable
+from typing import Any
+
+from kazoo.client import KazooClient
+from kazoo.protocol.serialization import Connect
+
+log = logging.getLogger(__name__)
+
+
+def handshake_timeout(session_timeout: float) -> float:
+    """How long to wait for a server's answer to a connect request: a fifth of the session
+    timeout, at least 2 s (a healthy server answers in milliseconds; a busy one in well
+    under a second)."""
+    return min(session_timeout, max(2.0, session_timeout / 5))
+
+
+def bound_handshakes(
+    client: KazooClient, session_timeout: float, on_granted: Callable[[float], None]
+) -> bool:
+    """Wrap the one call of kazoo's that sends a connect request: its wait for the answer is
+    bounded by :func:`handshake_timeout`, and ``on_granted`` hears the session timeout
+    (seconds) the server granted. False if kazoo's connection has no such call."""
+    connection: Any = getattr(client, "_connection", None)
+    invoke: Any = getattr(connection, "_invoke", None)
+    if invoke is None:
+        return False
+
+    handshake = handshake_timeout(session_timeout)
+
+    def bounded(timeout: float, request: Any, xid: int | None = None) -> Any:
+        if isinstance(request, Connect):
+            # Kazoo waits the whole session timeout for a server's answer to its connect
+            # request. A server that is starting accepts the connection and answers
+            # nothing, and a reconnect that lands there hung for that long (with a 30 s
+            # session, longer than a 20 s fence-after: the short-suspension test's flake).
+            timeout = min(timeout, handshake)
+        result = invoke(timeout, request, xid)
+        if isinstance(request, Connect) and result[0].time_out > 0:
+            on_granted(result[0].time_out / 1000.0)
+        return result
+
+    connection._invoke = bounded
+    return True
+
+
+def shut_connection(client: KazooClient) -> bool:
+    """Shut the socket of kazoo's current server connection: kazoo sees it broken and
+    reconnects. False if there was none, or it was already closed."""
+    connection: Any = getattr(client, "_connection", None)
+    sock: Any = getattr(connection, "_socket", None)
+    if sock is None:
+        return False
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        return False  # already closed: kazoo is reconnecting anyway
+    return True
+
+
+def peer(client: KazooClient) -> tuple[str, int] | None:
+    """The (address, port) of the server kazoo's socket is connected to right now."""
+    try:
+        address: Any = client._connection._socket.getpeername()
+    except (AttributeError, OSError):
+        return None
+    return (str(address[0]), int(address[1]))
+
+
+def connection_thread_died(client: KazooClient) -> bool:
+    """Whether kazoo's connection loop ended although nobody stopped the client."""
+    connection: Any = getattr(client, "_connection", None)
+    stopped: Any = getattr(connection, "connection_stopped", None)
+    # Kazoo sets connection_stopped when its loop ends; only stop() sets _stopped first.
+    return bool(stopped is not None and stopped.is_set() and not client._stopped.is_set())
