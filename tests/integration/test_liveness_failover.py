@@ -5,11 +5,14 @@ answers nothing and resets nothing, and kazoo would notice only by its own ping,
 probe's steady requests put off: the probe itself must leave the silent server, well inside
 ``fence_after``, for another server of the ensemble, with the same session (issue 15, seed
 001's complaint moved to the TaskManager). A real 3-server ensemble; the session is placed on
-a follower (a frozen leader is the campaigns' business: the ensemble must elect another).
+a follower, then on the leader: a frozen ZooKeeper leader leaves the other two refusing clients
+until they have elected another (about 3.5 s with the managed ensemble's syncLimit), and at the
+default session timeout that must still fit inside fence-after.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 
 import pytest
@@ -25,6 +28,8 @@ pytestmark = pytest.mark.zookeeper
 
 SESSION_TIMEOUT = 4.0
 FENCE_AFTER = 2.4  # the default share (0.6) of the session timeout
+DEFAULT_SESSION_TIMEOUT = 10.0  # high-availability.zookeeper.session-timeout's default
+DEFAULT_FENCE_AFTER = 6.0
 _PLACEMENT_ATTEMPTS = 30
 
 
@@ -74,3 +79,55 @@ def test_a_frozen_server_is_left_for_another_before_fencing(
         assert session.session_id == before  # the same session: its leases survive
     finally:
         probe.stop()
+
+
+def test_a_frozen_leader_is_left_and_never_tried_again_until_another_serves(
+    zk3: ManagedEnsemble, cluster_id: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Kazoo picks servers in a random order and would come back to the frozen one (2 s of
+    handshake timeout each time) while the other two, leaderless, refuse it: twice is enough
+    to fence. Here kazoo's order is fixed with the leader first, so without the avoidance
+    its first try after the drop is the frozen leader, every time."""
+    leader = next(s.server_id for s in zk3.status() if s.mode is ServerMode.LEADER)
+    ports = zk3.client_ports
+    ordered = [leader, *sorted(set(ports) - {leader})]
+    quorum = ",".join(f"127.0.0.1:{ports[server]}" for server in ordered)
+    session = Session(
+        quorum, f"/steward-tests/{cluster_id}", session_timeout=DEFAULT_SESSION_TIMEOUT
+    )
+    session.client.randomize_hosts = False
+    caplog.set_level(logging.INFO, logger="steward.ha.session")
+    caplog.set_level(logging.INFO, logger="kazoo.client")
+    session.start()
+    fenced: list[str] = []
+    probe = LivenessProbe(session, DEFAULT_FENCE_AFTER, fenced.append).start()
+    try:
+        peer = session.connected_to
+        assert peer is not None and zk3.server_for_port(peer[1]) == leader
+        before = session.session_id
+        frozen_at = clock.now()
+        zk3.freeze_server(leader)
+
+        wait_until(
+            lambda: probe.fences > 0 or probe.last_success > frozen_at + DEFAULT_FENCE_AFTER,
+            DEFAULT_FENCE_AFTER * 3,
+            message="the probe answered again after fence-after, or fenced",
+        )
+        assert fenced == []
+        assert probe.fences == 0
+        assert probe.failovers == 1
+        messages = [record.getMessage() for record in caplog.records]
+        dropped = next(i for i, m in enumerate(messages) if "connection dropped" in m)
+        tried = [m for m in messages[dropped:] if m.startswith("Connecting to")]
+        assert tried, "kazoo tried no server after the drop"
+        assert not [m for m in tried if m.endswith(f":{ports[leader]}, use_ssl: False")], tried
+        assert session.session_id == before
+        now_on = session.connected_to
+        assert now_on is not None and zk3.server_for_port(now_on[1]) != leader
+        # Connected elsewhere: every server of the quorum is allowed again.
+        assert session.avoiding is None
+        assert len(session.client.hosts) == 3
+    finally:
+        probe.stop()
+        zk3.thaw_server(leader)
+        session.close()

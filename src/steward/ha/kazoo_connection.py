@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import socket
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -86,3 +87,61 @@ def connection_thread_died(client: KazooClient) -> bool:
     stopped: Any = getattr(connection, "connection_stopped", None)
     # Kazoo sets connection_stopped when its loop ends; only stop() sets _stopped first.
     return bool(stopped is not None and stopped.is_set() and not client._stopped.is_set())
+
+
+class Avoidance:
+    """Keeps a client off one server of its ensemble until told to stop.
+
+    Through :meth:`KazooClient.set_hosts` (public): kazoo reads the host list afresh at each
+    reconnect cycle. Thread-safe; :meth:`stop` may run on kazoo's connection thread.
+    """
+
+    def __init__(self, client: KazooClient, quorum: str) -> None:
+        self._client = client
+        self._quorum = quorum
+        self._lock = threading.Lock()
+        self._server: tuple[str, int] | None = None
+
+    @property
+    def server(self) -> tuple[str, int] | None:
+        """The server avoided now, if any."""
+        return self._server
+
+    def avoid(self, server: tuple[str, int]) -> bool:
+        """Leave ``server`` out of the hosts kazoo tries; False (nothing changed) if it is not
+        one of them or no other would be left (a standalone server is never avoided)."""
+        others = _servers_but(self._client, server)
+        if others is None:
+            return False
+        with self._lock:
+            self._client.set_hosts(others)
+            self._server = server
+        return True
+
+    def stop(self) -> None:
+        """Every server of the quorum again."""
+        with self._lock:
+            if self._server is not None:
+                self._client.set_hosts(self._quorum)
+                self._server = None
+
+
+def _servers_but(client: KazooClient, server: tuple[str, int]) -> list[str] | None:
+    address, port = server
+    others = [(host, p) for host, p in client.hosts if not _resolves_to(host, p, address, port)]
+    if not others or len(others) == len(client.hosts):
+        return None
+    hosts = [f"[{host}]:{p}" if ":" in host else f"{host}:{p}" for host, p in others]
+    return [*hosts, client.chroot] if client.chroot else hosts
+
+
+def _resolves_to(host: str, port: int, address: str, wanted_port: int) -> bool:
+    if port != wanted_port:
+        return False
+    if host == address:
+        return True
+    try:
+        found = socket.getaddrinfo(host, port, 0, 0, socket.IPPROTO_TCP)
+    except OSError:
+        return False
+    return any(info[4][0] == address for info in found)

@@ -14,14 +14,17 @@ then, and it cannot expire before that instant plus the session timeout. A round
 succeeds again calls ``on_alive`` with the ``time.monotonic()`` instant it started.
 
 Before it would fence, it moves: once ``failover_after`` (half of ``fence_after``) has passed
-without an answer, it drops the connection to the silent server (:meth:`Session.drop_connection`)
-and kazoo reconnects to another server of the ensemble with the same session, so its leases
-and ephemeral nodes survive. One frozen server of three then costs a reconnect, not the
+without an answer, it drops the connection to the silent server and keeps kazoo off that
+server until it has connected to another (:meth:`Session.leave_server`): kazoo reconnects to
+another server of the ensemble with the same session, so its leases and ephemeral nodes
+survive, and never spends a handshake timeout on the silent one again meanwhile (a frozen
+ZooKeeper leader leaves the others refusing clients until they have elected another, and kazoo
+would otherwise cycle back to it). One frozen server of three then costs a reconnect, not the
 attempts (issue 15): kazoo's own detection (an unanswered ping, sent only after a quiet spell
 of a third of the session timeout, and answered or not only after two thirds) never fires while
 the probe keeps sending, and would come after ``fence_after`` anyway. Only if no server answers
 until ``fence_after`` (no quorum, or this host cut off) does it fence, and it drops the
-connection again then.
+connection again then, every server allowed again.
 
 Time is measured on :mod:`steward.clock` (it counts a suspend of the host, as the servers
 do), and every wait is cut into slices of at most :data:`steward.clock.MAX_WAIT`, so a
@@ -137,7 +140,7 @@ class LivenessProbe:
         if self._moved or silence < self.failover_after:
             return
         self._moved = True
-        if self._session.drop_connection(
+        if self._session.leave_server(
             f"no answer for {silence:.1f}s (failover after {self.failover_after:g}s):"
             " to another server, the same session"
         ):

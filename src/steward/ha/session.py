@@ -37,6 +37,7 @@ from steward.config import Configuration
 from steward.errors import ConfigurationError, CoordinationError, ZooKeeperUnavailableError
 from steward.ha.acl import OPEN, ZooKeeperAccess, check_readable, open_parents, protect_tree
 from steward.ha.kazoo_connection import (
+    Avoidance,
     bound_handshakes,
     connection_thread_died,
     peer,
@@ -98,7 +99,7 @@ class Session:
             hosts=quorum,
             timeout=session_timeout,
             connection_retry=KazooRetry(
-                max_tries=-1, delay=0.05, max_delay=1.0, ignore_expire=False
+                max_tries=-1, delay=0.05, max_delay=0.5, ignore_expire=False
             ),
             **access.kazoo_options(),
         )
@@ -113,6 +114,7 @@ class Session:
         """How many times the watchdog restarted a client whose connection thread died."""
         self._timing = timing
         self._granted: float | None = None
+        self._avoidance = Avoidance(self._client, quorum)
         self._started = False
         self._record_granted_timeouts()
 
@@ -292,6 +294,34 @@ class Session:
         requests (the probe's own round trips) never leave it. True if a connection was
         dropped.
         """
+        self._avoidance.stop()
+        return self._shut(reason)
+
+    def leave_server(self, reason: str) -> bool:
+        """:meth:`drop_connection`, and keep kazoo off the server it leaves until it has
+        connected to another (or :meth:`drop_connection` is called again).
+
+        Kazoo would try every server of the ensemble in a random order, the silent one
+        included: a frozen server accepts the connection and answers nothing, so landing on
+        it again costs a whole handshake timeout (2 s at the default session timeout), and a
+        frozen ZooKeeper leader leaves the others unable to serve until they have elected
+        another, so the silent one may come up more than once. Never with a single server.
+        """
+        server = peer(self._client)
+        # Before the drop: kazoo reads its host list as soon as its connection breaks.
+        avoided = server is not None and self._avoidance.avoid(server)
+        if not self._shut(reason):
+            self._avoidance.stop()
+            return False
+        if avoided and server is not None:
+            log.info(
+                "zookeeper server avoided until reconnected session=%s server=%s:%d",
+                self.name,
+                *server,
+            )
+        return True
+
+    def _shut(self, reason: str) -> bool:
         if not shut_connection(self._client):
             return False
         log.warning("zookeeper connection dropped session=%s reason=%s", self.name, reason)
@@ -301,6 +331,11 @@ class Session:
     def connected_to(self) -> tuple[str, int] | None:
         """The (host, port) of the ZooKeeper server this session talks to right now."""
         return peer(self._client)
+
+    @property
+    def avoiding(self) -> tuple[str, int] | None:
+        """The server :meth:`leave_server` keeps this session off, if any."""
+        return self._avoidance.server
 
     def add_listener(self, listener: Listener) -> None:
         with self._lock:
@@ -314,6 +349,8 @@ class Session:
     def _on_kazoo_state(self, state: str) -> bool:
         # Runs on kazoo's connection thread: translate and hand off, never block here.
         previous, self._kazoo_state = self._kazoo_state, state
+        if state == KazooState.CONNECTED:
+            self._avoidance.stop()
         if state == KazooState.SUSPENDED:
             event = ConnectionState.SUSPENDED
         elif state == KazooState.LOST:
