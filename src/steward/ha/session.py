@@ -9,7 +9,7 @@ After connecting it reads the session timeout the server *granted* (a server's
 ``minSessionTimeout`` and ``maxSessionTimeout`` bound what a client asks for) and, given the
 configuration's :class:`~steward.timing.TimingChain`, refuses to start when the granted
 timeout breaks the chain (docs/architecture.md, "Timing chain"); a granted timeout that only
-differs from the configured one is logged as a warning.
+differs from the configured one is logged as a warning (:mod:`steward.ha.granted`).
 
 Who may read and change the state is :mod:`steward.ha.acl`'s business: the session
 authenticates with the cluster's digest credential and creates every znode under the cluster's
@@ -36,6 +36,7 @@ from kazoo.retry import KazooRetry
 from steward.config import Configuration
 from steward.errors import ConfigurationError, CoordinationError, ZooKeeperUnavailableError
 from steward.ha.acl import OPEN, ZooKeeperAccess, check_readable, open_parents, protect_tree
+from steward.ha.granted import GrantedTimeout
 from steward.ha.kazoo_connection import (
     Avoidance,
     bound_handshakes,
@@ -112,11 +113,11 @@ class Session:
         self._closing = threading.Event()
         self.restarts = 0
         """How many times the watchdog restarted a client whose connection thread died."""
-        self._timing = timing
-        self._granted: float | None = None
+        self._granted = GrantedTimeout(name, session_timeout, timing)
         self._avoidance = Avoidance(self._client, quorum)
         self._started = False
-        self._record_granted_timeouts()
+        if not bound_handshakes(self._client, session_timeout, self._granted.record):
+            log.warning("cannot read the granted session timeout session=%s", self.name)
 
     @classmethod
     def from_config(cls, config: Configuration, name: str = "steward") -> Session:
@@ -150,7 +151,7 @@ class Session:
                 f" {self.connection_timeout:g}s; is it running? (steward zookeeper status)"
             ) from exc
         try:
-            self._check_granted()
+            self._granted.check()
         except ConfigurationError:
             self.close()
             raise
@@ -221,48 +222,11 @@ class Session:
     @property
     def granted_session_timeout(self) -> float | None:
         """The session timeout (seconds) the server granted at the last connect; None before."""
-        return self._granted
+        return self._granted.value
 
     def granted_problem(self) -> str | None:
         """Why the granted session timeout breaks the timing chain; None if it does not."""
-        if self._granted is None or self._timing is None:
-            return None
-        return self._timing.granted_problem(self._granted)
-
-    def _record_granted_timeouts(self) -> None:
-        if not bound_handshakes(self._client, self.session_timeout, self._set_granted):
-            log.warning("cannot read the granted session timeout session=%s", self.name)
-
-    def _set_granted(self, granted: float) -> None:
-        self._granted = granted
-
-    def _check_granted(self) -> None:
-        """Refuse a granted timeout that breaks the timing chain; warn when it differs."""
-        granted = self._granted
-        if granted is None:
-            return
-        problem = self._timing.granted_problem(granted) if self._timing else None
-        if problem:
-            log.error("zookeeper session too short session=%s: %s", self.name, problem)
-            raise ConfigurationError(problem, key="high-availability.zookeeper.session-timeout")
-        if abs(granted - self.session_timeout) > 0.0005:
-            log.warning(
-                "zookeeper granted another session timeout session=%s granted=%gs"
-                " configured=%gs (high-availability.zookeeper.session-timeout; the servers'"
-                " minSessionTimeout/maxSessionTimeout bound it); the timing chain still holds",
-                self.name,
-                granted,
-                self.session_timeout,
-            )
-
-    def _recheck_granted(self) -> None:
-        # A new session after LOST, perhaps from another server: a running process cannot
-        # refuse to start any more, so it says so as loudly as it can.
-        try:
-            self._check_granted()
-        except ConfigurationError as exc:
-            log.error("the new zookeeper session breaks the timing chain session=%s", self.name)
-            log.debug("timing chain problem: %s", exc)
+        return self._granted.problem()
 
     # ------------------------------------------------------------------ state
 
@@ -392,7 +356,7 @@ class Session:
         while (event := self._events.get()) is not None:
             log.info("zookeeper connection state=%s session=%s", event, self.name)
             if event is ConnectionState.CONNECTED and self._started:
-                self._recheck_granted()
+                self._granted.recheck()
             with self._lock:
                 listeners = list(self._listeners)
             for listener in listeners:
