@@ -3,7 +3,7 @@ hooks) from ever running at once, and the checks that they are in the right orde
 
 docs/architecture.md ("Timing chain") states each bound and why it holds. In short, with T
 the session timeout ZooKeeper *granted*, F ``taskmanager.fence-after``, D
-``taskmanager.deadman-timeout``, P = F/4 the liveness probe's period, G
+``taskmanager.deadman-timeout``, P = F/8 the liveness probe's period, G
 ``jobmanager.replacement-grace``, Fj ``jobmanager.fence-after`` and M a margin of
 :data:`MARGIN_SHARE` of T for the kills themselves and scheduling:
 
@@ -11,7 +11,7 @@ the session timeout ZooKeeper *granted*, F ``taskmanager.fence-after``, D
 - ``max(F, D + P) + M <= T + G``: a TaskManager cut off from ZooKeeper (F) or frozen (D, plus
   up to one probe period since its last round trip) has killed its attempts before its leases
   expire and the replacement grace ends, which is when a replacement may start;
-- ``max(Fj, D + Fj/4) + M <= T``: a leader cut off (Fj) or frozen (D) has killed its
+- ``max(Fj, D + Fj/8) + M <= T``: a leader cut off (Fj) or frozen (D) has killed its
   initialize hooks before its session, and with it its latch, expires, which is when the next
   leader may be granted and run the same hooks (there is no grace before those);
 - ``F < T``, as before: fence-after is counted from the last round trip, never past the lease.
@@ -26,8 +26,13 @@ from dataclasses import dataclass
 
 MARGIN_SHARE = 0.1
 """Share of the session timeout left for SIGKILLs to land and threads to be scheduled."""
-PROBE_ROUNDS = 4
-"""Liveness-probe round trips per fence-after (the probe's period is fence-after / this)."""
+PROBE_ROUNDS = 8
+"""Liveness-probe round trips per fence-after (the probe's period is fence-after / this).
+
+Eight, not four: when a ZooKeeper leader freezes, the probe's last answer may be up to one
+period old, and the other servers need about 3.5 s (the managed ensemble's syncLimit, then an
+election) before a reconnect can succeed. At the default fence-after (6 s) a period of 1.5 s
+left as little as 0.7 s of margin; 0.75 s leaves about 1.4 s (docs/reliability.md, seed 2032)."""
 
 
 def _s(seconds: float) -> str:

@@ -48,11 +48,11 @@ def test_a_deadman_timeout_longer_than_fence_after_is_refused() -> None:
 
 
 def test_a_fence_after_that_leaves_no_room_for_the_probe_and_the_kill_is_refused() -> None:
-    # 9 s < 10 s passed the old check; but a frozen TaskManager's runner may live 9 s + 2.25 s
+    # 9 s < 10 s passed the old check; but a frozen TaskManager's runner may live 9 s + 1.125 s
     with pytest.raises(ConfigurationError) as raised:
         load(environ={}, overrides={"taskmanager.fence-after": "9s"})
     assert raised.value.key == "taskmanager.fence-after"
-    assert "11.25s" in str(raised.value) and "jobmanager.replacement-grace" in str(raised.value)
+    assert "10.125s" in str(raised.value) and "jobmanager.replacement-grace" in str(raised.value)
 
 
 def test_a_fence_after_not_shorter_than_the_session_is_still_refused() -> None:
@@ -73,12 +73,13 @@ def test_a_jobmanager_fence_after_too_close_to_the_session_is_refused() -> None:
 def test_the_replacement_grace_counts_for_attempts_but_not_for_hooks() -> None:
     chain = TimingChain(
         session_timeout=10.0,
-        fence_after=8.0,
-        deadman_timeout=8.0,
+        fence_after=8.5,
+        deadman_timeout=8.5,
         jobmanager_fence_after=6.0,
         replacement_grace=1.0,
     )
-    # attempts: max(8, 8 + 2) + 1 = 11 <= 10 + 1; hooks: max(6, 8 + 1.5) + 1 = 10.5 > 10
+    # attempts: max(8.5, 8.5 + 1.0625) + 1 = 10.5625 <= 10 + 1; hooks: max(6, 8.5 + 0.75) + 1
+    # = 10.25 > 10
     assert [key for key, _ in chain.problems()] == ["jobmanager.fence-after"]
     assert chain.problems(session_timeout=12.0) == []
 

@@ -7,10 +7,11 @@ counted from then would end after the session has expired on the servers, and a 
 could already be starting replacements (or running initialize hooks) while we still run ours.
 
 This module closes that gap (rule 4; docs/architecture.md, "Timing chain"): a thread
-makes a cheap round trip (``exists(<cluster root>)``) every ``fence_after / 4`` and calls
-``on_fence`` as soon as ``fence_after`` seconds have passed since the *start* of the last
-round trip that succeeded. The server answered after that instant, so the session was alive
-then, and it cannot expire before that instant plus the session timeout. A round trip that
+makes a cheap round trip (``exists(<cluster root>)``) every ``fence_after / 8``
+(:data:`~steward.timing.PROBE_ROUNDS`) and calls ``on_fence`` as soon as ``fence_after``
+seconds have passed since the *start* of the last round trip that succeeded. The server
+answered after that instant, so the session was alive then, and it cannot expire before that
+instant plus the session timeout. A round trip that
 succeeds again calls ``on_alive`` with the ``time.monotonic()`` instant it started.
 
 Before it would fence, it moves: once ``failover_after`` (half of ``fence_after``) has passed
@@ -44,6 +45,7 @@ from kazoo.handlers.threading import KazooTimeoutError
 
 from steward import clock
 from steward.ha.session import Session
+from steward.timing import PROBE_ROUNDS
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +65,7 @@ class LivenessProbe:
     ) -> None:
         self._session = session
         self.fence_after = fence_after
-        self.interval = interval if interval is not None else fence_after / 4
+        self.interval = interval if interval is not None else fence_after / PROBE_ROUNDS
         self.failover_after = failover_after if failover_after is not None else fence_after / 2
         self._on_fence = on_fence
         self._on_alive = on_alive
