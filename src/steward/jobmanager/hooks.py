@@ -35,7 +35,8 @@ from steward.config import Configuration
 from steward.errors import StewardError
 from steward.store.blob import BlobRef, BlobStore
 from steward.supervisor.artifacts import materialize, may_define_initialize
-from steward.supervisor.runner_process import RunnerProcess, run_to_completion
+from steward.supervisor.completion import run_to_completion
+from steward.supervisor.runner_process import RunnerProcess
 from steward.wire.jobs import JobGraph, JobGraphPointer
 from steward.wire.records import ErrorInfo
 from steward.wire.runner import FailedEvent, FinishedEvent, LaunchDocument, RunMode

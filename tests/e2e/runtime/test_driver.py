@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 from runner_harness import alive, launch_document
 
-from steward.supervisor.runner_process import RunnerProcess, run_to_completion
+from steward.supervisor.completion import run_to_completion
+from steward.supervisor.runner_process import RunnerProcess
 from steward.wire.runner import (
     FailedEvent,
     FinishedEvent,
