@@ -31,7 +31,8 @@ from steward.wire.heartbeat import Ack, AttemptReport, OutcomeRecord
 from steward.wire.records import ErrorInfo
 from steward.wire.states import AttemptPhase
 
-from ..jobmaster import JobMaster, Late, Terminal
+from ..jobmaster import JobMaster
+from ..jobmaster_values import Late, Terminal
 from .commands import send_cancel
 from .records import Records
 from .table import JobTable

@@ -18,7 +18,8 @@ from steward.errors import FencedError, StewardError
 from steward.wire.heartbeat import StartAttempt
 from steward.wire.runner import completed_stages_of
 
-from ..jobmaster import Deployment, JobMaster
+from ..jobmaster import JobMaster
+from ..jobmaster_values import Deployment
 from .membership import Membership
 from .records import Records
 from .stores import LeaderStores, checkpoint_dir

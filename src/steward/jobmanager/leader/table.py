@@ -12,7 +12,8 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
-from ..jobmaster import JobMaster, Terminal
+from ..jobmaster import JobMaster
+from ..jobmaster_values import Terminal
 from ..resources import ResourceManager
 
 
