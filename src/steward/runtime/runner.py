@@ -16,7 +16,8 @@ Started by a TaskManager as ``python -m steward.runtime.runner --events-fd N``; 
    (:mod:`~steward.runtime.connect`); export the attempt's Spark settings for any session
    the code builds (:mod:`~steward.runtime.session_settings`); then run the script as
    ``__main__`` (:mod:`~steward.runtime.script`) or call ``main(ctx)`` or, in initialize
-   mode, the optional ``initialize(ctx)``, with SIGTERM raising :class:`AttemptCancelled`;
+   mode, the optional ``initialize(ctx)``, with SIGTERM raising :class:`AttemptCancelled`
+   (all of step 4: :mod:`~steward.runtime.user_code`);
 5. check the return value (JSON, at most 1 MiB), wait for Spark's pending micro-batch
    reports, and write exactly one final event, ``finished`` or ``failed``;
 6. stop the SparkSession, SIGKILL whatever else is left of the process group, and exit
@@ -44,19 +45,13 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
-from types import FrameType, ModuleType
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, NoReturn
 
 from steward import logformat
 from steward.errors import CorruptStateError
-from steward.runtime import connect, dependencies, script, session_settings
 from steward.runtime.app_watch import SparkAppWatcher
-from steward.runtime.artifact import entry_file, load_pipeline
 from steward.runtime.channel import EventChannel
-from steward.runtime.context import JobContext
 from steward.runtime.deadman import (
     DeadmanSwitch,
     LaunchLineCollector,
@@ -65,9 +60,8 @@ from steward.runtime.deadman import (
     kill_leftovers,
     read_launch_line,
 )
-from steward.runtime.outcomes import describe_error, result_value
-from steward.wire.jobs import ProgramKind
-from steward.wire.programs import ProgramError
+from steward.runtime.outcomes import describe_error
+from steward.runtime.user_code import run_code
 from steward.wire.records import ErrorInfo
 from steward.wire.redaction import Redactor, redact_error
 from steward.wire.runner import (
@@ -75,15 +69,12 @@ from steward.wire.runner import (
     EXIT_FAILED,
     EXIT_FINISHED,
     EXIT_USAGE,
-    ArtifactError,
-    AttemptCancelled,
     FailedEvent,
     FinalEvent,
     FinishedEvent,
     LaunchDocument,
     LaunchError,
     ReadyEvent,
-    RunMode,
     RunnerError,
     StartedEvent,
     WarmupError,
@@ -95,9 +86,6 @@ if TYPE_CHECKING:
 
 # Named explicitly: run with -m, __name__ is "__main__".
 log = logging.getLogger("steward.runtime.runner")
-
-CONNECT_FENCE_TIMEOUT = 60.0
-"""Seconds to stop an earlier attempt's Spark Connect operations before this one starts."""
 
 
 def main(argv: Sequence[str] | None = None) -> NoReturn:
@@ -221,7 +209,7 @@ def _run_launched(
     )
     channel.emit(StartedEvent(pid=os.getpid(), pgid=os.getpgrp()))
     watcher = SparkAppWatcher(channel).start()
-    outcome, context = _run_hook(launch, channel, warm_session)
+    outcome, context = run_code(launch, channel, warm_session)
     watcher.stop()
     if os.getpid() != channel.owner_pid:
         # The child of a pipeline's os.fork() returned from the hook: it must neither report
@@ -277,93 +265,6 @@ def _parse_launch(line: bytes) -> LaunchDocument:
         return LaunchDocument.from_json(line)
     except CorruptStateError as exc:
         raise LaunchError(f"bad launch document: {exc}") from exc
-
-
-def _run_hook(
-    launch: LaunchDocument, channel: EventChannel, warm_session: SparkSession | None = None
-) -> tuple[FinalEvent, JobContext | None]:
-    context: JobContext | None = None
-    try:
-        with _sigterm_cancels():
-            # The job's py-files are on sys.path before its code is imported: a pipeline
-            # imports them at its top, as a spark-submit application does.
-            settings = dependencies.prepare(launch)
-            try:
-                loaded = _load_program(launch)
-            except (ArtifactError, ProgramError, SyntaxError) as exc:
-                # The code cannot change between attempts: no restart can fix this.
-                error = describe_error(exc).model_copy(update={"permanent": True})
-                return FailedEvent(error=error), None
-            conf = session_settings.settings(launch, settings)
-            remote = _fence_earlier_connect_attempts(launch)
-            session_settings.export(conf, Path.cwd() / session_settings.CONF_FOLDER, remote=remote)
-            context = JobContext(
-                launch,
-                channel,
-                modules=loaded.modules,
-                warm_session=warm_session,
-                spark_settings=conf,
-            )
-            if warm_session is not None and loaded.kind is ProgramKind.SCRIPT:
-                context.spark  # noqa: B018  (adopted now: the script's getOrCreate returns it)
-            value = None if loaded.call is None else loaded.call(context)
-            result = result_value(value, loaded.what)
-            context.flush()
-        return FinishedEvent(value=result), context
-    except BaseException as exc:
-        return FailedEvent(error=describe_error(exc)), context
-
-
-def _fence_earlier_connect_attempts(launch: LaunchDocument) -> str | None:
-    """On Spark Connect: stop what earlier attempts left running on the server, before any
-    user code runs; return this attempt's own session URL (None for other masters)."""
-    if not connect.is_connect(launch.spark_master):
-        return None
-    scope = launch.checkpoint_dir  # one job incarnation, the same for all its attempts
-    connect.interrupt_earlier_attempts(
-        launch.spark_master, launch.job_id, launch.attempt, CONNECT_FENCE_TIMEOUT, scope=scope
-    )
-    return connect.remote_url(launch.spark_master, launch.job_id, launch.attempt, scope=scope)
-
-
-@dataclass(frozen=True)
-class _Loaded:
-    """What an attempt runs: a script, or a pipeline's hook (None: nothing to do)."""
-
-    kind: ProgramKind
-    call: Callable[[JobContext], object] | None
-    what: str
-    modules: list[ModuleType] = field(default_factory=list)
-
-
-def _load_program(launch: LaunchDocument) -> _Loaded:
-    """Load the job's code without running it (a script is compiled, a pipeline imported)."""
-    spec = launch.spec
-    # Submission resolves the kind; "auto" is a job graph from before scripts existed: then
-    # every job was a pipeline.
-    kind = spec.program
-    if kind is ProgramKind.SCRIPT:
-        if launch.mode is RunMode.INITIALIZE:
-            return _Loaded(kind, None, "initialize")  # a script has no initialize hook
-        file = entry_file(launch.artifact_path, spec.entrypoint)
-        code = script.load(file)
-        argv = [file.name, *spec.args]
-        return _Loaded(kind, lambda _ctx: script.run(file, argv, code), "the script")
-    pipeline = load_pipeline(launch.artifact_path, spec.entrypoint)
-    what = spec.entrypoint if launch.mode is RunMode.MAIN else "initialize"
-    return _Loaded(kind, pipeline.hook(launch.mode), what, [pipeline.module])
-
-
-@contextlib.contextmanager
-def _sigterm_cancels() -> Iterator[None]:
-    def cancel(signum: int, frame: FrameType | None) -> None:
-        raise AttemptCancelled("the attempt was cancelled (SIGTERM)")
-
-    previous = signal.signal(signal.SIGTERM, cancel)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
