@@ -29,13 +29,17 @@ import httpx
 from pydantic import BaseModel, ValidationError
 
 from steward.client import job_files, packaging, waiting
-from steward.client.discovery import discover_addresses, normalize_address
+from steward.client.discovery import (
+    discover_addresses,
+    local_cluster_only,
+    normalize_address,
+    rediscovery,
+)
 from steward.client.failover import (
     DEFAULT_BACKOFF,
     DEFAULT_REQUEST_TIMEOUTS,
     Backoff,
     Failover,
-    Rediscover,
     RequestTimeouts,
     error_body,
 )
@@ -48,12 +52,10 @@ from steward.client.responses import (
     job_path,
     latest_attempt,
 )
-from steward.cluster.workdir import StateDir, load_state
 from steward.config import Configuration, load
 from steward.errors import (
     ApiError,
     JobRejectedError,
-    StewardError,
 )
 from steward.security.credentials import find_token
 from steward.tls.contexts import client_tls
@@ -111,7 +113,7 @@ class Client:
         if addresses is None:
             config = config if config is not None else load()
             addresses = discover_addresses(config, workdir)
-            rediscover = _rediscovery(config, workdir)
+            rediscover = rediscovery(config, workdir)
         urls = [normalize_address(address) for address in addresses]
         if config is None and any(url.startswith("https://") for url in urls):
             config = load()  # rest.ssl.ca: of ./steward.toml, or of the local cluster here
@@ -127,7 +129,7 @@ class Client:
                 token,
                 token_file=config.settings.client.token_file if config is not None else "",
                 workdir=workdir,
-                local_cluster=_local_cluster_only(urls, workdir),
+                local_cluster=local_cluster_only(urls, workdir),
             ),
         )
 
@@ -152,7 +154,7 @@ class Client:
             token=token,
             workdir=workdir,
         )
-        client._failover.rediscover = _rediscovery(config, workdir)
+        client._failover.rediscover = rediscovery(config, workdir)
         return client
 
     @property
@@ -405,23 +407,3 @@ class Client:
         if response.is_success:
             return response
         raise api_error(response, error_body(response), job_id)
-
-
-def _local_cluster_only(urls: Sequence[str], workdir: Path) -> bool:
-    """Every address is a JobManager of the local cluster of ``workdir`` (whose admin token
-    the client may then send)."""
-    try:
-        state = load_state(StateDir.of(workdir))
-    except StewardError:
-        return False
-    if state is None:
-        return False
-    local = {normalize_address(address) for address in state.jobmanager_addresses}
-    return bool(urls) and set(urls) <= local
-
-
-def _rediscovery(config: Configuration, workdir: Path) -> Rediscover:
-    def rediscover(timeout: float) -> list[str]:
-        return discover_addresses(config, workdir, zookeeper_timeout=timeout)
-
-    return rediscover

@@ -17,6 +17,7 @@ Any JobManager answers REST, so every address is useful, the leader's merely fir
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import httpx
@@ -24,7 +25,12 @@ import httpx
 from steward.cluster.launcher import live_process
 from steward.cluster.workdir import ClusterState, Role, StateDir, load_state
 from steward.config import Configuration
-from steward.errors import ClusterUnreachableError, ConfigurationError, CoordinationError
+from steward.errors import (
+    ClusterUnreachableError,
+    ConfigurationError,
+    CoordinationError,
+    StewardError,
+)
 from steward.ha.acl import ZooKeeperAccess
 from steward.ha.directory import read_directory
 
@@ -107,3 +113,26 @@ def _from_zookeeper(config: Configuration, timeout: float) -> list[str]:
         )
     log.debug("found jobmanagers addresses=%s", directory.addresses)
     return [normalize_address(address) for address in directory.addresses]
+
+
+def local_cluster_only(urls: Sequence[str], workdir: Path) -> bool:
+    """Every address is a JobManager of the local cluster of ``workdir`` (whose admin token
+    the client may then send)."""
+    try:
+        state = load_state(StateDir.of(workdir))
+    except StewardError:
+        return False
+    if state is None:
+        return False
+    local = {normalize_address(address) for address in state.jobmanager_addresses}
+    return bool(urls) and set(urls) <= local
+
+
+def rediscovery(config: Configuration, workdir: Path) -> Callable[[float], list[str]]:
+    """How a client finds the JobManagers again when none of its addresses answers (a new
+    leader elsewhere): the same discovery, with ZooKeeper asked within the given timeout."""
+
+    def rediscover(timeout: float) -> list[str]:
+        return discover_addresses(config, workdir, zookeeper_timeout=timeout)
+
+    return rediscover
