@@ -10,6 +10,7 @@ invariant was violated, 2 on bad arguments.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import logging
@@ -18,6 +19,7 @@ import secrets
 import shutil
 import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -110,6 +112,10 @@ class Campaign:
         storage = StorageFreezer(self.workdir / "storage")
         watcher = DeathWatcher(self.truth_dir)
         try:
+            if "storage_readonly" in s.kinds:
+                # Before any member starts: its mount namespace must see later mounts here.
+                with contextlib.suppress(OSError, subprocess.CalledProcessError):
+                    storage.prepare()  # the nemesis says why not, if it cannot
             for index in range(s.jobmanagers):
                 cluster.start_jobmanager(f"jm-{index + 1}")
             for index in range(s.taskmanagers):
@@ -121,7 +127,8 @@ class Campaign:
             # Every step runs whatever an earlier one raised: one that failed (an interrupted
             # unmount) once left a whole cluster running behind a finished campaign.
             steps: list[Callable[[], None]] = [storage.thaw, watcher.stop, cluster.stop]
-            steps += [ensemble.stop, *([hosts.close] if hosts is not None else [])]
+            steps += [storage.release, ensemble.stop]
+            steps += [hosts.close] if hosts is not None else []
             for step in steps:
                 try:
                     step()

@@ -171,15 +171,36 @@ class StorageFreezer:
     """Makes the storage directory read-only with a read-only bind mount over itself.
 
     chmod would not stop root; a bind mount does (EROFS for every writer).
+
+    With ``--network`` every member runs under ``ip netns exec``, which gives it a mount
+    namespace of its own (a copy of this one, a slave of its shared mounts): a mount made here
+    reaches it only by propagation from a shared mount, and a remount's read-only flag never
+    propagates. So :meth:`prepare` makes the directory a shared mount of its own before any
+    member starts, and :meth:`freeze` makes the read-only mount on a private staging point
+    first and binds that over the directory: it propagates read-only, and its unmount too.
+    (The first version bound the directory over itself and remounted it read-only here
+    alone: members on hosts of their own never saw the fault, and one started during it kept
+    a read-only copy for good.)
     """
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self._stage = path.parent / f".{path.name}-readonly"
+        self.prepared = False
         self.mounted = False
 
+    def prepare(self) -> None:
+        """Make the directory a shared mount of its own; before any member starts."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        if mounts_at(self.path) == 0:
+            _run(["mount", "--bind", str(self.path), str(self.path)])
+        self.prepared = True
+        _run(["mount", "--make-shared", str(self.path)])
+
     def available(self) -> str | None:
-        """None if the mount works here, else why not."""
+        """None if the mounts work here (and the directory is prepared), else why not."""
         try:
+            self.prepare()
             self.freeze()
         except (OSError, subprocess.CalledProcessError) as exc:
             return f"read-only bind mount failed: {exc}"
@@ -188,34 +209,52 @@ class StorageFreezer:
         return None
 
     def freeze(self) -> None:
-        self.path.mkdir(parents=True, exist_ok=True)
-        _run(["mount", "--bind", str(self.path), str(self.path)])
-        self.mounted = True
-        _run(["mount", "-o", "remount,ro,bind", str(self.path)])
+        if self.mounted:
+            return
+        if not self.prepared:
+            self.prepare()
+        self._stage.mkdir(exist_ok=True)
+        _run(["mount", "--bind", str(self.path), str(self._stage)])
+        try:
+            _run(["mount", "--make-private", str(self._stage)])
+            _run(["mount", "-o", "remount,ro,bind", str(self._stage)])
+            self.mounted = True
+            _run(["mount", "--bind", str(self._stage), str(self.path)])
+        finally:
+            _run(["umount", str(self._stage)])
 
     def thaw(self) -> None:
         """Undo :meth:`freeze`; a mount already gone (an interrupted thaw did it) is fine."""
         if self.mounted:
-            if is_mount_point(self.path):
-                _run(["umount", "-l", str(self.path)])
+            if mounts_at(self.path) > (1 if self.prepared else 0):
+                _run(["umount", str(self.path)])
             self.mounted = False
 
+    def release(self) -> None:
+        """:meth:`thaw`, and take the shared mount away too (the campaign is over)."""
+        try:
+            self.thaw()
+        finally:
+            while self.prepared and mounts_at(self.path) > 0:
+                _run(["umount", "-l", str(self.path)])
+            self.prepared = False
 
-def is_mount_point(path: Path) -> bool:
-    """Whether ``path`` is a mount point in this process's mount namespace.
+
+def mounts_at(path: Path) -> int:
+    """How many mounts are stacked on ``path`` in this process's mount namespace.
 
     Not ``os.path.ismount``: it compares device numbers with the parent's, and a bind mount
     of a directory onto itself has the same device, so it would always say no (and each
     freeze would stack a read-only mount on the last, never undone).
     """
     target = os.path.realpath(path)
+    count = 0
     with open("/proc/self/mountinfo", encoding="utf-8") as mounts:
         for line in mounts:
             # Field 5 is the mount point, with space, tab, newline and backslash as octal escapes.
             point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), line.split()[4])
-            if point == target:
-                return True
-    return False
+            count += point == target
+    return count
 
 
 def _run(argv: list[str]) -> None:
