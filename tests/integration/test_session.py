@@ -183,6 +183,9 @@ def test_server_stop_suspends_and_restart_within_timeout_reconnects_same_session
         wait_until(lambda: log.heard(ConnectionState.SUSPENDED), 10, message="SUSPENDED heard")
         assert session.state == ConnectionState.SUSPENDED
         assert not session.connected
+        # and it is still the same session: an ownership check made now ("is this lease
+        # ours?") must say yes (bug 8: it said no, and a lease stayed held for good)
+        assert session.session_id == session_id
         # When the server comes back within the session timeout
         restart_server(stoppable_zookeeper, 1)
         # Then the same session is RECONNECTED and its ephemeral node survived

@@ -81,6 +81,21 @@ def peer(client: KazooClient) -> tuple[str, int] | None:
     return (str(address[0]), int(address[1]))
 
 
+def session_id(client: KazooClient) -> int | None:
+    """The id of the client's session, also while it reconnects; None once it expired.
+
+    Not ``client.client_id``: that is None whenever the connection is down, although the
+    session (and every ephemeral node it owns) may well be alive. An ownership check made
+    then ("is this lease ours?") would say no, and a TaskManager that fenced itself left its
+    own lease held until its process ended (docs/reliability.md, bug 8).
+    """
+    value: Any = getattr(client, "_session_id", None)
+    if value is None and not hasattr(client, "_session_id"):
+        found = client.client_id  # a kazoo without the attribute: the public, narrower view
+        value = found[0] if found else None
+    return int(value) if value else None
+
+
 def connection_thread_died(client: KazooClient) -> bool:
     """Whether kazoo's connection loop ended although nobody stopped the client."""
     connection: Any = getattr(client, "_connection", None)

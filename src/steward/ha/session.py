@@ -42,6 +42,7 @@ from steward.ha.kazoo_connection import (
     bound_handshakes,
     connection_thread_died,
     peer,
+    session_id,
     shut_connection,
 )
 from steward.ha.kazoo_errors import translate
@@ -245,8 +246,9 @@ class Session:
 
     @property
     def session_id(self) -> int | None:
-        session = self._client.client_id
-        return int(session[0]) if session else None
+        """This process's ZooKeeper session, also while the connection is down (the session
+        may be alive); None before the first connect and once it expired."""
+        return session_id(self._client)
 
     def drop_connection(self, reason: str) -> bool:
         """Make kazoo give up its server connection now and reconnect, to another server of
