@@ -348,6 +348,7 @@ def test_a_cluster_across_hosts_started_over_ssh_survives_its_leaders_host_cut_o
         )
 
 
+@pytest.mark.slow  # ~30 s; what is sent (never the CA's key) is a unit test: test_cluster_node.py
 def test_a_cluster_across_hosts_with_tls_serves_https_on_every_jobmanager_host(
     site: Site,
 ) -> None:
