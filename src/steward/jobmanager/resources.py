@@ -44,16 +44,20 @@ class TaskManagerState:
     stray_cancelled: set[str] = field(default_factory=set)
     """``job/attempt`` of stray attempts a cancel was already sent for."""
 
+    def live_reports(self) -> dict[str, AttemptReport]:
+        """The attempts its last heartbeat says still have a process group (or are starting
+        one); an ENDED or REJECTED report only waits for this leader to collect it."""
+        return {
+            job_id: report
+            for job_id, report in self.reports.items()
+            if report.phase in (AttemptPhase.STARTING, AttemptPhase.RUNNING)
+        }
+
     def used_slots(self) -> int:
         used = sum(slots for _attempt, slots in self.assigned.values())
         # Attempts it runs that this leader did not place (e.g. of a job it does not know):
         # they occupy a slot until they are gone.
-        for job_id, report in self.reports.items():
-            if job_id not in self.assigned and report.phase in (
-                AttemptPhase.STARTING,
-                AttemptPhase.RUNNING,
-            ):
-                used += 1
+        used += sum(1 for job_id in self.live_reports() if job_id not in self.assigned)
         return used
 
     def free_slots(self) -> int:
@@ -188,7 +192,7 @@ class ResourceManager:
                 address=s.address,
                 slots=s.slots,
                 free_slots=s.free_slots(),
-                attempts=sorted(set(s.assigned) | set(s.reports)),
+                attempts=sorted(set(s.assigned) | set(s.live_reports())),
                 http_address=s.http_address,
                 heartbeat_age=(
                     None if s.last_heartbeat is None else round(now - s.last_heartbeat, 3)

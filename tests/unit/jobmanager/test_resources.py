@@ -215,6 +215,26 @@ def test_views_list_registered_taskmanagers_with_free_slots_and_attempts() -> No
     assert views[1].attempts == []
 
 
+def test_views_list_only_attempts_that_still_run() -> None:
+    # A TaskManager back from a partition reports the attempt it fenced as ENDED until the
+    # leader collects it: the attempt is not running there, and the view must not say it is
+    # (the flaky partition test of issue 23, item 8, read such a view).
+    rm = ResourceManager()
+    rm.set_members({"tm-a": info(2)})
+    rm.heartbeat(
+        beat(
+            "tm-a",
+            2,
+            report("fenced", AttemptPhase.ENDED),
+            report("refused", AttemptPhase.REJECTED),
+            report("starting", AttemptPhase.STARTING),
+        )
+    )
+    [view] = rm.views()
+    assert view.attempts == ["starting"]
+    assert view.free_slots == 1
+
+
 # ---------------------------------------------------------------- commands
 
 
