@@ -44,6 +44,7 @@ from steward.cluster.status import (
     admin_headers,
     probe,
     read_status,
+    ready,
     workers,
 )
 from steward.cluster.status import registered as registered_in
@@ -260,7 +261,14 @@ class LocalCluster:
                 f" leader: {leader.id if leader else 'none yet'},"
                 f" {len(registered)}/{len(wanted)} TaskManagers registered"
             )
-            if answering == len(jobmanagers) and leader is not None and registered == wanted:
+            # Every JobManager ready too: a standby that could not yet take over a crash at
+            # once would make the first kill of the leader wait for the session timeout.
+            if (
+                answering == len(jobmanagers)
+                and leader is not None
+                and registered == wanted
+                and all(ready(entry.address, verify) for entry in jobmanagers)
+            ):
                 return
             if time.monotonic() >= deadline:
                 laggard = next(

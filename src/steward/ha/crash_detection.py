@@ -145,6 +145,7 @@ class CrashDetector:
         self._seen_alive: tuple[str, str, int] | None = None
         """The leader (contender, address, epoch) whose address accepted one of our probes."""
         self._stop = threading.Event()
+        self._wake = threading.Event()
         self._thread: threading.Thread | None = None
         self.probes = 0
         """How many probes this detector made (for tests)."""
@@ -160,15 +161,28 @@ class CrashDetector:
 
     def stop(self) -> None:
         self._stop.set()
+        self._wake.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=5)
 
+    def leader_changed(self) -> None:
+        """Probe now rather than at the next tick: a new leader is seen alive (and so can be
+        judged dead) one probe interval sooner."""
+        self._wake.set()
+
+    def armed_for(self, leader: LeaderInfo) -> bool:
+        """Whether a crash of ``leader`` would be acted on: its address accepted a probe of
+        this detector under its current epoch, so its refusals would count."""
+        return self._seen_alive == (leader.contender, leader.address, leader.epoch)
+
     def _run(self) -> None:
-        while not self._stop.wait(self.interval):
+        while not self._stop.is_set():
+            self._wake.clear()
             try:
                 self.check_once()
             except Exception:
                 log.exception("crash detector step failed contender=%s", self._contender_id)
+            self._wake.wait(self.interval)
 
     def check_once(self) -> bool:
         """One probe; removes the leader's latch when the window says it is dead."""

@@ -16,7 +16,6 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from steward.testing.processes import Proc, ProcessCluster
@@ -38,10 +37,7 @@ def cluster(tmp_path: Path, zk_quorum: str, cluster_id: str) -> Iterator[Process
 
 def _ready(cluster: ProcessCluster, proc: Proc) -> bool:
     cluster.check_alive()
-    try:
-        return httpx.get(proc.address + "/readyz", timeout=2).status_code == 200
-    except httpx.HTTPError:
-        return False
+    return cluster.is_ready(proc)
 
 
 def test_a_standby_restarted_after_a_handoff_takes_over_a_crash_as_soon_as_it_says_ready(
