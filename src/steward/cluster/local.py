@@ -263,17 +263,12 @@ class LocalCluster:
             )
             # Every JobManager ready too: a standby that could not yet take over a crash at
             # once would make the first kill of the leader wait for the session timeout.
-            if (
-                answering == len(jobmanagers)
-                and leader is not None
-                and registered == wanted
-                and all(ready(entry.address, verify) for entry in jobmanagers)
-            ):
+            unready = [e for e in jobmanagers if views[e.id] is None or leader is None]
+            unready = unready or [e for e in jobmanagers if not ready(e.address, verify)]
+            if not unready and registered == wanted:
                 return
             if time.monotonic() >= deadline:
-                laggard = next(
-                    (e for e in jobmanagers if views[e.id] is None or leader is None), None
-                )
+                laggard = next(iter(unready), None)
                 laggard = laggard or next(
                     e for e in state.of_role(Role.TASKMANAGER) if e.id not in registered
                 )
