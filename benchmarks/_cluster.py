@@ -180,12 +180,17 @@ class BenchCluster(ProcessCluster):
         return wait_until(enough, timeout, f"{count} TaskManager(s) registered", interval=0.1)
 
     def wait_jobmanagers(self, count: int, timeout: float) -> None:
-        """Wait until exactly ``count`` JobManagers contend (dead ones' latches expired)."""
+        """Wait until exactly ``count`` JobManagers contend (dead ones' latches expired) and
+        each is ready: a standby then takes over a crash at once (issue 22)."""
 
         def settled() -> bool:
             self.check_alive()
             views = [self.view_of(p) for p in self.jobmanagers()]
-            return bool(views) and all(v and len(v["jobmanagers"]) == count for v in views)
+            return (
+                bool(views)
+                and all(v and len(v["jobmanagers"]) == count for v in views)
+                and all(self.get_json(p, "/readyz") for p in self.jobmanagers())
+            )
 
         wait_until(settled, timeout, f"{count} JobManagers contending", interval=0.1)
 

@@ -116,7 +116,13 @@ def _benchmark(key: str, doc: Json, images: list[str]) -> str:
     when = f", measured {doc['measured_at'].replace('T', ' ')}" if "measured_at" in doc else ""
     env = doc.get("environment", {})
     load = f" at a load average of {env['load_average_1m']}" if "load_average_1m" in env else ""
-    script = f"Script: `benchmarks/{key}.py`{wall}{when}{load}; parameters: `{_parameters(doc)}`."
+    code = doc.get("steward", {})
+    commit = f" on commit `{code['commit']}`" if "commit" in code else ""
+    commit += " plus uncommitted changes" if commit and code.get("uncommitted_changes") else ""
+    script = (
+        f"Script: `benchmarks/{key}.py`{wall}{when}{commit}{load};"
+        f" parameters: `{_parameters(doc)}`."
+    )
     plots = "".join(f"\n\n![{_title(key)}]({image})" for image in images)
     peer = f"\n\n{_flink_peer(doc)}" if key == "flink_peer" else ""
     return f"{head}\n\n{script}{peer}\n\n{table}{plots}"

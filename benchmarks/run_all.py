@@ -60,6 +60,7 @@ SUITE = (
 )
 CLUSTER_SUITE = (
     Benchmark("cluster_failover", "cluster_failover"),
+    Benchmark("failover_floor", "failover_floor"),
     Benchmark("failover_reads", "failover_reads"),
     Benchmark("recovery_scaling", "recovery_scaling"),
     Benchmark("submission", "submission"),

@@ -44,6 +44,7 @@ from steward.cluster.status import (
     admin_headers,
     probe,
     read_status,
+    ready,
     workers,
 )
 from steward.cluster.status import registered as registered_in
@@ -260,12 +261,14 @@ class LocalCluster:
                 f" leader: {leader.id if leader else 'none yet'},"
                 f" {len(registered)}/{len(wanted)} TaskManagers registered"
             )
-            if answering == len(jobmanagers) and leader is not None and registered == wanted:
+            # Every JobManager ready too: a standby that could not yet take over a crash at
+            # once would make the first kill of the leader wait for the session timeout.
+            unready = [e for e in jobmanagers if views[e.id] is None or leader is None]
+            unready = unready or [e for e in jobmanagers if not ready(e.address, verify)]
+            if not unready and registered == wanted:
                 return
             if time.monotonic() >= deadline:
-                laggard = next(
-                    (e for e in jobmanagers if views[e.id] is None or leader is None), None
-                )
+                laggard = next(iter(unready), None)
                 laggard = laggard or next(
                     e for e in state.of_role(Role.TASKMANAGER) if e.id not in registered
                 )

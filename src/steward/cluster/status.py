@@ -135,6 +135,18 @@ def probe(
         return None
 
 
+def ready(address: str | None, verify: ClientTls) -> bool:
+    """Whether one JobManager answers ``/readyz`` 200 (public): recovered if it leads, able to
+    take over a crash of the leader at once if it stands by."""
+    if address is None:
+        return False
+    try:
+        answer = httpx.get(f"{address}/readyz", timeout=_PROBE_TIMEOUT, verify=verify.context)
+    except httpx.HTTPError:
+        return False
+    return answer.status_code == httpx.codes.OK
+
+
 def registered(views: Iterable[ClusterView | None]) -> set[str]:
     """The TaskManagers any of ``views`` lists."""
     return {tm.id for view in views if view is not None for tm in view.taskmanagers}

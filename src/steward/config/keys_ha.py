@@ -78,7 +78,7 @@ HA_OPTIONS: tuple[Option, ...] = (
     Option(
         "high-availability.crash-detection",
         to_duration,
-        "500ms",
+        "100ms",
         "A standby that finds the leader's REST port refusing every connection for this long"
         " removes the leader's latch, so a crashed leader process is replaced without waiting"
         " for its session to expire. Only a refused connection counts (a frozen process or a"

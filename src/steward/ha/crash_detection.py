@@ -52,8 +52,12 @@ from steward.wire.records import ContenderInfo, LeaderInfo
 log = logging.getLogger(__name__)
 
 MIN_PROBE_INTERVAL = 0.05
+"""Between probes of a leader that accepts: a connect every 50 ms costs its kernel a
+handshake and its REST server an accept, and says nothing until the leader dies."""
+MIN_SUSPECT_INTERVAL = 0.01
 PROBES_PER_WINDOW = 5
-"""Probes per ``refused-for`` window; at least this many refusals in a row are required."""
+"""Probes per ``refused-for`` window once a probe was refused; at least three refusals in a
+row are required in any case."""
 
 
 class ProbeOutcome(enum.Enum):
@@ -115,6 +119,11 @@ class RefusalWindow:
         self._refusals += 1
         return self._refusals >= self.min_refusals and now - self._since >= self.refused_for
 
+    @property
+    def open(self) -> bool:
+        """Refusals are being counted: the leader may have died."""
+        return self._since is not None
+
     def reset(self) -> None:
         self._leader, self._since, self._refusals = None, None, 0
 
@@ -140,11 +149,15 @@ class CrashDetector:
         self._current_leader = current_leader
         self._is_leader = is_leader
         self.interval = max(MIN_PROBE_INTERVAL, refused_for / PROBES_PER_WINDOW)
+        self.suspect_interval = max(MIN_SUSPECT_INTERVAL, refused_for / PROBES_PER_WINDOW)
+        """After a refusal that counts: the window's refusals come at this pace, so the
+        verdict comes ``refused_for`` after the first refusal, not a probe interval later."""
         self._window = RefusalWindow(refused_for)
         self._acted_on: tuple[str, int] | None = None
         self._seen_alive: tuple[str, str, int] | None = None
         """The leader (contender, address, epoch) whose address accepted one of our probes."""
         self._stop = threading.Event()
+        self._wake = threading.Event()
         self._thread: threading.Thread | None = None
         self.probes = 0
         """How many probes this detector made (for tests)."""
@@ -160,15 +173,28 @@ class CrashDetector:
 
     def stop(self) -> None:
         self._stop.set()
+        self._wake.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=5)
 
+    def leader_changed(self) -> None:
+        """Probe now rather than at the next tick: a new leader is seen alive (and so can be
+        judged dead) one probe interval sooner."""
+        self._wake.set()
+
+    def armed_for(self, leader: LeaderInfo) -> bool:
+        """Whether a crash of ``leader`` would be acted on: its address accepted a probe of
+        this detector under its current epoch, so its refusals would count."""
+        return self._seen_alive == (leader.contender, leader.address, leader.epoch)
+
     def _run(self) -> None:
-        while not self._stop.wait(self.interval):
+        while not self._stop.is_set():
+            self._wake.clear()
             try:
                 self.check_once()
             except Exception:
                 log.exception("crash detector step failed contender=%s", self._contender_id)
+            self._wake.wait(self.suspect_interval if self._window.open else self.interval)
 
     def check_once(self) -> bool:
         """One probe; removes the leader's latch when the window says it is dead."""

@@ -82,6 +82,7 @@ class LeaderElection:
         self._latch: str | None = None
         self._leadership: Leadership | None = None
         self._requeue_latch = False
+        self._in_line = False
         self._thread: threading.Thread | None = None
         self._stopped = threading.Event()
 
@@ -95,6 +96,12 @@ class LeaderElection:
     @property
     def is_leader(self) -> bool:
         return self._leadership is not None
+
+    @property
+    def in_line(self) -> bool:
+        """Our latch was among the contenders the last time we looked (and we watch the one
+        before it, or lead): a release or a removal of the leader's latch reaches us."""
+        return self._in_line
 
     def start(self) -> LeaderElection:
         self._session.add_listener(self._events.put)
@@ -140,7 +147,7 @@ class LeaderElection:
                 self._revoke("connection suspended and tolerance is off")
                 self._requeue_latch = True
         elif state is ConnectionState.LOST:
-            self._latch = None  # ephemeral: gone with the session
+            self._latch, self._in_line = None, False  # ephemeral: gone with the session
             self._revoke("session lost")
         elif state is ConnectionState.RECONNECTED:
             if self._leadership and not self._still_leader(self._leadership):
@@ -162,7 +169,8 @@ class LeaderElection:
             self._latch = self._create_latch()
         children = in_line(client.get_children(self._layout.leader_latch))
         mine = self._latch.rsplit("/", 1)[-1]
-        if mine not in children:
+        self._in_line = mine in children
+        if not self._in_line:
             # Our latch was removed under us (session change, or an operator): start over.
             self._revoke("latch node disappeared")
             self._latch = None
@@ -287,6 +295,7 @@ class LeaderElection:
         self._delete_latch()
 
     def _delete_latch(self) -> None:
+        self._in_line = False
         if self._latch is None:
             return
         try:

@@ -94,7 +94,7 @@ class JobManager:
         self.reader = ClusterReader(self.session, jobmanager_id)
         self.events = JobEventSource(self.session, Journal(settings.jobmanager.events_buffer))
         """Live job events, from watches on the records the leader writes (standbys too)."""
-        self.retrieval = LeaderRetrieval(self.session)
+        self.retrieval = LeaderRetrieval(self.session, self._leader_changed)
         self.metrics = JobManagerMetrics()
         self._lock = threading.Lock()
         self._dispatcher: Dispatcher | None = None
@@ -135,6 +135,30 @@ class JobManager:
 
     def cluster_id(self) -> str:
         return self.settings.zookeeper.cluster_id
+
+    def takeover_blocker(self) -> str | None:
+        """Why this JobManager could not yet take over quickly if the leader crashed, or None.
+
+        A standby is ready only once its latch is in line (a release reaches it), the leader
+        is known, and its crash detector has seen that leader accept a probe (so the dead
+        leader's refusals count): one that said ready earlier made a crash right after its
+        start wait for the whole session timeout (issue 22).
+        """
+        leader = self.leader()
+        if leader is None:
+            return "no leader known"
+        if leader.contender == self.id:
+            return None if self.is_leader else "granted leadership; the term has not started"
+        if not self.election.in_line:
+            return "not yet in line for leadership (no latch node)"
+        detector = self.crash_detector
+        if detector is None or detector.armed_for(leader):
+            return None
+        hint = " (a wildcard names no machine)" if is_wildcard(leader_host(leader)) else ""
+        return (
+            f"the crash detector has not yet seen leader {leader.contender} at"
+            f" {leader.address}{hint} accept a connection (epoch {leader.epoch})"
+        )
 
     def doctor(self, *, verify_blobs: bool = False) -> DoctorReport:
         return examine(
@@ -215,6 +239,10 @@ class JobManager:
         dispatcher.start()
 
     # ------------------------------------------------------------------ liveness
+
+    def _leader_changed(self, _leader: LeaderInfo | None) -> None:
+        if self.crash_detector is not None:
+            self.crash_detector.leader_changed()
 
     def _cut_off(self, reason: str) -> None:
         """No ZooKeeper round trip worked for jobmanager.fence-after: stop every hook."""
@@ -308,6 +336,13 @@ class JobManager:
 
         self._server_thread = threading.Thread(target=serve, name=f"{self.id}-rest", daemon=True)
         self._server_thread.start()
+
+
+def leader_host(leader: LeaderInfo) -> str:
+    try:
+        return urlsplit(leader.address).hostname or ""
+    except ValueError:
+        return ""
 
 
 def run(config: Configuration, jobmanager_id: str) -> int:

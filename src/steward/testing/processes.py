@@ -331,6 +331,25 @@ class ProcessCluster:
         leader_id = view["leader"]["id"]
         return next((p for p in self.jobmanagers() if p.id == leader_id and p.alive()), None)
 
+    def is_ready(self, proc: Proc) -> bool:
+        """``proc`` answers ``/readyz`` 200: a recovered leader, or a standby that could take
+        over a crash of the leader at once (in line, the leader seen alive)."""
+        try:
+            answer = httpx.get(proc.address + "/readyz", timeout=2, verify=self.tls.context)
+        except httpx.HTTPError:
+            return False
+        return answer.status_code == 200
+
+    def wait_all_ready(self, timeout: float = 60.0) -> None:
+        """Wait until every live JobManager is ready (:meth:`is_ready`): a test may then kill
+        the leader and expect a standby to take over without the session timeout."""
+
+        def ready() -> bool:
+            self.check_alive()
+            return all(self.is_ready(p) for p in self.jobmanagers() if p.alive())
+
+        wait_until(ready, timeout, "every JobManager ready", interval=0.02)
+
     def wait_ready(self, taskmanagers: int, timeout: float = 60.0) -> Proc:
         """Wait for a recovered leader that sees ``taskmanagers`` TaskManagers."""
 

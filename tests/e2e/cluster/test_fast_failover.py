@@ -37,6 +37,7 @@ def cluster(tmp_path: Path, zk_quorum: str, cluster_id: str) -> Iterator[Process
         wait_until(
             lambda: _answers(cluster, standby), 30, interval=0.1, message="the standby serves"
         )
+        cluster.wait_all_ready(30)
         yield cluster
     finally:
         cluster.stop()

@@ -4,7 +4,7 @@ for tests of the local cluster's process management (start, readiness, status, s
 - taskmanager: "registers" by creating ``<taskmanager.workdir>/registered/<id>``, removes it on
   SIGTERM; with ``FAKE_NODE_FAIL=<id>`` it writes an error to its log and exits 3 instead;
 - jobmanager: serves ``GET /v1/cluster`` on ``jobmanager.port``: jm-1 leads, the TaskManagers
-  are the registered ones.
+  are the registered ones; ``GET /readyz`` answers ready.
 """
 
 from __future__ import annotations
@@ -52,11 +52,14 @@ def taskmanager(tm_id: str, registry: Path) -> int:
 def jobmanager(jm_id: str, port: int, registry: Path, settings: dict[str, object]) -> int:
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
+            if self.path == "/readyz":
+                self._json({"ready": True, "id": jm_id})
+                return
             if self.path != "/v1/cluster":
                 self.send_error(404)
                 return
             taskmanagers = sorted(p.name for p in registry.glob("*")) if registry.is_dir() else []
-            body = json.dumps(
+            self._json(
                 {
                     "cluster_id": settings["high-availability.cluster-id"],
                     "leader": {"id": "jm-1", "address": "http://127.0.0.1", "epoch": 1},
@@ -64,7 +67,10 @@ def jobmanager(jm_id: str, port: int, registry: Path, settings: dict[str, object
                     "taskmanagers": [{"id": t, "address": "", "slots": 2} for t in taskmanagers],
                     "served_by": jm_id,
                 }
-            ).encode()
+            )
+
+        def _json(self, value: dict[str, object]) -> None:
+            body = json.dumps(value).encode()
             self.send_response(200)
             self.send_header("content-type", "application/json")
             self.end_headers()

@@ -57,6 +57,8 @@ def test_openapi_health_and_cluster_on_leader_and_standby(cluster: JobManagerClu
     ]:
         assert method in paths.get(path, {}), f"{method.upper()} {path} missing from OpenAPI"
 
+    # A standby is ready once its crash detector has seen the leader alive (a probe away)
+    wait_until(lambda: cluster.get(standby, "/readyz").status_code == 200, 10)
     for manager, role in ((leader, "leader"), (standby, "standby")):
         health = cluster.get(manager, "/healthz")
         assert health.status_code == 200

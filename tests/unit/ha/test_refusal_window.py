@@ -36,6 +36,17 @@ def test_anything_but_a_refusal_starts_the_window_over() -> None:
         assert window.observe(LEADER, REFUSED, 2.0)
 
 
+def test_the_window_is_open_from_the_first_refusal_until_anything_else() -> None:
+    # The detector probes at its quick pace while the window is open: the verdict then comes
+    # refused_for after the first refusal, not a steady probe interval later.
+    window = RefusalWindow(refused_for=1.0, min_refusals=3)
+    assert not window.open
+    window.observe(LEADER, REFUSED, 0.0)
+    assert window.open
+    window.observe(LEADER, ACCEPTED, 0.1)
+    assert not window.open
+
+
 def test_a_new_leader_or_epoch_starts_the_window_over() -> None:
     window = RefusalWindow(refused_for=1.0, min_refusals=3)
     window.observe(LEADER, REFUSED, 0.0)

@@ -143,6 +143,7 @@ class InMemoryJobManager:
     dispatcher: InMemoryTerm | None = None
     config: Settings = field(default_factory=Settings)
     known_leader: LeaderInfo | None = None
+    blocker: str | None = None
     doctor_asked: list[bool] = field(default_factory=list)
 
     @property
@@ -154,6 +155,9 @@ class InMemoryJobManager:
 
     def cluster_id(self) -> str:
         return "test-cluster"
+
+    def takeover_blocker(self) -> str | None:
+        return self.blocker
 
     def doctor(self, *, verify_blobs: bool = False) -> DoctorReport:
         self.doctor_asked.append(verify_blobs)
@@ -218,6 +222,23 @@ def test_health_and_readiness_say_the_role_and_what_is_missing(
         "code": "not_ready",
         "message": "not connected to ZooKeeper",
     }
+
+
+def test_a_standby_is_ready_only_once_it_could_take_over_at_once(
+    leader: InMemoryJobManager, standby: InMemoryJobManager
+) -> None:
+    standby.known_leader = LEADER
+    standby.blocker = "the crash detector has not yet seen leader jm-1"
+    api = client_of(standby)
+    not_ready = api.get("/readyz")
+    assert not_ready.status_code == 503
+    assert not_ready.json() == {"code": "not_ready", "message": standby.blocker}
+    assert not_ready.headers["retry-after"] == "1"
+    standby.blocker = None
+    assert api.get("/readyz").json() == {"ready": True, "id": "jm-2", "role": "standby"}
+    # A leader is never held back by what a standby would need
+    leader.blocker = "not yet in line for leadership (no latch node)"
+    assert client_of(leader).get("/readyz").status_code == 200
 
 
 def test_submit_read_cancel_and_result_on_the_leader(leader: InMemoryJobManager) -> None:

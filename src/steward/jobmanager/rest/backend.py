@@ -124,6 +124,11 @@ class ApiBackend(Protocol):
 
     def cluster_id(self) -> str: ...
 
+    def takeover_blocker(self) -> str | None:
+        """Why this JobManager could not yet take over quickly if the leader crashed (not in
+        line, no leader known, its crash detector has not seen the leader alive), or None."""
+        ...
+
     def doctor(self, *, verify_blobs: bool = False) -> DoctorReport:
         """What ``steward doctor`` finds, read on this JobManager's own session."""
         ...

@@ -1,4 +1,10 @@
-"""``/healthz`` (the process answers) and ``/readyz`` (it can serve: connected, a leader known)."""
+"""``/healthz`` (the process answers) and ``/readyz`` (it can serve, and take over).
+
+A leader is ready once it has recovered. A standby is ready once it could take over a crash
+of the leader at once (:meth:`~.backend.ApiBackend.takeover_blocker`): callers that kill a
+leader as soon as every JobManager is ready (benchmarks, chaos runs, operators' scripts) must
+not get a takeover that waits for the session timeout.
+"""
 
 from __future__ import annotations
 
@@ -23,7 +29,8 @@ def healthz(backend: Backend) -> dict[str, str]:
 
 @router.get("/readyz", responses={503: {"model": ErrorBody}})
 def readyz(backend: Backend) -> dict[str, Any]:
-    """Ready: connected to ZooKeeper and a leader is known (and, on the leader, recovered)."""
+    """Ready: connected to ZooKeeper and a leader is known; on the leader, recovered; on a
+    standby, able to take over a crash of the leader at once."""
     if not backend.session.connected:
         raise ApiError(503, "not_ready", "not connected to ZooKeeper")
     if backend.leader() is None:
@@ -31,6 +38,9 @@ def readyz(backend: Backend) -> dict[str, Any]:
     dispatcher = backend.dispatcher
     if dispatcher is not None and not dispatcher.ready:
         raise ApiError(503, "not_ready", "recovering jobs", headers={"Retry-After": "1"})
+    blocker = None if backend.is_leader else backend.takeover_blocker()
+    if blocker is not None:
+        raise ApiError(503, "not_ready", blocker, headers={"Retry-After": "1"})
     return {"ready": True, "id": backend.id, "role": role(backend)}
 
 
