@@ -97,6 +97,19 @@ class Heartbeat(Payload):
         description="the ZooKeeper session that owns its registration: which incarnation of"
         " this TaskManager id sends it (None: an older TaskManager that does not say)",
     )
+    seq: int | None = Field(
+        default=None,
+        ge=1,
+        description="numbers this TaskManager process's heartbeats from 1, in the order it"
+        " built them (None: an older TaskManager)",
+    )
+    settled: int | None = Field(
+        default=None,
+        ge=0,
+        description="every heartbeat of this process up to this seq had its reply handled (its"
+        " start commands admitted) or given up before this one was built: a start one of them"
+        " collected is in this heartbeat's attempts if it was admitted",
+    )
 
 
 class StartAttempt(Value):
