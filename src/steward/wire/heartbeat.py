@@ -48,7 +48,10 @@ class Rejection(enum.StrEnum):
     NO_SLOT = "no-slot"
     """The TaskManager has no free slot for it (its view and the leader's differed)."""
     FENCED = "fenced"
-    """The TaskManager is fencing itself (its ZooKeeper connection is suspended or lost)."""
+    """The TaskManager cannot run it now: it is fencing itself (its ZooKeeper connection is
+    suspended or lost), or a store it needs did not answer (ZooKeeper as it took the lease,
+    the blob storage as it fetched the job): nothing ran. Kept one value so that an older
+    leader reads every rejection a newer TaskManager sends."""
 
 
 class ReportedCheckpoint(Value):

@@ -165,4 +165,6 @@ def test_a_failed_read_of_an_outcome_record_is_retried_not_counted_lost(
     result = cluster.wait_result_clean(leader, "job-c")
     assert failed == ["job-c"]
     assert (result["state"], result["value"]) == ("FINISHED", "done")
-    assert [(a["number"], a["state"]) for a in result["attempts"]] == [(1, "FINISHED")]
+    view = cluster.job(leader, "job-c")
+    assert [(a["number"], a["state"]) for a in view["attempts"]] == [(1, "FINISHED")]
+    assert view["failures"] == 0
