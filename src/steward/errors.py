@@ -17,7 +17,8 @@ these, keeping the original as ``__cause__``::
     ├── LeadershipLostError           this process is not (or no longer) the leader
     │   └── FencedError               a fenced write was rejected: the epoch is stale
     ├── StoreError                    an HA store could not do what was asked
-    │   ├── BlobStoreError            the blob storage failed (full, read-only, missing)
+    │   ├── BlobStoreError            the blob storage failed (unreachable, full, read-only)
+    │   │   └── BlobMissingError      the storage answered: the blob is not there
     │   ├── JobNotFoundError          no such job in the store
     │   ├── JobExistsError            the job id is already taken
     │   └── CorruptStateError         a payload is malformed, truncated or fails its checksum
@@ -37,6 +38,10 @@ these, keeping the original as ``__cause__``::
 This module imports nothing from Steward. The two errors that carry a record live beside
 it: (*) in :mod:`steward.jobmanager.errors` (a :class:`JobResultEntry`), (**) in
 :mod:`steward.client.errors` (a :class:`ResultView`; also exported by :mod:`steward.client`).
+
+A failure is *unavailability* (:func:`is_unavailable`: a store did not answer; retry, conclude
+nothing) or a *verdict* (the thing is missing or corrupt). Recovery and the loss of an attempt
+act only on verdicts (docs/architecture.md, "Blips are not verdicts").
 
 The client raises ``JobNotFoundError`` and ``JobExistsError`` for the API's ``job_not_found``
 and ``job_exists`` answers too, so a caller catches one class whatever layer noticed.
@@ -120,6 +125,10 @@ class BlobStoreError(StoreError):
     """The blob storage failed: unreachable, full, read-only, or the blob is missing."""
 
 
+class BlobMissingError(BlobStoreError):
+    """The blob storage answered, and the blob is not in it (deleted, never written)."""
+
+
 class JobNotFoundError(StoreError):
     """No job with this id in the store."""
 
@@ -184,3 +193,12 @@ class LocalClusterError(StewardError):
 class LocalClusterStartError(LocalClusterError):
     """A process of the local cluster failed, or the cluster was not ready in time; everything
     the start started has been stopped again. The message names the process and its log."""
+
+
+def is_unavailable(exc: BaseException) -> bool:
+    """True if ``exc`` says a store could not be reached or did not answer in time (a blip:
+    retry), False if it is a verdict about the thing asked for (missing, corrupt) or not a
+    store's error at all."""
+    if isinstance(exc, BlobMissingError | CorruptStateError | NoNodeError | NodeExistsError):
+        return False
+    return isinstance(exc, BlobStoreError | CoordinationError)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from steward.errors import BlobStoreError, CorruptStateError
+from steward.errors import BlobMissingError, BlobStoreError, CorruptStateError, is_unavailable
 from steward.store.blob import BlobRef, BlobStore, sha256_hex
 
 
@@ -193,10 +193,26 @@ def test_given_a_damaged_blob_file_when_read_then_corrupt_state_is_raised(
 def test_given_no_blob_under_a_key_when_read_then_blob_store_error_says_it_is_missing(
     store: BlobStore,
 ) -> None:
-    with pytest.raises(BlobStoreError, match="missing") as caught:
+    store.put("a/other", b"x")  # the storage is there and answers
+
+    with pytest.raises(BlobMissingError, match="missing") as caught:
         store.get("a/never-written")
 
     assert not isinstance(caught.value, CorruptStateError)
+    assert not is_unavailable(caught.value)
+
+
+def test_given_the_storage_root_gone_when_read_then_it_is_unavailable_not_missing(
+    store: BlobStore, root: Path
+) -> None:
+    ref = store.put("a/blob", b"payload")
+    root.rename(root.with_name("unmounted"))  # an NFS share dropped: nothing is lost
+
+    with pytest.raises(BlobStoreError, match="is not there") as caught:
+        store.get(ref)
+
+    assert not isinstance(caught.value, BlobMissingError)
+    assert is_unavailable(caught.value)
 
 
 # ---------------------------------------------------------------- unwritable storage

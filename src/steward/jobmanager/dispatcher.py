@@ -162,6 +162,8 @@ class Dispatcher:
             self.stop()
             self.term.on_fenced()
             return
+        if self.term.stopped.is_set():
+            return  # ended while recovery waited for a store: the next leader recovers
         self.term.ready.set()
         self.term.metrics.recovery_duration.observe(self.term.monotonic() - self._granted_at)
         self._record_term()

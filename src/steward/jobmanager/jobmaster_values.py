@@ -49,9 +49,14 @@ class Deployment:
     cancel_sent: bool = False
     collected_at: float | None = None
     """When (monotonic) a heartbeat collected the start command."""
+    collected_seq: int | None = None
+    """The ``seq`` of the heartbeat that collected it (None: a TaskManager that numbers none)."""
     checkpoint_acked: int = 0
     await_report_until: float | None = None
     """Recovered without a lease: wait this long (monotonic) for its TaskManager's report."""
+    pending_loss: ErrorInfo | None = None
+    """Its TaskManager left, but its outcome record could not be read yet: the cause it is
+    counted LOST with once read (if the record holds no outcome)."""
     inherited: bool = False
     """Found by this leader's recovery (adopted from its lease, or awaited), not deployed by it:
     it ran before this leader existed, so losing it is never "the start command never left"."""

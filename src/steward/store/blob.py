@@ -26,7 +26,7 @@ from typing import Any
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
-from steward.errors import BlobStoreError, CorruptStateError
+from steward.errors import BlobMissingError, BlobStoreError, CorruptStateError
 
 log = logging.getLogger(__name__)
 
@@ -170,13 +170,24 @@ class BlobStore:
         try:
             data: bytes = self._fs.cat_file(self._path(key), **self._bounded)
         except FileNotFoundError as exc:
-            raise BlobStoreError(f"blob {key} is missing from {self.url}") from exc
+            raise self._missing(key) from exc
         except OSError as exc:
             raise BlobStoreError(f"cannot read blob {key} from {self.url}: {_why(exc)}") from exc
         payload, digest = _unframe(key, data)
         if isinstance(ref, BlobRef) and digest != ref.sha256:
             raise CorruptStateError(f"blob {key}: not the blob its pointer names (sha256 differs)")
         return payload
+
+    def _missing(self, key: str) -> BlobStoreError:
+        """A blob not found: missing if the storage's root is there, else the storage is
+        unreachable (an unmounted share looks like an empty one, and its blobs are not lost)."""
+        try:
+            reachable = bool(self._fs.exists(self._root, **self._bounded))
+        except OSError as exc:
+            return BlobStoreError(f"cannot reach blob storage {self.url}: {_why(exc)}")
+        if not reachable:
+            return BlobStoreError(f"cannot read blob {key}: blob storage {self.url} is not there")
+        return BlobMissingError(f"blob {key} is missing from {self.url}")
 
     def delete(self, key: str) -> None:
         """Delete a blob; deleting a missing blob is not an error (cleanup is retried)."""

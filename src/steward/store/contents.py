@@ -35,7 +35,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, Self
 
-from steward.errors import BlobStoreError, CorruptStateError, JobRejectedError
+from steward.errors import BlobMissingError, BlobStoreError, CorruptStateError, JobRejectedError
 from steward.store.blob import PRIVATE_FILE_MODE, BlobStore
 
 log = logging.getLogger(__name__)
@@ -82,7 +82,7 @@ def _storage(what: str, url: str) -> Iterator[None]:
     try:
         yield
     except FileNotFoundError as exc:
-        raise BlobStoreError(f"{what}: missing from {url}") from exc
+        raise BlobMissingError(f"{what}: missing from {url}") from exc
     except (OSError, ValueError) as exc:
         raise BlobStoreError(f"{what} in {url}: {exc}") from exc
 

@@ -10,6 +10,11 @@ This module owns the HTTP side of :mod:`steward.wire.heartbeat`. Two threads sha
 - the notifier sends a heartbeat at once whenever :attr:`Attempts.changed` is set (an attempt
   changed phase, has a new checkpoint, released its lease) or the leader changed.
 
+Heartbeats are numbered (``seq``) in the order they are built, and each says up to which one
+every earlier heartbeat's reply was handled or given up (``settled``): the leader judges a
+start command never taken only by a heartbeat built after the reply that carried it was
+handled (issue 23), never by when a heartbeat happened to arrive.
+
 The leader is whoever :class:`~steward.ha.retrieval.LeaderRetrieval` says. A JobManager that
 answers 409 or 503 is not (or not yet) the leader: retrieval will say who is. While no leader
 is known nothing is sent, and the attempts keep running; their reports are sent to the next
@@ -82,6 +87,9 @@ class Heartbeater:
         self._threads: list[threading.Thread] = []
         self.sent = 0
         """Heartbeats answered with 200 (for status and tests)."""
+        self._numbering = threading.Lock()
+        self._last_seq = 0
+        self._in_flight: set[int] = set()
 
     def start(self) -> Heartbeater:
         for name, target in (("poll", self._poll), ("notify", self._notify)):
@@ -134,6 +142,10 @@ class Heartbeater:
     # ------------------------------------------------------------------ one heartbeat
 
     def heartbeat(self, wait: float) -> Heartbeat:
+        """The next heartbeat; the caller must :meth:`_settle` its ``seq`` once its reply is
+        handled or given up."""
+        seq, settled = self._number()
+        # Read after numbering: the starts of every settled reply are admitted by now.
         return Heartbeat(
             taskmanager=self.tm_id,
             address=self.address,
@@ -142,12 +154,31 @@ class Heartbeater:
             attempts=self._attempts.reports(),
             wait=wait,
             session=self._session(),
+            seq=seq,
+            settled=settled,
         )
+
+    def _number(self) -> tuple[int, int]:
+        with self._numbering:
+            self._last_seq += 1
+            self._in_flight.add(self._last_seq)
+            return self._last_seq, min(self._in_flight) - 1
+
+    def _settle(self, seq: int | None) -> None:
+        with self._numbering:
+            self._in_flight.discard(seq or 0)
 
     def send(self, leader: LeaderInfo, wait: float) -> HeartbeatReply | None:
         """One heartbeat to ``leader``; the reply (already handed to ``on_reply``) or None."""
-        url = leader.address.rstrip("/") + HEARTBEAT_PATH
         beat = self.heartbeat(wait)
+        try:
+            return self._exchange(leader, beat)
+        finally:
+            self._settle(beat.seq)
+
+    def _exchange(self, leader: LeaderInfo, beat: Heartbeat) -> HeartbeatReply | None:
+        url = leader.address.rstrip("/") + HEARTBEAT_PATH
+        wait = beat.wait
         try:
             response = self._client.post(url, content=beat.to_json(), timeout=wait + REQUEST_SLACK)
         except (httpx.HTTPError, RuntimeError) as exc:  # RuntimeError: client closed by stop()

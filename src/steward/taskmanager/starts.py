@@ -14,7 +14,7 @@ import logging
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from steward.errors import CoordinationError, FencedError, StewardError
+from steward.errors import CoordinationError, FencedError, StewardError, is_unavailable
 from steward.metrics import TaskManagerMetrics
 from steward.runtime.warm import files_cold_reason
 from steward.store.leases import ExecutionLeases, LeaseHeldError
@@ -104,6 +104,12 @@ class Starts:
         try:
             launch = self._launcher.prepare(command)
         except StewardError as exc:
+            if is_unavailable(exc):
+                # The storage did not answer: nothing ran, so this is a refusal, and the
+                # leader tries again after its rejection back-off, spending no restart (rule 9).
+                message = f"blob storage unavailable while preparing the attempt: {exc}"
+                attempts.reject(attempt, Rejection.FENCED, message)
+                return
             log.warning(
                 "attempt cannot be prepared job=%s attempt=%d cause=%s",
                 attempt.job_id,

@@ -48,7 +48,10 @@ class Rejection(enum.StrEnum):
     NO_SLOT = "no-slot"
     """The TaskManager has no free slot for it (its view and the leader's differed)."""
     FENCED = "fenced"
-    """The TaskManager is fencing itself (its ZooKeeper connection is suspended or lost)."""
+    """The TaskManager cannot run it now: it is fencing itself (its ZooKeeper connection is
+    suspended or lost), or a store it needs did not answer (ZooKeeper as it took the lease,
+    the blob storage as it fetched the job): nothing ran. Kept one value so that an older
+    leader reads every rejection a newer TaskManager sends."""
 
 
 class ReportedCheckpoint(Value):
@@ -96,6 +99,19 @@ class Heartbeat(Payload):
         ge=0,
         description="the ZooKeeper session that owns its registration: which incarnation of"
         " this TaskManager id sends it (None: an older TaskManager that does not say)",
+    )
+    seq: int | None = Field(
+        default=None,
+        ge=1,
+        description="numbers this TaskManager process's heartbeats from 1, in the order it"
+        " built them (None: an older TaskManager)",
+    )
+    settled: int | None = Field(
+        default=None,
+        ge=0,
+        description="every heartbeat of this process up to this seq had its reply handled (its"
+        " start commands admitted) or given up before this one was built: a start one of them"
+        " collected is in this heartbeat's attempts if it was admitted",
     )
 
 

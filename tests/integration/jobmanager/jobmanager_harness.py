@@ -307,6 +307,7 @@ class PretendTaskManager:
         self.slots = slots
         self.address = f"http://{tm_id}.invalid:1"
         self.epoch = 0
+        self.seq = 0
         self.zk = KazooClient(hosts=cluster.quorum, timeout=4.0)
         self.zk.start(timeout=15)
         cluster._closers.append(lambda: _close(self.zk))
@@ -324,15 +325,25 @@ class PretendTaskManager:
         """Its session's end, as the leader sees it: the registration znode is gone."""
         self.zk.delete(self.path)
 
-    def heartbeat_raw(self, leader: JobManager, *reports: AttemptReport) -> httpx.Response:
-        beat = Heartbeat(
+    def beat(self, *reports: AttemptReport) -> Heartbeat:
+        """The next heartbeat, numbered as a TaskManager's (each earlier one settled)."""
+        self.seq += 1
+        return Heartbeat(
             taskmanager=self.id,
             address=self.address,
             slots=self.slots,
             epoch=self.epoch,
             attempts=list(reports),
             session=self.zk.client_id[0] if self.says_session else None,
+            seq=self.seq,
+            settled=self.seq - 1,
         )
+
+    def heartbeat_raw(
+        self, leader: JobManager, *reports: AttemptReport, beat: Heartbeat | None = None
+    ) -> httpx.Response:
+        """Send ``beat`` (default: the next one, with ``reports``)."""
+        beat = beat or self.beat(*reports)
         return self.cluster.http.post(
             self.cluster.url(leader, HEARTBEAT_PATH),
             content=beat.to_json(),
@@ -342,8 +353,10 @@ class PretendTaskManager:
             },
         )
 
-    def heartbeat(self, leader: JobManager, *reports: AttemptReport) -> HeartbeatReply:
-        response = self.heartbeat_raw(leader, *reports)
+    def heartbeat(
+        self, leader: JobManager, *reports: AttemptReport, beat: Heartbeat | None = None
+    ) -> HeartbeatReply:
+        response = self.heartbeat_raw(leader, *reports, beat=beat)
         assert response.status_code == 200, response.text
         reply = HeartbeatReply.from_json(response.content)
         self.epoch = max(self.epoch, reply.epoch)

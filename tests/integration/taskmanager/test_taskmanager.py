@@ -248,7 +248,7 @@ def test_a_job_graph_that_cannot_be_fetched_ends_the_attempt_without_a_lease(
 
     report = leader.wait_phase("job-x", AttemptPhase.ENDED)
     assert isinstance(report.outcome, FailedEvent)
-    assert report.outcome.error.type == "steward.errors.BlobStoreError"
+    assert report.outcome.error.type == "steward.errors.BlobMissingError"
     assert "missing" in report.outcome.error.message
     assert report.lease_released
 

@@ -100,21 +100,24 @@ class Heartbeats:
                     commands = table.rm.take_commands(beat.taskmanager)
         for command in commands:
             if isinstance(command, StartAttempt):
-                self._mark_collected(command.job_id, command.attempt)
+                self._mark_collected(command.job_id, command.attempt, beat.seq)
         return HeartbeatReply(
             epoch=term.epoch, leader=term.jobmanager_id, commands=commands, acks=acks
         )
 
-    def _mark_collected(self, job_id: str, attempt: int) -> None:
+    def _mark_collected(self, job_id: str, attempt: int, seq: int | None) -> None:
         with self._table.lock:
             master = self._table.jobs.get(job_id)
             if master and master.current and master.current.number == attempt:
                 master.current.collected_at = self._term.monotonic()
+                master.current.collected_seq = seq
 
     def _expire_uncollected(self, beat: Heartbeat, assigned: dict[str, tuple[int, int]]) -> None:
         # A start command its TaskManager collected but never mentions (the reply was lost):
         # it never ran, so it is a rejection, not a failure. Only the attempts placed on this
         # TaskManager are looked at, so a heartbeat costs the same with 10 jobs or 10,000.
+        # Only a heartbeat built after the collecting reply was handled can tell: an older one
+        # may be taken up late (two sending threads, a table lock held for seconds).
         listed = {(r.job_id, r.attempt) for r in beat.attempts}
         horizon = 2 * self._term.settings.taskmanager.heartbeat_interval + 5.0
         now = self._term.monotonic()
@@ -129,6 +132,7 @@ class Heartbeats:
                 or current.collected_at is None
                 or now - current.collected_at < horizon
                 or (master.job_id, current.number) in listed
+                or not _built_after_collection(beat, current.collected_seq)
             ):
                 continue
             log.warning(
@@ -277,6 +281,15 @@ class Heartbeats:
             metadata=event.metadata,
         )
         self._stores.checkpoints(job_id).add(fence, checkpoint)
+
+
+def _built_after_collection(beat: Heartbeat, collected_seq: int | None) -> bool:
+    """Whether ``beat`` was built after its TaskManager handled (or gave up) the reply that
+    carried a start: then it lists the attempt if the TaskManager admitted it. Unknown for a
+    TaskManager that numbers no heartbeat: the time horizon alone decides, as it used to."""
+    if collected_seq is None or beat.settled is None:
+        return True
+    return beat.settled >= collected_seq
 
 
 def _another_incarnation(beat: Heartbeat, registered: bool, known: int | None) -> bool:

@@ -15,6 +15,9 @@ scheduler when they change; the scheduling pass then re-reads them. Loss lives h
 - an attempt that recovery found without its lease, waiting for its TaskManager's report: when
   the wait is over with no report, the attempt is LOST.
 
+Before an attempt is counted LOST its outcome record is read (:mod:`.outcomes`); if that read
+fails, nothing is concluded and the scheduler's next pass reads it again.
+
 Called under the job table's lock, except :meth:`Membership.refresh`'s ZooKeeper reads.
 """
 
@@ -141,30 +144,44 @@ class Membership:
                 message=f"TaskManager {tm_id} lost its ZooKeeper session (and the attempt's"
                 " lease) before the attempt reported an outcome",
             )
-            grace = self._term.replacement_grace
-            terminal = self._outcomes.lose(master, current.number, cause, now=now, grace=grace)
-            self._records.settle(master, terminal)
+            current.pending_loss = cause
+            self.expire_awaited_report(master, now, due=True)
 
-    def expire_awaited_report(self, master: JobMaster, now: float) -> bool:
-        """An attempt recovery left waiting for a report: LOST once the wait is over.
+    def expire_awaited_report(self, master: JobMaster, now: float, *, due: bool = False) -> bool:
+        """An attempt recovery left waiting for a report: LOST once the wait is over (``due``:
+        now). So is an attempt of a TaskManager that left (``Deployment.pending_loss``).
 
-        True if the attempt was waited for and has now been given up (the job is then
-        terminated or initialized again for its next attempt).
+        True if the job was dealt with on this pass: the attempt was given up (the job is then
+        terminated, restarting, or initialized again for its next attempt), or its outcome
+        record could not be read, and the next pass asks again.
         """
         current = master.current
-        if current is None or current.await_report_until is None:
+        if current is None or (current.await_report_until is None and not due):
             return False
-        if now <= current.await_report_until:
+        if not due and now <= (current.await_report_until or now):
             return False
-        self._table.rm.release(current.taskmanager, master.job_id, current.number)
-        cause = ErrorInfo(
+        cause = current.pending_loss or ErrorInfo(
             type="steward.AttemptLost",
             message=f"TaskManager {current.taskmanager} no longer knows attempt {current.number}",
         )
         grace = self._term.replacement_grace
-        terminal = self._outcomes.lose(master, current.number, cause, now=now, grace=grace)
+        try:
+            terminal = self._outcomes.lose(master, current.number, cause, now=now, grace=grace)
+        except StewardError as exc:
+            # Its outcome may be FINISHED: conclude nothing from a failed read (issue 23).
+            log.warning(
+                "attempt outcome not readable yet job=%s attempt=%d error=%r",
+                master.job_id,
+                current.number,
+                exc,
+            )
+            current.pending_loss, current.await_report_until = cause, now
+            return True
+        self._table.rm.release(current.taskmanager, master.job_id, current.number)
         if terminal is not None:
             self._records.terminate(master, terminal)
+        elif current.pending_loss is not None:
+            self._records.persist(master)  # RESTARTING: the scheduler deploys it
         else:
             self._initialization.start(master)
         return True

@@ -5,7 +5,8 @@ Two ways an attempt's outcome could be lost, and what this module does about eac
 - its TaskManager released the lease and died before its report arrived: the outcome was
   recorded with the release (:class:`~steward.wire.heartbeat.OutcomeRecord`, one multi-op), so
   before counting an attempt LOST the leader reads that record and settles the attempt from
-  it (:meth:`AttemptOutcomes.lose`);
+  it (:meth:`AttemptOutcomes.lose`); a read that fails concludes nothing: the caller asks
+  again (recovery retries the job, the scheduler's next pass the loss);
 - its TaskManager was cut off, the attempt finished, and the leader counted it LOST at the
   session's expiry: the outcome arrives late, in a heartbeat once the partition heals, and a
   FINISHED one still wins while the job is live (:meth:`AttemptOutcomes.late_report`, the
@@ -27,7 +28,7 @@ import logging
 from steward.errors import FencedError, StewardError
 from steward.ha.session import Session
 from steward.store.outcomes import AttemptOutcomes as OutcomeStore
-from steward.wire.heartbeat import Ack, AttemptReport, OutcomeRecord
+from steward.wire.heartbeat import Ack, AttemptReport
 from steward.wire.records import ErrorInfo
 from steward.wire.states import AttemptPhase
 
@@ -57,8 +58,12 @@ class AttemptOutcomes:
     ) -> Terminal | None:
         """Count attempt ``number`` LOST, unless its outcome was recorded with its lease's
         release: then it ended with that outcome (the lease went after its processes, so no
-        grace is owed)."""
-        record = self._find(master.job_id, number)
+        grace is owed).
+
+        Raises the store's StewardError if the record could not be read: nothing changed, and
+        the caller asks again (a FINISHED outcome must not be lost to a blip).
+        """
+        record = self._store.find(master.job_id, number)  # a corrupt record reads as None
         self._term.metrics.attempt_ended(str(record.outcome.event) if record else "lost")
         if record is None:
             return master.lost(number, cause, now=now, grace=grace)
@@ -76,15 +81,6 @@ class AttemptOutcomes:
             # counted lost instead of failed: the same restart is spent either way.
             self.remove(master.job_id, number)
         return terminal
-
-    def _find(self, job_id: str, number: int) -> OutcomeRecord | None:
-        try:
-            return self._store.find(job_id, number)
-        except StewardError as exc:
-            # The membership was just read, so ZooKeeper rarely fails here; the attempt must be
-            # settled now either way (a loss is not noticed twice), so it is counted lost.
-            log.warning("outcome record unreadable job=%s attempt=%d: %r", job_id, number, exc)
-            return None
 
     def remove(self, job_id: str, number: int) -> None:
         """Remove an outcome record the job's status or result now holds (best effort: the

@@ -9,15 +9,25 @@ leader keeps going (rule 6). A job whose lease exists is adopted: its attempt ke
 for its TaskManager's report if that TaskManager is a member, else the attempt is LOST. Every
 other job runs its initialize hook again. Status records are written in batches at the end,
 before the term is ready. Only a FencedError (or a failure of the whole step) ends the term.
+
+A store that does not answer (:func:`~steward.errors.is_unavailable`) is no verdict: that job's
+recovery is tried again with back-off, its lease read afresh, until it succeeds or the term
+ends. The term is not ready until every job is known, so meanwhile no heartbeat is taken and
+no attempt is cancelled as a stray (issue 23).
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from concurrent.futures import ThreadPoolExecutor
 
-from steward.errors import FencedError, JobNotFoundError, StewardError
+from steward.errors import (
+    CorruptStateError,
+    FencedError,
+    JobNotFoundError,
+    StewardError,
+    is_unavailable,
+)
 from steward.supervisor.artifacts import may_define_initialize
 from steward.wire.records import AttemptRecord, ErrorInfo, ExecutionLease
 from steward.wire.states import CleanupStatus
@@ -34,6 +44,11 @@ from .table import JobTable
 from .term import Term
 
 log = logging.getLogger(__name__)
+
+RETRY_FIRST = 0.2
+"""Seconds before the first retry of a job whose stores did not answer; doubled each time."""
+RETRY_MOST = 5.0
+"""The longest pause between two tries: a storage stall that ends is noticed within this."""
 
 
 class Recovery:
@@ -96,25 +111,83 @@ class Recovery:
         parallelism = self._term.settings.jobmanager.recovery_parallelism
         self._records.defer()
         with ThreadPoolExecutor(max_workers=parallelism, thread_name_prefix="recover") as pool:
-            outcomes = list(pool.map(lambda j: self.recover_one(j, leases), todo))
+            outcomes = list(pool.map(lambda j: self._recover_until_known(j, leases), todo))
         self._records.flush_deferred()
         return outcomes
 
+    def _recover_until_known(self, job_id: str, leases: dict[str, ExecutionLease]) -> str:
+        """Recover one job, trying again while its stores do not answer (until the term ends:
+        then "abandoned", and the next leader recovers it)."""
+        delay, tries = RETRY_FIRST, 0
+        while True:
+            try:
+                if tries:
+                    leases = self._lease_now(job_id)
+                tries += 1
+                return self.recover_one(job_id, leases)
+            except FencedError:
+                raise
+            except StewardError as exc:  # unavailable: recover_one raises nothing else
+                log.warning(
+                    "job recovery waits job=%s epoch=%d retry_in=%.1f error=%r",
+                    job_id,
+                    self._term.epoch,
+                    delay,
+                    exc,
+                )
+            if self._term.stopped.wait(delay):
+                return "abandoned"
+            delay = min(2 * delay, RETRY_MOST)
+
+    def _lease_now(self, job_id: str) -> dict[str, ExecutionLease]:
+        """The job's lease as it is now: a retry may come long after the first read."""
+        try:
+            lease = self._stores.leases.held(job_id)
+        except CorruptStateError:
+            lease = None
+        return {job_id: lease} if lease is not None else {}
+
     def recover_one(self, job_id: str, leases: dict[str, ExecutionLease]) -> str:
-        """Recover one job; never raises for a problem of this job alone (rule 6)."""
+        """Recover one job; never raises for a problem of this job alone (rule 6).
+
+        Raises FencedError, and the StewardError of a store that did not answer
+        (:func:`~steward.errors.is_unavailable`): then nothing about the job was concluded
+        or kept, and it is to be recovered again.
+        """
         try:
             return self._recover_job(job_id, leases)
         except FencedError:
             raise
+        except StewardError as exc:
+            if is_unavailable(exc):
+                self._unload(job_id)
+                raise
+            cause: Exception = exc
         except Exception as exc:
-            log.exception("recovery of one job failed job=%s", job_id)
-            with contextlib.suppress(FencedError, StewardError, ValueError):
-                error = ErrorInfo(
-                    type="steward.RecoveryError",
-                    message=f"job {job_id!r} could not be recovered: {exc!r}",
-                )
-                self._records.fail_unrecoverable(job_id, error)
-            return "failed"
+            cause = exc
+        log.error("recovery of one job failed job=%s", job_id, exc_info=cause)
+        self._unload(job_id)
+        return self._fail(job_id, f"job {job_id!r} could not be recovered: {cause!r}")
+
+    def _fail(self, job_id: str, message: str) -> str:
+        """Record the verdict: the job is FAILED (rule 6). A store that does not answer
+        raises, as a read would: nothing is concluded until the verdict is recorded."""
+        error = ErrorInfo(type="steward.RecoveryError", message=message)
+        try:
+            self._records.fail_unrecoverable(job_id, error)
+        except FencedError:
+            raise
+        except (StewardError, ValueError) as exc:
+            if is_unavailable(exc):
+                raise
+            log.error("recovery verdict not recorded job=%s error=%r", job_id, exc)
+        return "failed"
+
+    def _unload(self, job_id: str) -> None:
+        """Forget a half-recovered job (its master was put in the table before a read failed)."""
+        with self._table.lock:
+            self._table.jobs.pop(job_id, None)
+            self._table.hookless.discard(job_id)
 
     def _recover_job(self, job_id: str, leases: dict[str, ExecutionLease]) -> str:
         loaded = self._load(job_id)
@@ -140,12 +213,9 @@ class Recovery:
         except FencedError:
             raise
         except StewardError as exc:
-            error = ErrorInfo(
-                type="steward.RecoveryError",
-                message=f"job graph of {job_id!r} could not be recovered: {exc}",
-            )
-            self._records.fail_unrecoverable(job_id, error)
-            return "failed"
+            if is_unavailable(exc):
+                raise  # a blip, not a verdict: the job is recovered again
+            return self._fail(job_id, f"job graph of {job_id!r} could not be recovered: {exc}")
         record = self._stores.statuses.find_quietly(job_id)
         master = JobMaster(graph.spec, pointer, graph.submitted_at, record=record)
         master.is_recovery = record is not None

@@ -1,0 +1,170 @@
+"""A blip is not a verdict (issue 23, items 1 and 6a): recovery and loss wait out unavailability.
+
+A new leader that cannot read a job's graph because the storage or ZooKeeper is unavailable
+retries that job's recovery; the term is not ready until the job is known, so its running
+attempt is neither failed nor cancelled meanwhile. An outcome record that could not be read
+is read again before the attempt is counted LOST, so a FINISHED outcome is never ignored.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+from jobmanager_harness import SETTLE, JobManagerCluster, PretendTaskManager, report
+
+from steward.errors import ZooKeeperUnavailableError
+from steward.jobmanager.manager import JobManager
+from steward.store.job_graphs import JobGraphStore
+from steward.store.outcomes import AttemptOutcomes as OutcomeStore
+from steward.store.outcomes import encode
+from steward.wire.heartbeat import CancelAttempt, OutcomeRecord, StartAttempt
+from steward.wire.jobs import JobGraph, JobGraphPointer
+from steward.wire.records import ExecutionLease
+from steward.wire.runner import FinishedEvent
+from steward.wire.states import AttemptPhase
+from support import wait_until
+
+pytestmark = pytest.mark.zookeeper
+
+RUNNING = AttemptPhase.RUNNING
+WAITING = "job recovery waits"
+"""What the new leader logs each time a job's recovery meets unavailability."""
+
+
+def _running(
+    cluster: JobManagerCluster, leader: JobManager, tm: PretendTaskManager, job_id: str, **spec: Any
+) -> StartAttempt:
+    """Submit ``job_id`` and run its first attempt on ``tm`` behind its lease."""
+    cluster.submitted(leader, job_id, **spec)
+    start, _ = tm.wait_command(leader, StartAttempt, job_id)
+    tm.zk.create(
+        cluster.layout.execution(job_id),
+        ExecutionLease(taskmanager=tm.id, attempt=start.attempt, epoch=start.epoch).to_json(),
+        ephemeral=True,
+    )
+    tm.heartbeat(leader, report(start, RUNNING))
+    cluster.wait_state(leader, job_id, "RUNNING")
+    return start
+
+
+def _cancels(reply_commands: list[Any], job_id: str) -> list[Any]:
+    return [c for c in reply_commands if isinstance(c, CancelAttempt) and c.job_id == job_id]
+
+
+def _waits_logged(caplog: pytest.LogCaptureFixture, job_id: str) -> bool:
+    return any(
+        WAITING in r.getMessage() and f"job={job_id}" in r.getMessage() for r in caplog.records
+    )
+
+
+def _adopted_running(cluster: JobManagerCluster, manager: JobManager, job_id: str) -> None:
+    epoch = manager.dispatcher.epoch if manager.dispatcher else -1
+    view = cluster.wait_state(manager, job_id, "RUNNING")
+    assert [(a["number"], a["state"], a["adopted_by"]) for a in view["attempts"]] == [
+        (1, "RUNNING", [epoch])
+    ]
+    assert view["failures"] == 0
+
+
+def test_an_unmounted_storage_during_recovery_is_waited_out_and_the_attempt_adopted(
+    cluster: JobManagerCluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="steward.jobmanager.leader.recovery")
+    leader = cluster.start_leader("jm-1")
+    tm = PretendTaskManager(cluster, "tm-1").register()
+    start = _running(cluster, leader, tm, "job-a")
+    leader.stop()
+    # The storage's mount goes away (an NFS share dropped, a bucket unreachable): every blob
+    # read fails, though nothing is lost.
+    away = cluster.storage.with_name("storage-unmounted")
+    cluster.storage.rename(away)
+
+    successor = cluster.start("jm-2")
+    wait_until(
+        lambda: (
+            successor.dispatcher is not None
+            and (successor.dispatcher.ready or _waits_logged(caplog, "job-a"))
+        ),
+        SETTLE,
+        message="jm-2 recovers (or retries) job-a",
+    )
+    dispatcher = successor.dispatcher
+    assert dispatcher is not None
+    assert not dispatcher.ready, "the term was ready while job-a's graph could not be read"
+    assert not cluster.exists(cluster.layout.result("job-a")), "a blip gave job-a a result"
+    beat = tm.heartbeat(successor, report(start, RUNNING))
+    assert _cancels(beat.commands, "job-a") == []
+
+    away.rename(cluster.storage)
+    cluster.wait_leading(successor)
+    _adopted_running(cluster, successor, "job-a")
+    beat = tm.heartbeat(successor, report(start, RUNNING))
+    assert beat.commands == []
+    assert not cluster.exists(cluster.layout.result("job-a"))
+
+
+def test_a_lost_zookeeper_connection_on_a_pointer_read_is_retried(
+    cluster: JobManagerCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    leader = cluster.start_leader("jm-1")
+    tm = PretendTaskManager(cluster, "tm-1").register()
+    start = _running(cluster, leader, tm, "job-b")
+    leader.stop()
+    read = JobGraphStore.get_with_pointer
+    failed: list[str] = []
+
+    def once(store: JobGraphStore, job_id: str) -> tuple[JobGraphPointer, JobGraph]:
+        if not failed:  # one ConnectionLoss, as kazoo_errors maps it
+            failed.append(job_id)
+            raise ZooKeeperUnavailableError(f"lost the ZooKeeper connection (at {job_id})")
+        return read(store, job_id)
+
+    monkeypatch.setattr(JobGraphStore, "get_with_pointer", once)
+    successor = cluster.start_leader("jm-2")
+    assert failed == ["job-b"]
+    _adopted_running(cluster, successor, "job-b")
+    assert not cluster.exists(cluster.layout.result("job-b")), "a blip gave job-b a result"
+    beat = tm.heartbeat(successor, report(start, RUNNING))
+    assert beat.commands == []
+
+
+def test_a_failed_read_of_an_outcome_record_is_retried_not_counted_lost(
+    cluster: JobManagerCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    leader = cluster.start_leader("jm-1")
+    tm = PretendTaskManager(cluster, "tm-1").register()
+    restart = {"kind": "fixed-delay", "attempts": 3, "delay": 0}
+    start = _running(cluster, leader, tm, "job-c", restart_strategy=restart)
+    # The attempt finished; its TaskManager records the outcome as it releases the lease (one
+    # multi-op, as ExecutionLeases does), then dies before it reports.
+    record = OutcomeRecord(
+        job_id="job-c",
+        attempt=start.attempt,
+        taskmanager=tm.id,
+        epoch=start.epoch,
+        outcome=FinishedEvent(value="done"),
+    )
+    transaction = tm.zk.transaction()
+    transaction.delete(cluster.layout.execution("job-c"))
+    transaction.create(cluster.layout.attempt_outcome("job-c", start.attempt), encode(record))
+    assert not [r for r in transaction.commit() if isinstance(r, Exception)]
+    find = OutcomeStore.find
+    failed: list[str] = []
+
+    def once(store: OutcomeStore, job_id: str, attempt: int) -> OutcomeRecord | None:
+        if not failed:
+            failed.append(job_id)
+            raise ZooKeeperUnavailableError(f"lost the ZooKeeper connection (at {job_id})")
+        return find(store, job_id, attempt)
+
+    monkeypatch.setattr(OutcomeStore, "find", once)
+    tm.unregister()
+
+    result = cluster.wait_result_clean(leader, "job-c")
+    assert failed == ["job-c"]
+    assert (result["state"], result["value"]) == ("FINISHED", "done")
+    view = cluster.job(leader, "job-c")
+    assert [(a["number"], a["state"]) for a in view["attempts"]] == [(1, "FINISHED")]
+    assert view["failures"] == 0
