@@ -198,3 +198,28 @@ def test_garbage_collection_keeps_referenced_and_young_files(
     with collector.pinned([hashes["young"]]):
         os.utime(cluster.storage / "contents" / "sha256" / hashes["young"], (old, old))
         assert collector.collect() == []  # pinned by a submission in progress
+
+
+def test_a_head_or_a_re_upload_renews_a_stored_files_age(cluster: JobManagerCluster) -> None:
+    """A client asks HEAD, then submits: the collector must not delete the file in between."""
+    leader = cluster.start_leader("jm-1", **{"jobmanager.contents.retention": "1h"})
+    standby = cluster.start("jm-2")
+    cluster.wait_knows_leader(standby, leader)
+    files = {name: os.urandom(1000) for name in ("asked", "uploaded-again", "forgotten")}
+    hashes = {name: hashlib.sha256(data).hexdigest() for name, data in files.items()}
+    contents = ContentStore(leader.blobs)
+    for name, data in files.items():
+        contents.put(hashes[name], [data])
+        old = time.time() - 7200
+        os.utime(cluster.storage / "contents" / "sha256" / hashes[name], (old, old))
+
+    asked = cluster.http.head(cluster.url(standby, content_path(hashes["asked"])))
+    assert asked.status_code == 200
+    again = cluster.http.put(
+        cluster.url(leader, content_path(hashes["uploaded-again"])),
+        content=files["uploaded-again"],
+    )
+    assert again.status_code == 200, again.text
+
+    assert dispatcher_of(leader).content_gc.collect() == [hashes["forgotten"]]
+    assert stored_files(cluster) == sorted([hashes["asked"], hashes["uploaded-again"]])
