@@ -4,14 +4,26 @@ The leader runs one :class:`ContentCollector` per term (a thread of its Dispatch
 blob is deleted only when all of these hold:
 
 1. no job graph (``jobgraphs/<job-id>``, i.e. a job that may still run) names its hash;
-2. it was last changed more than ``jobmanager.contents.retention`` ago, so a file uploaded
-   for a submission that has not arrived yet is kept;
-3. no submission on this leader named it since the round began reading the job graphs
-   (:meth:`ContentCollector.pinned` wraps a submission's "is every file stored?" check and
-   the storing of its graph; a graph stored before the round read the graphs is seen there).
+2. it was last changed or touched more than ``jobmanager.contents.retention`` ago, so a file
+   uploaded for a submission that has not arrived yet is kept, and so is one a client has just
+   asked for (HEAD) or uploaded again (both touch it): the client's POST follows;
+3. no submission on this leader pinned it during the round, counting the pins already held when
+   the round began (:meth:`ContentCollector.pinned` wraps a submission's "is every file stored?"
+   check and the storing of its graph; a pin released before the round began belongs to a graph
+   stored before the round listed the job graphs, on the same ZooKeeper session, so the listing
+   sees it);
+4. just before the delete, the leader's epoch is confirmed current (a fenced transaction of the
+   check alone), the file's age is read again, and the delete happens within ``fence_window``
+   of that confirmation: a deposed leader's round stops, and a frozen one cannot delete after
+   the freeze, because a new leader exists only once the frozen one's session has expired, a
+   session timeout after its last message, and the window is a third of that.
 
 If any job graph cannot be read, nothing is collected in that round: the unreadable graph may
 name any file. Uploads that a crashed JobManager left half-written go after the same age.
+
+A round costs what changed: the hashes each job graph names are kept by the graph's blob
+identity (blobs are never overwritten), so a round reads the pointers (pipelined) and only the
+graphs it has not read before.
 """
 
 from __future__ import annotations
@@ -23,7 +35,8 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 
-from steward.errors import JobNotFoundError, StewardError
+from steward.errors import CorruptStateError, JobNotFoundError, StewardError
+from steward.ha.fencing import Fence
 from steward.store.contents import ContentStore
 from steward.store.job_graphs import JobGraphStore
 
@@ -36,13 +49,18 @@ ORPHAN_GRAPH_AGE = 3600.0
 """A job graph blob no pointer names is deleted after this long (an add that lost its
 connection before its pointer was created leaves one; younger ones may be an add under way)."""
 
+GraphIdentity = tuple[str, str]
+"""A job graph blob's key and SHA-256: what a pointer names, never overwritten."""
+
+_NOTHING: frozenset[str] = frozenset()
+
 
 class ContentCollector:
     """Deletes unreferenced, old content blobs; see the module docstring.
 
     Example::
 
-        collector = ContentCollector(contents, graphs, retention=3600.0)
+        collector = ContentCollector(contents, graphs, retention=3600.0, fence=leadership.fence)
         with collector.pinned([sha]):
             ...  # check the file is stored, then store the job graph naming it
         collector.run(stopped)  # on a thread of its own, until ``stopped`` is set
@@ -53,17 +71,27 @@ class ContentCollector:
         contents: ContentStore,
         graphs: JobGraphStore,
         retention: float,
+        *,
+        fence: Fence,
         clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
+        fence_window: float | None = None,
     ) -> None:
         self.contents = contents
         self.retention = retention
         self.interval = max(1.0, min(retention / 2, MAX_INTERVAL))
+        self.fence_window = fence.timeout / 3 if fence_window is None else fence_window
         self._graphs = graphs
+        self._fence = fence
         self._clock = clock
+        self._monotonic = monotonic
+        self._stopped = threading.Event()
         self._lock = threading.Lock()
         self._pins: collections.Counter[str] = collections.Counter()
         self._named: set[str] = set()
-        """Hashes pinned since the current round started reading the job graphs."""
+        """Hashes pinned during the current round, those pinned when it began included."""
+        self._names: dict[GraphIdentity, frozenset[str]] = {}
+        """The hashes each job graph names, kept between rounds."""
 
     @contextlib.contextmanager
     def pinned(self, hashes: Iterable[str]) -> Iterator[None]:
@@ -81,6 +109,7 @@ class ContentCollector:
 
     def run(self, stopped: threading.Event) -> None:
         """Collect every :attr:`interval` until ``stopped``; a failed round is retried later."""
+        self._stopped = stopped
         while not stopped.wait(self.interval):
             try:
                 self.collect()
@@ -89,40 +118,66 @@ class ContentCollector:
                 log.warning("content garbage collection failed error=%s", exc)
 
     def collect(self) -> list[str]:
-        """One round; returns the hashes deleted."""
+        """One round; returns the hashes deleted. FencedError once this leader is deposed."""
         cutoff = self._clock() - self.retention
         old = [info.sha256 for info in self.contents.stored() if info.modified < cutoff]
         deleted: list[str] = []
         if old:
             with self._lock:
-                self._named.clear()
+                # A pin held now may be a submission whose pointer the listing below misses.
+                self._named = set(self._pins)
             referenced = self._referenced()
             if referenced is None:
                 return []
-            deleted = [sha for sha in old if sha not in referenced and self._delete(sha)]
+            deleted = [sha for sha in old if sha not in referenced and self._delete(sha, cutoff)]
         for key in self.contents.stale_uploads(cutoff):
             self.contents.discard_upload(key)
         if deleted:
             log.info("unreferenced contents deleted count=%d", len(deleted))
         return deleted
 
-    def _delete(self, sha256: str) -> bool:
+    def _delete(self, sha256: str, cutoff: float) -> bool:
+        if self._held(sha256):
+            return False
+        confirmed_at = self._monotonic()
+        self._fence.transaction().commit()  # FencedError: a newer leader owns the store now
+        info = self.contents.age(sha256)  # a HEAD or re-upload since the listing renews it
+        if info is None or info.modified >= cutoff:
+            return False
         with self._lock:
-            if self._pins[sha256] > 0 or sha256 in self._named:
+            late = self._monotonic() - confirmed_at > self.fence_window
+            if late or self._stopped.is_set() or self._held(sha256):
+                log.info("content kept sha256=%s late=%s", sha256, late)
                 return False
             self.contents.delete(sha256)
         return True
 
+    def _held(self, sha256: str) -> bool:
+        return self._pins[sha256] > 0 or sha256 in self._named
+
     def _referenced(self) -> set[str] | None:
         """Every hash a job graph names; None if some graph cannot be read."""
-        referenced: set[str] = set()
-        for job_id in self._graphs.job_ids():
-            try:
-                graph = self._graphs.get(job_id)
-            except JobNotFoundError:
-                continue  # removed meanwhile: it names nothing any more
-            except StewardError as exc:
-                log.warning("content gc skipped: job graph unreadable job=%s error=%s", job_id, exc)
-                return None
-            referenced.update(d.sha256 for d in graph.spec.dependencies)
-        return referenced
+        try:
+            pointers = self._graphs.pointers(self._graphs.job_ids())
+        except CorruptStateError as exc:
+            log.warning("content gc skipped: a job graph pointer is unreadable error=%s", exc)
+            return None
+        current: dict[GraphIdentity, frozenset[str]] = {}
+        for job_id, pointer in pointers.items():
+            identity = (pointer.blob, pointer.sha256)
+            names = self._names.get(identity)
+            if names is None:
+                try:
+                    graph = self._graphs.graph_at(job_id, pointer)
+                except JobNotFoundError:
+                    continue  # removed meanwhile: it names nothing any more
+                except StewardError as exc:
+                    log.warning(
+                        "content gc skipped: job graph unreadable job=%s error=%s", job_id, exc
+                    )
+                    return None
+                names = frozenset(d.sha256 for d in graph.spec.dependencies) or _NOTHING
+                self._names[identity] = names
+            current[identity] = names
+        self._names = current  # graphs no pointer names any more are forgotten
+        return set().union(*current.values())

@@ -44,6 +44,8 @@ from steward.wire.jobs import JobGraph, JobGraphPointer
 log = logging.getLogger(__name__)
 
 BLOB_PREFIX = "jobgraphs"
+POINTER_BATCH = 1000
+"""Pointer reads in flight at once (bounds the answers held in memory)."""
 
 # Failures after which the new blob is surely unreferenced. A lost connection is not one of
 # them: the transaction may have been applied, so its blob must stay (GC decides later).
@@ -139,9 +141,26 @@ class JobGraphStore:
         """Read a job's graph. Raises JobNotFoundError, CorruptStateError or BlobStoreError."""
         return self.get_with_pointer(job_id)[1]
 
+    def pointers(self, job_ids: list[str]) -> dict[str, JobGraphPointer]:
+        """The pointers of ``job_ids`` that exist, read pipelined (one round trip for all).
+
+        Raises CorruptStateError if one cannot be decoded."""
+        pointers: dict[str, JobGraphPointer] = {}
+        for start in range(0, len(job_ids), POINTER_BATCH):
+            batch = job_ids[start : start + POINTER_BATCH]
+            found = zk.read_many(self._client, [self._layout.jobgraph(job_id) for job_id in batch])
+            for job_id, current in zip(batch, found, strict=True):
+                if current is not None:
+                    pointers[job_id] = JobGraphPointer.from_json(current[0])
+        return pointers
+
     def get_with_pointer(self, job_id: str) -> tuple[JobGraphPointer, JobGraph]:
         """The job's pointer and the graph it names, reading the pointer once."""
         pointer = self.pointer(job_id)
+        return pointer, self.graph_at(job_id, pointer)
+
+    def graph_at(self, job_id: str, pointer: JobGraphPointer) -> JobGraph:
+        """The graph ``pointer`` (read earlier) names; JobNotFoundError if it was removed since."""
         try:
             graph = JobGraph.from_json(self._blobs.get(BlobRef(pointer.blob, pointer.sha256)))
         except BlobStoreError:
@@ -154,7 +173,7 @@ class JobGraphStore:
             raise CorruptStateError(
                 f"job graph of {job_id!r} holds the spec of job {graph.spec.job_id!r}"
             )
-        return pointer, graph
+        return graph
 
     def recover_all(self, parallelism: int = 8) -> list[RecoveredJobGraph]:
         """Read every job graph, each on its own; one bad entry never fails the others."""

@@ -38,6 +38,18 @@ DATA = _environment_archive()
 SHA = hashlib.sha256(DATA).hexdigest()
 
 
+class RecordingTransport(httpx.HTTPTransport):
+    """The client's real transport, noting each request's method and path."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.requests: list[tuple[str, str]] = []
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        self.requests.append((request.method, request.url.path))
+        return super().handle_request(request)
+
+
 def content_path(sha: str = SHA) -> str:
     return f"/v1/contents/{sha}"
 
@@ -131,18 +143,20 @@ def test_the_client_uploads_each_file_once_and_the_job_names_them(
     archive.write_bytes(DATA)
     helper = tmp_path / "helper.py"
     helper.write_text("X = 1\n")
-    with Client([cluster.url(leader, "")], timeout=30) as client:
+    sent = RecordingTransport()
+    with Client([cluster.url(leader, "")], timeout=30, transport=sent) as client:
         started = time.monotonic()
         client.submit(pipeline, job_id="job-1", archives=[f"{archive}#environment"])
         first = time.monotonic() - started
         assert stored_files(cluster) == [SHA]
-        os.utime(cluster.storage / "contents" / "sha256" / SHA, (1, 1))  # marks a rewrite
+        sent.requests.clear()
         started = time.monotonic()
         view = client.submit(
             pipeline, job_id="job-2", archives=[f"{archive}#environment"], py_files=[helper]
         )
         second = time.monotonic() - started
-    assert (cluster.storage / "contents" / "sha256" / SHA).stat().st_mtime == 1  # not re-sent
+    assert ("PUT", content_path()) not in sent.requests  # asked (HEAD), not re-sent
+    assert ("HEAD", content_path()) in sent.requests
     assert view.job_id == "job-2"
     graph = dispatcher_of(leader).stores.graphs.get("job-2")
     assert [(d.kind.value, d.filename, d.alias) for d in graph.spec.dependencies] == [
