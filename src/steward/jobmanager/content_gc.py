@@ -21,9 +21,13 @@ blob is deleted only when all of these hold:
 If any job graph cannot be read, nothing is collected in that round: the unreadable graph may
 name any file. Uploads that a crashed JobManager left half-written go after the same age.
 
-A round costs what changed: the hashes each job graph names are kept by the graph's blob
-identity (blobs are never overwritten), so a round reads the pointers (pipelined) and only the
-graphs it has not read before.
+A round costs what changed: the collector keeps each job's graph identity (its blob's key and
+hash; blobs are never overwritten) and the hashes it names. A round lists the job ids (one
+read) and reads again only the pointers of jobs it does not know and of jobs the term's
+:class:`JobGraphStore` wrote since the last round (within a term it is the only writer; the
+others are fenced), every pointer each :data:`FULL_CHECK_EVERY` rounds, and a graph only for a
+pointer it has not seen. The orphan sweep of job graph blobs gets the keys it saw, so it reads
+only the pointers of jobs with an old blob outside them.
 """
 
 from __future__ import annotations
@@ -52,7 +56,8 @@ connection before its pointer was created leaves one; younger ones may be an add
 GraphIdentity = tuple[str, str]
 """A job graph blob's key and SHA-256: what a pointer names, never overwritten."""
 
-_NOTHING: frozenset[str] = frozenset()
+FULL_CHECK_EVERY = 6
+"""Every this many rounds (an hour at the longest interval) every pointer is read again."""
 
 
 class ContentCollector:
@@ -76,6 +81,7 @@ class ContentCollector:
         clock: Callable[[], float] = time.time,
         monotonic: Callable[[], float] = time.monotonic,
         fence_window: float | None = None,
+        full_check_every: int = FULL_CHECK_EVERY,
     ) -> None:
         self.contents = contents
         self.retention = retention
@@ -90,8 +96,12 @@ class ContentCollector:
         self._pins: collections.Counter[str] = collections.Counter()
         self._named: set[str] = set()
         """Hashes pinned during the current round, those pinned when it began included."""
-        self._names: dict[GraphIdentity, frozenset[str]] = {}
-        """The hashes each job graph names, kept between rounds."""
+        self._by_job: dict[str, tuple[GraphIdentity, frozenset[str]]] = {}
+        """Each job's graph and the hashes it names, kept between rounds."""
+        self._unsettled: set[str] = set()
+        """Jobs written since the last round that completed: their pointers are read again."""
+        self._rounds = 0
+        self._full_check_every = full_check_every
 
     @contextlib.contextmanager
     def pinned(self, hashes: Iterable[str]) -> Iterator[None]:
@@ -113,7 +123,7 @@ class ContentCollector:
         while not stopped.wait(self.interval):
             try:
                 self.collect()
-                self._graphs.collect_garbage(ORPHAN_GRAPH_AGE)
+                self._graphs.collect_garbage(ORPHAN_GRAPH_AGE, self.known_graph_blobs())
             except StewardError as exc:
                 log.warning("content garbage collection failed error=%s", exc)
 
@@ -156,28 +166,39 @@ class ContentCollector:
         return self._pins[sha256] > 0 or sha256 in self._named
 
     def _referenced(self) -> set[str] | None:
-        """Every hash a job graph names; None if some graph cannot be read."""
+        """Every hash a job graph names; None if some graph cannot be read.
+
+        Pointers are read again only for jobs this term's store wrote since the last round,
+        jobs not known yet, and every job each :data:`FULL_CHECK_EVERY` rounds (a write whose
+        outcome was unknown may land late); graphs only for a pointer not seen before."""
+        self._unsettled |= self._graphs.take_changed()
+        full = self._rounds % self._full_check_every == 0
+        job_ids = self._graphs.job_ids()
+        stale = [j for j in job_ids if full or j in self._unsettled or j not in self._by_job]
         try:
-            pointers = self._graphs.pointers(self._graphs.job_ids())
+            pointers = self._graphs.pointers(stale)
         except CorruptStateError as exc:
             log.warning("content gc skipped: a job graph pointer is unreadable error=%s", exc)
             return None
-        current: dict[GraphIdentity, frozenset[str]] = {}
+        current = {j: self._by_job[j] for j in set(job_ids) - set(stale)}
         for job_id, pointer in pointers.items():
             identity = (pointer.blob, pointer.sha256)
-            names = self._names.get(identity)
-            if names is None:
-                try:
-                    graph = self._graphs.graph_at(job_id, pointer)
-                except JobNotFoundError:
-                    continue  # removed meanwhile: it names nothing any more
-                except StewardError as exc:
-                    log.warning(
-                        "content gc skipped: job graph unreadable job=%s error=%s", job_id, exc
-                    )
-                    return None
-                names = frozenset(d.sha256 for d in graph.spec.dependencies) or _NOTHING
-                self._names[identity] = names
-            current[identity] = names
-        self._names = current  # graphs no pointer names any more are forgotten
-        return set().union(*current.values())
+            known = self._by_job.get(job_id)
+            if known is not None and known[0] == identity:
+                current[job_id] = known
+                continue
+            try:
+                graph = self._graphs.graph_at(job_id, pointer)
+            except JobNotFoundError:
+                continue  # removed meanwhile: it names nothing any more
+            except StewardError as exc:
+                log.warning("content gc skipped: job graph unreadable job=%s error=%s", job_id, exc)
+                return None
+            current[job_id] = (identity, frozenset(d.sha256 for d in graph.spec.dependencies))
+        self._by_job, self._unsettled = current, set()  # jobs gone are forgotten
+        self._rounds += 1
+        return set().union(*(names for _identity, names in current.values()))
+
+    def known_graph_blobs(self) -> set[str]:
+        """The job graph blob keys the last round saw pointers name (for the orphan sweep)."""
+        return {identity[0] for identity, _names in self._by_job.values()}

@@ -17,9 +17,11 @@ Blobs left without a pointer (a writer that crashed between the two steps) are o
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -40,6 +42,7 @@ from steward.ha.session import Session
 from steward.store import zk
 from steward.store.blob import BlobRef, BlobStore
 from steward.wire.jobs import JobGraph, JobGraphPointer
+from steward.wire.values import check_job_id
 
 log = logging.getLogger(__name__)
 
@@ -68,11 +71,36 @@ class JobGraphStore:
         self._client = session.client
         self._layout = session.layout
         self._blobs = blobs
+        self._changes_lock = threading.Lock()
+        self._changed: set[str] = set()
 
     # ------------------------------------------------------------------ writes (fenced)
 
+    def take_changed(self) -> set[str]:
+        """Ids of the jobs whose pointer this store wrote, or tried to, since the last call.
+
+        A write is noted once it has returned or failed, so a reader that takes the changes
+        and then reads the pointers sees every write not noted for its next call. The leader's
+        content collector reads again only these pointers (and those of jobs it does not know):
+        within a term this store is the only writer of pointers (the others are fenced)."""
+        with self._changes_lock:
+            changed, self._changed = self._changed, set()
+        return changed
+
+    @contextlib.contextmanager
+    def _noted(self, job_id: str) -> Iterator[None]:
+        try:
+            yield
+        finally:
+            with self._changes_lock:
+                self._changed.add(job_id)
+
     def put(self, fence: Fence, graph: JobGraph) -> JobGraphPointer:
         """Persist a new job's graph. :class:`JobExistsError` if the job already has one."""
+        with self._noted(graph.spec.job_id):
+            return self._put(fence, graph)
+
+    def _put(self, fence: Fence, graph: JobGraph) -> JobGraphPointer:
         job_id = graph.spec.job_id
         ref = self._blobs.put(self._blobs.unique_key(f"{BLOB_PREFIX}/{job_id}"), graph.to_json())
         pointer = JobGraphPointer(blob=ref.key, sha256=ref.sha256, epoch=fence.epoch)
@@ -89,6 +117,10 @@ class JobGraphStore:
 
     def replace(self, fence: Fence, graph: JobGraph) -> JobGraphPointer:
         """Swap an existing job's graph for ``graph``; :class:`JobNotFoundError` if it has none."""
+        with self._noted(graph.spec.job_id):
+            return self._replace(fence, graph)
+
+    def _replace(self, fence: Fence, graph: JobGraph) -> JobGraphPointer:
         job_id = graph.spec.job_id
         path = self._layout.jobgraph(job_id)
         current = zk.read(self._client, path)
@@ -110,6 +142,10 @@ class JobGraphStore:
         Fenced and version-checked: it removes exactly the pointer it read, so it cannot delete
         a graph another leader (re-)added in between.
         """
+        with self._noted(job_id):
+            return self._remove(fence, job_id)
+
+    def _remove(self, fence: Fence, job_id: str) -> bool:
         path = self._layout.jobgraph(job_id)
         current = zk.read(self._client, path)
         if current is None:
@@ -190,21 +226,28 @@ class JobGraphStore:
 
     # ------------------------------------------------------------------ garbage
 
-    def collect_garbage(self, min_age: float = 3600.0) -> list[str]:
+    def collect_garbage(self, min_age: float = 3600.0, known: set[str] | None = None) -> list[str]:
         """Delete blobs no pointer names that are older than ``min_age`` seconds.
 
         The age guard leaves alone a blob whose writer has not created its pointer yet.
+        ``known``: blob keys the caller knows pointers name (the content collector's); then
+        only the pointers of the jobs with an old blob outside it are read, to confirm, instead
+        of every pointer.
         """
-        referenced, unreadable = self._referenced_keys(self.job_ids())
+        if known is None:
+            referenced, unreadable = self._referenced_keys(self.job_ids())
+            known = referenced
         cutoff = time.time() - min_age
+        old = [i.key for i in self._blobs.list(BLOB_PREFIX) if i.modified <= cutoff]
+        candidates = [key for key in old if key not in known]
+        owners = {key: _owner(key) for key in candidates}
+        referenced, unreadable = self._referenced_keys(sorted(set(owners.values()) - {""}))
         deleted = []
-        for info in self._blobs.list(BLOB_PREFIX):
-            job_dir = info.key.split("/")[1:2]  # keys are jobgraphs/<job-id>/<unique>
-            if info.key in referenced or (job_dir and job_dir[0] in unreadable):
+        for key in candidates:
+            if key in referenced or owners[key] in unreadable:
                 continue
-            if info.modified <= cutoff:
-                self._blobs.delete(info.key)
-                deleted.append(info.key)
+            self._blobs.delete(key)
+            deleted.append(key)
         if deleted:
             log.info("orphan job graph blobs deleted count=%d", len(deleted))
         return deleted
@@ -249,3 +292,12 @@ class JobGraphStore:
             self._blobs.delete(key)
         except BlobStoreError as exc:
             log.warning("blob left for garbage collection key=%s error=%s", key, exc)
+
+
+def _owner(key: str) -> str:
+    """The job whose pointer may name the blob ``key`` (jobgraphs/<job-id>/<unique>), or ""."""
+    parts = key.split("/")
+    try:
+        return check_job_id(parts[1]) if len(parts) >= 3 else ""
+    except ValueError:
+        return ""
