@@ -43,6 +43,7 @@ from steward.errors import CorruptStateError, JobNotFoundError, StewardError
 from steward.ha.fencing import Fence
 from steward.store.contents import ContentStore
 from steward.store.job_graphs import JobGraphStore
+from steward.wire.jobs import JobGraphPointer
 
 log = logging.getLogger(__name__)
 
@@ -53,8 +54,8 @@ ORPHAN_GRAPH_AGE = 3600.0
 """A job graph blob no pointer names is deleted after this long (an add that lost its
 connection before its pointer was created leaves one; younger ones may be an add under way)."""
 
-GraphIdentity = tuple[str, str]
-"""A job graph blob's key and SHA-256: what a pointer names, never overwritten."""
+Known = tuple[JobGraphPointer, frozenset[str] | None]
+"""A job's pointer and the hashes its graph names (None: the graph not read yet)."""
 
 FULL_CHECK_EVERY = 6
 """Every this many rounds (an hour at the longest interval) every pointer is read again."""
@@ -96,8 +97,8 @@ class ContentCollector:
         self._pins: collections.Counter[str] = collections.Counter()
         self._named: set[str] = set()
         """Hashes pinned during the current round, those pinned when it began included."""
-        self._by_job: dict[str, tuple[GraphIdentity, frozenset[str]]] = {}
-        """Each job's graph and the hashes it names, kept between rounds."""
+        self._by_job: dict[str, Known] = {}
+        """Each job's pointer and the hashes its graph names, kept between rounds."""
         self._unsettled: set[str] = set()
         """Jobs written since the last round that completed: their pointers are read again."""
         self._rounds = 0
@@ -131,11 +132,11 @@ class ContentCollector:
         """One round; returns the hashes deleted. FencedError once this leader is deposed."""
         cutoff = self._clock() - self.retention
         old = [info.sha256 for info in self.contents.stored() if info.modified < cutoff]
+        with self._lock:
+            # A pin held now may be a submission whose pointer the listing below misses.
+            self._named = set(self._pins)
         deleted: list[str] = []
-        if old:
-            with self._lock:
-                # A pin held now may be a submission whose pointer the listing below misses.
-                self._named = set(self._pins)
+        if self._refresh() and old:
             referenced = self._referenced()
             if referenced is None:
                 return []
@@ -145,6 +146,10 @@ class ContentCollector:
         if deleted:
             log.info("unreferenced contents deleted count=%d", len(deleted))
         return deleted
+
+    def known_graph_blobs(self) -> set[str]:
+        """The job graph blob keys the last round saw pointers name (for the orphan sweep)."""
+        return {pointer.blob for pointer, _names in self._by_job.values()}
 
     def _delete(self, sha256: str, cutoff: float) -> bool:
         if self._held(sha256):
@@ -165,12 +170,12 @@ class ContentCollector:
     def _held(self, sha256: str) -> bool:
         return self._pins[sha256] > 0 or sha256 in self._named
 
-    def _referenced(self) -> set[str] | None:
-        """Every hash a job graph names; None if some graph cannot be read.
+    def _refresh(self) -> bool:
+        """Bring the pointers up to date; False if one cannot be read (nothing is collected).
 
-        Pointers are read again only for jobs this term's store wrote since the last round,
-        jobs not known yet, and every job each :data:`FULL_CHECK_EVERY` rounds (a write whose
-        outcome was unknown may land late); graphs only for a pointer not seen before."""
+        Read again: the pointers of jobs this term's store wrote since the last round, of jobs
+        not known yet, and every pointer each :data:`FULL_CHECK_EVERY` rounds (a write whose
+        outcome was unknown may land late). Within a term this store is the only writer."""
         self._unsettled |= self._graphs.take_changed()
         full = self._rounds % self._full_check_every == 0
         job_ids = self._graphs.job_ids()
@@ -179,26 +184,41 @@ class ContentCollector:
             pointers = self._graphs.pointers(stale)
         except CorruptStateError as exc:
             log.warning("content gc skipped: a job graph pointer is unreadable error=%s", exc)
-            return None
+            return False
         current = {j: self._by_job[j] for j in set(job_ids) - set(stale)}
         for job_id, pointer in pointers.items():
-            identity = (pointer.blob, pointer.sha256)
             known = self._by_job.get(job_id)
-            if known is not None and known[0] == identity:
-                current[job_id] = known
-                continue
-            try:
-                graph = self._graphs.graph_at(job_id, pointer)
-            except JobNotFoundError:
-                continue  # removed meanwhile: it names nothing any more
-            except StewardError as exc:
-                log.warning("content gc skipped: job graph unreadable job=%s error=%s", job_id, exc)
-                return None
-            current[job_id] = (identity, frozenset(d.sha256 for d in graph.spec.dependencies))
+            same = known is not None and _same_graph(known[0], pointer)
+            current[job_id] = known if same and known is not None else (pointer, None)
         self._by_job, self._unsettled = current, set()  # jobs gone are forgotten
         self._rounds += 1
-        return set().union(*(names for _identity, names in current.values()))
+        return True
 
-    def known_graph_blobs(self) -> set[str]:
-        """The job graph blob keys the last round saw pointers name (for the orphan sweep)."""
-        return {identity[0] for identity, _names in self._by_job.values()}
+    def _referenced(self) -> set[str] | None:
+        """Every hash a job graph names, reading the graphs not read yet; None if one of them
+        cannot be read (it may name any file)."""
+        referenced: set[str] = set()
+        for job_id, (pointer, known) in list(self._by_job.items()):
+            names = known if known is not None else self._read_names(job_id, pointer)
+            if names is None:
+                return None
+            self._by_job[job_id] = (pointer, names)
+            referenced |= names
+        return referenced
+
+    def _read_names(self, job_id: str, pointer: JobGraphPointer) -> frozenset[str] | None:
+        try:
+            graph = self._graphs.graph_at(job_id, pointer)
+        except JobNotFoundError:
+            # Removed meanwhile (it names nothing any more), unless its pointer changed: then
+            # this round cannot know what the new graph names.
+            return frozenset() if not self._graphs.pointers([job_id]) else None
+        except StewardError as exc:
+            log.warning("content gc skipped: job graph unreadable job=%s error=%s", job_id, exc)
+            return None
+        return frozenset(d.sha256 for d in graph.spec.dependencies)
+
+
+def _same_graph(one: JobGraphPointer, other: JobGraphPointer) -> bool:
+    """Whether two pointers name the same blob (blobs are never overwritten)."""
+    return one.blob == other.blob and one.sha256 == other.sha256

@@ -253,3 +253,22 @@ def test_a_round_reads_only_the_job_graphs_stored_since_the_last_round(
     assert collector.collect() == [named[0][0]]
     assert graphs.graphs_read == 3
     assert contents.exists(again)
+
+
+def test_the_orphan_sweep_given_the_collectors_keys_confirms_each_candidate_before_deleting(
+    leader: Contender, blobs: BlobStore
+) -> None:
+    graphs = JobGraphStore(leader.session, blobs)
+    collector = _collector(ContentStore(blobs), graphs, leader)
+    graphs.put(leader.fence, make_graph("job-seen"))
+    collector.collect()
+    graphs.put(leader.fence, make_graph("job-new"))  # after the round: not in its keys
+    orphan = blobs.put("jobgraphs/job-gone/0-orphan", b"{}").key
+    known = collector.known_graph_blobs()
+    assert len(known) == 1
+
+    assert graphs.collect_garbage(min_age=0, known=known) == [orphan]
+    assert sorted(r.job_id for r in graphs.recover_all() if r.graph is not None) == [
+        "job-new",
+        "job-seen",
+    ]
