@@ -9,7 +9,7 @@ For each ``--jobs`` count N, in a ZooKeeper root and a ``file://`` blob store of
    so every round must decide about every file) runs its first round: it reads every job graph
    blob, as every round did before the collector kept what each graph names. Then
    ``--rounds`` later rounds with nothing changed, then one round after 1 % new jobs, one
-   round that reads every pointer again (a JobManager does every 6th round), then one
+   round that reads every pointer again (a JobManager does every 36th round), then one
    round that deletes ``--orphans`` files no job names (each deletion fenced).
 3. Timed: each ``collect()`` (the files' listing, the pointers' pipelined reads, the graphs not
    read before, the deletions). Graph blob reads are counted. The figure that matters is the
@@ -190,7 +190,7 @@ def rows(results: Json) -> list[Json]:
                 "s",
                 goal="",
                 met=None,
-                note="every 6th round in a JobManager; graphs read: "
+                note="every 36th round in a JobManager; graphs read: "
                 f"{doc['full_check_round']['graphs_read']}",
                 digits=4,
             ),

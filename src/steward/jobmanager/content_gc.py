@@ -25,9 +25,10 @@ A round costs what changed: the collector keeps each job's graph identity (its b
 hash; blobs are never overwritten) and the hashes it names. A round lists the job ids (one
 read) and reads again only the pointers of jobs it does not know and of jobs the term's
 :class:`JobGraphStore` wrote since the last round (within a term it is the only writer; the
-others are fenced), every pointer each :data:`FULL_CHECK_EVERY` rounds, and a graph only for a
-pointer it has not seen. The orphan sweep of job graph blobs gets the keys it saw, so it reads
-only the pointers of jobs with an old blob outside them.
+others are fenced; a write of unknown outcome is reported for two minutes), every pointer each
+:data:`FULL_CHECK_EVERY` rounds, and a graph only for a pointer it has not seen (and only when
+some file is old enough to judge). The orphan sweep of job graph blobs gets the keys it saw,
+so it reads only the pointers of jobs with an old blob outside them.
 """
 
 from __future__ import annotations
@@ -57,8 +58,9 @@ connection before its pointer was created leaves one; younger ones may be an add
 Known = tuple[JobGraphPointer, frozenset[str] | None]
 """A job's pointer and the hashes its graph names (None: the graph not read yet)."""
 
-FULL_CHECK_EVERY = 6
-"""Every this many rounds (an hour at the longest interval) every pointer is read again."""
+FULL_CHECK_EVERY = 36
+"""Every this many rounds (6 hours at the longest interval) every pointer is read again: a
+safety net under the premise that this term's store is the only writer of pointers."""
 
 
 class ContentCollector:
@@ -174,8 +176,8 @@ class ContentCollector:
         """Bring the pointers up to date; False if one cannot be read (nothing is collected).
 
         Read again: the pointers of jobs this term's store wrote since the last round, of jobs
-        not known yet, and every pointer each :data:`FULL_CHECK_EVERY` rounds (a write whose
-        outcome was unknown may land late). Within a term this store is the only writer."""
+        not known yet, and every pointer each :data:`FULL_CHECK_EVERY` rounds. Within a term this
+        store is the only writer (it reports a write of unknown outcome for a while)."""
         self._unsettled |= self._graphs.take_changed()
         full = self._rounds % self._full_check_every == 0
         job_ids = self._graphs.job_ids()

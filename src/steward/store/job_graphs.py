@@ -47,6 +47,9 @@ from steward.wire.values import check_job_id
 log = logging.getLogger(__name__)
 
 BLOB_PREFIX = "jobgraphs"
+UNSETTLED_FOR = 120.0
+"""Seconds a pointer write whose outcome was unknown is still reported as changed: a request
+in flight when the connection broke is committed by the ensemble within seconds, or never."""
 POINTER_BATCH = 1000
 """Pointer reads in flight at once (bounds the answers held in memory)."""
 
@@ -73,24 +76,35 @@ class JobGraphStore:
         self._blobs = blobs
         self._changes_lock = threading.Lock()
         self._changed: set[str] = set()
+        self._unknown: dict[str, float] = {}
 
     # ------------------------------------------------------------------ writes (fenced)
 
     def take_changed(self) -> set[str]:
-        """Ids of the jobs whose pointer this store wrote, or tried to, since the last call.
+        """Ids of the jobs whose pointer this store wrote, or tried to, since the last call,
+        and of those whose write's outcome was unknown within the last :data:`UNSETTLED_FOR`.
 
         A write is noted once it has returned or failed, so a reader that takes the changes
         and then reads the pointers sees every write not noted for its next call. The leader's
         content collector reads again only these pointers (and those of jobs it does not know):
         within a term this store is the only writer of pointers (the others are fenced)."""
+        now = time.monotonic()
         with self._changes_lock:
             changed, self._changed = self._changed, set()
-        return changed
+            self._unknown = {j: t for j, t in self._unknown.items() if now - t < UNSETTLED_FOR}
+            return changed | set(self._unknown)
 
     @contextlib.contextmanager
     def _noted(self, job_id: str) -> Iterator[None]:
         try:
             yield
+        except DEFINITELY_NOT_APPLIED:
+            raise
+        except StewardError:
+            # A lost connection: the write may still be applied (or be in flight) after this.
+            with self._changes_lock:
+                self._unknown[job_id] = time.monotonic()
+            raise
         finally:
             with self._changes_lock:
                 self._changed.add(job_id)
