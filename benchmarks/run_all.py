@@ -76,6 +76,7 @@ CLUSTER_SUITE = (
     Benchmark("wait_cost", "wait_cost"),
     Benchmark("log_stream", "log_stream"),
     Benchmark("ui_cost", "ui_cost"),
+    Benchmark("content_gc", "content_gc"),
 )
 SUITES = {"foundation": SUITE, "cluster": CLUSTER_SUITE}
 CHILD_STOP_TIMEOUT = 60.0

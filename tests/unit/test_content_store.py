@@ -11,7 +11,9 @@ import hashlib
 import os
 import secrets
 import threading
+import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -19,6 +21,7 @@ import pytest
 from steward.errors import BlobStoreError, CorruptStateError
 from steward.store.blob import BlobStore
 from steward.store.contents import (
+    TOUCHED,
     ContentMismatchError,
     ContentStore,
     ContentTooLargeError,
@@ -134,3 +137,39 @@ def test_unusable_storage_is_a_blob_store_error(tmp_path: Path) -> None:
     contents = ContentStore(BlobStore(f"file://{tmp_path / 'not-a-folder'}"))
     with pytest.raises(BlobStoreError):
         contents.put(SHA, [DATA])
+
+
+def _age_stored_blob(contents: ContentStore, sha: str, when: float) -> None:
+    """Make the stored blob look last changed at ``when`` (as if stored long ago)."""
+    path = contents.blobs.path(contents.key(sha))
+    if contents.blobs.is_local:
+        os.utime(path, (when, when))
+    else:  # fsspec's memory store keeps the time on the file object
+        contents.blobs.filesystem.store[path].created = datetime.fromtimestamp(when, UTC)
+
+
+def test_a_touch_renews_a_stored_files_age_and_a_delete_takes_its_mark(
+    contents: ContentStore,
+) -> None:
+    contents.put(SHA, chunks(DATA))
+    _age_stored_blob(contents, SHA, time.time() - 7200)
+    assert [info.modified < time.time() - 3600 for info in contents.stored()] == [True]
+    before = time.time() - 1  # the stores keep whole seconds or better
+
+    contents.touch(SHA)
+
+    assert [info.modified >= before for info in contents.stored()] == [True]
+    renewed = contents.age(SHA)
+    assert renewed is not None and renewed.modified >= before and renewed.size == len(DATA)
+    contents.delete(SHA)
+    assert contents.age(SHA) is None and contents.stored() == []
+    assert not contents.blobs.filesystem.exists(contents.blobs.path(f"{TOUCHED}/{SHA}"))
+
+
+def test_uploading_a_stored_file_again_renews_its_age(contents: ContentStore) -> None:
+    contents.put(SHA, chunks(DATA))
+    _age_stored_blob(contents, SHA, time.time() - 7200)
+    before = time.time() - 1
+    assert contents.put(SHA, chunks(DATA)) is False
+    renewed = contents.age(SHA)
+    assert renewed is not None and renewed.modified >= before

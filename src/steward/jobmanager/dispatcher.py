@@ -89,6 +89,7 @@ class Dispatcher:
             ContentStore(blobs),
             stores.graphs,
             retention=config.settings.jobmanager.contents_retention,
+            fence=leadership.fence,
         )
         self._cleanup = Cleanup(term, table, stores)
         term.when_stopped(table.rm.wake_all)

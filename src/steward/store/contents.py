@@ -4,6 +4,8 @@ Layout under the blob storage's root::
 
     contents/sha256/<hex>            the file's bytes as they are (the key names the hash)
     contents/uploads/<time>-<uuid>   an upload in progress, renamed into place once verified
+    contents/touched/<hex>           object stores only: empty, written when the file was last
+                                     asked for or uploaded again (:meth:`ContentStore.touch`)
 
 Invariants:
 
@@ -42,6 +44,7 @@ log = logging.getLogger(__name__)
 
 PREFIX = "contents/sha256"
 UPLOADS = "contents/uploads"
+TOUCHED = "contents/touched"
 CHUNK = 1 << 20
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
@@ -110,18 +113,35 @@ class ContentStore:
 
     def stat(self, sha256: str) -> ContentInfo | None:
         """The stored blob's size and age, or None if it is not stored."""
-        path = self.blobs.path(self.key(sha256))
-        try:
-            with _storage(f"content {sha256}", self.blobs.url):
-                detail: dict[str, Any] = self._fs.info(path)
-        except BlobStoreError as exc:
-            if isinstance(exc.__cause__, FileNotFoundError):
-                return None
-            raise
+        detail = self._info(self.key(sha256), f"content {sha256}")
+        if detail is None:
+            return None
         return ContentInfo(sha256, int(detail.get("size") or 0), _modified(detail))
 
     def exists(self, sha256: str) -> bool:
         return self.stat(sha256) is not None
+
+    def touch(self, sha256: str) -> None:
+        """Renew the stored blob's age: a client asked for it (HEAD) or uploaded it again, and
+        its submission may follow; the garbage collector keeps what is younger than its
+        retention. A local file's mtime is set; an object cannot be touched in place, so an
+        empty marker records the time. A blob that is not stored is left alone."""
+        if not self.blobs.is_local:
+            with _storage(f"touching content {sha256}", self.blobs.url):
+                self._fs.pipe_file(self.blobs.path(self._touched_key(sha256)), b"")
+            return
+        with contextlib.suppress(FileNotFoundError), _storage(f"touching {sha256}", self.blobs.url):
+            os.utime(self.blobs.path(self.key(sha256)))
+
+    def age(self, sha256: str) -> ContentInfo | None:
+        """:meth:`stat`, its ``modified`` the later of the blob's change and its last touch."""
+        info = self.stat(sha256)
+        if info is None or self.blobs.is_local:
+            return info
+        marker = self._info(self._touched_key(sha256), f"content {sha256}'s last touch")
+        if marker is None:
+            return info
+        return ContentInfo(sha256, info.size, max(info.modified, _modified(marker)))
 
     def upload(self, sha256: str) -> Upload:
         """Start an upload of the blob ``sha256`` (see :class:`Upload`)."""
@@ -183,15 +203,22 @@ class ContentStore:
         return digest.hexdigest(), size
 
     def delete(self, sha256: str) -> None:
-        """Delete a blob; a missing one is not an error."""
+        """Delete a blob; a missing one is not an error. Its touch marker goes first, so a
+        failed delete never leaves a marker behind (only a blob that the next round takes)."""
+        if not self.blobs.is_local:
+            self._delete_key(self._touched_key(sha256))
         self._delete_key(self.key(sha256))
 
     def stored(self) -> list[ContentInfo]:
-        """Every stored blob (uploads in progress are not listed here)."""
+        """Every stored blob (uploads in progress are not listed here), aged by its last touch."""
+        touched = {} if self.blobs.is_local else dict(self._find(TOUCHED))
         infos = []
         for name, detail in self._find(PREFIX):
             if _SHA256.fullmatch(name):
-                infos.append(ContentInfo(name, int(detail.get("size") or 0), _modified(detail)))
+                modified = _modified(detail)
+                if name in touched:
+                    modified = max(modified, _modified(touched[name]))
+                infos.append(ContentInfo(name, int(detail.get("size") or 0), modified))
         return infos
 
     def stale_uploads(self, older_than: float) -> list[str]:
@@ -207,6 +234,20 @@ class ContentStore:
         if not key.startswith(f"{UPLOADS}/"):
             raise ValueError(f"{key!r} is not an upload")
         self._delete_key(key)
+
+    def _info(self, key: str, what: str) -> dict[str, Any] | None:
+        """fsspec's detail of ``key``; None if it does not exist."""
+        try:
+            with _storage(what, self.blobs.url):
+                detail: dict[str, Any] = self._fs.info(self.blobs.path(key))
+        except BlobStoreError as exc:
+            if isinstance(exc.__cause__, FileNotFoundError):
+                return None
+            raise
+        return detail
+
+    def _touched_key(self, sha256: str) -> str:
+        return f"{TOUCHED}/{check_sha256(sha256)}"
 
     def _find(self, prefix: str) -> list[tuple[str, dict[str, Any]]]:
         base = self.blobs.path(prefix)
@@ -229,6 +270,7 @@ class ContentStore:
         with _storage(f"publishing content {sha256}", self.blobs.url):
             if self._fs.exists(final):
                 self._fs.rm_file(self.blobs.path(temporary))
+                self.touch(sha256)  # uploaded again: its submission follows
                 return False
             if self.blobs.is_local:  # an object store has no folders (and would probe its bucket)
                 self._fs.makedirs(final.rsplit("/", 1)[0], exist_ok=True)

@@ -17,9 +17,11 @@ Blobs left without a pointer (a writer that crashed between the two steps) are o
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -40,10 +42,16 @@ from steward.ha.session import Session
 from steward.store import zk
 from steward.store.blob import BlobRef, BlobStore
 from steward.wire.jobs import JobGraph, JobGraphPointer
+from steward.wire.values import check_job_id
 
 log = logging.getLogger(__name__)
 
 BLOB_PREFIX = "jobgraphs"
+UNSETTLED_FOR = 120.0
+"""Seconds a pointer write whose outcome was unknown is still reported as changed: a request
+in flight when the connection broke is committed by the ensemble within seconds, or never."""
+POINTER_BATCH = 1000
+"""Pointer reads in flight at once (bounds the answers held in memory)."""
 
 # Failures after which the new blob is surely unreferenced. A lost connection is not one of
 # them: the transaction may have been applied, so its blob must stay (GC decides later).
@@ -66,11 +74,47 @@ class JobGraphStore:
         self._client = session.client
         self._layout = session.layout
         self._blobs = blobs
+        self._changes_lock = threading.Lock()
+        self._changed: set[str] = set()
+        self._unknown: dict[str, float] = {}
 
     # ------------------------------------------------------------------ writes (fenced)
 
+    def take_changed(self) -> set[str]:
+        """Ids of the jobs whose pointer this store wrote, or tried to, since the last call,
+        and of those whose write's outcome was unknown within the last :data:`UNSETTLED_FOR`.
+
+        A write is noted once it has returned or failed, so a reader that takes the changes
+        and then reads the pointers sees every write not noted for its next call. The leader's
+        content collector reads again only these pointers (and those of jobs it does not know):
+        within a term this store is the only writer of pointers (the others are fenced)."""
+        now = time.monotonic()
+        with self._changes_lock:
+            changed, self._changed = self._changed, set()
+            self._unknown = {j: t for j, t in self._unknown.items() if now - t < UNSETTLED_FOR}
+            return changed | set(self._unknown)
+
+    @contextlib.contextmanager
+    def _noted(self, job_id: str) -> Iterator[None]:
+        try:
+            yield
+        except DEFINITELY_NOT_APPLIED:
+            raise
+        except StewardError:
+            # A lost connection: the write may still be applied (or be in flight) after this.
+            with self._changes_lock:
+                self._unknown[job_id] = time.monotonic()
+            raise
+        finally:
+            with self._changes_lock:
+                self._changed.add(job_id)
+
     def put(self, fence: Fence, graph: JobGraph) -> JobGraphPointer:
         """Persist a new job's graph. :class:`JobExistsError` if the job already has one."""
+        with self._noted(graph.spec.job_id):
+            return self._put(fence, graph)
+
+    def _put(self, fence: Fence, graph: JobGraph) -> JobGraphPointer:
         job_id = graph.spec.job_id
         ref = self._blobs.put(self._blobs.unique_key(f"{BLOB_PREFIX}/{job_id}"), graph.to_json())
         pointer = JobGraphPointer(blob=ref.key, sha256=ref.sha256, epoch=fence.epoch)
@@ -87,6 +131,10 @@ class JobGraphStore:
 
     def replace(self, fence: Fence, graph: JobGraph) -> JobGraphPointer:
         """Swap an existing job's graph for ``graph``; :class:`JobNotFoundError` if it has none."""
+        with self._noted(graph.spec.job_id):
+            return self._replace(fence, graph)
+
+    def _replace(self, fence: Fence, graph: JobGraph) -> JobGraphPointer:
         job_id = graph.spec.job_id
         path = self._layout.jobgraph(job_id)
         current = zk.read(self._client, path)
@@ -108,6 +156,10 @@ class JobGraphStore:
         Fenced and version-checked: it removes exactly the pointer it read, so it cannot delete
         a graph another leader (re-)added in between.
         """
+        with self._noted(job_id):
+            return self._remove(fence, job_id)
+
+    def _remove(self, fence: Fence, job_id: str) -> bool:
         path = self._layout.jobgraph(job_id)
         current = zk.read(self._client, path)
         if current is None:
@@ -139,9 +191,26 @@ class JobGraphStore:
         """Read a job's graph. Raises JobNotFoundError, CorruptStateError or BlobStoreError."""
         return self.get_with_pointer(job_id)[1]
 
+    def pointers(self, job_ids: list[str]) -> dict[str, JobGraphPointer]:
+        """The pointers of ``job_ids`` that exist, read pipelined (one round trip for all).
+
+        Raises CorruptStateError if one cannot be decoded."""
+        pointers: dict[str, JobGraphPointer] = {}
+        for start in range(0, len(job_ids), POINTER_BATCH):
+            batch = job_ids[start : start + POINTER_BATCH]
+            found = zk.read_many(self._client, [self._layout.jobgraph(job_id) for job_id in batch])
+            for job_id, current in zip(batch, found, strict=True):
+                if current is not None:
+                    pointers[job_id] = JobGraphPointer.from_json(current[0])
+        return pointers
+
     def get_with_pointer(self, job_id: str) -> tuple[JobGraphPointer, JobGraph]:
         """The job's pointer and the graph it names, reading the pointer once."""
         pointer = self.pointer(job_id)
+        return pointer, self.graph_at(job_id, pointer)
+
+    def graph_at(self, job_id: str, pointer: JobGraphPointer) -> JobGraph:
+        """The graph ``pointer`` (read earlier) names; JobNotFoundError if it was removed since."""
         try:
             graph = JobGraph.from_json(self._blobs.get(BlobRef(pointer.blob, pointer.sha256)))
         except BlobStoreError:
@@ -154,7 +223,7 @@ class JobGraphStore:
             raise CorruptStateError(
                 f"job graph of {job_id!r} holds the spec of job {graph.spec.job_id!r}"
             )
-        return pointer, graph
+        return graph
 
     def recover_all(self, parallelism: int = 8) -> list[RecoveredJobGraph]:
         """Read every job graph, each on its own; one bad entry never fails the others."""
@@ -171,21 +240,28 @@ class JobGraphStore:
 
     # ------------------------------------------------------------------ garbage
 
-    def collect_garbage(self, min_age: float = 3600.0) -> list[str]:
+    def collect_garbage(self, min_age: float = 3600.0, known: set[str] | None = None) -> list[str]:
         """Delete blobs no pointer names that are older than ``min_age`` seconds.
 
         The age guard leaves alone a blob whose writer has not created its pointer yet.
+        ``known``: blob keys the caller knows pointers name (the content collector's); then
+        only the pointers of the jobs with an old blob outside it are read, to confirm, instead
+        of every pointer.
         """
-        referenced, unreadable = self._referenced_keys(self.job_ids())
+        if known is None:
+            referenced, unreadable = self._referenced_keys(self.job_ids())
+            known = referenced
         cutoff = time.time() - min_age
+        old = [i.key for i in self._blobs.list(BLOB_PREFIX) if i.modified <= cutoff]
+        candidates = [key for key in old if key not in known]
+        owners = {key: _owner(key) for key in candidates}
+        referenced, unreadable = self._referenced_keys(sorted(set(owners.values()) - {""}))
         deleted = []
-        for info in self._blobs.list(BLOB_PREFIX):
-            job_dir = info.key.split("/")[1:2]  # keys are jobgraphs/<job-id>/<unique>
-            if info.key in referenced or (job_dir and job_dir[0] in unreadable):
+        for key in candidates:
+            if key in referenced or owners[key] in unreadable:
                 continue
-            if info.modified <= cutoff:
-                self._blobs.delete(info.key)
-                deleted.append(info.key)
+            self._blobs.delete(key)
+            deleted.append(key)
         if deleted:
             log.info("orphan job graph blobs deleted count=%d", len(deleted))
         return deleted
@@ -230,3 +306,12 @@ class JobGraphStore:
             self._blobs.delete(key)
         except BlobStoreError as exc:
             log.warning("blob left for garbage collection key=%s error=%s", key, exc)
+
+
+def _owner(key: str) -> str:
+    """The job whose pointer may name the blob ``key`` (jobgraphs/<job-id>/<unique>), or ""."""
+    parts = key.split("/")
+    try:
+        return check_job_id(parts[1]) if len(parts) >= 3 else ""
+    except ValueError:
+        return ""

@@ -38,6 +38,18 @@ DATA = _environment_archive()
 SHA = hashlib.sha256(DATA).hexdigest()
 
 
+class RecordingTransport(httpx.HTTPTransport):
+    """The client's real transport, noting each request's method and path."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.requests: list[tuple[str, str]] = []
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        self.requests.append((request.method, request.url.path))
+        return super().handle_request(request)
+
+
 def content_path(sha: str = SHA) -> str:
     return f"/v1/contents/{sha}"
 
@@ -131,18 +143,20 @@ def test_the_client_uploads_each_file_once_and_the_job_names_them(
     archive.write_bytes(DATA)
     helper = tmp_path / "helper.py"
     helper.write_text("X = 1\n")
-    with Client([cluster.url(leader, "")], timeout=30) as client:
+    sent = RecordingTransport()
+    with Client([cluster.url(leader, "")], timeout=30, transport=sent) as client:
         started = time.monotonic()
         client.submit(pipeline, job_id="job-1", archives=[f"{archive}#environment"])
         first = time.monotonic() - started
         assert stored_files(cluster) == [SHA]
-        os.utime(cluster.storage / "contents" / "sha256" / SHA, (1, 1))  # marks a rewrite
+        sent.requests.clear()
         started = time.monotonic()
         view = client.submit(
             pipeline, job_id="job-2", archives=[f"{archive}#environment"], py_files=[helper]
         )
         second = time.monotonic() - started
-    assert (cluster.storage / "contents" / "sha256" / SHA).stat().st_mtime == 1  # not re-sent
+    assert ("PUT", content_path()) not in sent.requests  # asked (HEAD), not re-sent
+    assert ("HEAD", content_path()) in sent.requests
     assert view.job_id == "job-2"
     graph = dispatcher_of(leader).stores.graphs.get("job-2")
     assert [(d.kind.value, d.filename, d.alias) for d in graph.spec.dependencies] == [
@@ -198,3 +212,28 @@ def test_garbage_collection_keeps_referenced_and_young_files(
     with collector.pinned([hashes["young"]]):
         os.utime(cluster.storage / "contents" / "sha256" / hashes["young"], (old, old))
         assert collector.collect() == []  # pinned by a submission in progress
+
+
+def test_a_head_or_a_re_upload_renews_a_stored_files_age(cluster: JobManagerCluster) -> None:
+    """A client asks HEAD, then submits: the collector must not delete the file in between."""
+    leader = cluster.start_leader("jm-1", **{"jobmanager.contents.retention": "1h"})
+    standby = cluster.start("jm-2")
+    cluster.wait_knows_leader(standby, leader)
+    files = {name: os.urandom(1000) for name in ("asked", "uploaded-again", "forgotten")}
+    hashes = {name: hashlib.sha256(data).hexdigest() for name, data in files.items()}
+    contents = ContentStore(leader.blobs)
+    for name, data in files.items():
+        contents.put(hashes[name], [data])
+        old = time.time() - 7200
+        os.utime(cluster.storage / "contents" / "sha256" / hashes[name], (old, old))
+
+    asked = cluster.http.head(cluster.url(standby, content_path(hashes["asked"])))
+    assert asked.status_code == 200
+    again = cluster.http.put(
+        cluster.url(leader, content_path(hashes["uploaded-again"])),
+        content=files["uploaded-again"],
+    )
+    assert again.status_code == 200, again.text
+
+    assert dispatcher_of(leader).content_gc.collect() == [hashes["forgotten"]]
+    assert stored_files(cluster) == sorted([hashes["asked"], hashes["uploaded-again"]])

@@ -5,6 +5,7 @@ error instead of hanging, keeps what it had, and works again once it answers."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from steward.store.blob import BlobStore
 from steward.store.contents import ContentStore
 from steward.store.job_graphs import JobGraphStore
 from steward.testing.s3 import S3Server
+from support import wait_until
 
 s3fs = pytest.importorskip("s3fs", reason="s3:// needs s3fs (pip install steward[s3])")
 pytest.importorskip("moto", reason="the S3 server of these tests is moto's (the dev extra)")
@@ -75,6 +77,16 @@ def test_job_graphs_and_contents_live_on_s3(
     assert stored and contents.stat(sha) is not None
     with contents.open(sha) as handle:
         assert handle.read() == local.read_bytes()
+    # An object cannot be touched in place: a marker carries the renewal (a HEAD's).
+    first = contents.age(sha)
+    assert first is not None
+    wait_until(lambda: time.time() >= first.modified + 1.5, 5, message="a second passes")
+    contents.touch(sha)
+    renewed = contents.age(sha)
+    assert renewed is not None and renewed.modified > first.modified
+    assert [info.modified for info in contents.stored()] == [renewed.modified]
+    contents.delete(sha)
+    assert contents.stored() == [] and store.list("contents") == []
 
 
 @pytest.mark.timeout(180)

@@ -71,6 +71,10 @@ async def put_content(
             if contents.max_size is not None and drained > contents.max_size:
                 message = f"content {sha256}: over the upload limit of {contents.max_size}"
                 return _error(413, "too_large", message, headers=_CLOSE)
+        try:
+            await anyio.to_thread.run_sync(contents.touch, sha256)  # its submission follows
+        except BlobStoreError as exc:
+            return _error(507, "storage_unavailable", str(exc))
         return _stored(sha256, created=False)
     try:
         upload = await anyio.to_thread.run_sync(contents.upload, sha256)
@@ -89,9 +93,14 @@ async def put_content(
 
 @router.head(CONTENTS_PATH, responses={400: {}, 404: {}, 507: {}})
 def head_content(sha256: str, contents: Contents) -> Response:
-    """200 (with ``x-steward-size``) if the file is stored, else 404."""
+    """200 (with ``x-steward-size``) if the file is stored, else 404.
+
+    A stored file's age is renewed: the client skips its upload and submits next, so the
+    garbage collector must keep it for another retention period."""
     try:
         info = contents.stat(check_sha256(sha256))
+        if info is not None:
+            contents.touch(sha256)
     except ValueError:
         return Response(status_code=400)
     except BlobStoreError:
