@@ -8,6 +8,7 @@ pins, checks and stores; a new leader elected meanwhile.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import threading
@@ -20,7 +21,7 @@ from pathlib import Path
 import pytest
 from stores_support import Contender, make_graph
 
-from steward.errors import FencedError
+from steward.errors import FencedError, StewardError
 from steward.ha.session import Session
 from steward.jobmanager.content_gc import ContentCollector
 from steward.store.blob import BlobStore
@@ -272,3 +273,21 @@ def test_the_orphan_sweep_given_the_collectors_keys_confirms_each_candidate_befo
         "job-new",
         "job-seen",
     ]
+
+
+def test_a_pointer_write_of_unknown_outcome_is_reported_changed_round_after_round(
+    leader: Contender, blobs: BlobStore, zk_quorum: str, zk_root: str
+) -> None:
+    graphs = JobGraphStore(leader.session, blobs)
+    graphs.put(leader.fence, make_graph("job-sure"))
+    assert graphs.take_changed() == {"job-sure"}
+    assert graphs.take_changed() == set()
+    gone = Session(zk_quorum, zk_root, name="jm-gone").start()
+    gone.close()  # its writes are refused unsent: the store cannot tell them from lost ones
+    cut_off = dataclasses.replace(leader.fence, client=gone.client)
+
+    with pytest.raises(StewardError):
+        graphs.put(cut_off, make_graph("job-unsure"))
+
+    assert graphs.take_changed() == {"job-unsure"}
+    assert graphs.take_changed() == {"job-unsure"}  # read again until it has surely settled
