@@ -31,6 +31,7 @@ from steward.wire import redaction, spark_options
 from steward.wire.jobs import JobGraph, JobSpec
 from steward.wire.rest import JobView, SubmitRequest
 
+from .. import faults
 from ..dispatcher import new_job_id
 from .archive_checks import check_archives
 from .auth import client_address
@@ -69,6 +70,7 @@ def submit(
     except ApiError as exc:
         audit.record("job.submit", caller, client=where, outcome=str(exc.status))
         raise
+    faults.reach(faults.SUBMIT_STORED)
     audit.record("job.submit", caller, client=where, job_id=view.job_id)
     return JSONResponse(view.model_dump(mode="json"), status_code=201)
 
