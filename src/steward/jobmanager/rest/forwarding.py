@@ -1,12 +1,18 @@
 """A standby's writes go to the leader: :func:`leading` says whether to, :func:`forward` does.
 
 The leader's answer is passed back as it is (status, body, Retry-After); with no leader known,
-or one that does not answer, the client gets 503 ``no_leader`` with Retry-After. The caller's
+or one that could not be reached (the request never left), the client gets 503 ``no_leader``
+with Retry-After: nothing was done. A request that was sent but never answered (the leader died,
+or the connection broke, after it may have acted) is 504 ``outcome_unknown``: the client must
+find out (a submission's retry is told ``job_exists`` for its own id) rather than assume it was
+not carried out. The caller's
 own ``Authorization`` header goes with the request, and the leader verifies it again: a standby
 never lends a request a credential of its own, so the leader acts for the caller alone.
 """
 
 from __future__ import annotations
+
+import logging
 
 import httpx
 from fastapi import Request
@@ -16,9 +22,13 @@ from steward.tls.contexts import ClientTls, client_tls
 
 from .auth import FORWARDED_FOR, authorization, client_address
 from .backend import ApiBackend, LeaderTerm
-from .errors import no_leader
+from .errors import no_leader, outcome_unknown
+
+log = logging.getLogger(__name__)
 
 FORWARD_TIMEOUT = 30.0
+_NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout)
+"""Failures that prove the request never reached the leader."""
 
 
 def new_forwarder(tls: ClientTls | None = None) -> httpx.Client:
@@ -54,8 +64,17 @@ def forward(
         answer = forwarder.request(
             method, leader.address.rstrip("/") + path, content=body, headers=headers
         )
+    except _NOT_SENT as exc:
+        raise no_leader(f"the leader {leader.contender} cannot be reached: {exc}") from None
     except httpx.HTTPError as exc:
-        raise no_leader(f"the leader {leader.contender} did not answer: {exc}") from None
+        log.warning(
+            "forward sent but not answered leader=%s method=%s path=%s error=%r",
+            leader.contender,
+            method,
+            path,
+            exc,
+        )
+        raise outcome_unknown(leader.contender, exc) from None
     passed = {
         k: v for k, v in answer.headers.items() if k.lower() in ("retry-after", "www-authenticate")
     }

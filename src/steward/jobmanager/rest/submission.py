@@ -12,6 +12,7 @@ from __future__ import annotations
 import array
 import base64
 import binascii
+import hashlib
 import itertools
 import re
 import time
@@ -79,6 +80,7 @@ def _store(
     dispatcher: LeaderTerm, contents: ContentStore, caller: Identity, body: bytes
 ) -> JobView:
     """The job stored by the leader's term, as the submitter ``caller``; or an ApiError."""
+    digest = hashlib.sha256(body).hexdigest()  # a retry of these bytes is this submission
     try:
         request = SubmitRequest.model_validate_json(body)
     except ValidationError as exc:
@@ -103,7 +105,9 @@ def _store(
     try:
         redaction.check_conf(spec.spark_conf)
         artifact, spec = check_submission(request.artifact.filename, data, spec)
-        graph = JobGraph(spec=spec, artifact=artifact, submitted_at=time.time())
+        graph = JobGraph(
+            spec=spec, artifact=artifact, submitted_at=time.time(), submission_sha256=digest
+        )
         # Pinned: the leader's content GC cannot remove a file between this check and the
         # job graph that names it being stored.
         with dispatcher.content_gc.pinned(d.sha256 for d in spec.dependencies):
