@@ -71,6 +71,11 @@ class Authenticator:
         self._generation = 0
         """Moved by every :meth:`forget`: a lookup that saw it move read too early."""
 
+    @property
+    def internal_credential(self) -> str | None:
+        """The cluster's internal credential: what a standby vouches for a caller with."""
+        return self._internal
+
     def anonymous(self, *, internal_route: bool) -> Identity | None:
         """Who a request without credentials is: nobody, unless auth is off."""
         if self.enabled:

@@ -7,7 +7,10 @@ or the connection broke, after it may have acted) is 504 ``outcome_unknown``: th
 find out (a submission's retry is told ``job_exists`` for its own id) rather than assume it was
 not carried out. The caller's
 own ``Authorization`` header goes with the request, and the leader verifies it again: a standby
-never lends a request a credential of its own, so the leader acts for the caller alone.
+never lends a token caller a credential of its own, so the leader acts for the caller alone. A
+caller named by a client certificate (which only this JobManager's handshake saw) is vouched
+for instead: the internal credential and the verified name and role
+(:mod:`steward.security.delegation`).
 """
 
 from __future__ import annotations
@@ -18,11 +21,14 @@ import httpx
 from fastapi import Request
 from fastapi.responses import Response
 
+from steward.security import delegation
+from steward.security.identity import Identity
 from steward.tls.contexts import ClientTls, client_tls
 
 from .auth import FORWARDED_FOR, authorization, client_address
 from .backend import ApiBackend, LeaderTerm
 from .errors import no_leader, outcome_unknown
+from .state import services_of
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +52,24 @@ def leading(backend: ApiBackend) -> LeaderTerm | None:
     return dispatcher
 
 
+def _vouched(request: Request) -> dict[str, str]:
+    """For a caller a client certificate named (no credential the leader could verify): the
+    internal credential and the identity this JobManager verified (security.delegation)."""
+    security = services_of(request).security
+    identity = getattr(request.state, "identity", None)
+    secret = security.authenticator.internal_credential
+    if (
+        not security.client_certificates
+        or not security.authenticator.enabled
+        or not isinstance(identity, Identity)
+        or identity.internal
+        or identity.token_id is not None
+        or secret is None
+    ):
+        return {}
+    return {"authorization": f"Bearer {secret}", **delegation.headers_for(identity)}
+
+
 def forward(
     backend: ApiBackend, forwarder: httpx.Client, request: Request, body: bytes
 ) -> Response:
@@ -59,6 +83,8 @@ def forward(
     caller_credentials = authorization(request)
     if caller_credentials is not None:
         headers["authorization"] = caller_credentials
+    else:
+        headers |= _vouched(request)
     headers[FORWARDED_FOR] = client_address(request) or ""
     try:
         answer = forwarder.request(
