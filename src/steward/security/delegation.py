@@ -4,13 +4,12 @@ A standby that forwards a write (``jobmanager/rest/forwarding.py``) sends a toke
 ``Authorization``, which the leader verifies again. A caller that a client certificate named
 has nothing the leader could verify: the certificate was the standby's TLS handshake's. For
 that caller alone the standby vouches: it sends the cluster's internal credential with the
-identity it verified (:func:`headers_for`), and the leader's middleware takes that identity
-(:func:`asserted`) only with the internal credential, only on a non-internal route, and only
-where client certificates are credentials at all. A request that names no such identity with
-the internal credential is refused as before (403: the credential is for ``/internal/`` only).
-
-The internal credential is the cluster's own: whoever holds it (a JobManager, a TaskManager)
-is trusted as far as the cluster's ZooKeeper credential already trusts it (docs/security.md).
+identity it verified (:func:`headers_for`), over the TLS connection on which it presents its own
+certificate. The leader's middleware takes that identity (:func:`asserted`) only with the
+internal credential, only on a non-internal route, only where client certificates are
+credentials at all, and only from a peer whose verified certificate is a cluster member's (the
+CA's, naming no user role): a stolen internal credential alone vouches for nobody. Anything
+else with the internal credential is refused as before (403: it is for ``/internal/`` only).
 """
 
 from __future__ import annotations
@@ -21,6 +20,7 @@ from starlette.types import Scope
 
 from steward.wire.tokens import TOKEN_NAME_PATTERN, Role
 
+from .certificates import identity_of
 from .identity import Identity
 
 ON_BEHALF_NAME = "x-steward-on-behalf-of"
@@ -36,11 +36,20 @@ def headers_for(identity: Identity) -> dict[str, str]:
 
 def asserted(scope: Scope) -> Identity | None:
     """The identity a request vouched for by the internal credential names, or None (absent,
-    or not a user's name and role)."""
+    not a user's name and role, or not from a cluster member's certificate)."""
     name, role = _header(scope, ON_BEHALF_NAME), _header(scope, ON_BEHALF_ROLE)
     if name is None or role not in _ROLES or not _NAME.fullmatch(name):
         return None
+    if not _from_member(scope):
+        return None
     return Identity(name=name, role=Role(role))
+
+
+def _from_member(scope: Scope) -> bool:
+    """The TLS handshake verified a peer certificate that names no user: a cluster member's."""
+    tls = scope.get("extensions", {}).get("tls") or {}
+    chain: list[object] = list(tls.get("client_cert_chain") or ())
+    return bool(chain) and isinstance(chain[0], str) and identity_of(chain[0]) is None
 
 
 def _header(scope: Scope, name: str) -> str | None:

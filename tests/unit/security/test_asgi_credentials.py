@@ -115,27 +115,38 @@ def test_the_subject_gives_name_and_role(certificates: dict[str, str]) -> None:
     assert identity_of("not a certificate") is None
 
 
-def test_the_internal_credential_vouches_for_a_certificates_caller_where_they_count() -> None:
+def test_the_internal_credential_vouches_for_a_certificates_caller_where_they_count(
+    certificates: dict[str, str],
+) -> None:
     security = MemorySecurity()
     vouched = {
         **auth_headers(security.internal),
         ON_BEHALF_NAME: "etl-robot",
         ON_BEHALF_ROLE: "submitter",
     }
-    # A leader that takes certificates takes a standby's word for a certificate's caller
-    leader = TestClient(_app(security, certificates=True))
-    assert leader.post("/v1/who", headers=vouched).json() == {
+
+    def asked(peer: str | None, *, certificates_count: bool = True) -> TestClient:
+        app = _app(security, certificates=certificates_count)
+        return TestClient(app if peer is None else WithPeerCertificate(app, peer))  # type: ignore[arg-type]
+
+    # A leader that takes certificates takes a standby's word for a certificate's caller,
+    # from a peer with the cluster's own certificate
+    standby = asked(certificates["server"])
+    assert standby.post("/v1/who", headers=vouched).json() == {
         "name": "etl-robot",
         "role": "submitter",
     }
     # Only the internal credential vouches: a user's token with the same headers is the user
     user = security.token("uma", Role.VIEWER)
     as_user = {**vouched, **auth_headers(user)}
-    assert leader.get("/v1/who", headers=as_user).json() == {"name": "uma", "role": "viewer"}
-    # A role that is no user's, or no name, and the internal credential is refused as ever
+    assert standby.get("/v1/who", headers=as_user).json() == {"name": "uma", "role": "viewer"}
+    # A role that is no user's, or no name: the internal credential is refused as ever
     for bad in ({ON_BEHALF_ROLE: "internal"}, {ON_BEHALF_NAME: "no spaces"}):
-        assert leader.get("/v1/who", headers={**vouched, **bad}).status_code == 403
-    assert leader.get("/v1/who", headers=auth_headers(security.internal)).status_code == 403
-    # Where certificates are no credential, nobody can be vouched for
-    plain = TestClient(_app(security))
-    assert plain.post("/v1/who", headers=vouched).status_code == 403
+        assert standby.get("/v1/who", headers={**vouched, **bad}).status_code == 403
+    assert standby.get("/v1/who", headers=auth_headers(security.internal)).status_code == 403
+    # A stolen internal credential alone vouches for nobody: no member's certificate (none,
+    # or a user's), or certificates are no credential here
+    assert asked(None).post("/v1/who", headers=vouched).status_code == 403
+    assert asked(certificates["robot"]).post("/v1/who", headers=vouched).status_code == 403
+    off = asked(certificates["server"], certificates_count=False)
+    assert off.post("/v1/who", headers=vouched).status_code == 403
