@@ -5,11 +5,12 @@ or one that could not be reached (the request never left), the client gets 503 `
 with Retry-After: nothing was done. A request that was sent but never answered (the leader died,
 or the connection broke, after it may have acted) is 504 ``outcome_unknown``: the client must
 find out (a submission's retry is told ``job_exists`` for its own id) rather than assume it was
-not carried out. The caller's
-own ``Authorization`` header goes with the request, and the leader verifies it again: a standby
-never lends a token caller a credential of its own, so the leader acts for the caller alone. A
-caller named by a client certificate (which only this JobManager's handshake saw) is vouched
-for instead: the internal credential and the verified name and role
+not carried out.
+
+The caller's own ``Authorization`` header goes with the request, and the leader verifies it
+again: a standby never lends a token caller a credential of its own, so the leader acts for the
+caller alone. A caller named by a client certificate (which only this JobManager's handshake
+saw) is vouched for instead: the internal credential and the verified name and role
 (:mod:`steward.security.delegation`).
 """
 
