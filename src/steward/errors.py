@@ -138,11 +138,17 @@ class JobNotFoundError(StoreError):
 
 
 class JobExistsError(StoreError):
-    """The job id is already taken in the store."""
+    """The job id is already taken in the store.
 
-    def __init__(self, job_id: str, what: str = "job") -> None:
+    ``submission_sha256``: the sha256 of the request body that created the existing job, when
+    known, so that a client can tell its own retried submission from another job."""
+
+    def __init__(
+        self, job_id: str, what: str = "job", *, submission_sha256: str | None = None
+    ) -> None:
         super().__init__(f"a {what} for job {job_id!r} already exists")
         self.job_id = job_id
+        self.submission_sha256 = submission_sha256
 
 
 class CorruptStateError(StoreError):

@@ -205,6 +205,7 @@ class Campaign:
             process_failures=failures,
             reported=dict(workload.terminal),
             last_views=last_views,
+            misreported=dict(workload.misreported),
         )
         violations = check(observations)
         return self._summary(

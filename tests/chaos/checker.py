@@ -8,6 +8,9 @@ Invariants (docs/reliability.md):
 
 - **none lost**: every accepted job has exactly one result in the JobResultStore, and the
   terminal state the API showed the client is the one in the store;
+- **submit truthful**: the client never reported an error (``JobExistsError``, or
+  ``JobTerminatedError`` with no earlier call of unknown outcome) for a job it submitted
+  itself (what the client reported, not what the server holds: issue 23, item 4);
 - **none doubled**: no two attempts of one job overlapped in time (ground truth intervals:
   start line to stop line, or to the process's death);
 - **none resurrected**: no attempt started after its job's result was written;
@@ -64,6 +67,8 @@ class Observations:
     """The terminal state the client was shown for each job (REST API), by job id."""
     last_views: dict[str, Any] = field(default_factory=dict)
     """The REST view of each job still open at the end (evidence for a lost job)."""
+    misreported: dict[str, str] = field(default_factory=dict)
+    """Jobs of the workload's own the client said it could not submit: what it raised."""
 
 
 @dataclass(frozen=True)
@@ -84,6 +89,10 @@ def check(obs: Observations) -> list[Violation]:
     """Every violation of the invariants in ``obs``, with evidence; [] when all hold."""
     violations: list[Violation] = []
     violations += _lost(obs)
+    violations += [
+        Violation("submit-truthful", job, {"client_raised": raised})
+        for job, raised in sorted(obs.misreported.items())
+    ]
     for job in sorted(obs.accepted):
         attempts = obs.truth.of_job(job)
         violations += _doubled(job, attempts)

@@ -96,6 +96,19 @@ def test_an_accepted_job_without_result_is_lost() -> None:
     assert violations[0].job == "b"
 
 
+def test_an_error_the_client_reported_for_its_own_job_is_a_violation() -> None:
+    # The job ran and has its result: by the server's records all is well, but the client
+    # told its caller the submission failed (issue 23, item 4).
+    done = _attempt("a", 1, 100, start=1.0, stop=2.0)
+    raised = "JobExistsError: a running submission for job 'a' already exists"
+    obs = _observations(
+        done, results={"a": _result("a", 3.0, _value("a", 1, 100))}, misreported={"a": raised}
+    )
+    violations = check(obs)
+    assert _invariants(violations) == ["submit-truthful"]
+    assert violations[0].evidence == {"client_raised": raised}
+
+
 def test_an_attempt_started_after_the_result_is_resurrected() -> None:
     done = _attempt("j", 1, 100, start=1.0, stop=2.0)
     zombie = _attempt("j", 2, 200, start=20.0, death=21.0)

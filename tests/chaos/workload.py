@@ -2,9 +2,14 @@
 ``steward.Client`` with failover across the JobManagers, kept at a constant number in flight.
 
 A submission that fails during a fault is retried with the same job id until it succeeds
-(idempotent submit); a job is *accepted* once a submit call for its id returned success, or a
-retry was told the id exists (the server has it: an earlier call got through). Some long jobs
-are canceled while they run, so CANCELED results are exercised too.
+(idempotent submit); a job is *accepted* once a submit call for its id returned success. The
+client must never report an error for a job it submitted itself (issue 23, item 4): a
+``JobExistsError`` for one of this campaign's ids (unique to it), or a ``JobTerminatedError``
+before any earlier call of ours could have reached the cluster, is what the client reported
+wrongly: the job is followed (it exists) and the report goes to the checker
+(``submit-truthful``). A ``JobTerminatedError`` after a call whose outcome the client said it
+did not know is the truth (a short job finished in between). Some long jobs are canceled while
+they run, so CANCELED results are exercised too.
 """
 
 from __future__ import annotations
@@ -70,6 +75,8 @@ class Workload:
         self.accepted: dict[str, AcceptedJob] = {}
         self.accepted_at: dict[str, float] = {}
         self.never_accepted: list[str] = []
+        self.misreported: dict[str, str] = {}
+        """Jobs of ours the client said it could not submit, and what it raised."""
         self.terminal: dict[str, str] = {}
         self.submit_retries = 0
         self._submitting = 0
@@ -145,6 +152,7 @@ class Workload:
     def _submit(self, client: Client, plan: JobPlan) -> bool:
         deadline = time.monotonic() + self.settings.submit_deadline
         tries = 0
+        outcome_unknown = False  # an earlier call ended without knowing whether it got through
         while time.monotonic() < deadline and not self._stop.is_set():
             tries += 1
             try:
@@ -155,14 +163,18 @@ class Workload:
                     restart=FixedDelayRestart(attempts=1000, delay=0.5),
                     spark_conf=SPARK_CONF if plan.mode == "spark" else None,
                 )
-            except (JobExistsError, JobTerminatedError):
-                # The id is unique to this campaign: an earlier call of ours got through.
-                pass
+            except JobTerminatedError as exc:
+                if not outcome_unknown:
+                    self._misreport(plan, exc)
+            except JobExistsError as exc:
+                # The id is unique to this campaign: the job is ours, the error is not true.
+                self._misreport(plan, exc)
             except JobRejectedError as exc:
                 # A fault (read-only storage) can make the server refuse; the spec is fine.
                 self._retry_note(plan, exc)
                 continue
             except StewardError as exc:
+                outcome_unknown = True
                 self._retry_note(plan, exc)
                 continue
             self._accept(plan)
@@ -170,6 +182,11 @@ class Workload:
         self.never_accepted.append(plan.job)
         self.report(f"job {plan.job} never accepted after {tries} tries")
         return False
+
+    def _misreport(self, plan: JobPlan, exc: Exception) -> None:
+        with self._lock:
+            self.misreported[plan.job] = f"{type(exc).__name__}: {exc}"
+        self.report(f"job {plan.job}: the client reported {type(exc).__name__} for its own job")
 
     def _retry_note(self, plan: JobPlan, exc: Exception) -> None:
         with self._lock:

@@ -9,6 +9,7 @@ Import as ``from unit.fake_jobmanager import FakeJobManagers`` (tests/ is on sys
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable
 from typing import Any
@@ -45,6 +46,8 @@ class FakeJobManagers:
         self.script: list[Handler] = []  # one-shot answers, tried before the routes
         self.run: list[dict[str, Any]] = []  # what a submitted job goes through after 201
         self.leader: dict[str, Any] | None = {"id": "jm-1", "address": "http://a", "epoch": 1}
+        self.digests: dict[str, str] = {}  # the sha256 of the body that created each job
+        self.say_digest = True  # False: answer job_exists as a JobManager before digests did
 
     def transport(self) -> httpx.MockTransport:
         return httpx.MockTransport(self)
@@ -67,7 +70,7 @@ class FakeJobManagers:
         if path == "/v1/cluster":
             return httpx.Response(200, json=self._cluster())
         if path == "/v1/jobs" and request.method == "POST":
-            return self._submit(json.loads(request.content)["spec"])
+            return self._submit(json.loads(request.content)["spec"], request.content)
         if path == "/v1/jobs":
             return httpx.Response(200, json={"jobs": [v[0] for v in self.views.values()]})
         if len(parts) < 3 or parts[:2] != ["v1", "jobs"]:
@@ -87,10 +90,13 @@ class FakeJobManagers:
     def posts(self) -> list[dict[str, Any]]:
         return [json.loads(r.content) for r in self.requests if r.method == "POST"]
 
-    def _submit(self, spec: dict[str, Any]) -> httpx.Response:
+    def _submit(self, spec: dict[str, Any], body: bytes) -> httpx.Response:
         job_id = spec["job_id"]
         if job_id in self.views:
-            return error(409, "job_exists", f"job {job_id!r} is already running")
+            digest = self.digests.get(job_id) if self.say_digest else None
+            extra = {"submission_sha256": digest} if digest else {}
+            return error(409, "job_exists", f"job {job_id!r} is already running", **extra)
+        self.digests[job_id] = hashlib.sha256(body).hexdigest()
         submitted = job_json(job_id, "SUBMITTED")
         self.views[job_id] = [submitted] + [_with_id(view, job_id) for view in self.run]
         final = self.views[job_id][-1]

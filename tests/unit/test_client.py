@@ -237,6 +237,58 @@ def test_retried_submit_answered_job_exists_for_its_own_id_is_success(
     assert view.job_id.startswith("long_running-")
 
 
+def test_a_standbys_outcome_unknown_counts_as_maybe_accepted(
+    client: Client, fake: FakeJobManagers
+) -> None:
+    # Given a standby whose forward reached the leader, which stored the job but never
+    # answered, and a JobManager that does not say which submission made a job
+    def stored_then_unknown(request: httpx.Request) -> httpx.Response:
+        fake.route(request)
+        return error(504, "outcome_unknown", "the leader did not answer")
+
+    fake.say_digest = False
+    fake.script.append(stored_then_unknown)
+    # When submitting, Then the retry's job_exists is our own job
+    view = client.submit(EXAMPLES / "long_running.py", job_id="mine")
+    assert view.job_id == "mine"
+    assert len(fake.posts()) == 2
+
+
+def test_no_leader_is_not_maybe_accepted(client: Client, fake: FakeJobManagers) -> None:
+    # no_leader says the request never reached a leader: a job_exists after it is not ours.
+    fake.say_digest = False
+    fake.add_job("mine")
+    fake.script.append(lambda _request: error(503, "no_leader", "no leader"))
+    with pytest.raises(JobExistsError):
+        client.submit(EXAMPLES / "long_running.py", job_id="mine")
+
+
+def test_submitting_the_same_submission_again_returns_the_job(
+    client: Client, fake: FakeJobManagers
+) -> None:
+    # The same id, spec and pipeline: the same body, so the same submission (idempotent).
+    first = client.submit(EXAMPLES / "long_running.py", job_id="same", args=["--ticks", "2"])
+    again = client.submit(EXAMPLES / "long_running.py", job_id="same", args=["--ticks", "2"])
+    assert again.job_id == first.job_id == "same"
+    assert list(fake.views) == ["same"]
+
+    # Another spec under that id is another job: refused, even after a lost answer.
+    def lost(request: httpx.Request) -> httpx.Response:
+        raise httpx.ReadTimeout("timed out", request=request)
+
+    fake.script.append(lost)
+    with pytest.raises(JobExistsError, match="another spec or pipeline"):
+        client.submit(EXAMPLES / "long_running.py", job_id="same", args=["--ticks", "3"])
+
+
+def test_a_submission_without_an_answer_names_its_job_id(
+    client: Client, fake: FakeJobManagers
+) -> None:
+    fake.down.update({A, B})
+    with pytest.raises(ClusterUnreachableError, match="job mine may have been submitted"):
+        client.submit(EXAMPLES / "long_running.py", job_id="mine")
+
+
 def test_first_answer_job_exists_is_an_error(client: Client, fake: FakeJobManagers) -> None:
     fake.add_job("mine")
     with pytest.raises(JobExistsError, match="already running"):

@@ -6,9 +6,9 @@ retries them all with backoff until the client's ``timeout``.
 
 A submission is the one request that is not naturally safe to repeat: a POST whose answer was
 lost may have been accepted. The client therefore always sends a job id (``<stem>-<8 hex>``
-when the caller gives none), and a retried submission that is answered "job exists" (or "job
-terminated") for that id after an attempt that may have reached a JobManager counts as
-success: it returns that job.
+when the caller gives none) and the same body on every try, and a "job exists" answer for
+that id whose submission digest is its own counts as success: it returns that job
+(:mod:`steward.client.submission`).
 
 Errors are Steward's exception tree, with the server's message: ``JobNotFoundError``,
 ``JobExistsError``, ``JobTerminatedError`` (with the result), ``JobRejectedError`` (a bad spec,
@@ -28,7 +28,7 @@ from typing import Any, Self
 import httpx
 from pydantic import BaseModel, ValidationError
 
-from steward.client import job_files, packaging, waiting
+from steward.client import job_files, packaging, submission, waiting
 from steward.client.discovery import (
     discover_addresses,
     local_cluster_only,
@@ -55,7 +55,9 @@ from steward.client.responses import (
 from steward.config import Configuration, load
 from steward.errors import (
     ApiError,
+    ClusterUnreachableError,
     JobRejectedError,
+    NoLeaderError,
 )
 from steward.security.credentials import find_token
 from steward.tls.contexts import client_tls
@@ -63,14 +65,12 @@ from steward.wire.doctor import DoctorReport
 from steward.wire.jobs import JobKind, ProgramKind, RestartStrategy
 from steward.wire.logs import LogQuery, job_log_path
 from steward.wire.rest import (
-    ArtifactUpload,
     ClusterView,
     JobList,
     JobView,
     LeadershipView,
     LeaderView,
     ResultView,
-    SubmitRequest,
 )
 from steward.wire.tokens import (
     CreatedToken,
@@ -253,24 +253,25 @@ class Client:
         """Submit ``spec`` (JobSpec fields) and the artifact bytes as they are.
 
         The spec is not checked here (the server answers a bad one with JobRejectedError);
-        only a missing ``job_id`` is filled in, so that a retry is recognised.
+        only a missing ``job_id`` is filled in, so that a retry is recognised
+        (:mod:`steward.client.submission`).
         """
         spec = dict(spec)
-        job_id = str(spec.setdefault("job_id", packaging.default_job_id(filename)))
-        request = SubmitRequest(
-            spec=spec,
-            artifact=ArtifactUpload(
-                filename=filename, data_b64=base64.b64encode(data).decode("ascii")
-            ),
-        )
-        response, maybe_accepted = self._failover.send(
-            "POST", "/v1/jobs", request.model_dump(mode="json")
-        )
+        spec.setdefault("job_id", packaging.default_job_id(filename))
+        prepared = submission.prepare(spec, filename, base64.b64encode(data).decode("ascii"))
+        job_id = prepared.job_id
+        try:
+            response, maybe_accepted = self._failover.send("POST", "/v1/jobs", prepared.body)
+        except (NoLeaderError, ClusterUnreachableError) as exc:
+            exc.args = (
+                f"{exc}; job {job_id} may have been submitted: see `steward status"
+                f" {job_id}`, or submit again with --job-id {job_id}",
+            )
+            raise
         if response.status_code == httpx.codes.CREATED:
             return decode(JobView, response)
         error = error_body(response)
-        if maybe_accepted and error.code in ("job_exists", "job_terminated"):
-            # Our own earlier attempt got through before its answer was lost.
+        if submission.is_ours(prepared, error, maybe_accepted=maybe_accepted):
             log.info("submission was accepted by an earlier attempt job=%s", job_id)
             return self.job(job_id)
         raise api_error(response, error, job_id)

@@ -7,8 +7,9 @@ one, and when a whole round failed it waits (exponential backoff, at least the s
 timeout. The address that answered last is tried first next time.
 
 It also reports whether an earlier attempt of a request may have reached a JobManager (anything
-but a refused connection or a ``no_leader`` answer), which is what lets the client tell its own
-retried submission from somebody else's job.
+but a refused connection or a ``no_leader`` answer; a standby's ``outcome_unknown`` says its
+forward was sent and not answered), which is what lets the client tell its own retried
+submission from somebody else's job.
 
 An ``https://`` JobManager is verified with ``tls`` (``rest.ssl.ca``, else the system's CAs;
 :mod:`steward.tls.contexts`). A certificate that cannot be verified is not a transient failure:
@@ -30,6 +31,7 @@ from pydantic import ValidationError
 from steward.errors import ClusterUnreachableError, NoLeaderError, StewardError
 from steward.tls.contexts import ClientTls, client_tls
 from steward.wire.rest import ErrorBody
+from steward.wire.values import STORED
 
 log = logging.getLogger(__name__)
 
@@ -121,8 +123,9 @@ class Failover:
         been carried out; :class:`ClusterUnreachableError` or :class:`NoLeaderError` after the
         timeout.
 
-        ``body`` is sent as JSON; ``content`` instead streams a raw body, opened anew (called)
-        for every try, so a large file is never held in memory and can be sent again."""
+        ``body`` is sent as JSON (bytes: already serialised, sent as they are, the same on
+        every try); ``content`` instead streams a raw body, opened anew (called) for every try,
+        so a large file is never held in memory and can be sent again."""
         deadline = time.monotonic() + self.timeout
         delay = self._backoff.initial
         failures: dict[str, str] = {}
@@ -139,9 +142,8 @@ class Failover:
                     response = self._http.request(
                         method,
                         address + path,
-                        json=body if content is None else None,
-                        content=None if content is None else content(),
                         timeout=self._timeouts(remaining),
+                        **_payload(body, content),
                     )
                 except httpx.TransportError as exc:
                     failures[address] = _describe(exc, address)
@@ -188,10 +190,19 @@ class Failover:
         self.addresses = known + [address for address in found if address not in known]
 
 
+def _payload(body: Any, content: Callable[[], Iterable[bytes]] | None) -> dict[str, Any]:
+    if content is not None:
+        return {"content": content()}
+    if isinstance(body, bytes):
+        return {"content": body, "headers": {"content-type": "application/json"}}
+    return {"json": body}
+
+
 def error_body(response: httpx.Response) -> ErrorBody:
-    """The response's ErrorBody; a body that is not one (a proxy's page) becomes one."""
+    """The response's ErrorBody; a body that is not one (a proxy's page) becomes one. Fields a
+    newer JobManager added are ignored, as in everything another Steward process wrote."""
     try:
-        return ErrorBody.model_validate_json(response.content)
+        return ErrorBody.model_validate_json(response.content, context=STORED)
     except ValidationError:
         text = response.text.strip().splitlines()[0][:200] if response.text.strip() else ""
         message = f"HTTP {response.status_code} {response.reason_phrase}" + (
@@ -212,6 +223,10 @@ def _gave_up(
     timeout: float, failures: Mapping[str, str], unavailable: httpx.Response | None
 ) -> StewardError:
     tried = "; ".join(f"{address}: {why}" for address, why in failures.items())
+    if unavailable is not None and error_body(unavailable).code == "outcome_unknown":
+        return ClusterUnreachableError(
+            f"{error_body(unavailable).message} (no answer after {timeout:g}s; tried {tried})"
+        )
     if unavailable is not None and error_body(unavailable).code == "no_leader":
         message = error_body(unavailable).message
         return NoLeaderError(

@@ -14,6 +14,8 @@ Two more credentials, each off unless the server asks for it:
 - a client certificate (mutual TLS, for machines): with ``security.auth.client-certificates``,
   a certificate the TLS handshake verified against ``rest.ssl.ca`` names the caller (its subject's
   CN) and role (its O): :mod:`.certificates`. A bearer token, when one is sent, decides instead.
+  A standby forwarding such a caller's write vouches for it with the internal credential
+  (:mod:`.delegation`), which this middleware then takes as that caller.
 - the web UI's cookie (``cookie=``): a browser sends the token it logged in with as the cookie
   :data:`COOKIE`. A request authenticated by it that could change something (any method but
   GET, HEAD and OPTIONS) must also carry :data:`CSRF_HEADER` (403 otherwise): a page of another
@@ -34,6 +36,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from steward.errors import StewardError
 from steward.wire.rest import ErrorBody
 
+from . import delegation
 from .authenticator import LOOKUP, Authenticator
 from .certificates import certificate_identity
 from .identity import Identity
@@ -141,9 +144,14 @@ class AuthMiddleware:
                 return certificate_identity(scope)
             return None
         quick = self.authenticator.cached(token)
-        if quick is not LOOKUP:
-            return quick
-        identity: Identity | None = await anyio.to_thread.run_sync(self.authenticator.verify, token)
+        identity: Identity | None
+        if quick is LOOKUP:
+            identity = await anyio.to_thread.run_sync(self.authenticator.verify, token)
+        else:
+            identity = quick
+        if identity is not None and identity.internal and not internal_route and self.certificates:
+            # A standby vouching for a caller its client certificate named (forwarding).
+            return delegation.asserted(scope) or identity
         return identity
 
 

@@ -4,7 +4,10 @@ the TaskManagers' internal credential against the cluster's secret.
 Every JobManager verifies against ZooKeeper, so a token works on any JobManager and a revoke
 holds everywhere. Records are cached for :data:`CACHE_TTL` seconds (absent ones too, so a
 stranger's guesses cost one ZooKeeper read per id and TTL): a revoked or expired token is
-refused on every JobManager within that time (expiry is checked on every request).
+refused on every JobManager within that time (expiry is checked on every request), and at once
+on the JobManager that revoked it (:meth:`Authenticator.forget`). A lookup whose read
+overlapped a ``forget`` (its answer may be the record from before the revoke) is neither
+cached nor believed: it reads again. A generation counter, moved by every ``forget``, tells.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
+from steward.errors import CoordinationError
 from steward.wire.tokens import TokenRecord
 
 from . import tokens
@@ -25,6 +29,7 @@ from .identity import ANONYMOUS_ADMIN, INTERNAL_IDENTITY, Identity
 CACHE_TTL = 2.0
 """Seconds a token's record (or its absence) is trusted before it is read again."""
 _CACHE_SIZE = 4096
+_READS = 3
 
 Lookup = Callable[[str], TokenRecord | None]
 """A token id's record, or None; raises :class:`~steward.errors.CoordinationError`."""
@@ -63,6 +68,13 @@ class Authenticator:
         self._clock = clock
         self._cache: dict[str, _Cached] = {}
         self._lock = threading.Lock()
+        self._generation = 0
+        """Moved by every :meth:`forget`: a lookup that saw it move read too early."""
+
+    @property
+    def internal_credential(self) -> str | None:
+        """The cluster's internal credential: what a standby vouches for a caller with."""
+        return self._internal
 
     def anonymous(self, *, internal_route: bool) -> Identity | None:
         """Who a request without credentials is: nobody, unless auth is off."""
@@ -95,17 +107,31 @@ class Authenticator:
             return quick
         parsed = tokens.parse(token)
         assert parsed is not None  # cached() said it is shaped like a token
-        record = self._lookup(parsed.id)
-        with self._lock:
-            if len(self._cache) >= _CACHE_SIZE:
-                self._cache.clear()
-            self._cache[parsed.id] = _Cached(record, self._clock())
-        return _identity(record, parsed)
+        return _identity(self._read(parsed.id), parsed)
+
+    def _read(self, token_id: str) -> TokenRecord | None:
+        """The token's record, read and cached; read again if a revoke ran meanwhile (and
+        refused as unverifiable, 503, should revokes keep overlapping every read)."""
+        for _ in range(_READS):
+            with self._lock:
+                generation = self._generation
+            record = self._lookup(token_id)
+            with self._lock:
+                if generation != self._generation:
+                    # A forget() ran during the read: its record may predate the revoke.
+                    continue
+                if len(self._cache) >= _CACHE_SIZE:
+                    self._cache.clear()
+                self._cache[token_id] = _Cached(record, self._clock())
+                return record
+        raise CoordinationError(f"token {token_id}: every read overlapped a revoke; retry")
 
     def forget(self, token_id: str) -> None:
-        """Drop a token's cached record (this JobManager just revoked it)."""
+        """Drop a token's cached record (this JobManager just revoked it, and the record is
+        gone from ZooKeeper), and make every lookup still in its read read again."""
         with self._lock:
             self._cache.pop(token_id, None)
+            self._generation += 1
 
 
 def _identity(record: TokenRecord | None, parsed: tokens.ParsedToken) -> Identity | None:

@@ -117,12 +117,13 @@ class JobGraphStore:
     def _put(self, fence: Fence, graph: JobGraph) -> JobGraphPointer:
         job_id = graph.spec.job_id
         ref = self._blobs.put(self._blobs.unique_key(f"{BLOB_PREFIX}/{job_id}"), graph.to_json())
-        pointer = JobGraphPointer(blob=ref.key, sha256=ref.sha256, epoch=fence.epoch)
+        pointer = _pointer_to(ref, fence, graph)
         try:
             fence.transaction().create(self._layout.jobgraph(job_id), pointer.to_json()).commit()
         except NodeExistsError as exc:
             self._discard(ref.key)
-            raise JobExistsError(job_id, "job graph") from exc
+            existing = self._submission_of(job_id)
+            raise JobExistsError(job_id, "job graph", submission_sha256=existing) from exc
         except DEFINITELY_NOT_APPLIED:
             self._discard(ref.key)
             raise
@@ -141,7 +142,7 @@ class JobGraphStore:
         if current is None:
             raise JobNotFoundError(job_id, "job graph")
         ref = self._blobs.put(self._blobs.unique_key(f"{BLOB_PREFIX}/{job_id}"), graph.to_json())
-        pointer = JobGraphPointer(blob=ref.key, sha256=ref.sha256, epoch=fence.epoch)
+        pointer = _pointer_to(ref, fence, graph)
         try:
             fence.transaction().set_data(path, pointer.to_json(), current[1].version).commit()
         except DEFINITELY_NOT_APPLIED:
@@ -186,6 +187,15 @@ class JobGraphStore:
         if current is None:
             raise JobNotFoundError(job_id, "job graph")
         return JobGraphPointer.from_json(current[0])
+
+    def _submission_of(self, job_id: str) -> str | None:
+        """The existing job's submission digest, or None when it cannot be read now (the
+        duplicate is refused either way; the digest only lets a client recognise its own)."""
+        try:
+            return self.pointer(job_id).submission_sha256
+        except StewardError as exc:
+            log.info("submission digest unreadable job=%s error=%r", job_id, exc)
+            return None
 
     def get(self, job_id: str) -> JobGraph:
         """Read a job's graph. Raises JobNotFoundError, CorruptStateError or BlobStoreError."""
@@ -315,3 +325,12 @@ def _owner(key: str) -> str:
         return check_job_id(parts[1]) if len(parts) >= 3 else ""
     except ValueError:
         return ""
+
+
+def _pointer_to(ref: BlobRef, fence: Fence, graph: JobGraph) -> JobGraphPointer:
+    return JobGraphPointer(
+        blob=ref.key,
+        sha256=ref.sha256,
+        epoch=fence.epoch,
+        submission_sha256=graph.submission_sha256,
+    )

@@ -213,6 +213,9 @@ class JobGraph(Payload):
     spec: JobSpec
     artifact: Artifact
     submitted_at: float
+    submission_sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
+    """The sha256 of the ``POST /v1/jobs`` body that created the job (None before it was
+    kept): a retry of the same body is the same submission (``job_exists`` carries it)."""
 
 
 class JobGraphPointer(Payload):
@@ -222,3 +225,6 @@ class JobGraphPointer(Payload):
     blob: str
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
     epoch: int = Field(ge=1)
+    submission_sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
+    """The graph's :attr:`JobGraph.submission_sha256`, here so a duplicate submission is
+    answered from the job table or one small read, never the blob."""

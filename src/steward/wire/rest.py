@@ -155,3 +155,7 @@ class ErrorBody(Value):
     message: str
     result: ResultView | None = None
     leader: LeaderView | None = None
+    submission_sha256: str | None = Field(
+        default=None,
+        description="job_exists: the sha256 of the request body that created the job, if known",
+    )

@@ -9,6 +9,8 @@ beside certificates.
 
 from __future__ import annotations
 
+import base64
+import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,7 +20,7 @@ import pytest
 from e2e.cluster.cluster_cli import LONG_RUNNING
 from steward.client import Client
 from steward.config.configuration import validate
-from steward.testing.credentials import kit_admin_token
+from steward.testing.credentials import internal_token_file, kit_admin_token
 from steward.testing.processes import ProcessCluster
 from steward.tls.certificates import (
     ClientCertificate,
@@ -29,6 +31,7 @@ from steward.tls.certificates import (
 )
 from steward.tls.contexts import client_tls
 from steward.zookeeper.managed import ManagedEnsemble
+from support import wait_until
 
 pytestmark = pytest.mark.zookeeper
 
@@ -132,3 +135,47 @@ def test_a_certificate_without_a_role_or_from_another_ca_is_no_credential(
     forged = issue_client_certificate(stranger_ca.folder, "etl-robot", "admin", tmp_path / "f")
     with _http(ca, forged) as http, pytest.raises(httpx.TransportError):
         http.get(f"{address}/v1/jobs")
+
+
+def test_a_certificates_caller_keeps_its_identity_through_a_standby(
+    cluster: ProcessCluster, ca: TlsFiles, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 23, item 7: a standby forwards a certificate's caller to the leader as that caller
+    (before, only ``Authorization`` went along: the leader saw no credential and answered 401)."""
+    monkeypatch.delenv("STEWARD_TOKEN", raising=False)
+    standby = cluster.start_jobmanager("jm-standby")
+
+    def standing_by() -> bool:
+        with contextlib.suppress(httpx.HTTPError, ValueError):
+            return bool(cluster.get(standby, "/healthz").get("role") == "standby")
+        return False
+
+    wait_until(standing_by, 60, message="jm-standby stands by")
+    certs = tmp_path / "certs"
+    robot = issue_client_certificate(ca.folder, "etl-robot", "submitter", certs)
+    other = issue_client_certificate(ca.folder, "other-robot", "submitter", certs)
+    viewer = issue_client_certificate(ca.folder, "dashboard", "viewer", certs)
+    jobs = f"{standby.address}/v1/jobs"
+    with _http(ca, robot) as http:
+        body = {
+            "spec": {"job_id": "via-standby", "args": ["--ticks", "600", "--interval", "0.1"]},
+            "artifact": {
+                "filename": LONG_RUNNING.name,
+                "data_b64": base64.b64encode(LONG_RUNNING.read_bytes()).decode(),
+            },
+        }
+        created = http.post(jobs, json=body)
+        assert created.status_code == 201, created.text
+        assert created.json()["submitter"] == "etl-robot"  # the leader saw the certificate's
+    with _http(ca, viewer) as http:  # and its role: a viewer's write is refused by the leader
+        assert http.post(jobs, json=body).status_code == 403
+    with _http(ca, other) as http:  # another submitter may not cancel it
+        refused = http.post(f"{jobs}/via-standby/cancel")
+        assert refused.status_code == 403, refused.text
+    with _http(ca, robot) as http:
+        assert http.post(f"{jobs}/via-standby/cancel").status_code in (200, 202)
+    # The internal credential alone is still no user's credential anywhere.
+    with _http(ca, None) as http:
+        secret = internal_token_file(cluster.workdir).read_text().strip()
+        internal = {"Authorization": f"Bearer {secret}"}
+        assert http.get(jobs, headers=internal).status_code == 403

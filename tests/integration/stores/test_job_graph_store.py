@@ -70,7 +70,7 @@ def test_given_a_put_graph_then_its_zookeeper_pointer_is_small_json_naming_the_b
     raw = _raw_pointer(session, "job-1")
     assert len(raw) < 512
     pointer = json.loads(raw)
-    assert set(pointer) == {"schema", "blob", "sha256", "epoch"}
+    assert set(pointer) == {"schema", "blob", "sha256", "epoch", "submission_sha256"}
     assert pointer["schema"] == 1
     assert pointer["epoch"] == leader.leadership.epoch
     assert pointer["blob"].startswith(f"{BLOB_PREFIX}/job-1/")

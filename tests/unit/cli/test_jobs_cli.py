@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import click
+import httpx
 import pytest
 
 from steward.cli.options import parse_pairs, parse_restart
@@ -107,6 +108,24 @@ def test_submit_detach_json_prints_the_job_with_its_id(fake: FakeJobManagers, ru
     assert posted["spec"]["name"] == "ticker"
     assert posted["spec"]["spark_conf"] == {"a.b": "c"}
     assert posted["spec"]["restart_strategy"] == {"kind": "none"}
+
+
+def test_submit_sends_its_own_job_id_and_the_same_body_when_its_answer_was_lost(
+    fake: FakeJobManagers, run: Run
+) -> None:
+    # Issue 23, item 4: the job was stored, the answer lost; the retry is the same submission.
+    def stored_then_lost(request: httpx.Request) -> httpx.Response:
+        fake.route(request)
+        raise httpx.ReadTimeout("timed out", request=request)
+
+    fake.script.append(stored_then_lost)
+    code, out, err = run("submit", PIPELINE, "--detach", "--json", "--", "--ticks", "2")
+    assert code == 0, err
+    posts = [r.content for r in fake.requests if r.method == "POST"]
+    assert len(posts) == 2 and posts[0] == posts[1]
+    sent_id = json.loads(posts[0])["spec"]["job_id"]
+    assert sent_id.startswith("long_running-") and json.loads(out)["job_id"] == sent_id
+    assert list(fake.views) == [sent_id]
 
 
 def test_submit_follows_until_finished_and_prints_the_result(

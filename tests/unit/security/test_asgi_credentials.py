@@ -14,6 +14,7 @@ from starlette.testclient import TestClient
 
 from steward.security.asgi import COOKIE, CSRF_HEADER, PROBES, AuthMiddleware
 from steward.security.certificates import identity_of
+from steward.security.delegation import ON_BEHALF_NAME, ON_BEHALF_ROLE
 from steward.security.identity import Identity
 from steward.testing.credentials import MemorySecurity, auth_headers
 from steward.tls.certificates import ensure_local_tls, issue_client_certificate, local_hosts
@@ -112,3 +113,40 @@ def test_the_subject_gives_name_and_role(certificates: dict[str, str]) -> None:
     assert identity_of(certificates["boss"]) == Identity(name="boss", role=Role.ADMIN)
     assert identity_of(certificates["server"]) is None
     assert identity_of("not a certificate") is None
+
+
+def test_the_internal_credential_vouches_for_a_certificates_caller_where_they_count(
+    certificates: dict[str, str],
+) -> None:
+    security = MemorySecurity()
+    vouched = {
+        **auth_headers(security.internal),
+        ON_BEHALF_NAME: "etl-robot",
+        ON_BEHALF_ROLE: "submitter",
+    }
+
+    def asked(peer: str | None, *, certificates_count: bool = True) -> TestClient:
+        app = _app(security, certificates=certificates_count)
+        return TestClient(app if peer is None else WithPeerCertificate(app, peer))  # type: ignore[arg-type]
+
+    # A leader that takes certificates takes a standby's word for a certificate's caller,
+    # from a peer with the cluster's own certificate
+    standby = asked(certificates["server"])
+    assert standby.post("/v1/who", headers=vouched).json() == {
+        "name": "etl-robot",
+        "role": "submitter",
+    }
+    # Only the internal credential vouches: a user's token with the same headers is the user
+    user = security.token("uma", Role.VIEWER)
+    as_user = {**vouched, **auth_headers(user)}
+    assert standby.get("/v1/who", headers=as_user).json() == {"name": "uma", "role": "viewer"}
+    # A role that is no user's, or no name: the internal credential is refused as ever
+    for bad in ({ON_BEHALF_ROLE: "internal"}, {ON_BEHALF_NAME: "no spaces"}):
+        assert standby.get("/v1/who", headers={**vouched, **bad}).status_code == 403
+    assert standby.get("/v1/who", headers=auth_headers(security.internal)).status_code == 403
+    # A stolen internal credential alone vouches for nobody: no member's certificate (none,
+    # or a user's), or certificates are no credential here
+    assert asked(None).post("/v1/who", headers=vouched).status_code == 403
+    assert asked(certificates["robot"]).post("/v1/who", headers=vouched).status_code == 403
+    off = asked(certificates["server"], certificates_count=False)
+    assert off.post("/v1/who", headers=vouched).status_code == 403

@@ -120,7 +120,11 @@ class Submissions:
         existing = self._stores.results.find(job_id)
         if existing is not None:
             raise JobResultExistsError(existing)
-        if job_id in self._table.jobs or job_id in self._table.submitting:
+        master = self._table.jobs.get(job_id)
+        if master is not None:
+            digest = master.pointer.submission_sha256
+            raise JobExistsError(job_id, "running submission", submission_sha256=digest)
+        if job_id in self._table.submitting:
             raise JobExistsError(job_id, "running submission")
 
     def cancel(self, job_id: str) -> JobView:

@@ -53,6 +53,16 @@ def no_leader(message: str = "no JobManager leads right now; retry shortly") -> 
     return ApiError(503, "no_leader", message, headers={"Retry-After": RETRY_AFTER})
 
 
+def outcome_unknown(leader: str, cause: Exception) -> ApiError:
+    """A forwarded write that reached the leader (or may have) and got no answer: it may have
+    been carried out. Retryable, like ``no_leader``; unlike it, never "nothing was done"."""
+    message = (
+        f"the request was sent to the leader {leader}, which did not answer ({cause!r}):"
+        " it may or may not have been carried out; retry it with the same job id"
+    )
+    return ApiError(504, "outcome_unknown", message, headers={"Retry-After": RETRY_AFTER})
+
+
 def add_error_handlers(app: FastAPI) -> None:
     """Every error answer is an ErrorBody ``{code, message}``, whatever raised it."""
 
@@ -97,7 +107,9 @@ def raise_for(exc: StewardError) -> NoReturn:
     if isinstance(exc, JobResultExistsError):
         raise ApiError(409, "job_terminated", str(exc), result=ResultView.of(exc.result)) from None
     if isinstance(exc, JobExistsError):
-        raise ApiError(409, "job_exists", str(exc)) from None
+        raise ApiError(
+            409, "job_exists", str(exc), submission_sha256=exc.submission_sha256
+        ) from None
     if isinstance(exc, JobNotFoundError):
         raise ApiError(404, "job_not_found", str(exc)) from None
     if isinstance(exc, JobRejectedError):

@@ -44,6 +44,7 @@ router = APIRouter(tags=["jobs"])
         409: {"model": ErrorBody},
         413: {"model": ErrorBody},
         503: {"model": ErrorBody},
+        504: {"model": ErrorBody, "description": "outcome_unknown: a standby's forward"},
         507: {"model": ErrorBody},
     },
 )

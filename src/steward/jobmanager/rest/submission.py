@@ -12,6 +12,7 @@ from __future__ import annotations
 import array
 import base64
 import binascii
+import hashlib
 import itertools
 import re
 import time
@@ -31,6 +32,7 @@ from steward.wire import redaction, spark_options
 from steward.wire.jobs import JobGraph, JobSpec
 from steward.wire.rest import JobView, SubmitRequest
 
+from .. import faults
 from ..dispatcher import new_job_id
 from .archive_checks import check_archives
 from .auth import client_address
@@ -69,6 +71,7 @@ def submit(
     except ApiError as exc:
         audit.record("job.submit", caller, client=where, outcome=str(exc.status))
         raise
+    faults.reach(faults.SUBMIT_STORED)
     audit.record("job.submit", caller, client=where, job_id=view.job_id)
     return JSONResponse(view.model_dump(mode="json"), status_code=201)
 
@@ -77,6 +80,7 @@ def _store(
     dispatcher: LeaderTerm, contents: ContentStore, caller: Identity, body: bytes
 ) -> JobView:
     """The job stored by the leader's term, as the submitter ``caller``; or an ApiError."""
+    digest = hashlib.sha256(body).hexdigest()  # a retry of these bytes is this submission
     try:
         request = SubmitRequest.model_validate_json(body)
     except ValidationError as exc:
@@ -101,7 +105,9 @@ def _store(
     try:
         redaction.check_conf(spec.spark_conf)
         artifact, spec = check_submission(request.artifact.filename, data, spec)
-        graph = JobGraph(spec=spec, artifact=artifact, submitted_at=time.time())
+        graph = JobGraph(
+            spec=spec, artifact=artifact, submitted_at=time.time(), submission_sha256=digest
+        )
         # Pinned: the leader's content GC cannot remove a file between this check and the
         # job graph that names it being stored.
         with dispatcher.content_gc.pinned(d.sha256 for d in spec.dependencies):

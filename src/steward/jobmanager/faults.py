@@ -1,0 +1,29 @@
+"""Test-only fault points: a JobManager started with ``STEWARD_FREEZE_AT=<point>`` stops itself
+(SIGSTOP) when it reaches that point, so a test can kill it at an exact step with a real signal.
+
+A point is a place where a crash is hard to hit by timing alone: ``submit.stored`` is after
+the leader stored a submitted job and before it answered, the window in which a standby's
+forward learns nothing of the outcome (docs/reliability.md). Unset (every real deployment),
+:func:`reach` reads one environment variable and returns.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+
+log = logging.getLogger(__name__)
+
+FREEZE_AT = "STEWARD_FREEZE_AT"
+SUBMIT_STORED = "submit.stored"
+
+
+def reach(point: str) -> None:
+    """Freeze this process here if the environment asks for ``point``."""
+    if os.environ.get(FREEZE_AT) != point:
+        return
+    log.warning("freezing at a test fault point point=%s pid=%d", point, os.getpid())
+    for handler in logging.getLogger().handlers:
+        handler.flush()
+    os.kill(os.getpid(), signal.SIGSTOP)
