@@ -61,12 +61,12 @@ class Recovery:
         """Recover every job of the cluster into the table; the summary, by outcome."""
         started = self._term.monotonic()
         self._membership.refresh()
-        entries = self._stores.results.entries()
-        result_ids = {entry.job_id for entry in entries}
+        results = self._stores.results.nodes()  # the indexes alone: no result body is read
+        result_ids = {node.job_id for node in results}
         dirty = 0
-        for entry in entries:
-            if entry.status is CleanupStatus.DIRTY:
-                self._cleanup.put(entry.job_id)
+        for node in results:
+            if node.status is CleanupStatus.DIRTY:
+                self._cleanup.put(node.job_id)
                 dirty += 1
         leases = self._stores.leases.all()
         graph_ids = self._stores.graphs.job_ids()
