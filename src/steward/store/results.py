@@ -29,6 +29,7 @@ from steward.errors import (
     JobNotFoundError,
     NodeExistsError,
     NoNodeError,
+    ResultBodyError,
     StoreError,
 )
 from steward.ha.fencing import Fence
@@ -50,10 +51,6 @@ READ_BATCH = 1000
 
 class ResultTooLargeError(StoreError):
     """A result entry is larger than :data:`MAX_ENTRY_BYTES`."""
-
-
-class ResultBodyError(CorruptStateError):
-    """A result's index names a body that is missing or damaged in blob storage."""
 
 
 class JobResultStore:
