@@ -98,7 +98,7 @@ def test_a_missing_body_is_a_clear_error_for_that_job_alone(
     for body in (blob_root / "results" / "job-lost").iterdir():
         body.unlink()
 
-    with pytest.raises(ResultBodyError, match="job-lost.*cannot be read.*missing"):
+    with pytest.raises(ResultBodyError, match=r"job-lost.*cannot be read.*missing"):
         store.find("job-lost")
     assert store.has_result("job-lost")  # still never re-run
     assert [entry.job_id for entry in store.entries()] == ["job-kept"]
@@ -112,7 +112,7 @@ def test_a_damaged_body_fails_its_checksum_and_is_a_clear_error(
     (body,) = (blob_root / "results" / "job-1").iterdir()
     body.write_bytes(body.read_bytes().replace(b"bad row 7", b"bad row 8"))
 
-    with pytest.raises(ResultBodyError, match="job-1.*checksum"):
+    with pytest.raises(ResultBodyError, match=r"job-1.*checksum"):
         store.find("job-1")
 
 
