@@ -77,6 +77,8 @@ class ResultRetention:
         for node in expired(nodes, self._term.wall(), self._policy):
             if self._term.stopped.is_set():
                 break
+            if self._stores.graphs.contains(node.job_id):
+                continue  # its pointer came back (doctor: pointer-of-finished-job): cleanup's
             removed += self._stores.results.remove(self._term.fence, node)
         if migrated or removed:
             log.info(
