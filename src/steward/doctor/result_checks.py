@@ -5,6 +5,8 @@
   that stays is a migration that does not finish.
 - ``result-body-unreadable``: an index names a body that is missing or damaged (read back
   only with ``--verify-blobs``: a read per result).
+- ``dirty-result-unmarked``: a DIRTY index without its ``dirty-results/<job-id>`` mark, which
+  is all a new leader looks at to resume cleanups: its cleanup would never be finished.
 """
 
 from __future__ import annotations
@@ -12,13 +14,31 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from steward.wire.doctor import Finding, Severity
+from steward.wire.states import CleanupStatus
 
 from .snapshot import Snapshot
 from .state_checks import Limits
 
 
 def check_results(snapshot: Snapshot, limits: Limits) -> list[Finding]:
-    return [*_legacy_entries(snapshot), *_unreadable_bodies(snapshot)]
+    return [*_legacy_entries(snapshot), *_unreadable_bodies(snapshot), *_unmarked(snapshot)]
+
+
+def _unmarked(snapshot: Snapshot) -> Iterator[Finding]:
+    for job_id, stored in sorted(snapshot.results.items()):
+        node = stored.value
+        if node is None or node.index is None or node.status is not CleanupStatus.DIRTY:
+            continue
+        if job_id not in snapshot.dirty_marks:
+            yield Finding(
+                check="dirty-result-unmarked",
+                severity=Severity.ERROR,
+                subject=stored.path,
+                message=f"job {job_id}'s result is DIRTY without its mark in dirty-results/:"
+                " no new leader resumes its cleanup (ZooKeeper lost a write?)",
+                action=f"create the empty znode dirty-results/{job_id} (zkCli.sh create), or"
+                " restart the leader: its first round queues every DIRTY result found",
+            )
 
 
 def _legacy_entries(snapshot: Snapshot) -> Iterator[Finding]:

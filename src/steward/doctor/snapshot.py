@@ -79,6 +79,8 @@ class Snapshot:
     checkpoint_blobs: list[BlobInfo] = field(default_factory=list)
     blob_errors: dict[str, str] = field(default_factory=dict)
     """A pointer's key -> why its blob could not be read back (missing, corrupt)."""
+    dirty_marks: set[str] = field(default_factory=set)
+    """Jobs under ``dirty-results/``: the DIRTY results a new leader resumes."""
     result_body_errors: dict[str, str] = field(default_factory=dict)
     """A job -> why its result's body could not be read back (only when verifying blobs)."""
     storage_error: str | None = None
@@ -125,6 +127,7 @@ def _read_znodes(client: Any, layout: Layout) -> Snapshot:
         checkpoints={},
     )
     _read_job_nodes(client, layout, sorted(snapshot.job_nodes), snapshot)
+    snapshot.dirty_marks = set(zk.job_children(client, layout.dirty_results))
     return snapshot
 
 

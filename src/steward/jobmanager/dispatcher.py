@@ -93,7 +93,7 @@ class Dispatcher:
             retention=config.settings.jobmanager.contents_retention,
         )
         self._cleanup = Cleanup(term, table, stores)
-        self._retention = ResultRetention(term, stores)
+        self._retention = ResultRetention(term, stores, resume=self._cleanup.put)
         term.when_stopped(table.rm.wake_all)
         term.when_stopped(hooks.cancel_all)
         records = Records(term, table, stores, self._cleanup, hooks)

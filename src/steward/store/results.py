@@ -18,7 +18,9 @@ migrated by :meth:`JobResultStore.migrate`. A result leaves only through
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from steward.errors import (
     BlobStoreError,
@@ -68,9 +70,10 @@ class JobResultStore:
         if entry.status is not CleanupStatus.DIRTY:
             raise ValueError("a new result entry must be DIRTY")
         digest = self._put_body(entry)
-        index = _index_of(entry, digest)
+        index, job_id = _index_of(entry, digest), entry.job_id
+        transaction = fence.transaction().create(self._layout.result(job_id), index.to_json())
         try:
-            fence.transaction().create(self._layout.result(entry.job_id), index.to_json()).commit()
+            transaction.create(self._layout.dirty_result(job_id), b"").commit()
         except NodeExistsError as exc:
             self._discard_unnamed(entry.job_id, digest)
             raise JobExistsError(entry.job_id, "result") from exc
@@ -89,7 +92,7 @@ class JobResultStore:
             clean = index.model_copy(update={"status": CleanupStatus.CLEAN})
             if node.legacy is not None:
                 self._put_body(node.legacy)  # a legacy entry is migrated as it is marked
-            self._set_index(fence, node, clean)
+            self._set_index(fence, node, clean, dirty=False)
             log.info("result marked clean job=%s", job_id)
         return self.get(job_id)
 
@@ -101,7 +104,8 @@ class JobResultStore:
         if node is None or node.legacy is None:
             return False
         self._put_body(node.legacy)
-        self._set_index(fence, node, _index_of(node.legacy, None))
+        dirty = node.legacy.status is CleanupStatus.DIRTY
+        self._set_index(fence, node, _index_of(node.legacy, None), dirty=dirty)
         log.info("result migrated to blob storage job=%s", job_id)
         return True
 
@@ -140,19 +144,22 @@ class JobResultStore:
     def job_ids(self) -> list[str]:
         return zk.job_children(self._client, self._layout.results)
 
+    def dirty_ids(self) -> list[str]:
+        """Jobs whose result is DIRTY (marked as such since results moved to blob storage; an
+        older version's DIRTY entries are found by the migration's round): one listing, as
+        long as the cleanups under way, whatever the number of results kept."""
+        return zk.job_children(self._client, self._layout.dirty_results)
+
+    def with_result(self, job_ids: list[str]) -> set[str]:
+        """Those of ``job_ids`` that have a result (readable or not), reads pipelined."""
+        return {job_id for job_id, read in self._read_batched(job_ids) if read is not None}
+
     def nodes(self, job_ids: list[str] | None = None) -> list[ResultNode]:
         """Every readable index (no body read), in pipelined batches; an unreadable one is
         logged and left out. What recovery and retention decide on."""
         ids = self.job_ids() if job_ids is None else job_ids
-        found: list[ResultNode] = []
-        for start in range(0, len(ids), READ_BATCH):
-            batch = ids[start : start + READ_BATCH]
-            paths = [self._layout.result(job_id) for job_id in batch]
-            for job_id, read in zip(batch, zk.read_many(self._client, paths), strict=True):
-                node = _decoded_or_none(job_id, read)
-                if node is not None:
-                    found.append(node)
-        return found
+        found = (_decoded_or_none(job_id, read) for job_id, read in self._read_batched(ids))
+        return [node for node in found if node is not None]
 
     def entries(self, parallelism: int = 8) -> list[JobResultEntry]:
         """Every readable entry with its body; an unreadable one is logged and left out."""
@@ -161,11 +168,17 @@ class JobResultStore:
             return [entry for entry in found if entry is not None]
 
     def list_dirty(self) -> list[JobResultEntry]:
-        """Entries whose cleanup is not done: a new leader resumes these."""
-        dirty = [n.job_id for n in self.nodes() if n.status is CleanupStatus.DIRTY]
-        return [entry for entry in map(self._find_or_none, dirty) if entry is not None]
+        """Entries whose cleanup is not done (:meth:`dirty_ids`, read with their bodies)."""
+        found = map(self._find_or_none, self.dirty_ids())
+        return [e for e in found if e is not None and e.status is CleanupStatus.DIRTY]
 
     # ------------------------------------------------------------------ helpers
+
+    def _read_batched(self, job_ids: list[str]) -> Iterator[tuple[str, tuple[bytes, Any] | None]]:
+        for start in range(0, len(job_ids), READ_BATCH):
+            batch = job_ids[start : start + READ_BATCH]
+            paths = [self._layout.result(job_id) for job_id in batch]
+            yield from zip(batch, zk.read_many(self._client, paths), strict=True)
 
     def _node(self, job_id: str) -> ResultNode | None:
         current = zk.read(self._client, self._layout.result(job_id))
@@ -204,10 +217,19 @@ class JobResultStore:
         self._blobs.put(body_key(entry.job_id, digest), body)
         return digest
 
-    def _set_index(self, fence: Fence, node: ResultNode, index: JobResultIndex) -> None:
-        path = self._layout.result(node.job_id)
+    def _set_index(
+        self, fence: Fence, node: ResultNode, index: JobResultIndex, *, dirty: bool
+    ) -> None:
+        """Replace the index read as ``node``; its DIRTY marker made to match ``dirty``."""
+        path, marker = self._layout.result(node.job_id), self._layout.dirty_result(node.job_id)
+        transaction = fence.transaction().set_data(path, index.to_json(), node.version)
+        marked = zk.read(self._client, marker) is not None
+        if dirty and not marked:
+            transaction.create(marker, b"")
+        elif marked and not dirty:
+            transaction.delete(marker)
         try:
-            fence.transaction().set_data(path, index.to_json(), node.version).commit()
+            transaction.commit()
         except NoNodeError as exc:
             raise JobNotFoundError(node.job_id, "result") from exc
 
@@ -242,7 +264,7 @@ def _index_of(entry: JobResultEntry | None, digest: str | None) -> JobResultInde
     return JobResultIndex(state=entry.state, status=entry.status, sha256=sha, finished_at=finished)
 
 
-def _decoded_or_none(job_id: str, read: tuple[bytes, object] | None) -> ResultNode | None:
+def _decoded_or_none(job_id: str, read: tuple[bytes, Any] | None) -> ResultNode | None:
     if read is None:
         return None
     try:

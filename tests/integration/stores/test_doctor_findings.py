@@ -243,3 +243,26 @@ def test_epochs_leader_info_and_corrupt_records(
         "corrupt-status",
         "leader-info-stale",
     ]
+
+
+def test_results_still_whole_in_zookeeper_an_unmarked_dirty_one_and_a_lost_body_are_findings(
+    leader: Contender, session: Session, blobs: BlobStore
+) -> None:
+    old = JobResultEntry(
+        job_id="job-old", state=TerminalState.FINISHED, finished_at=time.time(), epoch=1
+    )
+    session.client.create(session.layout.result("job-old"), old.to_json())  # before the move
+    finish(leader, blobs, "job-unmarked")
+    session.client.delete(session.layout.dirty_result("job-unmarked"))
+    finish(leader, blobs, "job-lost")
+    for body in blobs.list("results/job-lost"):
+        blobs.delete(body.key)
+
+    without_reads = checks(doctor(session, blobs, Limits(grace=60.0)))
+    verified = checks(examine(session, blobs, "test", limits=Limits(grace=60.0), verify_blobs=True))
+
+    assert sorted(without_reads) == [
+        ("dirty-result-unmarked", session.layout.result("job-unmarked")),
+        ("result-in-zookeeper", "1 result(s), e.g. job job-old"),
+    ]
+    assert ("result-body-unreadable", session.layout.result("job-lost")) in verified

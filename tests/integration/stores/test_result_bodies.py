@@ -211,3 +211,19 @@ def test_a_deposed_leader_can_neither_migrate_nor_remove(
     assert blobs.list("results/job-2") == []  # a refused create leaves no body behind
     with pytest.raises(JobNotFoundError):
         JobResultStore(new_leader.session, blobs).get("job-2")
+
+
+def test_a_dirty_result_is_marked_until_it_is_clean_so_recovery_reads_no_other_result(
+    store: JobResultStore, session: Session, leader: Contender
+) -> None:
+    store.create_dirty(leader.fence, _entry("job-1", leader.fence.epoch))
+    store.create_dirty(leader.fence, _entry("job-2", leader.fence.epoch))
+    _write_legacy(session, _entry("job-old", leader.fence.epoch))  # DIRTY, unmarked
+    assert store.dirty_ids() == ["job-1", "job-2"]
+    assert store.with_result(["job-1", "job-old", "job-none"]) == {"job-1", "job-old"}
+
+    store.mark_clean(leader.fence, "job-1")
+    store.migrate(leader.fence, "job-old")
+
+    assert store.dirty_ids() == ["job-2", "job-old"]
+    assert [entry.job_id for entry in store.list_dirty()] == ["job-2", "job-old"]

@@ -1,12 +1,13 @@
 """Result retention and migration: the leader's collection rounds over ``results/`` (rule 7).
 
 One thread per term. Once the term is ready (recovery first: a failover never waits for this),
-and then every ``jobmanager.results.check-interval``, a round reads every result's index (no
-body) and
+a round reads every result's index (no body); then one every
+``jobmanager.results.check-interval`` if a retention limit is set. A round
 
 1. migrates the entries an older version kept whole in ZooKeeper: body to blob storage, then
-   the node replaced by its index, version-checked and fenced. Idempotent (the body's key is
-   its checksum) and resumable: a leader that dies half-way leaves entries of both formats,
+   the node replaced by its index (and a DIRTY one marked in ``dirty-results/``, its cleanup
+   queued: recovery only looks there), version-checked and fenced. Idempotent (the body's key
+   is its checksum) and resumable: a leader that dies half-way leaves entries of both formats,
    which every reader accepts, and the next leader's first round finishes the work;
 2. removes the CLEAN results the policy no longer keeps (:func:`expired`), index first then
    body, each removal fenced and version-checked. A DIRTY result is never removed: its job's
@@ -17,7 +18,7 @@ body) and
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from steward.config import ResultSettings
 from steward.errors import FencedError, StewardError
@@ -46,9 +47,11 @@ def expired(nodes: Iterable[ResultNode], now: float, policy: ResultSettings) -> 
 
 
 class ResultRetention:
-    def __init__(self, term: Term, stores: LeaderStores) -> None:
+    def __init__(self, term: Term, stores: LeaderStores, resume: Callable[[str], None]) -> None:
+        """``resume``: queue a job's cleanup (a DIRTY entry found by the migration)."""
         self._term = term
         self._stores = stores
+        self._resume = resume
         self._policy = term.settings.results
 
     def run(self) -> None:
@@ -57,9 +60,12 @@ class ResultRetention:
         while not self._term.ready.wait(1.0):
             if stopped.is_set():
                 return
-        while not stopped.is_set():
+        limited = self._policy.max_age > 0 or self._policy.max_count > 0
+        done = False  # without a limit, one round per term (the migration) is enough
+        while not stopped.is_set() and (limited or not done):
             try:
                 self.round()
+                done = True
             except FencedError as exc:
                 self._term.fenced(exc)
                 return
@@ -72,6 +78,7 @@ class ResultRetention:
     def round(self) -> dict[str, int]:
         """Migrate legacy entries, remove expired results; the counts of each."""
         nodes = self._stores.results.nodes()
+        self._resume_unmarked(nodes)
         migrated = self._migrate([node for node in nodes if node.legacy is not None])
         removed = 0
         for node in expired(nodes, self._term.wall(), self._policy):
@@ -89,6 +96,14 @@ class ResultRetention:
                 removed,
             )
         return {"results": len(nodes), "migrated": migrated, "removed": removed}
+
+    def _resume_unmarked(self, nodes: list[ResultNode]) -> None:
+        """Queue the cleanup of DIRTY results recovery cannot see: without their mark in
+        ``dirty-results/`` (an older version's entries, or a lost write)."""
+        marked = set(self._stores.results.dirty_ids())
+        for node in nodes:
+            if node.status is CleanupStatus.DIRTY and node.job_id not in marked:
+                self._resume(node.job_id)
 
     def _migrate(self, legacy: list[ResultNode]) -> int:
         migrated = 0
