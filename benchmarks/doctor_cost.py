@@ -49,7 +49,7 @@ ROOT = "/steward-bench/doctor"
 def recovery_reads(session: Session, blobs: BlobStore) -> int:
     """What a new leader reads: graphs (with their blobs), results, status records."""
     graphs = JobGraphStore(session, blobs).recover_all()
-    JobResultStore(session).entries()
+    JobResultStore(session, blobs).nodes()  # what recovery reads: the indexes alone
     statuses = JobStatusStore(session)
     for job_id in statuses.job_ids():
         statuses.find_quietly(job_id)

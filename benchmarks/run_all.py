@@ -77,6 +77,7 @@ CLUSTER_SUITE = (
     Benchmark("log_stream", "log_stream"),
     Benchmark("ui_cost", "ui_cost"),
     Benchmark("content_gc", "content_gc"),
+    Benchmark("result_store", "result_store"),
 )
 SUITES = {"foundation": SUITE, "cluster": CLUSTER_SUITE}
 CHILD_STOP_TIMEOUT = 60.0

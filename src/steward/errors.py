@@ -22,7 +22,8 @@ these, keeping the original as ``__cause__``::
     │   ├── JobNotFoundError          no such job in the store
     │   ├── JobExistsError            the job id is already taken
     │   └── CorruptStateError         a payload is malformed, truncated or fails its checksum
-    │       └── UnsupportedSchemaError  written by a newer Steward (schema too high)
+    │       ├── UnsupportedSchemaError  written by a newer Steward (schema too high)
+    │       └── ResultBodyError       a result's index names a body missing or damaged in storage
     ├── JobRejectedError              a submission is invalid; nothing was stored
     ├── NotReadyError                 the leader is still recovering, or no longer leads (retry)
     ├── JobResultExistsError *        the leader refuses a submit or cancel: the job already has
@@ -153,6 +154,10 @@ class JobExistsError(StoreError):
 
 class CorruptStateError(StoreError):
     """A stored payload is malformed, truncated, or does not match its checksum."""
+
+
+class ResultBodyError(CorruptStateError):
+    """A job result's index names a body that is missing or damaged in blob storage."""
 
 
 class UnsupportedSchemaError(CorruptStateError):

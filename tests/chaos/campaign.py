@@ -263,7 +263,7 @@ class Campaign:
         deadline = time.monotonic() + max(60.0, 10 * self.settings.session_timeout)
         ticker = threading.Event()
         while True:
-            state = read_state(quorum, root, kazoo_options)
+            state = read_state(quorum, root, self.workdir / "storage", kazoo_options)
             clean = all(
                 job in state.results and state.results[job].status == "CLEAN"
                 for job in workload.accepted

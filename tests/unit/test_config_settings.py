@@ -14,6 +14,7 @@ from steward.config import (
     ClientSettings,
     Configuration,
     JobManagerSettings,
+    ResultSettings,
     Settings,
     SparkSettings,
     StorageSettings,
@@ -57,6 +58,9 @@ OTHER_VALUES: dict[str, str] = {
     "jobmanager.replacement-grace": "2s",
     "jobmanager.upload.max-size": "1g",
     "jobmanager.contents.retention": "2h",
+    "jobmanager.results.max-age": "365d",
+    "jobmanager.results.max-count": "1000000",
+    "jobmanager.results.check-interval": "1h",
     "jobmanager.events.keep-alive": "5s",
     "jobmanager.events.buffer": "50",
     "heartbeat.interval": "2s",
@@ -104,6 +108,7 @@ def test_defaults_give_the_documented_typed_values(_isolated_cwd: Path) -> None:
     assert settings.storage == StorageSettings(
         storage_dir=f"file://{_isolated_cwd.resolve()}/.steward/storage", checkpoints_retained=3
     )
+    assert settings.results == ResultSettings(max_age=0.0, max_count=0, check_interval=600.0)
     assert settings.jobmanager == JobManagerSettings(
         bind_host="127.0.0.1",
         port=8081,

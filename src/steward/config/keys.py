@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from steward.config.keys_ha import HA_OPTIONS
 from steward.config.keys_processes import PROCESS_OPTIONS
+from steward.config.keys_results import RESULT_OPTIONS
 from steward.config.option import (
     FENCE_AFTER_SHARE,
     MIN_ATTEMPT_LOG_SIZE,
@@ -23,6 +24,7 @@ from steward.config.units import to_bool, to_int, to_str
 OPTIONS: tuple[Option, ...] = (
     *HA_OPTIONS,
     *PROCESS_OPTIONS,
+    *RESULT_OPTIONS,
     Option(
         "rest.address",
         to_str,

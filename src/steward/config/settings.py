@@ -94,6 +94,26 @@ class StorageSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class ResultSettings:
+    """How long the JobResultStore keeps results; the leader applies it (rule 7)."""
+
+    max_age: float
+    """``jobmanager.results.max-age`` in seconds; 0: for ever."""
+    max_count: int
+    """``jobmanager.results.max-count``; 0: no limit."""
+    check_interval: float
+    """``jobmanager.results.check-interval``: seconds between two retention rounds."""
+
+    @classmethod
+    def from_values(cls, values: Mapping[str, Any]) -> ResultSettings:
+        return cls(
+            max_age=float(values["jobmanager.results.max-age"]),
+            max_count=int(values["jobmanager.results.max-count"]),
+            check_interval=float(values["jobmanager.results.check-interval"]),
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class JobManagerSettings:
     """What a JobManager (and, as leader, its term) runs with."""
 
@@ -307,6 +327,7 @@ class Settings:
 
     zookeeper: ZooKeeperSettings
     storage: StorageSettings
+    results: ResultSettings
     jobmanager: JobManagerSettings
     taskmanager: TaskManagerSettings
     spark: SparkSettings
@@ -333,6 +354,7 @@ class Settings:
         return cls(
             zookeeper=ZooKeeperSettings.from_values(values),
             storage=StorageSettings.from_values(values),
+            results=ResultSettings.from_values(values),
             jobmanager=JobManagerSettings.from_values(values),
             taskmanager=TaskManagerSettings.from_values(values),
             spark=SparkSettings.from_values(values),

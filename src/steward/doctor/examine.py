@@ -15,6 +15,7 @@ from steward.ha.session import Session
 from steward.store.blob import BlobStore
 from steward.wire.doctor import DoctorReport, Finding, Severity
 
+from .result_checks import check_results
 from .snapshot import read_snapshot
 from .state_checks import Limits, check_state
 from .zookeeper_checks import ask, check_servers, check_session, servers_of
@@ -42,6 +43,7 @@ def examine(
         servers = [future.result() for future in asked]
     findings = [
         *check_state(snapshot, limits),
+        *check_results(snapshot, limits),
         *check_servers(servers, session.session_timeout),
         *check_session(session),
     ]

@@ -16,16 +16,16 @@ from typing import Any, Generic, TypeVar
 from steward.errors import StewardError
 from steward.ha.layout import OUTCOME_PREFIX, Layout
 from steward.ha.session import Session
-from steward.store import zk
+from steward.store import result_index, zk
 from steward.store.blob import BlobInfo, BlobRef, BlobStore
 from steward.store.checkpoints import BLOB_PREFIX as CHECKPOINT_BLOBS
 from steward.store.job_graphs import BLOB_PREFIX as GRAPH_BLOBS
+from steward.store.result_index import ResultNode
 from steward.wire.jobs import JobGraphPointer
 from steward.wire.records import (
     CheckpointPointer,
     ContenderInfo,
     ExecutionLease,
-    JobResultEntry,
     JobStatusRecord,
     LeaderInfo,
     TaskManagerInfo,
@@ -33,17 +33,18 @@ from steward.wire.records import (
 from steward.wire.values import Payload
 
 P = TypeVar("P", bound=Payload)
+V = TypeVar("V", bound=Payload | ResultNode)
 
 PARALLELISM = 8
 """Reads in flight at once (as a new leader's recovery reads its jobs)."""
 
 
 @dataclass(frozen=True)
-class Stored(Generic[P]):
+class Stored(Generic[V]):
     """A znode as read: its decoded payload or why it did not decode, and its stat's facts."""
 
     path: str
-    value: P | None
+    value: V | None
     error: str | None
     created: float
     """Wall-clock seconds of the znode's creation (its ctime)."""
@@ -64,7 +65,8 @@ class Snapshot:
     latches: list[Stored[ContenderInfo]]
     """In line order (lowest sequence first)."""
     pointers: dict[str, Stored[JobGraphPointer]]
-    results: dict[str, Stored[JobResultEntry]]
+    results: dict[str, Stored[ResultNode]]
+    """Result indexes, and legacy entries still holding their body (both decoded)."""
     statuses: dict[str, Stored[JobStatusRecord]]
     leases: dict[str, Stored[ExecutionLease]]
     taskmanagers: dict[str, Stored[TaskManagerInfo]]
@@ -77,6 +79,10 @@ class Snapshot:
     checkpoint_blobs: list[BlobInfo] = field(default_factory=list)
     blob_errors: dict[str, str] = field(default_factory=dict)
     """A pointer's key -> why its blob could not be read back (missing, corrupt)."""
+    dirty_marks: set[str] = field(default_factory=set)
+    """Jobs under ``dirty-results/``: the DIRTY results a new leader resumes."""
+    result_body_errors: dict[str, str] = field(default_factory=dict)
+    """A job -> why its result's body could not be read back (only when verifying blobs)."""
     storage_error: str | None = None
     """Why the blob storage could not be listed (then no blob check ran)."""
 
@@ -112,7 +118,7 @@ def _read_znodes(client: Any, layout: Layout) -> Snapshot:
             if (stored := _read(client, f"{layout.leader_latch}/{name}", ContenderInfo))
         ],
         pointers=_read_all(client, layout.jobgraphs, layout.jobgraph, JobGraphPointer),
-        results=_read_all(client, layout.results, layout.result, JobResultEntry),
+        results=_read_results(client, layout),
         statuses=_read_all(client, layout.jobs, layout.job_status, JobStatusRecord),
         leases=_read_all(client, layout.executions, layout.execution, ExecutionLease),
         taskmanagers=_read_members(client, layout),
@@ -121,6 +127,7 @@ def _read_znodes(client: Any, layout: Layout) -> Snapshot:
         checkpoints={},
     )
     _read_job_nodes(client, layout, sorted(snapshot.job_nodes), snapshot)
+    snapshot.dirty_marks = set(zk.job_children(client, layout.dirty_results))
     return snapshot
 
 
@@ -177,12 +184,47 @@ def _read_blobs(
         if pointer.blob not in listed:
             snapshot.blob_errors[pointer.blob] = f"blob {pointer.blob} is missing from {blobs.url}"
     if verify:
+        _verify_result_bodies(blobs, snapshot, pool)
         present = [pointer for pointer in named if pointer.blob in listed]
         for pointer, error in zip(
             present, pool.map(lambda p: _verify(blobs, p), present), strict=True
         ):
             if error is not None:
                 snapshot.blob_errors[pointer.blob] = error
+
+
+def _verify_result_bodies(blobs: BlobStore, snapshot: Snapshot, pool: ThreadPoolExecutor) -> None:
+    """Read every result body back (a read per result: ``--verify-blobs`` only)."""
+    indexes = [s.value for s in snapshot.results.values() if s.value and s.value.index]
+    refs = [BlobRef(n.body_key or "", n.index.sha256 if n.index else "") for n in indexes]
+    for node, error in zip(
+        indexes, pool.map(lambda ref: _verify_ref(blobs, ref), refs), strict=True
+    ):
+        if error is not None:
+            snapshot.result_body_errors[node.job_id] = error
+
+
+def _verify_ref(blobs: BlobStore, ref: BlobRef) -> str | None:
+    try:
+        blobs.get(ref)
+    except (StewardError, OSError) as exc:
+        return str(exc)
+    return None
+
+
+def _read_results(client: Any, layout: Layout) -> dict[str, Stored[ResultNode]]:
+    ids = zk.job_children(client, layout.results)
+    paths = [layout.result(job_id) for job_id in ids]
+    found: dict[str, Stored[ResultNode]] = {}
+    for job_id, path, read in zip(ids, paths, zk.read_many(client, paths), strict=True):
+        if read is None:
+            continue  # removed meanwhile (retention)
+        try:
+            value, error = result_index.decode(job_id, *read), None
+        except StewardError as exc:
+            value, error = None, str(exc)
+        found[job_id] = _stored(path, (value, read[1]), error)
+    return found
 
 
 def _verify(blobs: BlobStore, pointer: JobGraphPointer | CheckpointPointer) -> str | None:

@@ -14,9 +14,10 @@ from typing import Any
 
 from steward.ha.layout import OUTCOME_PREFIX
 from steward.store.blob import BlobInfo
+from steward.store.result_index import ResultNode
 from steward.wire.doctor import Finding, Severity
 from steward.wire.jobs import JobGraphPointer
-from steward.wire.records import JobResultEntry, JobStatusRecord
+from steward.wire.records import JobStatusRecord
 from steward.wire.states import AttemptState, CleanupStatus
 
 from .snapshot import Snapshot, Stored
@@ -111,13 +112,13 @@ def records_from_the_future(snapshot: Snapshot, limits: Limits) -> Iterator[Find
     """No record was written under an epoch newer than the current one (epochs only grow)."""
     if snapshot.epoch is None:
         return
-    every: list[Stored[JobStatusRecord] | Stored[JobResultEntry] | Stored[JobGraphPointer]] = [
+    every: list[Stored[JobStatusRecord] | Stored[ResultNode] | Stored[JobGraphPointer]] = [
         *snapshot.statuses.values(),
         *snapshot.results.values(),
         *snapshot.pointers.values(),
     ]
     for stored in every:
-        if stored.value is not None and stored.value.epoch > snapshot.epoch:
+        if stored.value is not None and (stored.value.epoch or 0) > snapshot.epoch:
             yield _error(
                 "epoch-went-back",
                 stored.path,

@@ -51,6 +51,15 @@ class Layout:
         return f"{self.results}/{check_job_id(job_id)}"
 
     @property
+    def dirty_results(self) -> str:
+        """Results whose cleanup is not done: what a new leader resumes without reading every
+        result (``dirty-results/<job-id>``, empty; created and deleted with the index)."""
+        return f"{self.root}/dirty-results"
+
+    def dirty_result(self, job_id: str) -> str:
+        return f"{self.dirty_results}/{check_job_id(job_id)}"
+
+    @property
     def jobs(self) -> str:
         return f"{self.root}/jobs"
 
@@ -101,6 +110,7 @@ class Layout:
             self.leader_latch,
             self.jobgraphs,
             self.results,
+            self.dirty_results,
             self.jobs,
             self.executions,
             self.taskmanagers,

@@ -12,7 +12,8 @@ answers for the term to the REST API and the JobManager process:
 - ``leader/membership.py``: which TaskManagers are members, and lost TaskManagers and attempts;
 - ``leader/scheduler.py``: the scheduling loop (no free slot means SCHEDULED, rule 9);
 - ``leader/records.py`` and ``leader/cleanup.py``: status records, results (DIRTY first), then
-  cleanup and CLEAN (rule 7); ``leader/views.py``: the live jobs' views.
+  cleanup and CLEAN (rule 7); ``leader/retention.py``: results' retention and their
+  migration to blob storage; ``leader/views.py``: the live jobs' views.
 
 Every ZooKeeper write goes through the term's fence, so a deposed Dispatcher that has not yet
 noticed cannot change anything: its first write fails with FencedError and it stops itself.
@@ -48,6 +49,7 @@ from .leader.initialization import Initialization
 from .leader.membership import Membership
 from .leader.records import Records
 from .leader.recovery import Recovery
+from .leader.retention import ResultRetention
 from .leader.scheduler import Scheduler
 from .leader.stores import LeaderStores
 from .leader.submissions import Submissions, new_job_id
@@ -92,6 +94,7 @@ class Dispatcher:
             fence=leadership.fence,
         )
         self._cleanup = Cleanup(term, table, stores)
+        self._retention = ResultRetention(term, stores, resume=self._cleanup.put)
         term.when_stopped(table.rm.wake_all)
         term.when_stopped(hooks.cancel_all)
         records = Records(term, table, stores, self._cleanup, hooks)
@@ -140,6 +143,7 @@ class Dispatcher:
         for name, target in (
             ("recover", self._run),
             ("cleanup", self._cleanup.run),
+            ("result-retention", self._retention.run),
             ("content-gc", lambda: self.content_gc.run(self.term.stopped)),  # content GC hook
         ):
             thread = threading.Thread(target=target, name=f"{self.id}-{name}", daemon=True)

@@ -91,8 +91,10 @@ class JobManager:
                 " crash detection ignores it; set jobmanager.advertised-address",
                 self.address,
             )
-        self.reader = ClusterReader(self.session, jobmanager_id)
-        self.events = JobEventSource(self.session, Journal(settings.jobmanager.events_buffer))
+        self.reader = ClusterReader(self.session, self.blobs, jobmanager_id)
+        self.events = JobEventSource(
+            self.session, self.blobs, Journal(settings.jobmanager.events_buffer)
+        )
         """Live job events, from watches on the records the leader writes (standbys too)."""
         self.retrieval = LeaderRetrieval(self.session, self._leader_changed)
         self.metrics = JobManagerMetrics()

@@ -13,6 +13,7 @@ from steward.errors import StewardError
 from steward.ha.election import LATCH_PREFIX
 from steward.ha.session import Session
 from steward.store import zk
+from steward.store.blob import BlobStore
 from steward.store.leadership import LeadershipHistoryStore
 from steward.store.results import JobResultStore
 from steward.store.statuses import JobStatusStore
@@ -71,10 +72,10 @@ def status_view(record: JobStatusRecord, served_by: str) -> JobView:
 
 
 class ClusterReader:
-    def __init__(self, session: Session, served_by: str) -> None:
+    def __init__(self, session: Session, blobs: BlobStore, served_by: str) -> None:
         self._session = session
         self._statuses = JobStatusStore(session)
-        self._results = JobResultStore(session)
+        self._results = JobResultStore(session, blobs)
         self._history = LeadershipHistoryStore(session)
         self.served_by = served_by
 

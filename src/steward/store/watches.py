@@ -19,7 +19,7 @@ from kazoo.protocol.states import EventType, WatchedEvent, ZnodeStat
 from steward.errors import CorruptStateError
 from steward.ha.kazoo_errors import KAZOO_ERRORS, translate
 from steward.ha.session import Session
-from steward.wire.records import JobResultEntry, JobStatusRecord
+from steward.wire.records import JobStatusRecord
 from steward.wire.values import check_job_id
 
 log = logging.getLogger(__name__)
@@ -29,8 +29,9 @@ OnJobs = Callable[[list[str]], bool]
 OnStatus = Callable[[JobStatusRecord | None, bool], bool]
 """Called with the job's status record (None: none, or unreadable) and whether the record was
 just deleted (the job's cleanup); returning False ends the watch."""
-OnResult = Callable[[JobResultEntry], bool]
-"""Called once the job's result exists; returning False ends the watch."""
+OnResult = Callable[[], bool]
+"""Called once the job's result exists (its body is in blob storage: read it off kazoo's
+callback thread, :class:`~steward.store.results.JobResultStore`); False ends the watch."""
 
 
 class JobWatches:
@@ -58,8 +59,7 @@ class JobWatches:
 
     def result(self, job_id: str, on_result: OnResult) -> None:
         def changed(data: bytes | None, _stat: ZnodeStat | None) -> bool:
-            entry = _decode(JobResultEntry, data, job_id)
-            return True if entry is None else on_result(entry)
+            return True if data is None else on_result()
 
         path = self._layout.result(job_id)
         self._watch(path, lambda client, path: client.DataWatch(path, changed))
@@ -71,7 +71,7 @@ class JobWatches:
             raise translate(exc, path) from exc
 
 
-R = TypeVar("R", JobStatusRecord, JobResultEntry)
+R = TypeVar("R", bound=JobStatusRecord)
 
 
 def _decode(kind: type[R], data: bytes | None, job_id: str) -> R | None:

@@ -120,6 +120,23 @@ class JobResultEntry(Payload):
     """Who submitted the job (None: recorded before authentication)."""
 
 
+class JobResultIndex(Payload):
+    """``results/<job-id>`` since results moved to blob storage: the small fenced index of a
+    result whose body (a :class:`JobResultEntry`) is the blob ``results/<job-id>/<sha256>``.
+
+    Kept under 200 bytes a job (rule 7): what recovery and retention decide on (state, cleanup
+    status, finish time) and the body's checksum, which also names its blob. An entry written
+    before (the whole :class:`JobResultEntry` in the node) has no ``sha256``: that is how the
+    two are told apart while the leader migrates them.
+    """
+
+    kind_name: ClassVar[str] = "job result index"
+    state: TerminalState
+    status: CleanupStatus = CleanupStatus.DIRTY
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$", description="the body's, and its blob's name")
+    finished_at: float
+
+
 class CheckpointPointer(Payload):
     """``jobs/<job-id>/checkpoints/<%019d>``: where a completed checkpoint's metadata is."""
 

@@ -249,11 +249,13 @@ def test_duplicates_cancel_result_and_resubmission(cluster: JobManagerCluster) -
     assert result["job_id"] == "job-a"
     assert result["state"] == "CANCELED"
     assert result["submitted_at"] is not None
-    # Cleanup removed the job's HA data; the result stays.
+    # Cleanup removed the job's HA data; the result (its index and its body) stays.
     assert not cluster.exists(cluster.layout.jobgraph("job-a"))
     assert not cluster.exists(cluster.layout.job("job-a"))
     assert cluster.exists(cluster.layout.result("job-a"))
-    assert [p for p in cluster.blob_files() if "job-a" in str(p)] == []
+    body_folder = cluster.storage / "results" / "job-a"
+    left = [p for p in cluster.blob_files() if "job-a" in str(p)]
+    assert [p.parent for p in left] == [body_folder]
 
     for manager in (leader, standby):
         again = cluster.submit(manager, "job-a")

@@ -81,8 +81,10 @@ def submit(leader: Contender, blobs: BlobStore, job_id: str, *, running: bool = 
     )
 
 
-def finish(leader: Contender, job_id: str, *, finished_at: float | None = None) -> None:
-    JobResultStore(leader.session).create_dirty(
+def finish(
+    leader: Contender, blobs: BlobStore, job_id: str, *, finished_at: float | None = None
+) -> None:
+    JobResultStore(leader.session, blobs).create_dirty(
         leader.fence,
         JobResultEntry(
             job_id=job_id,
@@ -149,11 +151,11 @@ def test_a_finished_job_whose_pointer_came_back_is_an_error(
     leader: Contender, session: Session, blobs: BlobStore
 ) -> None:
     submit(leader, blobs, "job-done")
-    finish(leader, "job-done")
+    finish(leader, blobs, "job-done")
     JobStatusStore(session).remove(leader.fence, "job-done")
     assert doctor(session, blobs).findings == []  # DIRTY with its pointer: cleanup under way
 
-    JobResultStore(session).mark_clean(leader.fence, "job-done")
+    JobResultStore(session, blobs).mark_clean(leader.fence, "job-done")
 
     assert checks(doctor(session, blobs)) == [
         ("pointer-of-finished-job", session.layout.jobgraph("job-done"))
@@ -163,8 +165,8 @@ def test_a_finished_job_whose_pointer_came_back_is_an_error(
 def test_a_result_dirty_for_longer_than_cleanup_takes_is_a_warning(
     leader: Contender, session: Session, blobs: BlobStore
 ) -> None:
-    finish(leader, "job-stuck", finished_at=time.time() - 3600)
-    finish(leader, "job-fresh")
+    finish(leader, blobs, "job-stuck", finished_at=time.time() - 3600)
+    finish(leader, blobs, "job-fresh")
 
     report = doctor(session, blobs)
 
@@ -183,7 +185,7 @@ def test_leases_must_belong_to_a_registered_taskmanager_and_a_live_job(
         ExecutionLeases(rogue, tm_id="tm-1").acquire("job-rogue", 1, leader.fence.epoch)
         # And a lease of a job whose result is recorded
         ExecutionLeases(taskmanager, tm_id="tm-1").acquire("job-ended", 1, leader.fence.epoch)
-        finish(leader, "job-ended")
+        finish(leader, blobs, "job-ended")
 
         assert checks(doctor(session, blobs)) == [
             ("lease-of-ended-job", session.layout.execution("job-ended")),
@@ -241,3 +243,26 @@ def test_epochs_leader_info_and_corrupt_records(
         "corrupt-status",
         "leader-info-stale",
     ]
+
+
+def test_results_still_whole_in_zookeeper_an_unmarked_dirty_one_and_a_lost_body_are_findings(
+    leader: Contender, session: Session, blobs: BlobStore
+) -> None:
+    old = JobResultEntry(
+        job_id="job-old", state=TerminalState.FINISHED, finished_at=time.time(), epoch=1
+    )
+    session.client.create(session.layout.result("job-old"), old.to_json())  # before the move
+    finish(leader, blobs, "job-unmarked")
+    session.client.delete(session.layout.dirty_result("job-unmarked"))
+    finish(leader, blobs, "job-lost")
+    for body in blobs.list("results/job-lost"):
+        blobs.delete(body.key)
+
+    without_reads = checks(doctor(session, blobs, Limits(grace=60.0)))
+    verified = checks(examine(session, blobs, "test", limits=Limits(grace=60.0), verify_blobs=True))
+
+    assert sorted(without_reads) == [
+        ("dirty-result-unmarked", session.layout.result("job-unmarked")),
+        ("result-in-zookeeper", "1 result(s), e.g. job job-old"),
+    ]
+    assert ("result-body-unreadable", session.layout.result("job-lost")) in verified

@@ -14,6 +14,7 @@ from stores_support import Contender
 from steward.ha.session import Session
 from steward.jobmanager.events.journal import Journal
 from steward.jobmanager.events.source import JobEventSource
+from steward.store.blob import BlobStore
 from steward.store.results import JobResultStore
 from steward.store.statuses import JobStatusStore
 from steward.wire.events import JobEvent
@@ -25,9 +26,11 @@ pytestmark = pytest.mark.zookeeper
 
 
 @pytest.fixture
-def standby(zk_quorum: str, zk_root: str, leader: Contender) -> Iterator[JobEventSource]:
+def standby(
+    zk_quorum: str, zk_root: str, leader: Contender, blobs: BlobStore
+) -> Iterator[JobEventSource]:
     session = Session(zk_quorum, zk_root, session_timeout=4.0, name="standby").start()
-    source = JobEventSource(session, Journal()).start()
+    source = JobEventSource(session, blobs, Journal()).start()
     try:
         yield source
     finally:
@@ -50,7 +53,7 @@ def _status(leader: Contender, job_id: str, state: JobState, reason: str | None 
     JobStatusStore(leader.session).write(leader.fence, record)
 
 
-def _result(leader: Contender, job_id: str) -> None:
+def _result(leader: Contender, blobs: BlobStore, job_id: str) -> None:
     entry = JobResultEntry(
         job_id=job_id,
         state=TerminalState.FAILED,
@@ -60,7 +63,7 @@ def _result(leader: Contender, job_id: str) -> None:
         epoch=leader.leadership.epoch,
         submitter="alice",
     )
-    JobResultStore(leader.session).create_dirty(leader.fence, entry)
+    JobResultStore(leader.session, blobs).create_dirty(leader.fence, entry)
 
 
 def _events(journal: Journal, cursor: str) -> list[JobEvent]:
@@ -78,7 +81,7 @@ def _wait_for(journal: Journal, cursor: str, count: int) -> list[JobEvent]:
 
 
 def test_a_jobs_changes_and_its_result_become_events_once_each(
-    leader: Contender, standby: JobEventSource
+    leader: Contender, standby: JobEventSource, blobs: BlobStore
 ) -> None:
     journal, start = standby.journal, standby.journal.head
     _status(leader, "job-1", JobState.SCHEDULED, "waiting for a slot")
@@ -86,7 +89,7 @@ def test_a_jobs_changes_and_its_result_become_events_once_each(
     _status(leader, "job-1", JobState.SCHEDULED, "waiting for a slot")  # nothing new
     _status(leader, "job-1", JobState.RUNNING)
     _wait_for(journal, start, 2)
-    _result(leader, "job-1")
+    _result(leader, blobs, "job-1")
     events = _wait_for(journal, start, 3)
     _status(leader, "job-1", JobState.RUNNING, "late")  # after the result: adds nothing
     wait_until(lambda: standby.watched == 1, 5)
@@ -101,15 +104,15 @@ def test_a_jobs_changes_and_its_result_become_events_once_each(
 
 
 def test_jobs_there_at_start_are_events_too_and_so_are_their_changes(
-    zk_quorum: str, zk_root: str, leader: Contender
+    zk_quorum: str, zk_root: str, leader: Contender, blobs: BlobStore
 ) -> None:
     _status(leader, "old", JobState.RUNNING)
     session = Session(zk_quorum, zk_root, session_timeout=4.0, name="late-standby").start()
-    source = JobEventSource(session, Journal()).start()
+    source = JobEventSource(session, blobs, Journal()).start()
     try:
         start = source.journal.head
         wait_until(lambda: source.watched == 1, 10, "the old job watched")
-        _result(leader, "old")
+        _result(leader, blobs, "old")
         events = _wait_for(source.journal, start, 2)
         # Its state when the watch was set (a consumer may have read it before), then the end.
         assert [(e.job_id, e.state) for e in events] == [

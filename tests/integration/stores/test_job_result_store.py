@@ -24,8 +24,8 @@ pytestmark = pytest.mark.zookeeper
 
 
 @pytest.fixture
-def store(session: Session) -> JobResultStore:
-    return JobResultStore(session)
+def store(session: Session, blobs: BlobStore) -> JobResultStore:
+    return JobResultStore(session, blobs)
 
 
 def _failed(job_id: str, epoch: int) -> JobResultEntry:
@@ -90,7 +90,8 @@ def test_given_a_dirty_result_when_marked_clean_then_it_is_clean_and_no_longer_l
 ) -> None:
     store.create_dirty(leader.fence, _failed("job-1", leader.leadership.epoch))
     store.create_dirty(leader.fence, _finished("job-2", leader.leadership.epoch))
-    before = time.time()
+    # The CLEAN time is the index node's mtime: ZooKeeper keeps milliseconds.
+    before = int(time.time() * 1000) / 1000.0
 
     clean = store.mark_clean(leader.fence, "job-1")
 
@@ -167,7 +168,7 @@ def test_given_a_result_when_the_job_graph_is_removed_and_leadership_changes_the
     new_leader = depose()
     leader.session.close()
 
-    new = JobResultStore(new_leader.session)
+    new = JobResultStore(new_leader.session, blobs)
     assert new.get("job-1") == entry
     assert [dirty.job_id for dirty in new.list_dirty()] == ["job-1"]
     assert JobGraphStore(new_leader.session, blobs).job_ids() == []

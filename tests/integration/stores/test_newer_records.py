@@ -43,12 +43,12 @@ def test_a_newer_releases_records_are_read_and_found_sound(
     result = JobResultEntry(
         job_id="job-old", state=TerminalState.FINISHED, finished_at=now, epoch=leader.fence.epoch
     )
-    JobResultStore(session).create_dirty(leader.fence, result)
+    JobResultStore(session, blobs).create_dirty(leader.fence, result)
     # As a newer JobManager would write them
     for path in (session.layout.job_status("job-new"), session.layout.result("job-old")):
         data, _stat = session.client.get(path)
         session.client.set(path, with_newer_fields(data))
 
     assert JobStatusStore(session).find("job-new") == status
-    assert JobResultStore(session).find("job-old") == result
+    assert JobResultStore(session, blobs).find("job-old") == result
     assert examine(session, blobs, "test", limits=Limits(grace=60.0)).findings == []

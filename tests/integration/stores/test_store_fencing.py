@@ -166,7 +166,7 @@ def test_given_a_deposed_leader_when_it_adds_a_checkpoint_then_it_is_fenced_and_
 def test_given_a_deposed_leader_when_it_writes_results_then_create_and_mark_clean_are_fenced(
     leader: Contender, depose: Depose, blobs: BlobStore
 ) -> None:
-    old = JobResultStore(leader.session)
+    old = JobResultStore(leader.session, blobs)
     old.create_dirty(leader.fence, _result("job-1", leader.leadership.epoch))
     new_leader = depose()
     before = _state(new_leader.session, blobs)
@@ -177,7 +177,7 @@ def test_given_a_deposed_leader_when_it_writes_results_then_create_and_mark_clea
         old.mark_clean(leader.fence, "job-1")
 
     assert _state(new_leader.session, blobs) == before
-    new = JobResultStore(new_leader.session)
+    new = JobResultStore(new_leader.session, blobs)
     assert new.find("job-2") is None
     assert new.get("job-1").status is CleanupStatus.DIRTY
     assert [entry.job_id for entry in new.list_dirty()] == ["job-1"]

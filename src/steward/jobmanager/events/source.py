@@ -19,12 +19,16 @@ consumer to re-read (a ``reset``), and kazoo re-reads every watched node on the 
 
 from __future__ import annotations
 
+import functools
 import logging
 import queue
 import threading
+from collections.abc import Callable
 
 from steward.errors import StewardError
 from steward.ha.session import ConnectionState, Session
+from steward.store.blob import BlobStore
+from steward.store.results import JobResultStore
 from steward.store.watches import JobWatches
 from steward.wire.events import JobEvent
 from steward.wire.records import JobResultEntry, JobStatusRecord
@@ -41,9 +45,10 @@ _Seen = tuple[JobState, str | None, int]
 class JobEventSource:
     """Feeds ``journal`` from the watches of ``session``; :meth:`start` once it is connected."""
 
-    def __init__(self, session: Session, journal: Journal) -> None:
+    def __init__(self, session: Session, blobs: BlobStore, journal: Journal) -> None:
         self._session = session
         self._watches = JobWatches(session)
+        self._results = JobResultStore(session, blobs)
         self.journal = journal
         self._lock = threading.Lock()
         self._watched: set[str] = set()
@@ -51,8 +56,9 @@ class JobEventSource:
         self._stopped = False
         # Setting a job's watches takes two round trips: done on a thread of our own, so that
         # thousands of jobs (at start, or re-listed on a new session) never hold kazoo's
-        # callback thread, which the election and the leader retrieval need.
-        self._to_watch: queue.Queue[str | None] = queue.Queue()
+        # callback thread, which the election and the leader retrieval need. A result's body
+        # (in blob storage) is read there too.
+        self._to_watch: queue.Queue[Callable[[], None] | None] = queue.Queue()
         self._watcher = threading.Thread(target=self._watch_loop, name="job-events", daemon=True)
 
     def start(self) -> JobEventSource:
@@ -88,12 +94,12 @@ class JobEventSource:
                 self._watched.discard(gone)
                 self._seen.pop(gone, None)
         for job_id in new:
-            self._to_watch.put(job_id)
+            self._to_watch.put(functools.partial(self._watch, job_id))
         return True
 
     def _watch_loop(self) -> None:
-        while (job_id := self._to_watch.get()) is not None and not self._stopped:
-            self._watch(job_id)
+        while (work := self._to_watch.get()) is not None and not self._stopped:
+            work()
 
     def _watch(self, job_id: str) -> None:
         # What a watch finds when it is set is published too, even for the jobs there at start:
@@ -106,9 +112,9 @@ class JobEventSource:
                 self._saw(_status_event(record))
             return True
 
-        def on_result(entry: JobResultEntry) -> bool:
+        def on_result() -> bool:
             if not self._stopped:
-                self._saw(_result_event(entry))
+                self._to_watch.put(functools.partial(self._publish_result, job_id))
             return False
 
         try:
@@ -119,6 +125,15 @@ class JobEventSource:
             log.warning("cannot watch job events job=%s error=%r", job_id, exc)
             with self._lock:
                 self._watched.discard(job_id)
+
+    def _publish_result(self, job_id: str) -> None:
+        try:
+            entry = self._results.find(job_id)
+        except StewardError as exc:
+            log.warning("job result unreadable; no event job=%s error=%s", job_id, exc)
+            return
+        if entry is not None:
+            self._saw(_result_event(entry))
 
     def _saw(self, event: JobEvent) -> None:
         seen: _Seen = (event.state, event.reason, event.attempt_count)

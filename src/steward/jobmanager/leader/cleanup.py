@@ -6,7 +6,8 @@ job graph is found). One thread per term removes, in order, the status record, t
 marks the result CLEAN; every step is idempotent, so a failure is retried with backoff.
 
 One failure is not retried: the result itself gone. Every job queued here has a result the
-leaders recorded and ZooKeeper acknowledged (nothing deletes results), so a missing one means
+leaders recorded and ZooKeeper acknowledged (only the retention policy deletes results, and
+never one whose cleanup is queued: DIRTY, or with a job graph), so a missing one means
 ZooKeeper lost an acknowledged write, as 3.8.0 did in the chaos suite (docs/reliability.md,
 bug 3). No retry can bring it back; the leader says so once, as an error that names ZooKeeper,
 instead of retrying every 30 s for ever with a warning.

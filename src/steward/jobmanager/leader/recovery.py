@@ -30,7 +30,6 @@ from steward.errors import (
 )
 from steward.supervisor.artifacts import may_define_initialize
 from steward.wire.records import AttemptRecord, ErrorInfo, ExecutionLease
-from steward.wire.states import CleanupStatus
 
 from ..jobmaster import JobMaster
 from .cleanup import Cleanup
@@ -76,15 +75,15 @@ class Recovery:
         """Recover every job of the cluster into the table; the summary, by outcome."""
         started = self._term.monotonic()
         self._membership.refresh()
-        entries = self._stores.results.entries()
-        result_ids = {entry.job_id for entry in entries}
-        dirty = 0
-        for entry in entries:
-            if entry.status is CleanupStatus.DIRTY:
-                self._cleanup.put(entry.job_id)
-                dirty += 1
+        # Never a read per result kept (there may be millions): the DIRTY ones are marked,
+        # and only the jobs with a graph are looked up.
+        dirty_ids = self._stores.results.dirty_ids()
+        for job_id in dirty_ids:
+            self._cleanup.put(job_id)
+        dirty = len(dirty_ids)
         leases = self._stores.leases.all()
         graph_ids = self._stores.graphs.job_ids()
+        result_ids = self._stores.results.with_result(graph_ids)
         for job_id in graph_ids:
             if job_id in result_ids:  # a result exists: only the cleanup was left to do
                 self._cleanup.put(job_id)

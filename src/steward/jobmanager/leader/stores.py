@@ -42,7 +42,7 @@ class LeaderStores:
             session=session,
             blobs=blobs,
             graphs=JobGraphStore(session, blobs),
-            results=JobResultStore(session),
+            results=JobResultStore(session, blobs),
             statuses=JobStatusStore(session),
             leases=ExecutionLeases(session, tm_id=jobmanager_id),
             checkpoints_retained=config.settings.storage.checkpoints_retained,

@@ -22,6 +22,7 @@ from steward.errors import (
     JobNotFoundError,
     JobRejectedError,
     NotReadyError,
+    ResultBodyError,
     StewardError,
 )
 from steward.jobmanager.errors import JobResultExistsError
@@ -120,6 +121,11 @@ def raise_for(exc: StewardError) -> NoReturn:
         # the storage's own error now. Nothing was written (see JobGraphStore.put).
         log.warning("blob storage refused a write error=%s", exc)
         raise ApiError(507, "storage_unavailable", str(exc)) from None
+    if isinstance(exc, ResultBodyError):
+        # Not 503: no retry brings a lost body back, and the client would retry for its
+        # whole timeout before saying anything.
+        log.error("job result unreadable error=%s", exc)
+        raise ApiError(500, "result_unreadable", str(exc)) from None
     if isinstance(exc, NotReadyError | FencedError):
         raise ApiError(503, "not_ready", str(exc), headers={"Retry-After": RETRY_AFTER}) from None
     log.warning("request failed error=%r", exc)
