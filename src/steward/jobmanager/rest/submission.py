@@ -70,6 +70,7 @@ def submit(
         audit.record("job.submit", caller, client=where, outcome=str(exc.status))
         raise
     audit.record("job.submit", caller, client=where, job_id=view.job_id)
+    backend.reader.note(view)  # listed at once, before its watch fires
     return JSONResponse(view.model_dump(mode="json"), status_code=201)
 
 
