@@ -50,8 +50,8 @@ from steward.wire.records import LeaderInfo
 from .dispatcher import Dispatcher
 from .events.journal import Journal
 from .events.source import JobEventSource
-from .index_follower import IndexFollower
 from .hooks import HookRunner
+from .index_follower import IndexFollower
 from .reads import ClusterReader
 from .rest.app import create_app
 from .rest.auth import ApiSecurity

@@ -3,9 +3,10 @@
 Reads come from the leader's memory while it leads and has recovered, else from ZooKeeper
 (:class:`~.backend.ClusterReads`). A listing pages through the JobManager's in-memory index
 (:mod:`steward.jobmanager.job_index`); the leader brings the live jobs of a page up to date
-from its memory, so its answer is exact, a standby's trails by its watches' delay. Writes are the leader's, a standby forwards them. Any
-caller reads; a submitter submits and cancels its own jobs, an admin cancels any
-(:mod:`steward.security.roles`); each submit and cancel is a line of the audit log.
+from its memory, so its answer is exact, a standby's trails by its watches' delay. Writes
+are the leader's, a standby forwards them. Any caller reads; a submitter submits and cancels
+its own jobs, an admin cancels any (:mod:`steward.security.roles`); each submit and cancel is
+a line of the audit log.
 """
 
 from __future__ import annotations
