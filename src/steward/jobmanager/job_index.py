@@ -12,7 +12,8 @@ Invariants:
   cursor stays valid across inserts, and across JobManagers: every one has the same keys).
 - A job costs one :class:`IndexedJob`: ids, name, state, times, labels, submitter and its
   latest attempt; never its result value nor its attempt history (``GET /v1/jobs/{id}``
-  has those). The reason is cut at :data:`MAX_REASON`.
+  has those). The reason is cut at :data:`MAX_REASON`; names, submitters and TaskManager
+  ids are interned and equal label sets shared, since jobs repeat them.
 - One page walks at most :data:`SCAN_BUDGET` jobs: a filter that matches rarely answers
   fewer than ``limit`` jobs and a ``next`` cursor to go on from. A state filter walks only
   that state's jobs (each state has its own key list).
@@ -24,6 +25,7 @@ import base64
 import binascii
 import bisect
 import json
+import sys
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
@@ -31,12 +33,46 @@ from dataclasses import dataclass, field, replace
 from steward.wire.events import JobEvent
 from steward.wire.records import AttemptRecord
 from steward.wire.rest import JobView
-from steward.wire.states import JobState
+from steward.wire.states import AttemptState, JobState
 
 MAX_REASON = 500
 SCAN_BUDGET = 20_000
 
 Key = tuple[float, str]
+
+
+@dataclass(frozen=True, slots=True)
+class LatestAttempt:
+    """Where and how the job's latest attempt ran, without its cause (a fifth of the memory of
+    an :class:`AttemptRecord`)."""
+
+    number: int
+    taskmanager: str
+    epoch: int
+    state: AttemptState
+    started_at: float | None
+    ended_at: float | None
+
+    @classmethod
+    def of(cls, attempt: AttemptRecord) -> LatestAttempt:
+        return cls(
+            attempt.number,
+            sys.intern(attempt.taskmanager),
+            attempt.epoch,
+            attempt.state,
+            attempt.started_at,
+            attempt.ended_at,
+        )
+
+    def record(self) -> AttemptRecord:
+        return AttemptRecord(
+            number=self.number,
+            taskmanager=self.taskmanager,
+            epoch=self.epoch,
+            state=self.state,
+            started_at=self.started_at,
+            ended_at=self.ended_at,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +89,7 @@ class IndexedJob:
     failures: int
     labels: dict[str, str]
     submitter: str | None
-    latest_attempt: AttemptRecord | None
+    latest_attempt: LatestAttempt | None
 
     @property
     def key(self) -> Key:
@@ -63,16 +99,16 @@ class IndexedJob:
     def of(cls, view: JobView) -> IndexedJob:
         return cls(
             job_id=view.job_id,
-            name=view.name,
+            name=sys.intern(view.name),
             state=view.state,
             submitted_at=view.submitted_at or 0.0,
             updated_at=view.updated_at,
             reason=_cut(view.reason),
             attempt_count=view.attempt_count,
             failures=view.failures,
-            labels=view.labels,
-            submitter=view.submitter,
-            latest_attempt=view.attempts[-1] if view.attempts else None,
+            labels=_shared(view.labels),
+            submitter=None if view.submitter is None else sys.intern(view.submitter),
+            latest_attempt=LatestAttempt.of(view.attempts[-1]) if view.attempts else None,
         )
 
     def changed_by(self, event: JobEvent) -> IndexedJob:
@@ -93,7 +129,7 @@ class IndexedJob:
             reason=self.reason,
             submitted_at=self.submitted_at or None,
             updated_at=self.updated_at,
-            attempts=[self.latest_attempt] if self.latest_attempt else [],
+            attempts=[self.latest_attempt.record()] if self.latest_attempt else [],
             attempt_count=self.attempt_count,
             failures=self.failures,
             labels=self.labels,
@@ -230,6 +266,22 @@ def _remove(keys: list[Key], key: Key) -> None:
     at = bisect.bisect_left(keys, key)
     if at < len(keys) and keys[at] == key:
         del keys[at]
+
+
+_LABEL_SETS: dict[tuple[tuple[str, str], ...], dict[str, str]] = {}
+MAX_LABEL_SETS = 10_000
+
+
+def _shared(labels: dict[str, str]) -> dict[str, str]:
+    """One dict for every job with the same labels (jobs of one pipeline share them): a dict
+    costs more than the rest of an entry. Never changed once indexed."""
+    key = tuple(sorted(labels.items()))
+    shared = _LABEL_SETS.get(key)
+    if shared is not None:
+        return shared
+    if len(_LABEL_SETS) < MAX_LABEL_SETS:
+        _LABEL_SETS[key] = labels
+    return labels
 
 
 def _cut(reason: str | None) -> str | None:
