@@ -38,6 +38,9 @@ from .submission import submit as submit_job
 
 router = APIRouter(tags=["jobs"])
 
+MAX_PAGE_READS = 10
+"""ZooKeeper reads a listing on the leader may make (jobs that ended since their last event)."""
+
 
 @router.post(
     "/v1/jobs",
@@ -81,7 +84,7 @@ def jobs(backend: Backend, params: Annotated[JobsQuery, Query()]) -> Response:
     views = [job.view(backend.id) for job in page.jobs]
     dispatcher = backend.dispatcher
     if dispatcher is not None and dispatcher.ready:
-        views = [_current(backend, dispatcher, view) for view in views]
+        views = _current(backend, dispatcher, views)
     answer = JobList(jobs=views, next=page.next, counts=page.counts, served_by=backend.id)
     # Serialised once, by pydantic's own encoder: FastAPI would validate 1000 views again.
     return Response(answer.model_dump_json(), media_type="application/json")
@@ -115,19 +118,26 @@ def _every_job(backend: ApiBackend) -> list[JobView]:
     return [*live.values(), *(v for v in backend.reader.terminated() if v.job_id not in live)]
 
 
-def _current(backend: ApiBackend, dispatcher: LeaderTerm, listed: JobView) -> JobView:
-    """The leader's own view of a job the index shows live (its memory is ahead of its
-    watches); a job it no longer runs has ended since, and is read once."""
-    if listed.state.is_terminal:
-        return listed
-    live = dispatcher.view(listed.job_id, with_checkpoints=False)
-    if live is None:
-        live = backend.reader.job(listed.job_id)
+def _current(backend: ApiBackend, dispatcher: LeaderTerm, listed: list[JobView]) -> list[JobView]:
+    """The leader's own views of the jobs the index shows live (its memory is ahead of its
+    watches). One it no longer runs has ended since: read once, at most
+    :data:`MAX_PAGE_READS` a page (a page never costs a read per job)."""
+    current, reads = [], 0
+    for view in listed:
+        live = (
+            None if view.state.is_terminal else dispatcher.view(view.job_id, with_checkpoints=False)
+        )
+        if live is None and not view.state.is_terminal and reads < MAX_PAGE_READS:
+            reads += 1
+            live = backend.reader.job(view.job_id)
+            if live is not None:
+                backend.reader.note(live)
         if live is None:
-            return listed
-        backend.reader.note(live)
-    attempts = live.attempts[-1:]
-    return live.model_copy(update={"attempts": attempts, "result": None, "progress": None})
+            current.append(view)
+        else:
+            update = {"attempts": live.attempts[-1:], "result": None, "progress": None}
+            current.append(live.model_copy(update=update))
+    return current
 
 
 @router.get("/v1/jobs/{job_id}", response_model=JobView, responses={404: {"model": ErrorBody}})

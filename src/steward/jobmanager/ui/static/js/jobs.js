@@ -1,16 +1,19 @@
 // The jobs, a page at a time (newest first), searched by the API: state, name prefix, label and
-// submitter. The filters live in the address (?state=RUNNING&name=...), so a search can be
-// linked to and reloaded; the page's cursor does not (a reload shows the newest again).
+// submitter. The filters and the page size live in the address (?state=RUNNING&name=...&limit=
+// 20), so a search can be linked to and reloaded; the page's cursor does not (a reload shows
+// the newest again).
 import {
   JOB_STATES, ago, api, badge, errorText, fill, frame, h, jobLink, table, watchCluster,
   watchJobs, when,
 } from "./common.js";
 
-const PAGE = 50;
 const FILTERS = ["state", "name", "label", "submitter"];
 
 const main = frame("Jobs");
 const params = new URLSearchParams(window.location.search);
+// Jobs a page: 50, or the address's ?limit= (1 to 1000, as the API takes).
+const asked = Number.parseInt(params.get("limit") || "", 10);
+const PAGE = asked >= 1 && asked <= 1000 ? asked : 50;
 const field = (name, label, placeholder) =>
   h("label", {}, label, h("input", { name, id: `filter-${name}`, placeholder, value: params.get(name) || "" }));
 const stateSelect = h("select", { name: "state", id: "filter-state" },
@@ -57,7 +60,7 @@ function render(body, f) {
   const jobs = body.jobs;
   const known = Object.values(body.counts || {}).reduce((n, c) => n + c, 0);
   const first = cursors.length * PAGE;
-  const shown = jobs.length ? `jobs ${first + 1}–${first + jobs.length}` : "no job";
+  const shown = jobs.length ? `jobs ${first + 1} to ${first + jobs.length}` : "no job";
   fill(count, `${shown} of ${known} job(s)${FILTERS.some((k) => f[k]) ? " (filtered)" : ""}`);
   fill(list, table([
     ["Job", (j) => jobLink(j.job_id)],
@@ -74,7 +77,9 @@ function render(body, f) {
 
 async function load() {
   const f = filters();
-  const address = new URLSearchParams(FILTERS.filter((k) => f[k]).map((k) => [k, f[k]])).toString();
+  const kept = FILTERS.filter((k) => f[k]).map((k) => [k, f[k]]);
+  if (PAGE !== 50) kept.push(["limit", String(PAGE)]);
+  const address = new URLSearchParams(kept).toString();
   window.history.replaceState(null, "", address ? `?${address}` : window.location.pathname);
   const problem = labelProblem(f);
   if (problem) {
