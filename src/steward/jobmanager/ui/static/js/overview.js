@@ -39,7 +39,7 @@ function render() {
   const known = cluster ? cluster.taskmanagers.filter((tm) => tm.free_slots !== null) : [];
   const used = known.reduce((n, tm) => n + (tm.slots - tm.free_slots), 0);
   const running = counts ? counts.RUNNING || 0 : 0;
-  const known = counts ? Object.values(counts).reduce((n, c) => n + c, 0) : null;
+  const total = counts ? Object.values(counts).reduce((n, c) => n + c, 0) : null;
   const leader = cluster && cluster.leader;
   fill(stats,
     stat("Leader", leader ? leader.id : "none",
@@ -48,7 +48,7 @@ function render() {
       cluster ? `this page: ${cluster.served_by}` : "", "stat-jobmanagers"),
     stat("Slots in use", cluster ? `${known.length ? used : "?"} / ${slots}` : "—",
       cluster ? `${cluster.taskmanagers.length} TaskManager(s)` : "", "stat-slots"),
-    stat("Jobs", counts ? known : "—", counts ? `${running} running` : "", "stat-jobs"));
+    stat("Jobs", counts ? total : "—", counts ? `${running} running` : "", "stat-jobs"));
   if (cluster) {
     fill(head.querySelector("#cluster-id"), `cluster ${cluster.cluster_id}`);
     fill(jobmanagers, table([
