@@ -23,11 +23,13 @@ standby: its index is the one measured).
 
 from __future__ import annotations
 
+import contextlib
 import json
+import multiprocessing
 import sys
-import threading
 import time
 import tracemalloc
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -160,49 +162,73 @@ def measure_listing(cluster: BenchCluster, sizes: list[int], requests: int) -> l
 
 
 class Stream:
-    """Reads one ``GET /v1/events`` stream on a thread: the receipt time of each job event."""
+    """One ``GET /v1/events`` stream, read by a child process of its own (so that the writer's
+    work in this process never delays a receipt), which writes each job event's receipt time
+    to a file: what arrived, and how late (receipt minus the record's ``updated_at``)."""
 
-    def __init__(self, cluster: BenchCluster, address: str, prefix: str) -> None:
-        self._http = httpx.Client(
-            headers=cluster.headers, verify=cluster.tls.context, timeout=httpx.Timeout(5, read=60)
+    def __init__(self, cluster: BenchCluster, address: str, prefix: str, folder: Path) -> None:
+        self._out = folder / "events.tsv"
+        self._opened = folder / "stream.opened"
+        verify: str | bool = cluster.settings.get("rest.ssl.ca") or True
+        context = multiprocessing.get_context("spawn")
+        self._child = context.Process(
+            target=read_stream,
+            args=(
+                f"{address}/v1/events",
+                cluster.headers,
+                verify,
+                prefix,
+                (self._out, self._opened),
+            ),
+            daemon=True,
         )
-        self._url = f"{address}/v1/events"
-        self._prefix = prefix
-        self.lags: list[float] = []
-        self.last: dict[str, str] = {}
-        """Each job's latest reason seen (every write gives a new one)."""
-        self.opened = threading.Event()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._read, daemon=True)
 
     def start(self) -> Stream:
-        self._thread.start()
-        self.opened.wait(30)
+        self._child.start()
+        wait_until(lambda: self._opened.exists() or None, 60, "the event stream open", 0.05)
         return self
 
     def stop(self) -> None:
-        self._stop.set()
-        self._http.close()
+        self._child.terminate()
+        self._child.join(10)
 
-    def _read(self) -> None:
+    def received(self) -> tuple[list[float], dict[str, str]]:
+        """The lag of each change received, and each job's latest reason seen."""
+        lags: list[float] = []
+        last: dict[str, str] = {}
+        if not self._out.exists():
+            return lags, last
+        for line in self._out.read_text().splitlines():
+            fields = line.split("\t")
+            if len(fields) == 4:
+                lags.append(float(fields[0]) - float(fields[2]))
+                last[fields[1]] = fields[3]
+        return lags, last
+
+
+def read_stream(
+    url: str, headers: dict[str, str], verify: str | bool, prefix: str, files: tuple[Path, Path]
+) -> None:
+    """The child's work: one line per job event of ``prefix``'s jobs into ``files[0]``, until
+    terminated; ``files[1]`` is made once the stream is open."""
+    out, opened = files
+    timeout = httpx.Timeout(5, read=None)
+    with (
+        httpx.Client(headers=headers, verify=verify, timeout=timeout) as http,
+        http.stream("GET", url) as answer,
+        out.open("a") as sink,
+    ):
+        opened.touch()
         event = ""
-        try:
-            with self._http.stream("GET", self._url) as answer:
-                self.opened.set()
-                for line in answer.iter_lines():
-                    if self._stop.is_set():
-                        return
-                    if line.startswith("event: "):
-                        event = line[7:]
-                    elif line.startswith("data: ") and event == "job":
-                        self._saw(json.loads(line[6:]))
-        except httpx.HTTPError:
-            return  # closed by stop()
-
-    def _saw(self, data: dict[str, Any]) -> None:
-        if data["job_id"].startswith(self._prefix) and data.get("reason"):
-            self.lags.append(time.time() - float(data["at"]))
-            self.last[data["job_id"]] = data["reason"]
+        for line in answer.iter_lines():
+            if line.startswith("event: "):
+                event = line[7:]
+            elif line.startswith("data: ") and event == "job":
+                data = json.loads(line[6:])
+                if data["job_id"].startswith(prefix) and data.get("reason"):
+                    received = time.time()
+                    sink.write(f"{received}\t{data['job_id']}\t{data['at']}\t{data['reason']}\n")
+                    sink.flush()
 
 
 _RECORDS: dict[str, dict[str, Any]] = {}
@@ -231,30 +257,57 @@ def status(job_id: str, n: int) -> bytes:
     return json.dumps({**record, **change}).encode()
 
 
-def write_paced(session: Session, ids: list[str], rate: int, seconds: float) -> tuple[int, float]:
-    """``rate`` status writes a second, round robin over ``ids``; (writes, seconds taken)."""
-    client, layout = session.client, session.layout
-    total, tick = int(rate * seconds), 0.01
-    per_tick = max(1, round(rate * tick))
-    futures = []
-    started = time.monotonic()
-    for sent in range(0, total, per_tick):
-        for n in range(sent, min(total, sent + per_tick)):
-            path = layout.job_status(ids[n % len(ids)])
-            futures.append(client.set_async(path, status(ids[n % len(ids)], n + 1)))
-        pause = started + (sent + per_tick) / rate - time.monotonic()
-        if pause > 0:
-            time.sleep(pause)  # the pacing being measured, not a synchronisation
-    for future in futures:
-        future.get(timeout=30)
-    return total, time.monotonic() - started
+WRITERS = 2
+"""Writer processes: one Python process does not reach 1,000 writes a second here."""
+
+
+def write_share(
+    settings: dict[str, str], ids: list[str], rate: float, seconds: float
+) -> tuple[int, float, dict[str, str]]:
+    """A writer process: ``rate`` status writes a second round robin over ``ids`` on a session
+    of its own; (writes, seconds taken, each job's last reason)."""
+    config = validate(settings, dict.fromkeys(settings, "benchmark"))
+    session = Session.from_config(config, name="bench-writer").start()
+    try:
+        client, layout = session.client, session.layout
+        total, tick = int(rate * seconds), 0.01
+        per_tick = max(1, round(rate * tick))
+        futures, last = [], {}
+        started = time.monotonic()
+        for sent in range(0, total, per_tick):
+            for n in range(sent, min(total, sent + per_tick)):
+                job_id = ids[n % len(ids)]
+                futures.append(client.set_async(layout.job_status(job_id), status(job_id, n + 1)))
+                last[job_id] = f"change {n + 1}"
+            pause = started + (sent + per_tick) / rate - time.monotonic()
+            if pause > 0:
+                time.sleep(pause)  # the pacing being measured, not a synchronisation
+        for future in futures:
+            future.get(timeout=30)
+        return total, time.monotonic() - started, last
+    finally:
+        session.close()
+
+
+def write_paced(
+    settings: dict[str, str], ids: list[str], rate: int, seconds: float
+) -> tuple[int, float, dict[str, str]]:
+    """``rate`` writes a second in all, shared by :data:`WRITERS` processes."""
+    context = multiprocessing.get_context("spawn")
+    shares = [(settings, ids[i::WRITERS], rate / WRITERS, seconds) for i in range(WRITERS)]
+    with context.Pool(WRITERS) as pool:
+        done = pool.starmap(write_share, shares)
+    final: dict[str, str] = {}
+    for _writes, _took, last in done:
+        final.update(last)
+    return sum(d[0] for d in done), max(d[1] for d in done), final
 
 
 def measure_events(
     cluster: BenchCluster, leader_address: str, jobs: int, rate: int, seconds: float
 ) -> Json:
     config = validate(cluster.settings, dict.fromkeys(cluster.settings, "benchmark"))
-    session = Session.from_config(config, name="bench-writer").start()
+    session = Session.from_config(config, name="bench-setup").start()
     prefix = "sse-"
     ids = [f"{prefix}{n:04d}" for n in range(jobs)]
     try:
@@ -262,37 +315,39 @@ def measure_events(
             session.client.create(
                 session.layout.job_status(job_id), status(job_id, 0), makepath=True
             )
-        http = httpx.Client(headers=cluster.headers, verify=cluster.tls.context)
-        with http:
-
-            def watched() -> bool | None:
-                body = http.get(f"{leader_address}/v1/jobs?limit=1").json()
-                return sum(body["counts"].values()) >= jobs or None
-
-            wait_until(watched, 120, f"the leader watches {jobs} jobs", interval=0.1)
-        stream = Stream(cluster, leader_address, prefix).start()
-        try:
-            writes, took = write_paced(session, ids, rate, seconds)
-            final = {ids[n % jobs]: f"change {n + 1}" for n in range(writes)}
-            wait_until(lambda: stream.last == final or None, 30, "every last state", 0.05)
-        except TimeoutError:
-            pass  # what arrived is the figure
-        finally:
-            stream.stop()
     finally:
         session.close()
-    delivered = len(stream.lags)
-    finals = sum(stream.last.get(job_id) == reason for job_id, reason in final.items())
-    progress(f"events: {delivered}/{writes} delivered, {writes / took:.0f} writes/s")
+    wait_watched(cluster, leader_address, jobs)
+    stream = Stream(cluster, leader_address, prefix, cluster.workdir).start()
+    try:
+        writes, took, final = write_paced(cluster.settings, ids, rate, seconds)
+        with contextlib.suppress(TimeoutError):  # what arrived by then is the figure
+            wait_until(lambda: stream.received()[1] == final or None, 30, "last states", 0.2)
+        lags, last = stream.received()
+    finally:
+        stream.stop()
+    finals = sum(last.get(job_id) == reason for job_id, reason in final.items())
+    progress(f"events: {len(lags)}/{writes} delivered, {writes / took:.0f} writes/s")
     return {
         "writes": writes,
         "write_rate_per_s": round(writes / took, 1),
-        "delivered": delivered,
-        "delivered_share": round(delivered / writes, 4),
+        "delivered": len(lags),
+        "delivered_share": round(len(lags) / writes, 4),
         "last_state_seen_share": round(finals / jobs, 4),
-        "lag_p50_ms": round(percentile(stream.lags, 0.5) * 1000, 1) if stream.lags else None,
-        "lag_p99_ms": round(percentile(stream.lags, 0.99) * 1000, 1) if stream.lags else None,
+        "lag_p50_ms": round(percentile(lags, 0.5) * 1000, 1) if lags else None,
+        "lag_p99_ms": round(percentile(lags, 0.99) * 1000, 1) if lags else None,
     }
+
+
+def wait_watched(cluster: BenchCluster, leader_address: str, jobs: int) -> None:
+    """Until the leader lists every job (so it watches each one)."""
+    with httpx.Client(headers=cluster.headers, verify=cluster.tls.context) as http:
+
+        def watched() -> bool | None:
+            body = http.get(f"{leader_address}/v1/jobs?limit=1").json()
+            return sum(body["counts"].values()) >= jobs or None
+
+        wait_until(watched, 120, f"the leader watches {jobs} jobs", interval=0.1)
 
 
 # ------------------------------------------------------------------------------ report
