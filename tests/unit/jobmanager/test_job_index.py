@@ -23,6 +23,7 @@ from steward.wire.events import JobEvent
 from steward.wire.records import AttemptRecord
 from steward.wire.rest import JobView
 from steward.wire.states import AttemptState, JobState
+from support import wait_until
 
 
 def view(n: int, state: JobState = JobState.RUNNING, **fields: object) -> JobView:
@@ -157,3 +158,26 @@ def test_a_terminated_job_is_never_brought_back_by_a_late_event() -> None:
     follower.apply(event(done, JobState.RUNNING, 1))
     note(index, view(1, JobState.CANCELLING))
     assert index.get(done.job_id).state is JobState.FINISHED  # type: ignore[union-attr]
+
+
+def test_the_follower_fills_then_follows_and_reads_everything_again_after_a_gap() -> None:
+    journal = Journal()
+    known = [view(1)]
+    reads = Reads([view(1), view(2)])
+    follower = IndexFollower(JobIndex(), journal, lambda: list(known), reads.one).start()
+    try:
+        wait_until(lambda: follower.index.ready, 10, message="the index is filled")
+        journal.append(event(view(2), JobState.SUBMITTED, 0))
+        wait_until(lambda: follower.index.get("job-00002") is not None, 10, message="job 2")
+        # Changes were missed (a lost session): the next look re-reads every job.
+        known[:] = [view(1, JobState.FINISHED), view(3)]
+        journal.break_continuity()
+        journal.append(event(view(1), JobState.FINISHED, 0))
+
+        def reread() -> bool:
+            return follower.index.get("job-00003") is not None and len(follower.index) == 2
+
+        wait_until(reread, 10, message="the index re-read everything")
+    finally:
+        follower.stop()
+        journal.close()
