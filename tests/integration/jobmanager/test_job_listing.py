@@ -145,3 +145,16 @@ def test_a_new_leader_lists_every_job_from_its_index(cluster: JobManagerCluster)
     assert [job for page in every_page(cluster, second, "limit=4") for job in page] == (
         newest_first
     )
+
+
+def test_a_job_submitted_through_a_standby_is_listed_there_at_once(
+    cluster: JobManagerCluster,
+) -> None:
+    leader = cluster.start_leader("jm-1")
+    standby = cluster.start("jm-2")
+    cluster.wait_knows_leader(standby, leader)
+    wait_until(lambda: standby.reader.index.ready, SETTLE, message="the standby's index filled")
+    for n in range(3):
+        cluster.submitted(standby, f"via-standby-{n}")
+        # No wait for the standby's watches: it lists what its leader accepted for it.
+        assert every_page(cluster, standby, "limit=1")[0] == [f"via-standby-{n}"]
