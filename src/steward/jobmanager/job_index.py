@@ -237,6 +237,16 @@ class JobIndex:
             bisect.insort(self._order, job.key)
             bisect.insort(self._by_state[job.state], job.key)
 
+    def remove(self, job_id: str) -> bool:
+        """Forget a job (its result was removed by a retention policy); False if unknown."""
+        with self._lock:
+            job = self._jobs.pop(job_id, None)
+            if job is None:
+                return False
+            _remove(self._order, job.key)
+            _remove(self._by_state[job.state], job.key)
+            return True
+
     def replace_all(self, jobs: Iterable[IndexedJob]) -> None:
         """Swap in a full read (the start, or a re-read after missed events)."""
         by_id = {job.job_id: job for job in jobs}

@@ -104,6 +104,15 @@ def test_a_job_moves_between_states_without_duplicates() -> None:
     assert index.page(JobQuery()).counts == {"RUNNING": 2, "FINISHED": 1}
 
 
+def test_a_removed_job_is_no_longer_listed_nor_counted() -> None:
+    index = index_of(3)
+    assert index.remove("job-00001")
+    assert not index.remove("job-00001")
+    page = index.page(JobQuery())
+    assert ids(page.jobs) == ["job-00002", "job-00000"]
+    assert page.counts == {"RUNNING": 2}
+
+
 @pytest.mark.parametrize("cursor", ["", "%%%", "bm90IGpzb24", encode_cursor((1.0, "x"))[:-3]])
 def test_a_cursor_not_given_out_is_refused(cursor: str) -> None:
     with pytest.raises(BadCursorError):
