@@ -33,6 +33,9 @@ log = logging.getLogger(__name__)
 
 RETRY_AFTER = 1.0
 """Seconds between full reads that failed (ZooKeeper unreachable)."""
+BATCH_EVERY = 0.05
+"""Seconds between two batches of events while they keep coming (a standby's listing trails
+its events by at most this much more)."""
 IDLE_WAIT = 1.0
 """At most this long between two looks at the journal (a stop is noticed by then)."""
 
@@ -75,7 +78,11 @@ class IndexFollower:
                     continue
                 self._apply(replay)
                 cursor = replay.cursor
-                if not replay.entries:
+                if replay.entries:
+                    # Changes come in bursts: taken a batch at a time, not a thread wake-up
+                    # per event, which would compete with kazoo's thread that feeds them.
+                    await asyncio.sleep(BATCH_EVERY)
+                else:
                     await waiter.wait(IDLE_WAIT)
 
     @property
