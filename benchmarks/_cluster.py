@@ -199,8 +199,17 @@ class BenchCluster(ProcessCluster):
         return super().client(timeout)
 
     def jobs(self, proc: Proc) -> list[dict[str, Any]] | None:
-        found = self.get_json(proc, "/v1/jobs")
-        return None if found is None else list(found["jobs"])
+        """Every job ``proc`` lists, a page of 1,000 at a time (None: it did not answer)."""
+        found: list[dict[str, Any]] = []
+        cursor = ""
+        while True:
+            page = self.get_json(proc, f"/v1/jobs?limit=1000{cursor}")
+            if page is None:
+                return None
+            found += page["jobs"]
+            if not page.get("next"):
+                return found
+            cursor = f"&cursor={page['next']}"
 
 
 @contextmanager

@@ -78,6 +78,7 @@ CLUSTER_SUITE = (
     Benchmark("ui_cost", "ui_cost"),
     Benchmark("content_gc", "content_gc"),
     Benchmark("result_store", "result_store"),
+    Benchmark("job_listing", "job_listing"),
 )
 SUITES = {"foundation": SUITE, "cluster": CLUSTER_SUITE}
 CHILD_STOP_TIMEOUT = 60.0

@@ -72,7 +72,7 @@ class FakeJobManagers:
         if path == "/v1/jobs" and request.method == "POST":
             return self._submit(json.loads(request.content)["spec"], request.content)
         if path == "/v1/jobs":
-            return httpx.Response(200, json={"jobs": [v[0] for v in self.views.values()]})
+            return self._list(request)
         if len(parts) < 3 or parts[:2] != ["v1", "jobs"]:
             return error(404, "not_found", f"no route {path}")
         job_id, action = parts[2], parts[3] if len(parts) > 3 else ""
@@ -86,6 +86,14 @@ class FakeJobManagers:
             return httpx.Response(202, json=job_json(job_id, "CANCELLING"))
         views = self.views[job_id]
         return httpx.Response(200, json=views.pop(0) if len(views) > 1 else views[0])
+
+    def _list(self, request: httpx.Request) -> httpx.Response:
+        """Newest (last added) first, ``limit`` a page; a cursor is an offset here."""
+        newest = [views[0] for views in self.views.values()][::-1]
+        start = int(request.url.params.get("cursor", "0"))
+        end = start + int(request.url.params.get("limit", "100"))
+        more = str(end) if end < len(newest) else None
+        return httpx.Response(200, json={"jobs": newest[start:end], "next": more})
 
     def posts(self) -> list[dict[str, Any]]:
         return [json.loads(r.content) for r in self.requests if r.method == "POST"]

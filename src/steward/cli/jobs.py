@@ -26,10 +26,10 @@ from steward.cli import render, submit_plan
 from steward.cli.spark_submit import HelpRequested
 from steward.cli.submit_command import SubmitCommand, echo_help
 from steward.cli.submit_plan import SubmitPlan
-from steward.client import Client
+from steward.client import Client, JobFilter
 from steward.config import Configuration
 from steward.wire.rest import JobView, ResultView
-from steward.wire.states import TerminalState
+from steward.wire.states import JobState, TerminalState
 
 _json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 
@@ -142,13 +142,46 @@ def _follow(client: Client, job_id: str, *, quiet: bool) -> ResultView:
     return result
 
 
+def _check_label(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    if value is not None and "=" not in value:
+        raise click.BadParameter(f"{value!r} is not KEY=VALUE")
+    return value
+
+
+LIST_DEFAULT = 50
+"""Jobs ``steward list`` shows without --all or --limit: the newest."""
+
+
 @click.command("list")
 @_json_option
+@click.option("--all", "every", is_flag=True, help="Every job, however many (read page by page).")
+@click.option(
+    "--limit", type=click.IntRange(min=1), help=f"The newest N jobs [default: {LIST_DEFAULT}]."
+)
+@click.option("--state", type=click.Choice([s.value for s in JobState], case_sensitive=False))
+@click.option("--label", metavar="KEY=VALUE", callback=_check_label, help="Jobs with this label.")
+@click.option("--name", metavar="PREFIX", help="Jobs whose name starts with PREFIX.")
+@click.option("--submitter", help="Jobs this token's name submitted.")
 @click.pass_obj
-def list_jobs(config: Configuration, as_json: bool) -> None:
-    """List every job: running ones and those with a result."""
+def list_jobs(
+    config: Configuration,
+    *,
+    as_json: bool,
+    every: bool,
+    limit: int | None,
+    state: str | None,
+    label: str | None,
+    name: str | None,
+    submitter: str | None,
+) -> None:
+    """List jobs, newest last: running ones and those with a result (the newest 50 unless
+    --all or --limit)."""
+    where = JobFilter(state=state and state.upper(), label=label, name=name, submitter=submitter)
+    wanted = None if every else (limit or LIST_DEFAULT)
     with open_client(config) as client:
-        views = client.jobs()
+        views = client.jobs(where, None if wanted is None else wanted + 1)
+    more = wanted is not None and len(views) > wanted
+    views = views[1:] if more else views
     if as_json:
         _echo_json(views)
     elif not views:
@@ -156,6 +189,12 @@ def list_jobs(config: Configuration, as_json: bool) -> None:
     else:
         console = Console()
         console.print(render.jobs_table(views, width=console.width))
+    if more:
+        click.echo(
+            f"showing the newest {wanted}; more with --all, --limit N, or --state, --label,"
+            " --name, --submitter",
+            err=True,
+        )
 
 
 @click.command()

@@ -43,6 +43,7 @@ from steward.client.failover import (
     RequestTimeouts,
     error_body,
 )
+from steward.client.listing import JobFilter, pages
 from steward.client.log_stream import LogStream
 from steward.client.responses import (
     api_error,
@@ -276,9 +277,19 @@ class Client:
             return self.job(job_id)
         raise api_error(response, error, job_id)
 
-    def jobs(self) -> list[JobView]:
-        """Every job the cluster knows: live ones and those with a result."""
-        return decode(JobList, self._call("GET", "/v1/jobs")).jobs
+    def jobs(self, where: JobFilter | None = None, limit: int | None = None) -> list[JobView]:
+        """Every job the cluster knows (matching ``where``), live ones and those with a
+        result, oldest first; with ``limit``, only the newest ``limit``. Read page by page."""
+        found = [view for page in self.job_pages(where, limit) for view in page.jobs]
+        return sorted(reversed(found[:limit]), key=lambda view: view.submitted_at or 0.0)
+
+    def job_pages(
+        self, where: JobFilter | None = None, limit: int | None = None
+    ) -> Iterator[JobList]:
+        """The pages of ``GET /v1/jobs``, newest first (each one request, as it is read)."""
+        return pages(
+            lambda path: decode(JobList, self._call("GET", path)), where or JobFilter(), limit
+        )
 
     def job(self, job_id: str) -> JobView:
         return decode(JobView, self._call("GET", job_path(job_id), job_id=job_id))

@@ -51,6 +51,7 @@ from .dispatcher import Dispatcher
 from .events.journal import Journal
 from .events.source import JobEventSource
 from .hooks import HookRunner
+from .index_follower import IndexFollower
 from .reads import ClusterReader
 from .rest.app import create_app
 from .rest.auth import ApiSecurity
@@ -96,6 +97,10 @@ class JobManager:
             self.session, self.blobs, Journal(settings.jobmanager.events_buffer)
         )
         """Live job events, from watches on the records the leader writes (standbys too)."""
+        self.index_follower = IndexFollower(
+            self.reader.index, self.events.journal, self.reader.jobs, self.reader.job
+        )
+        """Keeps the job index that listings page through current from those events."""
         self.retrieval = LeaderRetrieval(self.session, self._leader_changed)
         self.metrics = JobManagerMetrics()
         self._lock = threading.Lock()
@@ -178,6 +183,7 @@ class JobManager:
         self.session.start()
         self.probe.start()
         self.events.start()
+        self.index_follower.start()
         self._start_server()
         self.retrieval.start()
         self.election.start()
@@ -202,6 +208,7 @@ class JobManager:
         self.retrieval.stop()
         self.probe.stop()
         self.events.stop()
+        self.index_follower.stop()
         self.events.journal.close()  # open streams end, so the server stops at once
         if self._server is not None:
             self._server.should_exit = True

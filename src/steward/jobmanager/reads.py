@@ -2,7 +2,8 @@
 
 A standby serves reads from here (the leader persists every job's status record), so
 ``GET /v1/jobs`` and ``GET /v1/cluster`` keep answering while there is no leader. The leader
-answers live jobs from memory and everything else from here.
+answers live jobs from memory and everything else from here. Listings page through the
+:class:`~.job_index.JobIndex` (kept by :mod:`.index_follower`), not through ZooKeeper.
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ from steward.wire.redaction import DEFAULT as SECRETS
 from steward.wire.redaction import redact_attempts
 from steward.wire.rest import JobManagerView, JobView, ResultView, TaskManagerView
 from steward.wire.states import JobState
+
+from .index_follower import note
+from .job_index import JobIndex, JobQuery, Page
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +82,15 @@ class ClusterReader:
         self._results = JobResultStore(session, blobs)
         self._history = LeadershipHistoryStore(session)
         self.served_by = served_by
+        self.index = JobIndex()
+
+    def page(self, query: JobQuery) -> Page | None:
+        """One page of the jobs known, newest first; None until the index has been filled."""
+        return self.index.page(query) if self.index.ready else None
+
+    def note(self, view: JobView) -> None:
+        """List ``view`` at once: this JobManager has just answered a write with it."""
+        note(self.index, view)
 
     def result(self, job_id: str) -> JobResultEntry | None:
         return self._results.find(job_id)

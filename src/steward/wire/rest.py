@@ -69,8 +69,35 @@ class JobView(Value):
 
 
 class JobList(Value):
+    """``GET /v1/jobs``: one page of jobs, newest first."""
+
     jobs: list[JobView]
     served_by: str = ""
+    next: str | None = Field(
+        default=None, description="cursor of the next (older) page; null on the last page"
+    )
+    counts: dict[str, int] = Field(
+        default_factory=dict, description="every job known, by state, whatever the filters"
+    )
+
+
+MAX_PAGE = 1000
+"""The largest ``limit`` of ``GET /v1/jobs``."""
+
+
+class JobsQuery(Value):
+    """``GET /v1/jobs``'s query; an unknown parameter or a bad value is a 400."""
+
+    limit: int = Field(default=100, ge=1, le=MAX_PAGE, description="jobs per page")
+    cursor: str | None = Field(
+        default=None, max_length=1000, description="the ``next`` of the previous page"
+    )
+    state: JobState | None = None
+    label: str | None = Field(
+        default=None, max_length=600, pattern=r"^[^=]+=.*$", description="key=value"
+    )
+    name: str | None = Field(default=None, max_length=200, description="a prefix of the name")
+    submitter: str | None = Field(default=None, max_length=200)
 
 
 class LeaderView(Value):

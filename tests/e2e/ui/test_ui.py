@@ -144,7 +144,7 @@ def test_a_job_followed_to_finished(
             labels={"team": "ui"},
         )  # fmt: skip
     page = sign_in(browser, standby.address, token)
-    page.goto(standby.address + "/ui/jobs?q=finishes")
+    page.goto(standby.address + "/ui/jobs?name=ui%20fin")
     expect(page.locator("#job-list")).to_contain_text("ui finishes")
     page.click("#job-list >> text=ui-finishes")
     expect(page.locator("#job-title")).to_have_text("ui finishes")
@@ -174,6 +174,43 @@ def test_a_job_followed_to_finished(
     page.select_option("#filter-state", "RUNNING")
     expect(page.locator("#job-list")).not_to_contain_text("ui-finishes")
     assert re.search(r"state=RUNNING", page.url)
+
+
+QUICK = "def main(ctx):\n    return 1\n"
+
+
+def test_the_jobs_page_pages_and_searches_through_the_api(
+    browser: Browser, ui_cluster: ProcessCluster, standby: Proc, token: str, tmp_path: Path
+) -> None:
+    pipeline = tmp_path / "quick.py"
+    pipeline.write_text(QUICK)
+    names = ["paging alpha", "paging beta", "paging gamma"]
+    with ui_cluster.client() as client:
+        for n, name in enumerate(names):
+            client.submit(pipeline, job_id=f"ui-page-{n}", name=name, labels={"team": "paging"})
+    page = sign_in(browser, standby.address, token)
+    page.goto(standby.address + "/ui/jobs?label=team%3Dpaging&limit=2")
+    # Newest first, two a page; the standby's index has all three once its watches fired.
+    expect(page.locator("#job-count")).to_contain_text("jobs 1 to 2", timeout=15_000)
+    expect(page.locator("#job-list")).to_contain_text("ui-page-2")
+    expect(page.locator("#job-list")).to_contain_text("ui-page-1")
+    expect(page.locator("#job-list")).not_to_contain_text("ui-page-0")
+    expect(page.locator("#page-newer")).to_be_disabled()
+    page.click("#page-older")
+    expect(page.locator("#job-list")).to_contain_text("ui-page-0")
+    expect(page.locator("#job-list")).not_to_contain_text("ui-page-2")
+    expect(page.locator("#job-count")).to_contain_text("jobs 3 to 3")
+    expect(page.locator("#page-older")).to_be_disabled()
+    page.click("#page-newer")
+    expect(page.locator("#job-list")).to_contain_text("ui-page-2")
+    # A search by name prefix goes to the API and starts again from the newest page.
+    page.fill("#filter-name", "paging b")
+    expect(page.locator("#job-list")).to_contain_text("ui-page-1")
+    expect(page.locator("#job-list")).not_to_contain_text("ui-page-2")
+    expect(page.locator("#page-older")).to_be_disabled()
+    assert re.search(r"name=paging\+b", page.url), page.url
+    page.fill("#filter-label", "team")
+    expect(page.locator("#job-list")).to_contain_text("A label filter is key=value.")
 
 
 @pytest.mark.parametrize("where", ["leader", pytest.param("standby", marks=pytest.mark.slow)])

@@ -187,6 +187,60 @@ def test_list_text_shows_a_table(fake: FakeJobManagers, run: Run) -> None:
     assert "RUNNING" in out
 
 
+def test_list_shows_the_newest_50_and_says_how_to_see_more(fake: FakeJobManagers, run: Run) -> None:
+    for n in range(120):
+        fake.add_job(f"job-{n:03d}")
+    code, out, err = run("list", "--json")
+    assert code == 0
+    assert [job["job_id"] for job in json.loads(out)] == [f"job-{n:03d}" for n in range(70, 120)]
+    assert "showing the newest 50" in err
+    assert "--all" in err
+
+
+def test_list_all_reads_every_page(fake: FakeJobManagers, run: Run) -> None:
+    for n in range(2500):
+        fake.add_job(f"job-{n:04d}")
+    code, out, err = run("list", "--all", "--json")
+    assert code == 0
+    assert [job["job_id"] for job in json.loads(out)] == [f"job-{n:04d}" for n in range(2500)]
+    assert "newest" not in err
+    pages = [r for r in fake.requests if r.url.path == "/v1/jobs"]
+    assert len(pages) == 3  # 1000 a page
+
+
+def test_list_sends_its_filters_and_limit(fake: FakeJobManagers, run: Run) -> None:
+    fake.add_job("a")
+    code, _out, err = run(
+        "list",
+        "--limit",
+        "7",
+        "--state",
+        "running",
+        "--label",
+        "team=data",
+        "--name",
+        "etl",
+        "--submitter",
+        "alice",
+    )
+    assert code == 0, err
+    sent = next(r for r in fake.requests if r.url.path == "/v1/jobs").url.params
+    assert dict(sent) == {
+        "limit": "8",
+        "state": "RUNNING",
+        "label": "team=data",
+        "name": "etl",
+        "submitter": "alice",
+    }
+
+
+def test_list_refuses_a_label_without_a_value(fake: FakeJobManagers, run: Run) -> None:
+    code, _out, err = run("list", "--label", "team")
+    assert code == 2
+    assert "KEY=VALUE" in err
+    assert fake.requests == []
+
+
 def test_status_json_is_the_job_view_with_attempts(fake: FakeJobManagers, run: Run) -> None:
     fake.add_job("x", FINISHED)
     code, out, _err = run("status", "x", "--json")

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from typing import Protocol
 
+from steward.jobmanager.job_index import JobQuery, Page
 from steward.store.blob import BlobStore
 from steward.wire.doctor import DoctorReport
 from steward.wire.heartbeat import Heartbeat, HeartbeatReply
@@ -47,6 +48,14 @@ class ClusterReads(Protocol):
     def taskmanagers(self) -> list[TaskManagerView]: ...
 
     def jobs(self) -> list[JobView]: ...
+
+    def page(self, query: JobQuery) -> Page | None:
+        """A page of the in-memory job index; None while it is being filled."""
+        ...
+
+    def note(self, view: JobView) -> None:
+        """Index a view this JobManager has just answered a write with."""
+        ...
 
     def terminated(self) -> list[JobView]: ...
 
@@ -83,7 +92,7 @@ class LeaderTerm(Protocol):
 
     def heartbeat(self, beat: Heartbeat) -> HeartbeatReply: ...
 
-    def view(self, job_id: str) -> JobView | None: ...
+    def view(self, job_id: str, *, with_checkpoints: bool = True) -> JobView | None: ...
 
     def views(self) -> list[JobView]: ...
 

@@ -1,9 +1,12 @@
 """``/v1/jobs``: submit, list, look up, cancel, and a terminated job's result.
 
 Reads come from the leader's memory while it leads and has recovered, else from ZooKeeper
-(:class:`~.backend.ClusterReads`); writes are the leader's, a standby forwards them. Any
-caller reads; a submitter submits and cancels its own jobs, an admin cancels any
-(:mod:`steward.security.roles`); each submit and cancel is a line of the audit log.
+(:class:`~.backend.ClusterReads`). A listing pages through the JobManager's in-memory index
+(:mod:`steward.jobmanager.job_index`); the leader brings the live jobs of a page up to date
+from its memory, so its answer is exact, a standby's trails by its watches' delay. Writes
+are the leader's, a standby forwards them. Any caller reads; a submitter submits and cancels
+its own jobs, an admin cancels any (:mod:`steward.security.roles`); each submit and cancel is
+a line of the audit log.
 """
 
 from __future__ import annotations
@@ -13,17 +16,25 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, Response
+from pydantic_core import to_json
 from starlette.concurrency import run_in_threadpool
 
 from steward.errors import StewardError
+from steward.jobmanager.job_index import (
+    BadCursorError,
+    IndexedJob,
+    JobIndex,
+    JobQuery,
+    decode_cursor,
+)
 from steward.security import audit
 from steward.security.identity import Identity
 from steward.security.roles import Action
-from steward.wire.rest import ErrorBody, JobList, JobView, ResultView, WaitQuery
+from steward.wire.rest import ErrorBody, JobList, JobsQuery, JobView, ResultView, WaitQuery
 from steward.wire.values import check_job_id
 
 from .auth import Caller, client_address, require
-from .backend import ApiBackend
+from .backend import ApiBackend, LeaderTerm
 from .bodies import bounded_body
 from .errors import ApiError, raise_for
 from .events import Feed, check_wait, long_poll, long_poll_headers
@@ -33,6 +44,9 @@ from .submission import MAX_ARTIFACT_BYTES, MAX_SUBMISSION_BYTES
 from .submission import submit as submit_job
 
 router = APIRouter(tags=["jobs"])
+
+MAX_PAGE_READS = 10
+"""ZooKeeper reads a listing on the leader may make (jobs that ended since their last event)."""
 
 
 @router.post(
@@ -65,17 +79,77 @@ async def submit(
     )
 
 
-@router.get("/v1/jobs")
-def jobs(backend: Backend) -> JobList:
-    """Every job: live ones and those with a result."""
+@router.get("/v1/jobs", response_model=JobList, responses={400: {"model": ErrorBody}})
+def jobs(backend: Backend, params: Annotated[JobsQuery, Query()]) -> Response:
+    """A page of jobs, newest first: live ones and those with a result.
+
+    Without ``limit``, the newest 100 (at most 1000); ``next`` is the cursor of the following
+    page (null on the last). Filters: ``state``, ``label`` (key=value), ``name`` (a prefix),
+    ``submitter``. A page may hold fewer jobs than ``limit`` and still have a ``next`` (a filter
+    that rarely matches); in a listing, ``attempts`` holds only the latest attempt."""
+    query = _job_query(params)
+    page = backend.reader.page(query) or JobIndex.of(_every_job(backend)).page(query)
     dispatcher = backend.dispatcher
     if dispatcher is not None and dispatcher.ready:
-        live = {view.job_id: view for view in dispatcher.views()}
-        done = [v for v in backend.reader.terminated() if v.job_id not in live]
-        views = sorted([*live.values(), *done], key=lambda v: v.submitted_at or 0.0)
+        documents = _current(backend, dispatcher, page.jobs)
     else:
-        views = backend.reader.jobs()
-    return JobList(jobs=views, served_by=backend.id)
+        documents = [job.document(backend.id) for job in page.jobs]
+    answer = {"jobs": documents, "served_by": backend.id, "next": page.next, "counts": page.counts}
+    # Serialised once, by pydantic-core's encoder, without building JobViews: a page of 1,000
+    # in 5 ms where views and FastAPI's check of them took 50.
+    return Response(to_json(answer), media_type="application/json")
+
+
+def _job_query(params: JobsQuery) -> JobQuery:
+    try:
+        after = None if params.cursor is None else decode_cursor(params.cursor)
+    except BadCursorError as exc:
+        raise ApiError(400, "bad_cursor", str(exc)) from None
+    label = None
+    if params.label is not None:
+        key, _, value = params.label.partition("=")
+        label = (key, value)
+    return JobQuery(
+        limit=params.limit,
+        after=after,
+        state=params.state,
+        label=label,
+        name_prefix=params.name,
+        submitter=params.submitter,
+    )
+
+
+def _every_job(backend: ApiBackend) -> list[JobView]:
+    """Every job read in full: only while the index is still being filled."""
+    dispatcher = backend.dispatcher
+    if dispatcher is None or not dispatcher.ready:
+        return backend.reader.jobs()
+    live = {view.job_id: view for view in dispatcher.views()}
+    return [*live.values(), *(v for v in backend.reader.terminated() if v.job_id not in live)]
+
+
+def _current(
+    backend: ApiBackend, dispatcher: LeaderTerm, listed: list[IndexedJob]
+) -> list[dict[str, object]]:
+    """The leader's own views of the jobs the index shows live (its memory is ahead of its
+    watches). One it no longer runs has ended since: read once, at most
+    :data:`MAX_PAGE_READS` a page (a page never costs a read per job)."""
+    current, reads = [], 0
+    for job in listed:
+        live = None
+        if not job.state.is_terminal:
+            live = dispatcher.view(job.job_id, with_checkpoints=False)
+            if live is None and reads < MAX_PAGE_READS:
+                reads += 1
+                live = backend.reader.job(job.job_id)
+                if live is not None:
+                    backend.reader.note(live)
+        if live is None:
+            current.append(job.document(backend.id))
+        else:
+            update = {"attempts": live.attempts[-1:], "result": None, "progress": None}
+            current.append(live.model_copy(update=update).model_dump(mode="json"))
+    return current
 
 
 @router.get("/v1/jobs/{job_id}", response_model=JobView, responses={404: {"model": ErrorBody}})
@@ -130,6 +204,7 @@ def cancel(
         audit.record("job.cancel", caller, client=where, outcome=str(refused.status), job_id=job_id)
         raise
     audit.record("job.cancel", caller, client=where, job_id=job_id)
+    backend.reader.note(view)
     return JSONResponse(view.model_dump(mode="json"), status_code=202)
 
 

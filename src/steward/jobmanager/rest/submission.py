@@ -12,6 +12,7 @@ from __future__ import annotations
 import array
 import base64
 import binascii
+import contextlib
 import hashlib
 import itertools
 import re
@@ -64,7 +65,7 @@ def submit(
     check_json_shape(body)
     dispatcher = leading(backend)
     if dispatcher is None:
-        return forward(backend, forwarder, request, body)
+        return _noted(backend, forward(backend, forwarder, request, body))
     where = client_address(request)
     try:
         view = _store(dispatcher, contents, caller, body)
@@ -73,7 +74,17 @@ def submit(
         raise
     faults.reach(faults.SUBMIT_STORED)
     audit.record("job.submit", caller, client=where, job_id=view.job_id)
+    backend.reader.note(view)  # listed at once, before its watch fires
     return JSONResponse(view.model_dump(mode="json"), status_code=201)
+
+
+def _noted(backend: ApiBackend, answer: Response) -> Response:
+    """The leader's answer to a forwarded submission; the job it accepted is listed here at
+    once too (a client that submits through this standby, then lists, sees its job)."""
+    if answer.status_code == 201:
+        with contextlib.suppress(ValidationError):
+            backend.reader.note(JobView.model_validate_json(bytes(answer.body)))
+    return answer
 
 
 def _store(

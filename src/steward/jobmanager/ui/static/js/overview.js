@@ -25,7 +25,8 @@ main.append(
 );
 
 let cluster = null;
-let jobs = null;
+let jobs = null; // the latest few, newest first
+let counts = null; // every job known, by state
 
 function stat(label, value, detail, id) {
   return h("div", { class: "panel stat", id },
@@ -37,7 +38,8 @@ function render() {
   const slots = cluster ? cluster.taskmanagers.reduce((n, tm) => n + tm.slots, 0) : 0;
   const known = cluster ? cluster.taskmanagers.filter((tm) => tm.free_slots !== null) : [];
   const used = known.reduce((n, tm) => n + (tm.slots - tm.free_slots), 0);
-  const running = jobs ? jobs.filter((j) => j.state === "RUNNING").length : 0;
+  const running = counts ? counts.RUNNING || 0 : 0;
+  const total = counts ? Object.values(counts).reduce((n, c) => n + c, 0) : null;
   const leader = cluster && cluster.leader;
   fill(stats,
     stat("Leader", leader ? leader.id : "none",
@@ -46,7 +48,7 @@ function render() {
       cluster ? `this page: ${cluster.served_by}` : "", "stat-jobmanagers"),
     stat("Slots in use", cluster ? `${known.length ? used : "?"} / ${slots}` : "—",
       cluster ? `${cluster.taskmanagers.length} TaskManager(s)` : "", "stat-slots"),
-    stat("Jobs", jobs ? jobs.length : "—", jobs ? `${running} running` : "", "stat-jobs"));
+    stat("Jobs", counts ? total : "—", counts ? `${running} running` : "", "stat-jobs"));
   if (cluster) {
     fill(head.querySelector("#cluster-id"), `cluster ${cluster.cluster_id}`);
     fill(jobmanagers, table([
@@ -61,11 +63,10 @@ function render() {
     ], cluster.taskmanagers, "No TaskManager registered."));
   }
   if (jobs) {
-    const counts = Object.fromEntries(JOB_STATES.map((s) => [s, 0]));
-    for (const job of jobs) counts[job.state] = (counts[job.state] || 0) + 1;
-    fill(states, Object.entries(counts).map(([state, n]) =>
+    const byState = Object.fromEntries(JOB_STATES.map((s) => [s, (counts || {})[s] || 0]));
+    fill(states, Object.entries(byState).map(([state, n]) =>
       h("a", { class: "chip", href: `/ui/jobs?state=${state}`, "data-state": state }, badge(state), h("strong", {}, n))));
-    const latest = [...jobs].sort((a, b) => (b.submitted_at || 0) - (a.submitted_at || 0)).slice(0, 8);
+    const latest = jobs;
     fill(recent, table([
       ["Job", (j) => jobLink(j.job_id)],
       ["Name", (j) => j.name || "—"],
@@ -83,8 +84,11 @@ function slotsOf(tm) {
 }
 
 async function loadJobs() {
-  const answer = await api("/v1/jobs");
-  if (answer.status === 200) jobs = answer.body.jobs;
+  const answer = await api("/v1/jobs?limit=8");
+  if (answer.status === 200) {
+    jobs = answer.body.jobs;
+    counts = answer.body.counts || {};
+  }
   else fill(recent, h("div", { class: "unavailable" }, errorText(answer)));
   render();
   sizeBars();

@@ -38,7 +38,8 @@ function render() {
 }
 
 async function loadNames() {
-  const answer = await api("/v1/jobs");
+  // The names of the running jobs (a TaskManager runs those); a page at most, not every job.
+  const answer = await api("/v1/jobs?state=RUNNING&limit=1000");
   if (answer.status !== 200) return;
   for (const job of answer.body.jobs) names.set(job.job_id, job.name);
   render();
