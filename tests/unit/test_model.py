@@ -30,6 +30,7 @@ from steward.wire.records import (
     ErrorInfo,
     ExecutionLease,
     JobResultEntry,
+    JobResultIndex,
     JobStatusRecord,
     LeaderInfo,
     LeadershipHistory,
@@ -153,6 +154,13 @@ payloads: dict[type[Payload], st.SearchStrategy[Any]] = {
             ),
             max_size=3,
         ),
+    ),
+    JobResultIndex: st.builds(
+        JobResultIndex,
+        state=st.sampled_from(TerminalState),
+        status=st.sampled_from(CleanupStatus),
+        sha256=sha256s,
+        finished_at=times,
     ),
     TaskManagerInfo: st.builds(
         TaskManagerInfo, address=texts, slots=st.integers(min_value=0, max_value=1024)
