@@ -180,9 +180,13 @@ class BlobStore:
 
     def _missing(self, key: str) -> BlobStoreError:
         """A blob not found: missing if the storage's root is there, else the storage is
-        unreachable (an unmounted share looks like an empty one, and its blobs are not lost)."""
+        unreachable (an unmounted share looks like an empty one, and its blobs are not lost).
+        On an object store a prefix exists only while an object is under it, so there the
+        root is the bucket: deleting a prefix's last blob must not make the storage look
+        unreachable (a job whose graph is gone would wait for ever instead of failing)."""
+        root = self._root if self._local else self._root.split("/", 1)[0]
         try:
-            reachable = bool(self._fs.exists(self._root, **self._bounded))
+            reachable = bool(self._fs.exists(root, **self._bounded))
         except OSError as exc:
             return BlobStoreError(f"cannot reach blob storage {self.url}: {_why(exc)}")
         if not reachable:

@@ -25,6 +25,7 @@ from jobmanager_harness import (
     report,
 )
 
+from steward.store.blob import BlobRef, BlobStore
 from steward.wire.heartbeat import (
     HEARTBEAT_PATH,
     AttemptReport,
@@ -34,7 +35,7 @@ from steward.wire.heartbeat import (
     ReportedCheckpoint,
     StartAttempt,
 )
-from steward.wire.records import ErrorInfo, ExecutionLease, JobResultEntry
+from steward.wire.records import ErrorInfo, ExecutionLease, JobResultEntry, JobResultIndex
 from steward.wire.runner import CheckpointEvent, FailedEvent, FinishedEvent
 from steward.wire.states import AttemptPhase
 from support import wait_until
@@ -87,10 +88,16 @@ def test_a_scheduled_job_runs_finishes_and_is_cleaned_up(cluster: JobManagerClus
     assert not cluster.exists(cluster.layout.jobgraph("job-ok"))
     assert not cluster.exists(cluster.layout.job_status("job-ok"))
     assert not cluster.exists(cluster.layout.job("job-ok"))
-    assert [p for p in cluster.blob_files() if "job-ok" in str(p)] == []
+    # Cleanup removed the job's blobs; only its result's body is left, beside its index.
+    left = [p for p in cluster.blob_files() if "job-ok" in str(p)]
+    assert [p.parent for p in left] == [cluster.storage / "results" / "job-ok"]
     entry = cluster.data(cluster.layout.result("job-ok"))
     assert entry is not None
-    assert JobResultEntry.from_json(entry).epoch == epoch
+    index = JobResultIndex.from_json(entry)
+    body = BlobStore(cluster.storage.as_uri()).get(
+        BlobRef(f"results/job-ok/{index.sha256}", index.sha256)
+    )
+    assert JobResultEntry.from_json(body).epoch == epoch
     # The finished job still shows where and how it ran (from its result), on any JobManager.
     for manager in (leader, standby):
         (attempt,) = cluster.job(manager, "job-ok")["attempts"]
@@ -420,7 +427,9 @@ def test_checkpoints_and_progress_are_recorded_and_a_restart_resumes_from_the_la
     tm.heartbeat(leader, report(second, ENDED, FinishedEvent(value=None)))
     cluster.wait_result_clean(leader, "job-stages")
     assert not cluster.exists(cluster.layout.job("job-stages"))
-    assert [p for p in cluster.blob_files() if "job-stages" in str(p)] == []
+    # Cleanup removed the job's blobs; only its result's body is left, beside its index.
+    left = [p for p in cluster.blob_files() if "job-stages" in str(p)]
+    assert [p.parent for p in left] == [cluster.storage / "results" / "job-stages"]
 
 
 def test_reports_of_unknown_attempts_are_cancelled_or_forgotten(
