@@ -330,6 +330,26 @@ def _ratio(steward: float | None, peer: float | None) -> float | None:
     return round(steward / peer, 3) if steward is not None and peer else None
 
 
+def steward_only(sessions: list[str], repeats: int) -> Json:
+    """Steward's half of the failover trials, each session as in :func:`measure`."""
+    load_before = machine()["load_average_1m"]
+    per_session = []
+    for label in sessions:
+        cap_ms = None if label == "default" else int(float(label) * 1000)
+        session = STEWARD_DEFAULT_SESSION if cap_ms is None else cap_ms / 1000
+        with zookeeper_capped("spark-peer", cap_ms) as zookeeper:
+            ours = steward_failover(zookeeper, list(KINDS), repeats, session)
+        per_session.append({"session": label, "steward_session_seconds": session, "steward": ours})
+    return {
+        "benchmark": "spark_peer",
+        "steward_only": True,
+        "parameters": {"sessions": sessions, "repeats": repeats},
+        "results": {"sessions": per_session},
+        "environment": {**machine(), "load_average_1m_at_start": load_before},
+        "steward": source(),
+    }
+
+
 def measure(quick: bool, sessions: list[str], repeats: int, submissions: int) -> Json:
     kinds = list(KINDS)
     per_session: list[Json] = []
@@ -424,6 +444,12 @@ def main() -> int:
     options.add_argument("--repeats", type=int, default=None)
     options.add_argument("--submissions", type=int, default=None)
     options.add_argument(
+        "--steward-only",
+        action="store_true",
+        help="Steward's failover trials alone (no Spark: when the machine is too loaded for"
+        " its JVMs); no summary, no peer",
+    )
+    options.add_argument(
         "--resummarise",
         type=Path,
         default=None,
@@ -439,6 +465,9 @@ def main() -> int:
     sessions = (args.sessions or ("4" if args.quick else "4,10,default")).split(",")
     repeats = args.repeats or (1 if args.quick else 3)
     submissions = args.submissions or (2 if args.quick else 5)
+
+    if args.steward_only:
+        return run_main(lambda: steward_only(sessions, repeats), args.verbose)
 
     def body() -> Json:
         load_before = machine()["load_average_1m"]
