@@ -161,10 +161,14 @@ class JobManager:
         detector = self.crash_detector
         if detector is None or detector.armed_for(leader):
             return None
-        hint = " (a wildcard names no machine)" if is_wildcard(leader_host(leader)) else ""
+        if is_wildcard(leader_host(leader)):
+            # A wildcard names no machine: no detector can ever probe this leader, so a crash
+            # waits for its session whenever it happens (its own start warned of it). Never
+            # ready would take a working standby out of every load balancer for nothing.
+            return None
         return (
             f"the crash detector has not yet seen leader {leader.contender} at"
-            f" {leader.address}{hint} accept a connection (epoch {leader.epoch})"
+            f" {leader.address} accept a connection (epoch {leader.epoch})"
         )
 
     def doctor(self, *, verify_blobs: bool = False) -> DoctorReport:

@@ -28,10 +28,12 @@ def leader_port() -> Iterator[socket.socket]:
         yield sock
 
 
-def _publish_stand_in_leader(cluster: JobManagerCluster, port: int) -> None:
+def _publish_stand_in_leader(
+    cluster: JobManagerCluster, port: int, host: str = "127.0.0.1"
+) -> None:
     """A contender first in line whose ``leader/info`` names ``port``, on a session of its own."""
     holder = cluster.fake_latch_holder()
-    info = LeaderInfo(contender="jm-squatter", address=f"http://127.0.0.1:{port}", epoch=1)
+    info = LeaderInfo(contender="jm-squatter", address=f"http://{host}:{port}", epoch=1)
     holder.create(cluster.layout.leader_info, info.to_json(), ephemeral=True, makepath=True)
 
 
@@ -77,3 +79,19 @@ def test_a_standby_out_of_line_is_not_ready(
     status, message = _readyz(cluster, standby)
     assert status == 503
     assert message == "not yet in line for leadership (no latch node)"
+
+
+def test_a_standby_of_a_leader_advertising_a_wildcard_is_ready_once_in_line(
+    cluster: JobManagerCluster, leader_port: socket.socket
+) -> None:
+    # Given a leader that advertises a wildcard: no detector can ever probe it
+    _publish_stand_in_leader(cluster, leader_port.getsockname()[1], host="0.0.0.0")
+    standby = cluster.start("jm-2")
+    # Then its standby is ready once in line with the leader known (never ready would take a
+    # working standby out of every load balancer; a crash waits for the session either way)
+    wait_until(lambda: _readyz(cluster, standby)[0] == 200, 10, message="jm-2 ready")
+    detector = standby.crash_detector
+    assert detector is not None
+    leader = standby.leader()
+    assert leader is not None
+    assert not detector.armed_for(leader)
