@@ -164,8 +164,9 @@ class JobWatches:
             data, _stat = reply.get()
             return bytes(data)
         except NoNodeError:
-            # Watch for its creation; created since: read it on the event that fires.
-            self._session.client.exists(watch.path, watch=watch.fired)
+            # Watch for its creation; created between the two reads: read it again.
+            if self._session.client.exists(watch.path, watch=watch.fired) is not None:
+                self._queue.put((watch, False))
             return None
 
     def _live(self, watch: _Watch) -> bool:
