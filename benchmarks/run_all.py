@@ -75,6 +75,7 @@ CLUSTER_SUITE = (
     Benchmark("wait_cost", "wait_cost"),
     Benchmark("log_stream", "log_stream"),
     Benchmark("ui_cost", "ui_cost"),
+    Benchmark("watch_reconnect", "watch_reconnect"),
 )
 SUITES = {"foundation": SUITE, "cluster": CLUSTER_SUITE}
 CHILD_STOP_TIMEOUT = 60.0
