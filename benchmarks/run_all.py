@@ -79,6 +79,7 @@ CLUSTER_SUITE = (
     Benchmark("content_gc", "content_gc"),
     Benchmark("result_store", "result_store"),
     Benchmark("job_listing", "job_listing"),
+    Benchmark("watch_reconnect", "watch_reconnect"),
 )
 SUITES = {"foundation": SUITE, "cluster": CLUSTER_SUITE}
 CHILD_STOP_TIMEOUT = 60.0

@@ -135,3 +135,34 @@ def test_a_lost_session_breaks_continuity_and_events_flow_again(
     _status(leader, "job-2", JobState.SCHEDULED)
     events = _wait_for(journal, after, 1)
     assert events[0].job_id == "job-2"
+
+
+def test_a_reconnect_with_many_jobs_spawns_no_thread_per_job_and_events_still_flow(
+    leader: Contender, standby: JobEventSource
+) -> None:
+    journal, begin = standby.journal, standby.journal.head
+    jobs = [f"job-{n}" for n in range(150)]
+    for job_id in jobs:
+        _status(leader, job_id, JobState.SCHEDULED)
+    wait_until(lambda: standby.watched == len(jobs), 20, "every job watched")
+    _wait_for(journal, begin, len(jobs))
+    handler = standby._session.client.handler
+    spawned: list[object] = []
+    spawn = handler.spawn
+
+    def counting_spawn(*args: object, **kwargs: object) -> object:
+        spawned.append(args[0])
+        return spawn(*args, **kwargs)
+
+    handler.spawn = counting_spawn
+    try:
+        start = journal.head
+        assert standby._session.drop_connection("test")
+        wait_until(lambda: standby._session.connected, 20, "reconnected")
+        _status(leader, jobs[-1], JobState.RUNNING)  # seen only if its watch was re-armed
+        events = _wait_for(journal, start, 1)
+    finally:
+        handler.spawn = spawn
+    assert [(e.job_id, e.state) for e in events] == [(jobs[-1], JobState.RUNNING)]
+    # kazoo's DataWatch spawned one re-read thread per watch (two per job) on each reconnect.
+    assert len(spawned) < 10, f"{len(spawned)} threads spawned for {len(jobs)} jobs"

@@ -4,7 +4,8 @@ already writes, so that every JobManager, standbys included, streams the same ch
 The leader persists every transition of a live job to ``jobs/<id>/status`` through its fence,
 and a terminated job's outcome to ``results/<id>`` (rule 7). Each JobManager watches those
 (:class:`steward.store.watches.JobWatches`: one children watch on ``jobs/``, and per live job
-one data watch on its status and one on its result) and appends a :class:`JobEvent` to its
+one one-shot watch on its status and one on its result, re-read and re-armed by one worker
+thread, never a thread per job) and appends a :class:`JobEvent` to its
 :class:`.journal.Journal` whenever a job's state, reason or attempt count differs from what it
 last saw. Nothing is added to the leader's writes, and a failover changes nothing here: the
 next leader writes the same records.
@@ -14,7 +15,8 @@ order, but a data watch reads the record when it fires, so two writes in quick s
 be seen as the second alone (an intermediate state can be skipped; the last state of each
 change is always seen, and the terminal state always comes from the result). When the session
 is lost the watches lapse: the journal's continuity is broken, so every stream tells its
-consumer to re-read (a ``reset``), and kazoo re-reads every watched node on the new session.
+consumer to re-read (a ``reset``), and JobWatches re-reads every watched node on the new
+session (and after any reconnect), in pipelined batches from its own thread.
 """
 
 from __future__ import annotations
@@ -68,10 +70,11 @@ class JobEventSource:
         return self
 
     def stop(self) -> None:
-        # kazoo's watches have no remove: each ends when its callback next returns False.
+        # Server watches have no remove here: each is dropped unread when it next fires.
         self._stopped = True
         self._session.remove_listener(self._on_connection)
         self._to_watch.put(None)
+        self._watches.stop()
 
     @property
     def watched(self) -> int:
