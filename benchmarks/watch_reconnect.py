@@ -15,8 +15,10 @@ watch count (``mntr``'s ``zk_watch_count``). Printed as JSON.
 from __future__ import annotations
 
 import sys
+import tempfile
 import threading
 import time
+from pathlib import Path
 
 from kazoo.protocol.states import Callback
 
@@ -24,6 +26,7 @@ from _common import Json, document, parser, progress, run_main, temp_zookeeper, 
 from steward.ha.session import Session
 from steward.jobmanager.events.journal import Journal
 from steward.jobmanager.events.source import JobEventSource
+from steward.store.blob import BlobStore
 from steward.wire.records import JobStatusRecord
 from steward.wire.states import JobState
 
@@ -79,12 +82,16 @@ def probe_delays(session: Session, window: float) -> tuple[float, int]:
 
 
 def one_size(zk_connect: str, zookeeper_watches: object, count: int, window: float) -> Json:
-    with Session(zk_connect, f"{ROOT}-{count}", name="bench-writer") as writer:
+    with (
+        Session(zk_connect, f"{ROOT}-{count}", name="bench-writer") as writer,
+        tempfile.TemporaryDirectory(prefix="steward-bench-blobs-") as storage,
+    ):
         create_jobs(writer, "job", count)
+        blobs = BlobStore(Path(storage).as_uri())  # results' bodies: none written here
         with Session(zk_connect, f"{ROOT}-{count}", name="bench-follower") as follower:
             journal = Journal(capacity=count + 10)
             begin = journal.head
-            source = JobEventSource(follower, journal).start()
+            source = JobEventSource(follower, blobs, journal).start()
             wait_until(lambda: _followed(journal, begin) >= count, 600, "every job followed")
             threads_before = threading.active_count()
             watches = zookeeper_watches()  # type: ignore[operator]
