@@ -58,6 +58,9 @@ def test_sigkilled_leader_is_replaced_well_within_the_session_timeout(
     with cluster.client(timeout=60) as client:
         client.submit(write_pipeline(tmp_path), args=[str(truth), "120", "0.25"], job_id="kept")
         wait_until(lambda: client.job("kept").state is JobState.RUNNING, 30)
+        # RUNNING comes with the process's spawn, the pipeline's own "start" line later: a
+        # failover faster than the runner's start-up would otherwise leave no line to check
+        wait_until(lambda: read_truth(truth), 30, message="the pipeline started")
         leader = cluster.leader()
         before = client.cluster().leader
         assert leader is not None and before is not None
@@ -88,6 +91,9 @@ def test_frozen_leader_keeps_its_term_while_its_port_still_accepts(
     with cluster.client(timeout=60) as client:
         client.submit(write_pipeline(tmp_path), args=[str(truth), "120", "0.25"], job_id="kept")
         wait_until(lambda: client.job("kept").state is JobState.RUNNING, 30)
+        # RUNNING comes with the process's spawn, the pipeline's own "start" line later: a
+        # failover faster than the runner's start-up would otherwise leave no line to check
+        wait_until(lambda: read_truth(truth), 30, message="the pipeline started")
         leader = cluster.leader()
         before = client.cluster().leader
         assert leader is not None and before is not None
