@@ -135,16 +135,20 @@ class Cgroup:
         """True while a live (non-zombie) process is in it; False once it is empty or gone."""
         try:
             events = (self.path / "cgroup.events").read_text()
-        except FileNotFoundError:
-            return False
+        except OSError as exc:
+            if _removed(exc):
+                return False
+            raise
         return "populated 1" in events
 
     def pids(self) -> list[int]:
         """The live processes in it now."""
         try:
             return [int(line) for line in (self.path / "cgroup.procs").read_text().split()]
-        except FileNotFoundError:
-            return []
+        except OSError as exc:
+            if _removed(exc):
+                return []
+            raise
 
     def kill(self) -> None:
         """SIGKILL every process in it at once (``cgroup.kill``: no fork escapes)."""
@@ -168,6 +172,12 @@ class Cgroup:
                 log.warning("could not remove cgroup=%s cause=%r", self.path, exc)
             return False
         return True
+
+
+def _removed(exc: OSError) -> bool:
+    """Whether ``exc`` says the cgroup is gone: ENOENT once removed, ENODEV for a read that
+    opened its file just before another thread removed it."""
+    return exc.errno in (errno.ENOENT, errno.ENODEV)
 
 
 def attempt_parent() -> Path | None:

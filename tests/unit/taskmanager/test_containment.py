@@ -8,6 +8,7 @@ environment token).
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import sys
@@ -166,3 +167,30 @@ def test_a_process_that_keeps_forking_into_new_sessions_is_killed_with_its_cgrou
 
     assert group.wait_gone(10.0)
     assert not cgroup.populated()
+
+
+@pytest.mark.parametrize("gone", [errno.ENOENT, errno.ENODEV])
+def test_a_cgroup_removed_while_it_is_read_is_empty(
+    gone: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A file of a cgroup opened just before another thread removes the cgroup reads as ENODEV
+    # (the kernel's answer; seen in CI while the monitor removed an emptied attempt's cgroup).
+    def removed(self: Path, *args: object, **kwargs: object) -> str:
+        raise OSError(gone, os.strerror(gone))
+
+    monkeypatch.setattr(Path, "read_text", removed)
+    cgroup = containment.Cgroup(tmp_path / "attempt")
+
+    assert not cgroup.populated()
+    assert cgroup.pids() == []
+
+
+def test_another_read_error_of_a_cgroup_is_not_taken_for_empty(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refused(self: Path, *args: object, **kwargs: object) -> str:
+        raise PermissionError(errno.EACCES, "denied")
+
+    monkeypatch.setattr(Path, "read_text", refused)
+    with pytest.raises(PermissionError):
+        containment.Cgroup(tmp_path / "attempt").populated()
