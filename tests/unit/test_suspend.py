@@ -125,6 +125,10 @@ class FakeZooKeeper:
         self.layout = SimpleNamespace(root="/steward/test")
         self.name = "fake"
         self.client = self
+        self.dropped: list[str] = []
+
+    def drop_connection(self, reason: str) -> None:
+        self.dropped.append(reason)
 
     def exists_async(self, _path: str) -> Any:
         outcome = SimpleNamespace(failed=self.unreachable.is_set())
@@ -155,6 +159,7 @@ def test_a_suspend_longer_than_fence_after_fences_at_the_resume(host: Suspender)
         zookeeper.unreachable.set()
         resumed = host.suspend(SUSPEND)
         wait_until(lambda: fenced.reasons, NOTICED_WITHIN, message="fenced after the resume")
+        wait_until(lambda: zookeeper.dropped, 5.0, message="the fenced connection dropped")
     finally:
         probe.stop()
     assert fenced.at is not None and fenced.at - resumed < NOTICED_WITHIN
