@@ -1,12 +1,44 @@
 """The testing kit's helpers under the short import path tests use: ``from support import
-wait_until`` (tests/ is on sys.path through its conftest). They live in :mod:`steward.testing`
-(deadlines instead of sleeps, free ports, the tests' ZooKeeper root); nothing is defined here.
+wait_until`` (tests/ is on sys.path through its conftest). Most live in :mod:`steward.testing`
+(deadlines instead of sleeps, free ports, the tests' ZooKeeper root); what needs the repository
+itself (running a script of benchmarks/) is defined here.
 """
 
 from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
 
 from steward.testing.ports import free_port, free_zookeeper_port
 from steward.testing.processes import TEST_ROOT as ZK_TEST_ROOT
 from steward.testing.waiting import wait_until
 
-__all__ = ["ZK_TEST_ROOT", "free_port", "free_zookeeper_port", "wait_until"]
+__all__ = [
+    "ROOT",
+    "ZK_TEST_ROOT",
+    "free_port",
+    "free_zookeeper_port",
+    "run_benchmark",
+    "wait_until",
+]
+
+ROOT = Path(__file__).parents[1]
+
+
+def run_benchmark(script: str, *args: str, timeout: float) -> dict[str, Any]:
+    """Run ``benchmarks/<script>`` with ``args`` from the repository's root, check that it
+    succeeded, and return the JSON document it printed."""
+    result = subprocess.run(
+        [sys.executable, f"benchmarks/{script}", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    document: dict[str, Any] = json.loads(result.stdout)
+    return document

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).parents[2]
+from support import run_benchmark
 
 
 # Slow (about 30 s): the cluster, peer and script benchmarks keep their own smoke tests in the
@@ -17,14 +14,5 @@ ROOT = Path(__file__).parents[2]
 @pytest.mark.slow
 @pytest.mark.zookeeper
 def test_quick_benchmark_run_prints_every_figure(tmp_path: Path) -> None:
-    result = subprocess.run(
-        [sys.executable, "benchmarks/run_all.py", "--quick", "--out-dir", str(tmp_path)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr[-2000:]
-    figures = json.loads(result.stdout)
+    figures = run_benchmark("run_all.py", "--quick", "--out-dir", str(tmp_path), timeout=240)
     assert {"leader_failover", "fenced_writes", "job_graph_store"} <= set(figures["benchmarks"])

@@ -8,12 +8,12 @@ which takes minutes on a loaded machine: it is marked slow.
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from support import run_benchmark
 
 ROOT = Path(__file__).parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -86,26 +86,17 @@ def test_replayed_ticks_counts_ticks_a_later_attempt_wrote_again(tmp_path: Path)
 @pytest.mark.slow
 @pytest.mark.zookeeper
 def test_quick_cluster_suite_prints_every_own_figure(tmp_path: Path) -> None:
-    result = subprocess.run(
-        [
-            sys.executable,
-            "benchmarks/run_all.py",
-            "--suite",
-            "cluster",
-            "--quick",
-            "--only",
-            ",".join(OWN),
-            "--out-dir",
-            str(tmp_path),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
+    figures = run_benchmark(
+        "run_all.py",
+        "--suite",
+        "cluster",
+        "--quick",
+        "--only",
+        ",".join(OWN),
+        "--out-dir",
+        str(tmp_path),
         timeout=900,
-        check=False,
     )
-    assert result.returncode == 0, result.stderr[-3000:]
-    figures = json.loads(result.stdout)
     for key in OWN:
         doc = figures["benchmarks"][key]
         assert "error" not in doc, doc

@@ -3,28 +3,14 @@ with nothing changed reads no job graph (the figure that says a round costs what
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).parents[2]
+from support import run_benchmark
 
 
 @pytest.mark.zookeeper
 def test_a_quick_run_reads_only_the_graphs_that_changed() -> None:
-    result = subprocess.run(
-        [sys.executable, "benchmarks/content_gc.py", "--quick", "--jobs", "30"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    doc = json.loads(result.stdout)
+    doc = run_benchmark("content_gc.py", "--quick", "--jobs", "30", timeout=180)
     figures = doc["results"]["30"]
     assert figures["first_round"]["graphs_read"] == 30
     assert figures["later_rounds"]["graphs_read"] == [0, 0]

@@ -5,28 +5,14 @@ Real ZooKeeper, JobManagers and a TaskManager as processes; about 30 s on a quie
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).parents[2]
+from support import run_benchmark
 
 
 @pytest.mark.zookeeper
 def test_quick_floor_run_splits_each_crash_failover_into_its_phases() -> None:
-    result = subprocess.run(
-        [sys.executable, "benchmarks/failover_floor.py", "--quick", "--jobs", "2"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    doc = json.loads(result.stdout)
+    doc = run_benchmark("failover_floor.py", "--quick", "--jobs", "2", timeout=300)
     trials = doc["results"]["trials"]
     assert len(trials) == 2
     for trial in trials:

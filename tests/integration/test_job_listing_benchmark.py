@@ -2,30 +2,15 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from pathlib import Path
-from typing import Any
-
 import pytest
 
-ROOT = Path(__file__).parents[2]
+from support import run_benchmark
 
 
 @pytest.mark.zookeeper
 def test_a_tiny_run_pages_every_kind_and_streams_every_last_state() -> None:
     small = ["--jobs", "300", "--requests", "3", "--rate", "100", "--seconds", "0.5"]
-    result = subprocess.run(
-        [sys.executable, "benchmarks/job_listing.py", "--quick", *small, "--sse-jobs", "5"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    doc: dict[str, Any] = json.loads(result.stdout)
+    doc = run_benchmark("job_listing.py", "--quick", *small, "--sse-jobs", "5", timeout=240)
     (size,) = doc["results"]["listing"]
     assert size["jobs"] == 300
     assert len(size["pages"]) == 6

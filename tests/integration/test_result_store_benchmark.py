@@ -3,29 +3,15 @@ figure it exists for holds (ZooKeeper's own count of bytes per finished job unde
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).parents[2]
+from support import run_benchmark
 
 pytestmark = pytest.mark.zookeeper
 
 
 def test_quick_result_store_benchmark_prints_its_figures() -> None:
-    run = subprocess.run(
-        [sys.executable, "benchmarks/result_store.py", "--quick"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-    )
-    assert run.returncode == 0, run.stderr[-2000:]
-    document = json.loads(run.stdout)
+    document = run_benchmark("result_store.py", "--quick", timeout=180)
     (point,) = document["results"]["points"]
     assert point["results"] == 200
     assert point["zookeeper_bytes_per_job"] < 200

@@ -7,12 +7,13 @@ Steward and under spark-submit), which takes over a minute on a loaded machine: 
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from support import run_benchmark
 
 ROOT = Path(__file__).parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -21,17 +22,7 @@ from script_submit import counts_in  # noqa: E402
 
 
 def _run(*options: str, timeout: float) -> dict[str, Any]:
-    result = subprocess.run(
-        [sys.executable, "benchmarks/script_submit.py", "--quick", *options],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    doc: dict[str, Any] = json.loads(result.stdout)
-    return doc
+    return run_benchmark("script_submit.py", "--quick", *options, timeout=timeout)
 
 
 def _row(doc: dict[str, Any], starts: str) -> dict[str, Any]:

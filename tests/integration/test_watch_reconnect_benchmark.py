@@ -3,29 +3,14 @@ a reconnect adds no thread per followed job."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from pathlib import Path
-from typing import Any
-
 import pytest
 
-ROOT = Path(__file__).parents[2]
+from support import run_benchmark
 
 
 @pytest.mark.zookeeper
 def test_quick_run_prints_the_figures_and_a_reconnect_adds_no_thread_per_job() -> None:
-    result = subprocess.run(
-        [sys.executable, "benchmarks/watch_reconnect.py", "--quick"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    doc: dict[str, Any] = json.loads(result.stdout)
+    doc = run_benchmark("watch_reconnect.py", "--quick", timeout=180)
     figures = doc["results"]["jobs_200"]
     assert figures["server_watches"] > 0
     assert figures["callback_wait_max_ms"] >= 0
