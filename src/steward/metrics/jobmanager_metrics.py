@@ -14,10 +14,10 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import Counter, Histogram
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 
-from .registry import BACKOFF_BUCKETS, LATENCY_BUCKETS, SnapshotCollector, new_registry
+from .registry import BACKOFF_BUCKETS, LATENCY_BUCKETS, ProcessMetrics
 
 
 @dataclass(frozen=True)
@@ -43,12 +43,11 @@ class JobManagerSnapshot:
     taskmanagers: Mapping[str, TaskManagerSlots] = field(default_factory=dict)
 
 
-class JobManagerMetrics:
+class JobManagerMetrics(ProcessMetrics[JobManagerSnapshot]):
     """The registry of one JobManager and its event metrics."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
-        self.registry: CollectorRegistry = new_registry()
-        self._state: SnapshotCollector[JobManagerSnapshot] | None = None
+        super().__init__(render_jobmanager)
         self._clock = clock
         self._lock = threading.Lock()
         self._heartbeats: dict[str, float] = {}
@@ -121,20 +120,6 @@ class JobManagerMetrics:
             " cleanup ended): an incident of the ensemble, never expected.",
             registry=r,
         )
-        self.zookeeper_round_trip = Histogram(
-            "steward_zookeeper_round_trip_seconds",
-            "Round trips of the liveness probe to ZooKeeper.",
-            buckets=LATENCY_BUCKETS,
-            registry=r,
-        )
-
-    def observe(self, snapshot: Callable[[], JobManagerSnapshot]) -> None:
-        """Read the JobManager's state through ``snapshot`` at every scrape (in place of
-        an earlier ``snapshot``: never two sets of the same series)."""
-        if self._state is not None:
-            self.registry.unregister(self._state)
-        self._state = SnapshotCollector(snapshot, render_jobmanager)
-        self.registry.register(self._state)
 
     # ------------------------------------------------------------------ events
 

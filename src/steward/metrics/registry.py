@@ -1,12 +1,12 @@
-"""The pieces both sides share: a fresh registry, latency buckets, a scrape-time collector, and
-the text exposition."""
+"""The pieces both sides share: a process's registry with its ZooKeeper round trips and its
+scrape-time state (:class:`ProcessMetrics`), latency buckets, and the text exposition."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from typing import Generic, TypeVar
 
-from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client import CollectorRegistry, Histogram, generate_latest
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
@@ -42,6 +42,30 @@ class SnapshotCollector(Collector, Generic[S]):
 
     def describe(self) -> Iterable[Metric]:
         return []  # the names depend on the state: checked at scrape time, not registration
+
+
+class ProcessMetrics(Generic[S]):
+    """The registry of one JobManager or TaskManager: the series both have (the liveness
+    probe's round trips) and the state read at scrape time through ``render``."""
+
+    def __init__(self, render: Callable[[S], Iterable[Metric]]) -> None:
+        self.registry: CollectorRegistry = new_registry()
+        self._render = render
+        self._state: SnapshotCollector[S] | None = None
+        self.zookeeper_round_trip = Histogram(
+            "steward_zookeeper_round_trip_seconds",
+            "Round trips of the liveness probe to ZooKeeper.",
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+
+    def observe(self, snapshot: Callable[[], S]) -> None:
+        """Read the process's state through ``snapshot`` at every scrape (in place of an
+        earlier ``snapshot``: never two sets of the same series)."""
+        if self._state is not None:
+            self.registry.unregister(self._state)
+        self._state = SnapshotCollector(snapshot, self._render)
+        self.registry.register(self._state)
 
 
 def exposition(registry: CollectorRegistry) -> bytes:

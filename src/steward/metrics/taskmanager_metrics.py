@@ -8,13 +8,13 @@ from Prometheus' ``instance`` label.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import Counter
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 
-from .registry import LATENCY_BUCKETS, SnapshotCollector, new_registry
+from .registry import ProcessMetrics
 
 
 @dataclass(frozen=True)
@@ -29,12 +29,11 @@ class TaskManagerSnapshot:
     """It fenced itself (no ZooKeeper round trip for ``taskmanager.fence-after``)."""
 
 
-class TaskManagerMetrics:
+class TaskManagerMetrics(ProcessMetrics[TaskManagerSnapshot]):
     """The registry of one TaskManager and its event metrics."""
 
     def __init__(self) -> None:
-        self.registry: CollectorRegistry = new_registry()
-        self._state: SnapshotCollector[TaskManagerSnapshot] | None = None
+        super().__init__(render_taskmanager)
         r = self.registry
         self.attempts_started = Counter(
             "steward_taskmanager_attempts_started",
@@ -58,20 +57,6 @@ class TaskManagerMetrics:
             "Times this TaskManager fenced itself (ZooKeeper silent for fence-after).",
             registry=r,
         )
-        self.zookeeper_round_trip = Histogram(
-            "steward_zookeeper_round_trip_seconds",
-            "Round trips of the liveness probe to ZooKeeper.",
-            buckets=LATENCY_BUCKETS,
-            registry=r,
-        )
-
-    def observe(self, snapshot: Callable[[], TaskManagerSnapshot]) -> None:
-        """Read the TaskManager's state through ``snapshot`` at every scrape (in place of
-        an earlier ``snapshot``: never two sets of the same series)."""
-        if self._state is not None:
-            self.registry.unregister(self._state)
-        self._state = SnapshotCollector(snapshot, render_taskmanager)
-        self.registry.register(self._state)
 
     def attempt_ended(self, outcome: str) -> None:
         self.attempts_ended.labels(outcome=outcome).inc()
