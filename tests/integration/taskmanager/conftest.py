@@ -13,6 +13,9 @@ started in-process :class:`TaskManager`, stopped after the test.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, suppress
 from pathlib import Path
@@ -112,19 +115,30 @@ TM_KEYS = {
 
 
 @pytest.fixture
-def tm_config(zk_quorum: str, cluster_id: str, tmp_path: Path) -> Callable[..., Configuration]:
-    """A configuration of this test's cluster; keyword arguments override keys by name."""
+def tm_keys(zk_quorum: str, cluster_id: str, tmp_path: Path) -> Callable[..., dict[str, str]]:
+    """The keys of this test's cluster; keyword arguments override keys by name."""
 
-    def _config(quorum: str = zk_quorum, **keys: str) -> Configuration:
-        values = {
+    def _keys(quorum: str | None = None, **keys: str) -> dict[str, str]:
+        return {
             **TM_KEYS,
-            "high-availability.zookeeper.quorum": quorum,
+            "high-availability.zookeeper.quorum": quorum or zk_quorum,
             "high-availability.zookeeper.root": ZK_TEST_ROOT,
             "high-availability.cluster-id": cluster_id,
             "high-availability.storage-dir": f"file://{tmp_path / 'storage'}",
             "taskmanager.workdir": str(tmp_path / "work"),
             **keys,
         }
+
+    return _keys
+
+
+@pytest.fixture
+def tm_config(
+    tm_keys: Callable[..., dict[str, str]], tmp_path: Path
+) -> Callable[..., Configuration]:
+    """A configuration of this test's cluster (:func:`tm_keys`), its file written."""
+
+    def _config(quorum: str | None = None, **keys: str) -> Configuration:
         own = tmp_path / "steward.toml"
         # An explicit file: neither ./steward.toml nor STEWARD_* may leak in. Its one setting
         # (also for the TaskManager processes started with --config it): world-open ZooKeeper
@@ -133,9 +147,43 @@ def tm_config(zk_quorum: str, cluster_id: str, tmp_path: Path) -> Callable[..., 
         # And the cluster's internal credential, which TaskManagers heartbeat with.
         with own.open("a") as toml:
             toml.write(f'"security.internal.token-file" = "{internal_token_file(tmp_path)}"\n')
-        return config.load(own, values, environ={})
+        return config.load(own, tm_keys(quorum, **keys), environ={})
 
     return _config
+
+
+@pytest.fixture
+def tm_process(
+    tmp_path: Path,
+    tm_keys: Callable[..., dict[str, str]],
+    tm_config: Callable[..., Configuration],
+) -> Iterator[Callable[..., subprocess.Popen[bytes]]]:
+    """``steward taskmanager --id ID`` as a process of its own, with this test's keys (keyword
+    arguments override them by name), its output in ``ID.log``; killed after the test."""
+    started: list[subprocess.Popen[bytes]] = []
+
+    def _start(tm_id: str, **keys: str) -> subprocess.Popen[bytes]:
+        tm_config(**keys)  # its file, which the process reads with --config
+        argv = [sys.executable, "-m", "steward.cli", "--config", str(tmp_path / "steward.toml")]
+        for key, value in tm_keys(**keys).items():
+            argv += ["-D", f"{key}={value}"]
+        env = {k: v for k, v in os.environ.items() if not k.startswith("STEWARD_")}
+        with (tmp_path / f"{tm_id}.log").open("ab") as log:
+            process = subprocess.Popen(
+                [*argv, "taskmanager", "--id", tm_id],
+                cwd=tmp_path,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        started.append(process)
+        return process
+
+    yield _start
+    for process in started:
+        with suppress(ProcessLookupError):
+            process.kill()
+        process.wait(timeout=10)
 
 
 @pytest.fixture

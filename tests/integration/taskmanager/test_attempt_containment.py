@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +23,6 @@ from ha_harness import expire_session
 from scripted_leader import ScriptedLeader, start_command
 
 from escapers import ESCAPER, alive, escaped_from, kill_sleepers
-from steward.config import Configuration
 from steward.ha.session import Session
 from steward.store.blob import BlobStore
 from steward.store.leases import ExecutionLeases
@@ -168,46 +166,6 @@ def test_self_fencing_kills_a_daemonised_process_of_the_attempt(rig: Rig) -> Non
 # ---------------------------------------------------------------- a SIGKILLed TaskManager
 
 
-@pytest.fixture
-def tm_process(
-    tmp_path: Path, tm_config: Callable[..., Configuration]
-) -> Iterator[Callable[[str], subprocess.Popen[bytes]]]:
-    """``steward taskmanager --id ID`` as a process of its own; killed after the test."""
-    started: list[subprocess.Popen[bytes]] = []
-
-    def _start(tm_id: str) -> subprocess.Popen[bytes]:
-        cfg = tm_config()
-        keys = {
-            "high-availability.zookeeper.quorum": str(cfg["high-availability.zookeeper.quorum"]),
-            "high-availability.zookeeper.root": str(cfg["high-availability.zookeeper.root"]),
-            "high-availability.cluster-id": str(cfg["high-availability.cluster-id"]),
-            "high-availability.storage-dir": str(cfg["high-availability.storage-dir"]),
-            "taskmanager.workdir": str(cfg["taskmanager.workdir"]),
-            "high-availability.zookeeper.session-timeout": "6s",
-            "taskmanager.fence-after": "3s",
-            "taskmanager.deadman-timeout": f"{DEADMAN_TIMEOUT:g}s",
-            "heartbeat.interval": "500ms",
-        }
-        overrides = [arg for key, value in keys.items() for arg in ("-D", f"{key}={value}")]
-        env = {k: v for k, v in os.environ.items() if not k.startswith("STEWARD_")}
-        argv = [sys.executable, "-m", "steward.cli", "--config", str(tmp_path / "steward.toml")]
-        with (tmp_path / f"{tm_id}.log").open("ab") as log:
-            process = subprocess.Popen(
-                [*argv, *overrides, "taskmanager", "--id", tm_id],
-                cwd=tmp_path,
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
-        started.append(process)
-        return process
-
-    yield _start
-    for process in started:
-        process.kill()
-        process.wait(timeout=10)
-
-
 def test_a_sigkilled_taskmanager_leaves_no_process_of_its_attempt(
     tmp_path: Path,
     scripted: Callable[..., ScriptedLeader],
@@ -217,7 +175,7 @@ def test_a_sigkilled_taskmanager_leaves_no_process_of_its_attempt(
 ) -> None:
     leader = scripted()
     observer = tm_session("observer")
-    process = tm_process("tm-kill")
+    process = tm_process("tm-kill", **{"taskmanager.deadman-timeout": f"{DEADMAN_TIMEOUT:g}s"})
     path = observer.layout.taskmanager("tm-kill")
     wait_until(lambda: observer.client.exists(path), 30, message="tm-kill registered")
     escaped_pids: list[int] = []

@@ -8,20 +8,16 @@ deadman-timeout) and the lease to the session (it vanishes with it).
 
 from __future__ import annotations
 
-import contextlib
-import os
 import signal
 import subprocess
-import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
 import pytest
 from scripted_leader import ScriptedLeader, start_command
 
-from steward.config import Configuration
 from steward.ha.session import Session
 from steward.store.blob import BlobStore
 from steward.store.leases import ExecutionLeases
@@ -38,66 +34,6 @@ def alive(pid: int) -> bool:
         return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
     except psutil.NoSuchProcess:
         return False
-
-
-@pytest.fixture
-def tm_process(
-    tmp_path: Path, tm_config: Callable[..., Configuration]
-) -> Iterator[Callable[..., subprocess.Popen[bytes]]]:
-    """Start ``python -m steward.cli ... taskmanager --id ID``; killed after the test."""
-    started: list[subprocess.Popen[bytes]] = []
-
-    def _start(tm_id: str, **keys: str) -> subprocess.Popen[bytes]:
-        cfg = tm_config(**keys)
-        overrides = [
-            arg
-            for key in (
-                "high-availability.zookeeper.quorum",
-                "high-availability.zookeeper.root",
-                "high-availability.cluster-id",
-                "high-availability.zookeeper.session-timeout",
-                "taskmanager.fence-after",
-                "taskmanager.deadman-timeout",
-                "heartbeat.interval",
-                "taskmanager.workdir",
-                "high-availability.storage-dir",
-            )
-            for arg in ("-D", f"{key}={_raw(cfg, key)}")
-        ]
-        env = {k: v for k, v in os.environ.items() if not k.startswith("STEWARD_")}
-        with (tmp_path / f"{tm_id}.log").open("ab") as log:
-            process = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "steward.cli",
-                    "--config",
-                    str(tmp_path / "steward.toml"),
-                    *overrides,
-                    "taskmanager",
-                    "--id",
-                    tm_id,
-                ],
-                cwd=tmp_path,
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
-        started.append(process)
-        return process
-
-    yield _start
-    for process in started:
-        with contextlib.suppress(ProcessLookupError):
-            process.kill()
-        process.wait(timeout=10)
-
-
-def _raw(cfg: Configuration, key: str) -> str:
-    value = cfg[key]
-    if key.endswith(("timeout", "fence-after", "interval")):
-        return f"{round(float(value) * 1000)}ms"
-    return str(value)
 
 
 def registered(session: Session, tm_id: str) -> bool:

@@ -11,18 +11,15 @@ process takes its spare and the spare's JVM with it (dead-man's switch, rule 4).
 from __future__ import annotations
 
 import contextlib
-import os
 import signal
 import subprocess
-import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
 import pytest
 from scripted_leader import GATED, ScriptedLeader, start_command
 
-from steward.config import Configuration
 from steward.store.blob import BlobStore
 from steward.taskmanager.manager import TaskManager
 from steward.wire.heartbeat import CancelAttempt
@@ -178,55 +175,6 @@ def test_a_cancelled_attempt_on_a_warm_spare_is_gone_with_its_jvm(
 
 
 # ---------------------------------------------------------------- a TaskManager process
-
-
-@pytest.fixture
-def tm_process(
-    tmp_path: Path, tm_config: Callable[..., Configuration]
-) -> Iterator[Callable[..., subprocess.Popen[bytes]]]:
-    started: list[subprocess.Popen[bytes]] = []
-
-    def _start(tm_id: str, **keys: str) -> subprocess.Popen[bytes]:
-        cfg = tm_config(**keys)
-        values = {
-            "high-availability.zookeeper.quorum": cfg.zookeeper_quorum,
-            "high-availability.zookeeper.root": cfg["high-availability.zookeeper.root"],
-            "high-availability.cluster-id": cfg.cluster_id,
-            "high-availability.storage-dir": cfg.storage_dir,
-            "taskmanager.workdir": str(cfg["taskmanager.workdir"]),
-            "high-availability.zookeeper.session-timeout": "6s",
-            "taskmanager.fence-after": "3s",
-            "taskmanager.deadman-timeout": "2s",
-            **keys,
-        }
-        overrides = [arg for key, value in values.items() for arg in ("-D", f"{key}={value}")]
-        env = {k: v for k, v in os.environ.items() if not k.startswith("STEWARD_")}
-        with (tmp_path / f"{tm_id}.log").open("ab") as log:
-            process = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "steward.cli",
-                    "--config",
-                    str(tmp_path / "steward.toml"),
-                    *overrides,
-                    "taskmanager",
-                    "--id",
-                    tm_id,
-                ],
-                cwd=tmp_path,
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
-        started.append(process)
-        return process
-
-    yield _start
-    for process in started:
-        with contextlib.suppress(ProcessLookupError):
-            process.kill()
-        process.wait(timeout=10)
 
 
 def test_a_sigkilled_taskmanager_takes_its_spare_and_the_spares_jvm_with_it(
