@@ -22,8 +22,27 @@ from collections.abc import Iterator
 
 import pytest
 
+import module_order
 from steward.testing.zookeeper import heal_ensemble, start_ensemble
 from steward.zookeeper.managed import ManagedEnsemble
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--record-durations",
+        action="store_true",
+        help="write each module's time into tests/durations.json (the order modules run in)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("--record-durations") and not hasattr(config, "workerinput"):
+        config.pluginmanager.register(module_order.DurationRecorder(), "record-durations")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items[:] = module_order.longest_first(items, module_order.known_durations())
+
 
 # ---------------------------------------------------------------------------------------------
 # ZooKeeper
