@@ -118,6 +118,7 @@ def _silent(ground: Path, job: str, attempt: int, quiet: float) -> bool:
     return time.monotonic() - truth.last_seen(ground, job, attempt) > quiet
 
 
+@pytest.mark.slow  # ~100 s: a 2 s-tick ensemble starts, a session timeout, a replacement
 def test_taskmanager_behind_a_cut_off_follower_fences_before_the_replacement_starts(
     ensemble_cluster: tuple[NetnsCluster, Ensemble], tmp_path: Path
 ) -> None:
