@@ -68,7 +68,7 @@ class ServerTiming:
 
 
 SAMPLE_SERVERS = ServerTiming(tick_time=2.0, sync_limit=5)
-"""ZooKeeper's sample zoo.cfg (and tickTime's default): assumed when no server shows ``conf``."""
+"""ZooKeeper's sample zoo.cfg (conf/zoo_sample.cfg), what many ensembles run as shipped."""
 
 
 @dataclass(frozen=True)

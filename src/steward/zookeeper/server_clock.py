@@ -52,7 +52,7 @@ def server_clock(host: str, port: int, timeout: float = 1.0) -> ServerTiming | N
 
 def ensemble_clock(quorum: str, timeout: float = 1.0) -> ServerTiming | None:
     """The slowest clock among the servers of ``quorum`` that show it (asked at once, so this
-    takes at most ``timeout``); None if none does."""
+    takes about ``timeout`` at most); None if none does."""
     hosts = servers_of(quorum)
     if not hosts:
         return None
