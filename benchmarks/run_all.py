@@ -80,6 +80,7 @@ CLUSTER_SUITE = (
     Benchmark("result_store", "result_store"),
     Benchmark("job_listing", "job_listing"),
     Benchmark("watch_reconnect", "watch_reconnect"),
+    Benchmark("liveness_probe", "liveness_probe"),
 )
 SUITES = {"foundation": SUITE, "cluster": CLUSTER_SUITE}
 CHILD_STOP_TIMEOUT = 60.0

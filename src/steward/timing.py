@@ -14,7 +14,16 @@ the session timeout ZooKeeper *granted*, F ``taskmanager.fence-after``, D
 - ``max(Fj, D + Fj/8) + M <= T``: a leader cut off (Fj) or frozen (D) has killed its
   initialize hooks before its session, and with it its latch, expires, which is when the next
   leader may be granted and run the same hooks (there is no grace before those);
-- ``F < T``, as before: fence-after is counted from the last round trip, never past the lease.
+- ``F < T``, as before: fence-after is counted from the last round trip, never past the lease;
+- with the servers' own clock known (:class:`ServerTiming`, from their ``conf``), also
+  ``F + L + M <= T + G`` and ``Fj + Lj + M <= T``, L = tickTime/2 + P (Lj with Fj/8): the
+  ZooKeeper leader, which expires sessions, hears of a client's round trips through a follower
+  only when it next pings that follower (every tickTime/2), so a follower cut off right after
+  the probe's last round trip leaves the session known alive from up to L before it.
+
+The probe's round trip is a ``sync``, which a follower answers only after the leader did: a
+follower cut off from its leader goes on answering reads for up to syncLimit x tickTime, and a
+read it answered proves nothing about the session (issue 23; docs/architecture.md).
 
 The configured timeout is checked when the configuration is loaded; the granted one, which a
 server's ``maxSessionTimeout`` (or ``minSessionTimeout``) may change, after connecting.
@@ -37,6 +46,29 @@ left as little as 0.7 s of margin; 0.75 s leaves about 1.4 s (docs/reliability.m
 
 def _s(seconds: float) -> str:
     return f"{seconds:g}s"
+
+
+@dataclass(frozen=True)
+class ServerTiming:
+    """A ZooKeeper ensemble's own clock, as its servers' ``conf`` shows it (in seconds)."""
+
+    tick_time: float
+    sync_limit: int
+
+    @property
+    def touch_lag(self) -> float:
+        """Longest the leader may go without hearing of a round trip a follower answered: it
+        collects its followers' clients' touches with its pings, every tickTime/2."""
+        return self.tick_time / 2
+
+    @property
+    def follower_grace(self) -> float:
+        """How long a follower cut off from the leader goes on answering reads."""
+        return self.sync_limit * self.tick_time
+
+
+SAMPLE_SERVERS = ServerTiming(tick_time=2.0, sync_limit=5)
+"""ZooKeeper's sample zoo.cfg (conf/zoo_sample.cfg), what many ensembles run as shipped."""
 
 
 @dataclass(frozen=True)
@@ -64,9 +96,12 @@ class TimingChain:
         period = self.jobmanager_fence_after / PROBE_ROUNDS
         return max(self.jobmanager_fence_after, self.deadman_timeout + period)
 
-    def problems(self, session_timeout: float | None = None) -> list[tuple[str, str]]:
-        """What breaks the chain with ``session_timeout`` (default: the configured one), as
-        (key to change, explanation) pairs; empty when the chain holds."""
+    def problems(
+        self, session_timeout: float | None = None, servers: ServerTiming | None = None
+    ) -> list[tuple[str, str]]:
+        """What breaks the chain with ``session_timeout`` (default: the configured one) and,
+        when known, the servers' clock, as (key to change, explanation) pairs; empty when the
+        chain holds."""
         t = self.session_timeout if session_timeout is None else session_timeout
         margin = MARGIN_SHARE * t
         found: list[tuple[str, str]] = []
@@ -78,7 +113,41 @@ class TimingChain:
             found.append(("taskmanager.fence-after", self._tm_chain_broken(t, margin)))
         if self.jobmanager_bound + margin > t:
             found.append(("jobmanager.fence-after", self._jm_chain_broken(t, margin)))
+        if servers is not None:
+            found += self._server_problems(t, margin, servers)
         return found
+
+    def _server_problems(
+        self, t: float, margin: float, servers: ServerTiming
+    ) -> list[tuple[str, str]]:
+        found: list[tuple[str, str]] = []
+        lag = servers.touch_lag + self.probe_period
+        if self.fence_after + lag + margin > t + self.replacement_grace:
+            text = self._lag_breaks("taskmanager", self.fence_after, lag, margin)
+            found.append(("taskmanager.fence-after", text + self._grace_note(t)))
+        lag = servers.touch_lag + self.jobmanager_fence_after / PROBE_ROUNDS
+        if self.jobmanager_fence_after + lag + margin > t:
+            text = self._lag_breaks("jobmanager", self.jobmanager_fence_after, lag, margin)
+            found.append(("jobmanager.fence-after", text + self._session_note(t)))
+        return found
+
+    @staticmethod
+    def _lag_breaks(process: str, fence_after: float, lag: float, margin: float) -> str:
+        return (
+            f"{process}.fence-after ({_s(fence_after)}), plus how late the ZooKeeper leader"
+            f" may hear of a round trip a follower answered (tickTime/2 + one probe period ="
+            f" {_s(lag)}), plus a {_s(margin)} margin, must not exceed"
+        )
+
+    @staticmethod
+    def _session_note(t: float) -> str:
+        return f" the session timeout ({_s(t)}), or the next leader could run the same hooks"
+
+    def _grace_note(self, t: float) -> str:
+        return (
+            f" the session timeout ({_s(t)}) plus jobmanager.replacement-grace"
+            f" ({_s(self.replacement_grace)}), or a replacement could start while it runs"
+        )
 
     def _fence_after_too_long(self, t: float) -> str:
         return (
@@ -124,4 +193,19 @@ class TimingChain:
             + "; ".join(text for _, text in broken)
             + f". Set {', '.join(keys)} for a {_s(granted)} session, or raise the servers'"
             " maxSessionTimeout to at least the configured session timeout."
+        )
+
+    def servers_problem(self, granted: float, servers: ServerTiming) -> str | None:
+        """A clear refusal when the servers' clock leaves the chain no room with ``granted``
+        (the rest of the chain holding; :meth:`granted_problem` says when it does not)."""
+        broken = self._server_problems(granted, MARGIN_SHARE * granted, servers)
+        if not broken:
+            return None
+        keys = sorted({key for key, _ in broken})
+        return (
+            f"the ZooKeeper servers tick every {_s(servers.tick_time)} (tickTime in their"
+            " conf): "
+            + "; ".join(text for _, text in broken)
+            + f". Lower {', '.join(keys)}, raise high-availability.zookeeper.session-timeout,"
+            " or lower the servers' tickTime."
         )

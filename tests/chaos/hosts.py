@@ -1,11 +1,12 @@
 """The chaos cluster on hosts of its own: one network namespace per member, on one bridge.
 
 ``campaign --network`` runs every JobManager and TaskManager in a namespace of its own, and
-the 3-server ZooKeeper ensemble in a namespace ``zk`` (its servers on one address, three
-ports), all wired to a bridge (tests/e2e/partition/network.py). The campaign's own thread
-moves into the bridge's namespace first, so that everything it starts and asks afterwards
-(the workload's client, the nemesis' probes, the checker's ZooKeeper reads) is on that
-network, as an operator's machine would be; :meth:`Hosts.close` moves it back.
+each server of the 3-server ZooKeeper ensemble in one too (``zk1``..``zk3``, so that a
+follower can be cut off from its leader), all wired to a bridge
+(tests/e2e/partition/network.py). The campaign's own thread moves into the bridge's
+namespace first, so that everything it starts and asks afterwards (the workload's client, the
+nemesis' probes, the checker's ZooKeeper reads) is on that network, as an operator's machine
+would be; :meth:`Hosts.close` moves it back.
 
 What this adds to the nemesis: the network faults (``chaos.nemesis.NETWORK_KINDS``). Each
 member keeps its address across restarts, so a restarted member is the same host.
@@ -22,7 +23,8 @@ from e2e.partition.network import Network, NetworkUnavailableError, enter_namesp
 from steward.testing.ports import free_zookeeper_port
 from steward.zookeeper.managed import ManagedEnsemble
 
-ZK_HOST = "zk"
+ZK_HOSTS = ("zk1", "zk2", "zk3")
+"""The host of ZooKeeper server n is ZK_HOSTS[n - 1]."""
 JM_PORT = 8081
 
 
@@ -41,7 +43,7 @@ class Hosts:
             self.network.close()
             os.close(self._home)
             raise
-        self.zookeeper_address = self.network.add(ZK_HOST)
+        self.zookeeper_addresses = [self.network.add(name) for name in ZK_HOSTS]
 
     def add(self, name: str) -> str:
         """A new host ``name`` (its address), or the address it already has."""
@@ -51,9 +53,11 @@ class Hosts:
         return self.network.exec_prefix(name)
 
     def start_ensemble(self, data_dir: Path, timeout: float) -> ManagedEnsemble:
-        """Three ZooKeeper servers on host ``zk`` (their ports are that namespace's own)."""
-        ensemble = ManagedEnsemble(data_dir, command_prefix=self.prefix(ZK_HOST))
-        ensemble.start(3, free_zookeeper_port(3), timeout=timeout, host=self.zookeeper_address)
+        """Three ZooKeeper servers, server n on host ``ZK_HOSTS[n - 1]``."""
+        ensemble = ManagedEnsemble(
+            data_dir, command_prefix=lambda server: self.prefix(ZK_HOSTS[server - 1])
+        )
+        ensemble.start(3, free_zookeeper_port(3), timeout=timeout, host=self.zookeeper_addresses)
         return ensemble
 
     def close(self) -> None:

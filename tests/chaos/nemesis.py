@@ -39,11 +39,12 @@ from typing import Any
 import psutil
 
 from chaos.cluster import ChaosCluster, StorageFreezer
-from chaos.hosts import ZK_HOST, Hosts
+from chaos.hosts import ZK_HOSTS, Hosts
 from chaos.truth import Attempt, DeathWatcher
 from e2e.partition.network import Network, can_drop_randomly
 from steward.errors import StewardError
 from steward.testing.processes import Proc
+from steward.zookeeper.fourletter import ServerMode
 from steward.zookeeper.managed import ManagedEnsemble
 
 log = logging.getLogger(__name__)
@@ -69,6 +70,7 @@ NETWORK_KINDS = (
     "leader_from_zookeeper",
     "taskmanager_from_leader",
     "slow_link",
+    "follower_cut_off",
 )
 NOT_INJECTED = {
     "network_cut": "not injected: every process shares the loopback interface of one network"
@@ -452,14 +454,35 @@ class Nemesis:
         proc = self._jobmanager(rng, leader=True)
         if proc is None:
             return None
-        pair = (proc.id, ZK_HOST)
+        pairs = [(proc.id, server) for server in ZK_HOSTS]
         return self._network_fault(
             rng,
             "leader_from_zookeeper",
             proc.id,
-            apply=lambda: self._block(pair),
-            undo=lambda: self._unblock(pair),
+            apply=lambda: self._block_all(pairs),
+            undo=lambda: self._unblock_all(pairs),
             leader=proc.id,
+        )
+
+    def _follower_cut_off(self, rng: random.Random) -> Fault | None:
+        """A ZooKeeper follower loses the ZooKeeper leader and the other follower, and a
+        TaskManager reaches only that follower: the follower answers reads for syncLimit x
+        tickTime while the leader expires the TaskManager's session; the TaskManager must
+        kill its attempts before a replacement starts (rule 4; issue 23)."""
+        tm = self._taskmanager(rng)
+        modes = {s.server_id: s.mode for s in self.ensemble.status()}
+        followers = sorted(n for n, mode in modes.items() if mode is ServerMode.FOLLOWER)
+        if tm is None or not followers:
+            return None
+        follower = ZK_HOSTS[rng.choice(followers) - 1]
+        others = [server for server in ZK_HOSTS if server != follower]
+        pairs = [(follower, server) for server in others] + [(tm.id, s) for s in others]
+        return self._network_fault(
+            rng,
+            "follower_cut_off",
+            f"{tm.id}/{follower}",
+            apply=lambda: self._block_all(pairs),
+            undo=lambda: self._unblock_all(pairs),
         )
 
     def _taskmanager_from_leader(self, rng: random.Random) -> Fault | None:
@@ -534,6 +557,14 @@ class Nemesis:
     def _unblock(self, pair: tuple[str, str]) -> None:
         self._network().unblock(*pair)
         self._blocks.discard(pair)
+
+    def _block_all(self, pairs: list[tuple[str, str]]) -> None:
+        for pair in pairs:
+            self._block(pair)
+
+    def _unblock_all(self, pairs: list[tuple[str, str]]) -> None:
+        for pair in pairs:
+            self._unblock(pair)
 
     def _throttle(self, name: str) -> None:
         loss = SLOW_LINK_LOSS_PERCENT if can_drop_randomly() else 0

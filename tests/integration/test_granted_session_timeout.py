@@ -158,3 +158,30 @@ def test_the_taskmanager_command_exits_with_the_reason(
     assert done.returncode == 2, done.stderr
     assert "granted a session timeout of 4s" in done.stderr
     assert "asks for 60s" in done.stderr and "maxSessionTimeout" in done.stderr
+
+
+def test_a_servers_tick_that_leaves_the_chain_no_room_refuses_the_session(
+    zk_quorum: str, cluster_id: str, tmp_path: Path
+) -> None:
+    # 3.1 s + one probe period (0.3875 s) + 0.4 s <= 4 s: the chain holds as configured, but
+    # the leader may hear of a round trip through a follower tickTime/2 (0.25 s) late.
+    cfg = config(
+        zk_quorum,
+        cluster_id,
+        tmp_path,
+        **{
+            "high-availability.zookeeper.session-timeout": "4s",
+            "taskmanager.fence-after": "3100ms",
+            "jobmanager.replacement-grace": "0s",
+        },
+    )
+    assert cfg.timing.problems() == []
+    session = Session.from_config(cfg, name="tm-slow-tick")
+
+    with pytest.raises(ConfigurationError) as raised:
+        session.start()
+
+    message = str(raised.value)
+    assert "the ZooKeeper servers tick every 0.5s" in message
+    assert "taskmanager.fence-after (3.1s)" in message and "jobmanager.fence-after" in message
+    assert not session.connected

@@ -16,6 +16,7 @@ import logging
 from collections.abc import Iterator
 
 import pytest
+from kazoo.client import KazooClient
 
 from steward import clock
 from steward.ha.liveness import LivenessProbe
@@ -131,3 +132,45 @@ def test_a_frozen_leader_is_left_and_never_tried_again_until_another_serves(
         probe.stop()
         zk3.thaw_server(leader)
         session.close()
+
+
+def test_a_follower_that_lost_its_leader_answers_reads_but_not_the_probe(
+    zk3: ManagedEnsemble, on_a_follower: tuple[Session, int]
+) -> None:
+    """A follower whose leader is gone goes on answering reads from its own copy for up to
+    syncLimit x tickTime (3 s here) while the leader no longer hears of the session: the
+    probe's round trip (a sync) must not succeed through it (issue 23), and the probe must
+    still find the new leader before fence-after."""
+    session, follower = on_a_follower
+    leader = next(s.server_id for s in zk3.status() if s.mode is ServerMode.LEADER)
+    fenced: list[str] = []
+    probe = LivenessProbe(session, DEFAULT_FENCE_AFTER, fenced.append).start()
+    try:
+        wait_until(lambda: probe.last_success > clock.now() - 1.0, 5, message="probe answers")
+        # Another session on the same follower (this one's requests wait behind the probe's
+        # pending sync once the leader is gone).
+        reader = KazooClient(hosts=f"127.0.0.1:{zk3.client_ports[follower]}", timeout=10)
+        reader.start(timeout=15)
+        try:
+            frozen_at = clock.now()
+            zk3.freeze_server(leader)
+            # For 2 s (inside the follower's 3 s of grace) it goes on answering reads ...
+            reads = 0
+            while clock.now() < frozen_at + 2.0:
+                assert reader.exists(session.layout.root) is not None
+                reads += 1
+        finally:
+            reader.stop()
+            reader.close()
+        # ... but no round trip of the probe that started after the freeze has succeeded.
+        assert reads > 0
+        assert probe.last_success < frozen_at, probe.last_success - frozen_at
+        wait_until(
+            lambda: probe.fences > 0 or probe.last_success > frozen_at,
+            DEFAULT_FENCE_AFTER * 2,
+            message="the probe answered again (through the new leader), or fenced",
+        )
+        assert fenced == [] and probe.fences == 0
+    finally:
+        probe.stop()
+        zk3.thaw_server(leader)

@@ -130,7 +130,7 @@ class FakeZooKeeper:
     def drop_connection(self, reason: str) -> None:
         self.dropped.append(reason)
 
-    def exists_async(self, _path: str) -> Any:
+    def sync_async(self, _path: str) -> Any:
         outcome = SimpleNamespace(failed=self.unreachable.is_set())
 
         def get(timeout: float | None = None) -> None:

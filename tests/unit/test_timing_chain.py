@@ -10,7 +10,8 @@ import pytest
 
 from steward.config import load
 from steward.errors import ConfigurationError
-from steward.timing import TimingChain
+from steward.timing import SAMPLE_SERVERS, ServerTiming, TimingChain
+from steward.zookeeper.server_clock import parse_conf
 
 SESSION = "high-availability.zookeeper.session-timeout"
 
@@ -102,3 +103,46 @@ def test_a_granted_timeout_shorter_than_the_chain_needs_is_explained() -> None:
     assert "granted a session timeout of 40s" in problem
     assert "asks for 60s" in problem and "maxSessionTimeout" in problem
     assert "taskmanager.fence-after" in problem
+
+
+MANAGED_SERVERS = ServerTiming(tick_time=0.5, sync_limit=6)
+"""The managed ZooKeeper's clock (steward.zookeeper.layout)."""
+
+
+def test_the_default_chain_holds_with_the_sample_and_the_managed_servers_clock() -> None:
+    chain = load(environ={}).timing
+    assert chain.problems(servers=SAMPLE_SERVERS) == []
+    assert chain.problems(servers=MANAGED_SERVERS) == []
+    assert chain.servers_problem(10.0, SAMPLE_SERVERS) is None
+    # and the 4 s sessions the tests, the demo and the chaos campaigns use
+    assert (
+        load(environ={}, overrides={SESSION: "4s"}).timing.problems(servers=MANAGED_SERVERS) == []
+    )
+
+
+def test_the_leaders_lag_in_hearing_of_a_followers_round_trips_counts_in_the_chain() -> None:
+    # F + P + M = 3.1 + 0.3875 + 0.4 = 3.8875 <= 4 holds alone; the leader hears of a round
+    # trip through a follower up to tickTime/2 + P late: 3.1 + 0.25 + 0.3875 + 0.4 > 4.
+    chain = TimingChain(
+        session_timeout=4.0,
+        fence_after=3.1,
+        deadman_timeout=3.1,
+        jobmanager_fence_after=3.1,
+        replacement_grace=0.0,
+    )
+    assert chain.problems() == []
+    broken = chain.problems(servers=MANAGED_SERVERS)
+    assert [key for key, _ in broken] == ["taskmanager.fence-after", "jobmanager.fence-after"]
+    problem = chain.servers_problem(4.0, MANAGED_SERVERS)
+    assert problem is not None
+    assert "tick every 0.5s" in problem and "tickTime/2 + one probe period = 0.6375s" in problem
+    assert "Lower jobmanager.fence-after, taskmanager.fence-after" in problem
+    assert chain.servers_problem(4.0, ServerTiming(tick_time=0.2, sync_limit=5)) is None
+
+
+def test_the_servers_clock_is_read_from_their_conf() -> None:
+    ensemble = "clientPort=2181\ndataDir=/x\ntickTime=2000\ninitLimit=10\nsyncLimit=5\n"
+    assert parse_conf(ensemble) == ServerTiming(tick_time=2.0, sync_limit=5)
+    assert parse_conf("clientPort=2181\ntickTime=500\n") == ServerTiming(0.5, 0)  # standalone
+    assert parse_conf("") is None  # conf not allowed, or no answer
+    assert parse_conf("conf is not executed because it is not in the whitelist.") is None

@@ -14,11 +14,13 @@ from concurrent.futures import ThreadPoolExecutor
 from steward.ha.session import Session
 from steward.store.blob import BlobStore
 from steward.wire.doctor import DoctorReport, Finding, Severity
+from steward.zookeeper.server_clock import servers_of
 
+from .clock_checks import check_server_clock
 from .result_checks import check_results
 from .snapshot import read_snapshot
 from .state_checks import Limits, check_state
-from .zookeeper_checks import ask, check_servers, check_session, servers_of
+from .zookeeper_checks import ask, check_servers, check_session
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +48,7 @@ def examine(
         *check_results(snapshot, limits),
         *check_servers(servers, session.session_timeout),
         *check_session(session),
+        *check_server_clock(servers, session),
     ]
     if lost_writes:
         findings.append(

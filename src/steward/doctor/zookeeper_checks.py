@@ -28,22 +28,9 @@ BAD_RELEASES = {(3, 9, 3): "ZOOKEEPER-4925"}
 
 _VERSION = re.compile(r"Zookeeper version: (\d+)\.(\d+)\.(\d+)")
 _MODE = re.compile(r"^Mode: (\w+)", re.MULTILINE)
-_CONF = re.compile(r"^(tickTime|minSessionTimeout|maxSessionTimeout)=(-?\d+)\s*$", re.MULTILINE)
-
-
-def servers_of(quorum: str) -> list[tuple[str, int]]:
-    """The (host, port) pairs of a connect string ``h1:p1,h2:p2[/chroot]``."""
-    hosts = quorum.split("/", 1)[0]
-    found = []
-    for part in hosts.split(","):
-        host, _, port = part.strip().rpartition(":")
-        if host.startswith("[") and host.endswith("]"):
-            host = host[1:-1]
-        if host and port.isdigit():
-            found.append((host, int(port)))
-        elif part.strip():
-            found.append((part.strip(), 2181))
-    return found
+_CONF = re.compile(
+    r"^(tickTime|syncLimit|minSessionTimeout|maxSessionTimeout)=(-?\d+)\s*$", re.MULTILINE
+)
 
 
 def ask(host: str, port: int, timeout: float = 2.0) -> ServerReport:
@@ -62,6 +49,7 @@ def ask(host: str, port: int, timeout: float = 2.0) -> ServerReport:
         version=".".join(version.groups()) if version else None,  # not the build's hash
         mode=mode.group(1) if mode else None,
         tick_time_ms=limits.get("tickTime"),
+        sync_limit=limits.get("syncLimit"),
         min_session_timeout_ms=limits.get("minSessionTimeout"),
         max_session_timeout_ms=limits.get("maxSessionTimeout"),
     )

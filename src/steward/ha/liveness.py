@@ -7,12 +7,21 @@ counted from then would end after the session has expired on the servers, and a 
 could already be starting replacements (or running initialize hooks) while we still run ours.
 
 This module closes that gap (rule 4; docs/architecture.md, "Timing chain"): a thread
-makes a cheap round trip (``exists(<cluster root>)``) every ``fence_after / 8``
+makes a cheap round trip (``sync(<cluster root>)``) every ``fence_after / 8``
 (:data:`~steward.timing.PROBE_ROUNDS`) and calls ``on_fence`` as soon as ``fence_after``
-seconds have passed since the *start* of the last round trip that succeeded. The server
-answered after that instant, so the session was alive then, and it cannot expire before that
-instant plus the session timeout. A round trip that
+seconds have passed since the *start* of the last round trip that succeeded. The ZooKeeper
+leader, which expires sessions, had heard from the server after that instant, so the session
+was alive then, and it cannot expire before that instant (less the leader's touch lag, see
+:class:`~steward.timing.ServerTiming`) plus the session timeout. A round trip that
 succeeds again calls ``on_alive`` with the ``time.monotonic()`` instant it started.
+
+Why ``sync`` and not a read such as ``exists``: a follower answers a read from its own copy,
+and one cut off from the leader goes on doing so for up to syncLimit x tickTime (10 s with
+ZooKeeper's sample configuration) while the leader, no longer hearing of the session, expires
+it; a ``sync`` is answered only once the leader has answered it (issue 23: the TaskManager
+behind such a follower fenced seconds after its replacement started,
+tests/e2e/partition/test_follower_grace.py). It costs one hop more than a read (a follower
+forwards it), measured in docs/performance.md.
 
 Before it would fence, it moves: once ``failover_after`` (half of ``fence_after``) has passed
 without an answer, it drops the connection to the silent server and keeps kazoo off that
@@ -122,7 +131,7 @@ class LivenessProbe:
     def _round_trip(self, timeout: float) -> bool:
         until = clock.now() + timeout
         try:
-            result = self._session.client.exists_async(self._session.layout.root)
+            result = self._session.client.sync_async(self._session.layout.root)
             while not result.wait(clock.slice_of(until - clock.now())):
                 if clock.now() >= until:
                     log.debug("liveness probe timed out after %.3fs", timeout)

@@ -114,7 +114,7 @@ class Session:
         self._closing = threading.Event()
         self.restarts = 0
         """How many times the watchdog restarted a client whose connection thread died."""
-        self._granted = GrantedTimeout(name, session_timeout, timing)
+        self._granted = GrantedTimeout(name, session_timeout, timing, quorum)
         self._avoidance = Avoidance(self._client, quorum)
         self._started = False
         if not bound_handshakes(self._client, session_timeout, self._granted.record):
@@ -224,6 +224,11 @@ class Session:
     def granted_session_timeout(self) -> float | None:
         """The session timeout (seconds) the server granted at the last connect; None before."""
         return self._granted.value
+
+    @property
+    def timing(self) -> TimingChain | None:
+        """The timing chain this session's process must keep; None for a plain session."""
+        return self._granted.timing
 
     def granted_problem(self) -> str | None:
         """Why the granted session timeout breaks the timing chain; None if it does not."""

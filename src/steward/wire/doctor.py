@@ -50,6 +50,9 @@ class ServerReport(Value):
     version: str | None = None
     mode: str | None = Field(default=None, description="standalone, leader, follower...")
     tick_time_ms: int | None = Field(default=None, description="from `conf`, when allowed")
+    sync_limit: int | None = Field(
+        default=None, description="from `conf`: ticks a follower answers without its leader"
+    )
     min_session_timeout_ms: int | None = None
     max_session_timeout_ms: int | None = None
 

@@ -97,7 +97,7 @@ class NetnsCluster(ProcessCluster):
 
     def start_jobmanager(self, jm_id: str) -> Proc:
         self.call(self.register_admin_token)  # ZooKeeper is on the private network
-        address = self.network.add(jm_id)
+        address = self._host(jm_id)
         argv = self.command(
             "jobmanager",
             jm_id,
@@ -112,9 +112,14 @@ class NetnsCluster(ProcessCluster):
         return proc
 
     def start_taskmanager(self, tm_id: str, slots: int = 2) -> Proc:
-        self.network.add(tm_id)
+        self._host(tm_id)
         argv = self.command("taskmanager", tm_id, {"taskmanager.numberOfTaskSlots": str(slots)})
         return self.spawn("taskmanager", tm_id, [*self.network.exec_prefix(tm_id), *argv])
+
+    def _host(self, name: str) -> str:
+        """The address of member ``name``: the one a test made (and perhaps blocked from some
+        servers) before starting its process, or a new one."""
+        return self.network.members.get(name) or self.network.add(name)
 
     # Every query of the base class opens sockets: run it on the private network.
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from steward.doctor.zookeeper_checks import check_servers, servers_of, version_problem
+from steward.doctor.zookeeper_checks import check_servers, version_problem
 from steward.wire.doctor import ServerReport, Severity
+from steward.zookeeper.server_clock import servers_of
 
 
 @pytest.mark.parametrize(
