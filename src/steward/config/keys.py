@@ -3,8 +3,9 @@
 The ``high-availability.*`` keys are in keys_ha.py, the processes' in keys_processes.py, the
 clients', security's and the rest here; :class:`Option` and the shared checks in option.py.
 
-This is the one list of keys: loading rejects any other, docs/configuration.md documents each
-(a test compares them), and :mod:`steward.config.settings` exposes each through a typed field.
+This is the one list of keys, and the one place each is written: loading rejects any other,
+docs/configuration.md documents each (a test compares them), and each option names the typed
+field of :mod:`steward.config.settings` that exposes it (``setting=``).
 Flink-style names (``high-availability.zookeeper.quorum``); a default of None means the value
 is derived from other keys when the configuration is validated (the timing chain).
 """
@@ -18,6 +19,7 @@ from steward.config.option import (
     FENCE_AFTER_SHARE,
     MIN_ATTEMPT_LOG_SIZE,
     Option,
+    optional_path,
 )
 from steward.config.units import to_bool, to_int, to_str
 
@@ -31,6 +33,7 @@ OPTIONS: tuple[Option, ...] = (
         "",
         "Comma-separated JobManager URLs the CLI and Client talk to. Empty: the leader found"
         " through ZooKeeper, or the local cluster of ./.steward.",
+        setting="client.rest_address",
     ),
     Option(
         "rest.ssl.enabled",
@@ -40,6 +43,7 @@ OPTIONS: tuple[Option, ...] = (
         " rest.ssl.key; it then advertises an https:// address, which clients and"
         " TaskManagers find in ZooKeeper. `steward cluster start --tls` turns it on with a"
         " private CA of the cluster's own.",
+        setting="tls.enabled",
     ),
     Option(
         "rest.ssl.certificate",
@@ -48,6 +52,8 @@ OPTIONS: tuple[Option, ...] = (
         "PEM file of this process's certificate (intermediate CAs after it). A JobManager"
         " serves it; every process also presents it as its client certificate where a"
         " JobManager requires one (rest.ssl.client-auth).",
+        setting="tls.certificate",
+        to_setting=optional_path,
     ),
     Option(
         "rest.ssl.key",
@@ -55,6 +61,8 @@ OPTIONS: tuple[Option, ...] = (
         "",
         "PEM file of the certificate's private key, unencrypted. Refused if other users may"
         " read it (chmod 600).",
+        setting="tls.key",
+        to_setting=optional_path,
     ),
     Option(
         "rest.ssl.ca",
@@ -63,6 +71,8 @@ OPTIONS: tuple[Option, ...] = (
         "PEM bundle of the CA certificates that the CLI, steward.Client, TaskManagers and"
         " standby JobManagers verify a JobManager's certificate with (and a JobManager a"
         " client's, under rest.ssl.client-auth=require). Empty: the system's CAs.",
+        setting="tls.ca",
+        to_setting=optional_path,
     ),
     Option(
         "rest.ssl.client-auth",
@@ -75,6 +85,7 @@ OPTIONS: tuple[Option, ...] = (
         lambda v: (
             None if v in ("none", "optional", "require") else "must be none, optional or require"
         ),
+        setting="tls.client_auth",
     ),
     Option(
         "cluster.ssh.command",
@@ -84,6 +95,7 @@ OPTIONS: tuple[Option, ...] = (
         " masters and workers files that are not this machine (OpenSSH; split like a shell"
         " command line).",
         lambda v: None if v.strip() else "must name an SSH client, e.g. ssh",
+        setting="cluster.ssh_command",
     ),
     Option(
         "cluster.ssh.options",
@@ -92,6 +104,7 @@ OPTIONS: tuple[Option, ...] = (
         "Options given to cluster.ssh.command before the host. BatchMode=yes: key-based only,"
         " a host that would ask for a password is an error, never a prompt. Add -i KEY,"
         " -p PORT, -l USER or -F CONFIG here (or in ~/.ssh/config).",
+        setting="cluster.ssh_options",
     ),
     Option(
         "cluster.remote.python",
@@ -99,6 +112,7 @@ OPTIONS: tuple[Option, ...] = (
         "",
         "The Python that runs Steward on the other hosts of a cluster started over SSH."
         " Empty: the same path as this machine's (Steward installed alike on every host).",
+        setting="cluster.remote_python",
     ),
     Option(
         "log.format",
@@ -109,6 +123,7 @@ OPTIONS: tuple[Option, ...] = (
         " them), from every Steward process: JobManagers, TaskManagers, their attempts' runners"
         " (STEWARD_LOG_FORMAT is passed on to them) and the CLI.",
         lambda v: None if v in ("text", "json") else "must be text or json",
+        setting="log.format",
     ),
     Option(
         "state.checkpoints.num-retained",
@@ -116,6 +131,7 @@ OPTIONS: tuple[Option, ...] = (
         3,
         "How many completed checkpoints are kept per job; older ones are removed.",
         lambda v: None if v >= 1 else "must be at least 1",
+        setting="storage.checkpoints_retained",
     ),
     Option(
         "security.auth.enabled",
@@ -124,6 +140,7 @@ OPTIONS: tuple[Option, ...] = (
         "Every JobManager route but /healthz and /readyz requires a bearer token (401 without),"
         " and roles decide what it may do (403). false: anyone who reaches a JobManager may do"
         " anything; only on a trusted network (logged as a warning at start).",
+        setting="security.auth_enabled",
     ),
     Option(
         "security.auth.client-certificates",
@@ -132,6 +149,7 @@ OPTIONS: tuple[Option, ...] = (
         "A verified client certificate (mutual TLS: rest.ssl.client-auth optional or require)"
         " is a credential, for machines: its subject's CN names the caller, its O is the role"
         " (viewer, submitter or admin). A bearer token, when sent, decides instead.",
+        setting="security.client_certificates",
     ),
     Option(
         "security.internal.token-file",
@@ -141,6 +159,7 @@ OPTIONS: tuple[Option, ...] = (
         " every heartbeat and JobManagers accept /internal/* only with it. Required by"
         " JobManagers and TaskManagers while security.auth.enabled. `steward cluster start`"
         " writes .steward/internal.token and sets this key.",
+        setting="security.internal_token_file",
     ),
     Option(
         "security.audit.file",
@@ -148,6 +167,7 @@ OPTIONS: tuple[Option, ...] = (
         "",
         "File a JobManager appends its audit log to (one JSON line per submit, cancel, token"
         " create and revoke) besides its own log. Empty: its log only.",
+        setting="security.audit_file",
     ),
     Option(
         "client.token-file",
@@ -155,6 +175,7 @@ OPTIONS: tuple[Option, ...] = (
         "",
         "File holding the token the CLI and Client send, when neither --token nor"
         " $STEWARD_TOKEN gives one. Empty: the local cluster's .steward/admin.token, if any.",
+        setting="client.token_file",
     ),
 )
 

@@ -18,6 +18,7 @@ HA_OPTIONS: tuple[Option, ...] = (
         "127.0.0.1:2181",
         "Comma-separated host:port list of the ZooKeeper servers.",
         quorum,
+        setting="zookeeper.quorum",
     ),
     Option(
         "high-availability.zookeeper.root",
@@ -25,6 +26,7 @@ HA_OPTIONS: tuple[Option, ...] = (
         "/steward",
         "Root znode under which every Steward cluster keeps its state.",
         zk_path,
+        setting="zookeeper.root",
     ),
     Option(
         "high-availability.cluster-id",
@@ -32,6 +34,7 @@ HA_OPTIONS: tuple[Option, ...] = (
         "default",
         "Name of this cluster; its state lives in <root>/<cluster-id>.",
         cluster_id,
+        setting="zookeeper.cluster_id",
     ),
     Option(
         "high-availability.zookeeper.session-timeout",
@@ -40,6 +43,7 @@ HA_OPTIONS: tuple[Option, ...] = (
         "ZooKeeper session timeout. A crashed leader's host is declared dead after this long;"
         " shorter means faster failover and more false alarms on a slow network.",
         positive,
+        setting="zookeeper.session_timeout",
     ),
     Option(
         "high-availability.zookeeper.connection-timeout",
@@ -47,6 +51,7 @@ HA_OPTIONS: tuple[Option, ...] = (
         "15s",
         "How long a process waits for its first ZooKeeper connection before giving up.",
         positive,
+        setting="zookeeper.connection_timeout",
     ),
     Option(
         "high-availability.zookeeper.tolerate-suspended-connections",
@@ -54,6 +59,7 @@ HA_OPTIONS: tuple[Option, ...] = (
         True,
         "Keep leadership while the connection is SUSPENDED and drop it only when the session is"
         " LOST. Safe because every leader write is fenced by its epoch (rule 5).",
+        setting="zookeeper.tolerate_suspended",
     ),
     Option(
         "high-availability.zookeeper.client.acl",
@@ -65,6 +71,7 @@ HA_OPTIONS: tuple[Option, ...] = (
         " an older cluster is migrated at start). open: world-open znodes, no credential"
         " (logged as a warning).",
         lambda v: None if v in ("creator", "open") else "must be creator or open",
+        setting="zookeeper.client_acl",
     ),
     Option(
         "high-availability.zookeeper.digest-file",
@@ -74,6 +81,7 @@ HA_OPTIONS: tuple[Option, ...] = (
         " 0600; its content is never logged). Required by JobManagers and TaskManagers when"
         " client.acl is creator; a client uses it to find the leader through ZooKeeper."
         " `steward cluster start` writes .steward/zookeeper.digest and sets this key.",
+        setting="zookeeper.digest_file",
     ),
     Option(
         "high-availability.crash-detection",
@@ -85,6 +93,7 @@ HA_OPTIONS: tuple[Option, ...] = (
         " dead host is left to the session timeout); fencing makes a wrong guess harmless."
         " 0 turns it off.",
         lambda v: None if v >= 0 else "must not be negative",
+        setting="zookeeper.crash_detection",
     ),
     Option(
         "high-availability.storage-dir",
@@ -92,5 +101,6 @@ HA_OPTIONS: tuple[Option, ...] = (
         "file://./.steward/storage",
         "fsspec URL of the blob storage for job graphs and checkpoint metadata (file://, s3://,"
         " hdfs://, gs://). A relative file:// path is resolved against the working directory.",
+        setting="storage.storage_dir",
     ),
 )

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from steward.config.option import (
     FENCE_AFTER_SHARE,
     Option,
     attempt_log_size,
     positive,
+    zero_is_none,
 )
 from steward.config.units import to_duration, to_int, to_size, to_str
 
@@ -17,6 +20,7 @@ PROCESS_OPTIONS: tuple[Option, ...] = (
         2,
         "How many attempts one TaskManager runs at once.",
         lambda v: None if v >= 1 else "must be at least 1",
+        setting="taskmanager.slots",
     ),
     Option(
         "taskmanager.fence-after",
@@ -27,6 +31,7 @@ PROCESS_OPTIONS: tuple[Option, ...] = (
         " dead before the session expires and the leader may start a replacement. Default:"
         f" {int(FENCE_AFTER_SHARE * 100)}% of the session timeout.",
         positive,
+        setting="taskmanager.fence_after",
     ),
     Option(
         "taskmanager.deadman-timeout",
@@ -37,6 +42,7 @@ PROCESS_OPTIONS: tuple[Option, ...] = (
         " fence-after (a share of the session timeout), so a frozen TaskManager's attempts are"
         " dead before its leases expire.",
         positive,
+        setting="taskmanager.deadman_timeout",
     ),
     Option(
         "taskmanager.spark.prewarm-runners",
@@ -46,6 +52,7 @@ PROCESS_OPTIONS: tuple[Option, ...] = (
         " TaskManager keeps for the next attempts, never more than its free slots. 0: every"
         " attempt starts cold.",
         lambda v: None if v >= 0 else "must not be negative (0 turns spares off)",
+        setting="taskmanager.prewarm_runners",
     ),
     Option(
         "taskmanager.workdir",
@@ -53,6 +60,8 @@ PROCESS_OPTIONS: tuple[Option, ...] = (
         "./.steward/work",
         "Folder under which a TaskManager unpacks artifacts and keeps each attempt's work"
         " directory and log (<workdir>/<taskmanager-id>/<job-id>/<attempt>/).",
+        setting="taskmanager.workdir",
+        to_setting=Path,
     ),
     Option(
         "taskmanager.attempt-log.max-size",
@@ -62,6 +71,8 @@ PROCESS_OPTIONS: tuple[Option, ...] = (
         " Spark JVM's stdout and stderr). Beyond it the first half is kept, then a line saying"
         " how many bytes were dropped, then the latest output. 0 turns the cap off.",
         attempt_log_size,
+        setting="taskmanager.attempt_log_max_size",
+        to_setting=zero_is_none,
     ),
     Option(
         "taskmanager.workdir.retention",
@@ -71,12 +82,14 @@ PROCESS_OPTIONS: tuple[Option, ...] = (
         " was acknowledged by the leader; 0 removes it at once. Folders of earlier runs of this"
         " TaskManager are removed this long after their last change.",
         lambda v: None if v >= 0 else "must not be negative",
+        setting="taskmanager.workdir_retention",
     ),
     Option(
         "taskmanager.bind-host",
         to_str,
         "127.0.0.1",
         "Address the TaskManager's HTTP port (its attempts' logs, its probes) listens on.",
+        setting="taskmanager.bind_host",
     ),
     Option(
         "taskmanager.port",
@@ -85,6 +98,7 @@ PROCESS_OPTIONS: tuple[Option, ...] = (
         "Port of the TaskManager's HTTP port; 0 picks a free port (the address registered in"
         " ZooKeeper is the real one).",
         lambda v: None if 0 <= v < 65536 else "must be a port number (0 picks a free one)",
+        setting="taskmanager.port",
     ),
     Option(
         "taskmanager.advertised-address",
@@ -93,12 +107,14 @@ PROCESS_OPTIONS: tuple[Option, ...] = (
         "URL JobManagers use to reach this TaskManager's HTTP port (registered in ZooKeeper)."
         " Empty: http://<bind-host>:<port> (https:// with rest.ssl.enabled; a wildcard bind"
         " host becomes the machine's name).",
+        setting="taskmanager.advertised_address",
     ),
     Option(
         "jobmanager.bind-host",
         to_str,
         "127.0.0.1",
         "Address the JobManager's REST API listens on.",
+        setting="jobmanager.bind_host",
     ),
     Option(
         "jobmanager.port",
@@ -106,6 +122,7 @@ PROCESS_OPTIONS: tuple[Option, ...] = (
         8081,
         "Port of the JobManager's REST API; 0 picks a free port.",
         lambda v: None if 0 <= v < 65536 else "must be a port number (0 picks a free one)",
+        setting="jobmanager.port",
     ),
     Option(
         "jobmanager.advertised-address",
@@ -113,6 +130,7 @@ PROCESS_OPTIONS: tuple[Option, ...] = (
         "",
         "URL other processes use to reach this JobManager (published in leader/info). Empty:"
         " http://<bind-host>:<port> (https:// with rest.ssl.enabled).",
+        setting="jobmanager.advertised_address",
     ),
     Option(
         "jobmanager.fence-after",
@@ -123,6 +141,7 @@ PROCESS_OPTIONS: tuple[Option, ...] = (
         " from ZooKeeper has stopped them before its session (and leadership) can expire and"
         " the next leader runs them. Default: taskmanager.fence-after.",
         positive,
+        setting="jobmanager.fence_after",
     ),
     Option(
         "jobmanager.initialize-timeout",
@@ -131,6 +150,7 @@ PROCESS_OPTIONS: tuple[Option, ...] = (
         "How long a job's initialize(ctx) hook may run (in a child process of the leader)"
         " before the job fails.",
         positive,
+        setting="jobmanager.initialize_timeout",
     ),
     Option(
         "jobmanager.recovery-parallelism",
@@ -138,6 +158,7 @@ PROCESS_OPTIONS: tuple[Option, ...] = (
         8,
         "How many jobs a new leader recovers at once (job graph reads, initialize hooks).",
         lambda v: None if v >= 1 else "must be at least 1",
+        setting="jobmanager.recovery_parallelism",
     ),
     Option(
         "jobmanager.cancel-grace",
@@ -146,6 +167,7 @@ PROCESS_OPTIONS: tuple[Option, ...] = (
         "After a cancel, how long a runner has to end after SIGTERM before every process of"
         " the attempt (its group, its cgroup) is SIGKILLed.",
         positive,
+        setting="jobmanager.cancel_grace",
     ),
     Option(
         "jobmanager.replacement-grace",
@@ -154,6 +176,7 @@ PROCESS_OPTIONS: tuple[Option, ...] = (
         "After an attempt's TaskManager is gone (its lease with it), how long the leader waits"
         " before it starts a replacement (rule 4).",
         lambda v: None if v >= 0 else "must not be negative",
+        setting="jobmanager.replacement_grace",
     ),
     Option(
         "jobmanager.upload.max-size",
@@ -163,6 +186,7 @@ PROCESS_OPTIONS: tuple[Option, ...] = (
         " streamed to blob storage, never held in memory. Packed Python environments are"
         " often hundreds of MB.",
         lambda v: None if v >= 1 else "must be at least one byte",
+        setting="jobmanager.upload_max_size",
     ),
     Option(
         "jobmanager.contents.retention",
@@ -171,6 +195,7 @@ PROCESS_OPTIONS: tuple[Option, ...] = (
         "How long a stored file no live job names is kept before the leader's garbage"
         " collection removes it; an upload waiting for its submission is younger than this.",
         positive,
+        setting="jobmanager.contents_retention",
     ),
     Option(
         "jobmanager.events.keep-alive",
@@ -180,6 +205,7 @@ PROCESS_OPTIONS: tuple[Option, ...] = (
         " it open; the caller's token is checked again at each (a revoked or expired one ends"
         " the stream).",
         positive,
+        setting="jobmanager.events_keep_alive",
     ),
     Option(
         "jobmanager.events.buffer",
@@ -188,6 +214,7 @@ PROCESS_OPTIONS: tuple[Option, ...] = (
         "Job events each JobManager keeps for streams that resume (Last-Event-ID); a consumer"
         " further behind is told to re-read (a reset event).",
         lambda v: None if v >= 1 else "must be at least 1",
+        setting="jobmanager.events_buffer",
     ),
     Option(
         "heartbeat.interval",
@@ -196,6 +223,7 @@ PROCESS_OPTIONS: tuple[Option, ...] = (
         "How often a TaskManager heartbeats to the leader when nothing changes. Commands reach"
         " it at once anyway (the leader holds each heartbeat up to this long).",
         positive,
+        setting="taskmanager.heartbeat_interval",
     ),
     Option(
         "spark.master",
@@ -203,5 +231,6 @@ PROCESS_OPTIONS: tuple[Option, ...] = (
         "local[*]",
         "Spark master of every attempt unless the job's spark_conf sets spark.master: local[*],"
         " spark://host:7077, yarn, k8s://..., or a Spark Connect sc://host:15002 URL.",
+        setting="spark.master",
     ),
 )

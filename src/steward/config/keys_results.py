@@ -14,6 +14,7 @@ RESULT_OPTIONS: tuple[Option, ...] = (
         " it (index and body), and the job's id may be submitted again as a new job. 0: kept"
         " for ever (a result only costs ZooKeeper its small index, under 200 bytes).",
         lambda v: None if v >= 0 else "must not be negative (0 keeps results for ever)",
+        setting="results.max_age",
     ),
     Option(
         "jobmanager.results.max-count",
@@ -22,6 +23,7 @@ RESULT_OPTIONS: tuple[Option, ...] = (
         "Most results kept; past it the leader removes the oldest finished ones first (their"
         " ids may then be submitted again). 0: no limit.",
         lambda v: None if v >= 0 else "must not be negative (0 is no limit)",
+        setting="results.max_count",
     ),
     Option(
         "jobmanager.results.check-interval",
@@ -31,5 +33,6 @@ RESULT_OPTIONS: tuple[Option, ...] = (
         " term, moves results an older version kept whole in ZooKeeper to blob"
         " storage).",
         positive,
+        setting="results.check_interval",
     ),
 )
