@@ -228,16 +228,6 @@ def test_settings_are_built_once_with_the_configuration() -> None:
     assert Configuration(config.as_dict()).settings == config.settings
 
 
-def test_the_configuration_shorthands_read_the_settings() -> None:
-    config = load(environ={}, overrides=OTHER_VALUES)
-    settings = config.settings
-    assert config.zookeeper_root == settings.zookeeper.cluster_root
-    assert config.session_timeout == settings.zookeeper.session_timeout
-    assert config.attempt_log_max_size == settings.taskmanager.attempt_log_max_size
-    assert config.timing == settings.timing
-    assert config.upload_max_size == settings.jobmanager.upload_max_size
-
-
 def test_no_module_outside_the_config_package_reads_a_key_by_name() -> None:
     # Production code reads typed settings; config["key"] returns Any, which each caller cast.
     pattern = re.compile(r"""\bconfig\[\s*["']""")

@@ -140,7 +140,7 @@ def tm_config(zk_quorum: str, cluster_id: str, tmp_path: Path) -> Callable[..., 
 
 @pytest.fixture
 def blobs(tm_config: Callable[..., Configuration]) -> BlobStore:
-    return BlobStore(tm_config().storage_dir)
+    return BlobStore(tm_config().settings.storage.storage_dir)
 
 
 @pytest.fixture

@@ -189,10 +189,10 @@ def tm_process(
     def _start(tm_id: str, **keys: str) -> subprocess.Popen[bytes]:
         cfg = tm_config(**keys)
         values = {
-            "high-availability.zookeeper.quorum": cfg.zookeeper_quorum,
+            "high-availability.zookeeper.quorum": cfg.settings.zookeeper.quorum,
             "high-availability.zookeeper.root": cfg["high-availability.zookeeper.root"],
-            "high-availability.cluster-id": cfg.cluster_id,
-            "high-availability.storage-dir": cfg.storage_dir,
+            "high-availability.cluster-id": cfg.settings.zookeeper.cluster_id,
+            "high-availability.storage-dir": cfg.settings.storage.storage_dir,
             "taskmanager.workdir": str(cfg["taskmanager.workdir"]),
             "high-availability.zookeeper.session-timeout": "6s",
             "taskmanager.fence-after": "3s",
