@@ -30,6 +30,8 @@ class Option:
     :class:`~steward.config.settings.Settings` (one field per key, one key per field)."""
     to_setting: Callable[[Any], Any] = lambda value: value
     """The field's value from the parsed (and derived) one, where the two differ."""
+    derived_default: str = ""
+    """What a default of None is derived from, as docs/configuration.md shows it."""
 
     @property
     def env_var(self) -> str:
