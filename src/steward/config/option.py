@@ -23,6 +23,7 @@ class Option:
     parse: Callable[[object], Any]
     default: Any
     doc: str
+    """Help text in Markdown: the key's row of docs/configuration.md (steward.config.docs)."""
     check: Callable[[Any], str | None] = lambda _value: None
     _: KW_ONLY
     setting: str
