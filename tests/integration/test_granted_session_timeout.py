@@ -85,7 +85,9 @@ def test_a_granted_timeout_that_breaks_the_chain_refuses_the_session_naming_the_
     capped_zookeeper: ManagedEnsemble, cluster_id: str, tmp_path: Path
 ) -> None:
     cfg = config(capped_zookeeper.connect_string, cluster_id, tmp_path)
-    assert cfg.session_timeout == 10.0  # accepted as configured: the chain holds for 10 s
+    assert (
+        cfg.settings.zookeeper.session_timeout == 10.0
+    )  # accepted as configured: the chain holds for 10 s
     session = Session.from_config(cfg, name="jm-short")
 
     with pytest.raises(ConfigurationError) as raised:
@@ -127,7 +129,9 @@ def test_a_taskmanager_refuses_to_start_on_a_too_short_granted_session(
     with pytest.raises(ConfigurationError, match="maxSessionTimeout"):
         manager.start()
 
-    with Session(capped_zookeeper.connect_string, cfg.zookeeper_root, session_timeout=4) as s:
+    with Session(
+        capped_zookeeper.connect_string, cfg.settings.zookeeper.cluster_root, session_timeout=4
+    ) as s:
         assert s.client.exists(s.layout.taskmanager("tm-short")) is None
 
 

@@ -44,10 +44,10 @@ def test_defaults_apply_when_no_source_sets_a_key() -> None:
     # When loading
     config = load(environ={})
     # Then every option has its documented default
-    assert config.zookeeper_quorum == "127.0.0.1:2181"
-    assert config.zookeeper_root == "/steward/default"
-    assert config.tolerate_suspended is True
-    assert config.checkpoints_retained == 3
+    assert config.settings.zookeeper.quorum == "127.0.0.1:2181"
+    assert config.settings.zookeeper.cluster_root == "/steward/default"
+    assert config.settings.zookeeper.tolerate_suspended is True
+    assert config.settings.storage.checkpoints_retained == 3
     assert set(config.as_dict()) == {option.key for option in OPTIONS}
 
 
@@ -56,8 +56,8 @@ def test_default_timeouts_are_the_documented_seconds() -> None:
     # When loading
     config = load(environ={})
     # Then they are the documented 10 s and 15 s (not 10 ms and 15 ms)
-    assert config.session_timeout == 10.0
-    assert config.connection_timeout == 15.0
+    assert config.settings.zookeeper.session_timeout == 10.0
+    assert config.settings.zookeeper.connection_timeout == 15.0
 
 
 def test_toml_overrides_defaults(tmp_path: Path) -> None:
@@ -66,7 +66,7 @@ def test_toml_overrides_defaults(tmp_path: Path) -> None:
     # When loading with nothing else set
     config = load(path, environ={})
     # Then the file's value wins over the default
-    assert config.session_timeout == 4.0
+    assert config.settings.zookeeper.session_timeout == 4.0
 
 
 def test_env_overrides_toml(tmp_path: Path) -> None:
@@ -75,7 +75,7 @@ def test_env_overrides_toml(tmp_path: Path) -> None:
     # When loading
     config = load(path, environ={SESSION_TIMEOUT_ENV: "6s"})
     # Then the environment wins
-    assert config.session_timeout == 6.0
+    assert config.settings.zookeeper.session_timeout == 6.0
 
 
 def test_dash_d_overrides_env_and_toml(tmp_path: Path) -> None:
@@ -85,7 +85,7 @@ def test_dash_d_overrides_env_and_toml(tmp_path: Path) -> None:
     # When loading
     config = load(path, overrides=overrides, environ={SESSION_TIMEOUT_ENV: "6s"})
     # Then -D wins
-    assert config.session_timeout == 8.0
+    assert config.settings.zookeeper.session_timeout == 8.0
 
 
 def test_each_source_only_overrides_the_keys_it_sets(tmp_path: Path) -> None:
@@ -96,9 +96,9 @@ def test_each_source_only_overrides_the_keys_it_sets(tmp_path: Path) -> None:
     # When loading
     config = load(path, overrides=overrides, environ=environ)
     # Then every key comes from the one source that set it
-    assert config.zookeeper_quorum == "zk1:2181,zk2:2181"
-    assert config.session_timeout == 3.0
-    assert config.zookeeper_root == "/steward/prod"
+    assert config.settings.zookeeper.quorum == "zk1:2181,zk2:2181"
+    assert config.settings.zookeeper.session_timeout == 3.0
+    assert config.settings.zookeeper.cluster_root == "/steward/prod"
 
 
 def test_steward_config_env_names_the_file(tmp_path: Path) -> None:
@@ -142,18 +142,18 @@ def test_with_overrides_changes_only_the_overridden_key() -> None:
     # When overriding another key
     changed = config.with_overrides({CLUSTER_ID: "other"})
     # Then that key changes and the already-parsed durations keep their values
-    assert changed.zookeeper_root == "/steward/other"
-    assert changed.session_timeout == 4.0
-    assert changed.connection_timeout == 6.0
+    assert changed.settings.zookeeper.cluster_root == "/steward/other"
+    assert changed.settings.zookeeper.session_timeout == 4.0
+    assert changed.settings.zookeeper.connection_timeout == 6.0
     # And the original is untouched
-    assert config.zookeeper_root == "/steward/default"
+    assert config.settings.zookeeper.cluster_root == "/steward/default"
 
 
 def test_with_overrides_validates_the_new_value() -> None:
     # Given a loaded configuration
     config = load(environ={})
     # When overriding a duration with a good and with a bad value
-    assert config.with_overrides({SESSION_TIMEOUT: "2s"}).session_timeout == 2.0
+    assert config.with_overrides({SESSION_TIMEOUT: "2s"}).settings.zookeeper.session_timeout == 2.0
     # Then the bad one is rejected naming the key
     with pytest.raises(ConfigurationError) as caught:
         config.with_overrides({SESSION_TIMEOUT: "soon"})
@@ -179,11 +179,11 @@ def test_nested_toml_tables_are_flattened_to_keys(tmp_path: Path) -> None:
     # When loading
     config = load(path, environ={})
     # Then they are read like the flat keys
-    assert config.zookeeper_root == "/steward/nested"
-    assert config.zookeeper_quorum == "zk1:2181"
-    assert config.session_timeout == 120.0
-    assert config.tolerate_suspended is False
-    assert config.checkpoints_retained == 5
+    assert config.settings.zookeeper.cluster_root == "/steward/nested"
+    assert config.settings.zookeeper.quorum == "zk1:2181"
+    assert config.settings.zookeeper.session_timeout == 120.0
+    assert config.settings.zookeeper.tolerate_suspended is False
+    assert config.settings.storage.checkpoints_retained == 5
 
 
 def test_flat_and_nested_keys_mix_in_one_file(tmp_path: Path) -> None:
@@ -196,7 +196,7 @@ def test_flat_and_nested_keys_mix_in_one_file(tmp_path: Path) -> None:
     flat = read_toml(path)
     # Then both become flat keys
     assert flat == {CLUSTER_ID: "flat", "high-availability.zookeeper.root": "/apps/steward"}
-    assert load(path, environ={}).zookeeper_root == "/apps/steward/flat"
+    assert load(path, environ={}).settings.zookeeper.cluster_root == "/apps/steward/flat"
 
 
 def test_invalid_toml_names_the_file(tmp_path: Path) -> None:
@@ -245,18 +245,20 @@ def test_duration_keys_accept_units_from_every_source(
     # Given the same duration through the file, the environment and -D
     path = write_toml(tmp_path / "steward.toml", f'"{SESSION_TIMEOUT}" = "{raw}"\n')
     # When loading each / Then each gives the same seconds
-    assert load(path, environ={}).session_timeout == pytest.approx(seconds)
-    assert load(environ={SESSION_TIMEOUT_ENV: raw}).session_timeout == pytest.approx(seconds)
-    assert load(overrides={SESSION_TIMEOUT: raw}, environ={}).session_timeout == pytest.approx(
-        seconds
-    )
+    assert load(path, environ={}).settings.zookeeper.session_timeout == pytest.approx(seconds)
+    assert load(
+        environ={SESSION_TIMEOUT_ENV: raw}
+    ).settings.zookeeper.session_timeout == pytest.approx(seconds)
+    assert load(
+        overrides={SESSION_TIMEOUT: raw}, environ={}
+    ).settings.zookeeper.session_timeout == pytest.approx(seconds)
 
 
 def test_bare_toml_integer_duration_is_milliseconds(tmp_path: Path) -> None:
     # Given a duration written as a bare TOML integer
     path = write_toml(tmp_path / "steward.toml", f'"{SESSION_TIMEOUT}" = 2500\n')
     # When loading / Then it is read as milliseconds
-    assert load(path, environ={}).session_timeout == pytest.approx(2.5)
+    assert load(path, environ={}).settings.zookeeper.session_timeout == pytest.approx(2.5)
 
 
 @pytest.mark.parametrize("seconds", [0.25, 1.0, 4.0, 90.0, 120.0])
@@ -354,7 +356,7 @@ def test_dash_d_value_may_contain_equals_signs() -> None:
 )
 def test_booleans_accept_common_spellings(raw: object, expected: bool) -> None:
     key = "high-availability.zookeeper.tolerate-suspended-connections"
-    assert load(overrides={key: raw}, environ={}).tolerate_suspended is expected
+    assert load(overrides={key: raw}, environ={}).settings.zookeeper.tolerate_suspended is expected
 
 
 # ---------------------------------------------------------------- storage dir
@@ -367,21 +369,24 @@ def test_relative_file_storage_dir_is_resolved_against_the_working_directory(
     # When loading in a known working directory
     config = load(overrides={STORAGE_DIR: "file://./data/blobs"}, environ={})
     # Then it becomes an absolute file:// URL under that directory
-    assert config.storage_dir == f"file://{_isolated_cwd.resolve()}/data/blobs"
+    assert config.settings.storage.storage_dir == f"file://{_isolated_cwd.resolve()}/data/blobs"
 
 
 def test_bare_relative_storage_path_becomes_a_file_url(_isolated_cwd: Path) -> None:
     config = load(overrides={STORAGE_DIR: "blobs"}, environ={})
-    assert config.storage_dir == f"file://{_isolated_cwd.resolve()}/blobs"
+    assert config.settings.storage.storage_dir == f"file://{_isolated_cwd.resolve()}/blobs"
 
 
 def test_default_storage_dir_is_absolute(_isolated_cwd: Path) -> None:
-    assert load(environ={}).storage_dir == f"file://{_isolated_cwd.resolve()}/.steward/storage"
+    assert (
+        load(environ={}).settings.storage.storage_dir
+        == f"file://{_isolated_cwd.resolve()}/.steward/storage"
+    )
 
 
 @pytest.mark.parametrize("url", ["file:///srv/steward", "s3://bucket/steward", "hdfs://nn/x"])
 def test_absolute_and_remote_storage_urls_are_kept(url: str) -> None:
-    assert load(overrides={STORAGE_DIR: url}, environ={}).storage_dir == url
+    assert load(overrides={STORAGE_DIR: url}, environ={}).settings.storage.storage_dir == url
 
 
 def test_configuration_is_a_snapshot_of_its_values() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import typing
 from pathlib import Path
 
 import pytest
@@ -135,9 +136,7 @@ def test_defaults_give_the_documented_typed_values(_isolated_cwd: Path) -> None:
     )
     assert settings.spark == SparkSettings(master="local[*]")
     assert settings.client == ClientSettings(rest_address="")
-    assert settings.tls == TlsSettings(
-        enabled=False, certificate=None, key=None, ca=None, require_client_certificate=False
-    )
+    assert settings.tls == TlsSettings(enabled=False, certificate=None, key=None, ca=None)
 
 
 def test_overrides_arrive_parsed_and_typed() -> None:
@@ -161,7 +160,7 @@ def test_overrides_arrive_parsed_and_typed() -> None:
         certificate=Path("/etc/steward/tls/jm.pem"),
         key=Path("/etc/steward/tls/jm-key.pem"),
         ca=Path("/etc/steward/tls/ca.pem"),
-        require_client_certificate=True,
+        client_auth="require",
     )
 
 
@@ -192,6 +191,25 @@ def test_every_key_is_exposed_through_the_typed_settings(key: str) -> None:
     assert changed != default, f"{key} is not exposed through steward.config.Settings"
 
 
+def test_every_key_names_one_settings_field_and_every_field_has_one_key() -> None:
+    # The table is the one place a key is written: each option names the field that exposes it.
+    groups = typing.get_type_hints(Settings)
+    fields = {
+        f"{group}.{field.name}"
+        for group, kind in groups.items()
+        for field in dataclasses.fields(kind)
+    }
+    named = [option.setting for option in OPTIONS]
+    assert sorted(named) == sorted(set(named)), "two keys name the same settings field"
+    assert set(named) == fields
+
+
+def test_the_settings_module_writes_no_key() -> None:
+    source = (SRC / "config" / "settings.py").read_text(encoding="utf-8")
+    written = [option.key for option in OPTIONS if f'"{option.key}"' in source]
+    assert written == []
+
+
 def test_settings_are_frozen_slotted_values() -> None:
     settings = load(environ={}).settings
     groups = [getattr(settings, field.name) for field in dataclasses.fields(settings)]
@@ -208,16 +226,6 @@ def test_settings_are_built_once_with_the_configuration() -> None:
     assert config.settings is config.settings
     assert config.settings == Settings.from_values(config.as_dict())
     assert Configuration(config.as_dict()).settings == config.settings
-
-
-def test_the_configuration_shorthands_read_the_settings() -> None:
-    config = load(environ={}, overrides=OTHER_VALUES)
-    settings = config.settings
-    assert config.zookeeper_root == settings.zookeeper.cluster_root
-    assert config.session_timeout == settings.zookeeper.session_timeout
-    assert config.attempt_log_max_size == settings.taskmanager.attempt_log_max_size
-    assert config.timing == settings.timing
-    assert config.upload_max_size == settings.jobmanager.upload_max_size
 
 
 def test_no_module_outside_the_config_package_reads_a_key_by_name() -> None:

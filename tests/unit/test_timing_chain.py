@@ -23,12 +23,16 @@ def _isolated_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_the_default_chain_holds_and_derives_every_bound_from_the_session() -> None:
     config = load(environ={})
-    assert (config.fence_after, config.deadman_timeout, config.jobmanager_fence_after) == (
+    assert (
+        config.settings.taskmanager.fence_after,
+        config.settings.taskmanager.deadman_timeout,
+        config.settings.jobmanager.fence_after,
+    ) == (
         6.0,
         6.0,
         6.0,
     )
-    assert config.timing.problems() == []
+    assert config.settings.timing.problems() == []
 
 
 def test_a_deadman_timeout_longer_than_the_session_is_refused_naming_the_keys() -> None:
@@ -92,11 +96,11 @@ def test_short_sessions_in_the_usual_test_shapes_still_load() -> None:
         {SESSION: "6s", "taskmanager.fence-after": "3s", "taskmanager.deadman-timeout": "2s"},
         {SESSION: "1s"},
     ):
-        assert load(environ={}, overrides=keys).timing.problems() == []
+        assert load(environ={}, overrides=keys).settings.timing.problems() == []
 
 
 def test_a_granted_timeout_shorter_than_the_chain_needs_is_explained() -> None:
-    chain = load(environ={}, overrides={SESSION: "60s"}).timing
+    chain = load(environ={}, overrides={SESSION: "60s"}).settings.timing
     assert chain.granted_problem(60.0) is None
     problem = chain.granted_problem(40.0)
     assert problem is not None

@@ -14,6 +14,7 @@ The modules, each with one job:
 - :mod:`~steward.config.loading`: the sources (file, environment, ``-D``) and :func:`load`;
 - :mod:`~steward.config.settings`: the typed, frozen :class:`Settings` a process reads
   (``config.settings.jobmanager.port``), built once from a validated configuration.
+- :mod:`~steward.config.docs`: docs/configuration.md's table of keys, generated from the table.
 """
 
 from __future__ import annotations

@@ -15,7 +15,6 @@ from typing import Any
 from steward.config.keys import BY_KEY, FENCE_AFTER_SHARE, OPTIONS
 from steward.config.settings import Settings
 from steward.errors import ConfigurationError
-from steward.timing import TimingChain
 
 
 class Configuration:
@@ -43,91 +42,6 @@ class Configuration:
         merged: dict[str, object] = dict(self._raw)
         merged.update(overrides)
         return validate(merged, sources=dict.fromkeys(overrides, "override"))
-
-    # Shorthands for the typed settings, kept for the tests and callers written before
-    # ``settings`` existed; production code reads ``config.settings.<group>.<field>``.
-
-    @property
-    def zookeeper_quorum(self) -> str:
-        return self.settings.zookeeper.quorum
-
-    @property
-    def zookeeper_root(self) -> str:
-        return self.settings.zookeeper.cluster_root
-
-    @property
-    def session_timeout(self) -> float:
-        return self.settings.zookeeper.session_timeout
-
-    @property
-    def connection_timeout(self) -> float:
-        return self.settings.zookeeper.connection_timeout
-
-    @property
-    def tolerate_suspended(self) -> bool:
-        return self.settings.zookeeper.tolerate_suspended
-
-    @property
-    def crash_detection(self) -> float:
-        return self.settings.zookeeper.crash_detection
-
-    @property
-    def cluster_id(self) -> str:
-        return self.settings.zookeeper.cluster_id
-
-    @property
-    def storage_dir(self) -> str:
-        return self.settings.storage.storage_dir
-
-    @property
-    def checkpoints_retained(self) -> int:
-        return self.settings.storage.checkpoints_retained
-
-    @property
-    def taskmanager_slots(self) -> int:
-        return self.settings.taskmanager.slots
-
-    @property
-    def fence_after(self) -> float:
-        return self.settings.taskmanager.fence_after
-
-    @property
-    def deadman_timeout(self) -> float:
-        return self.settings.taskmanager.deadman_timeout
-
-    @property
-    def prewarm_runners(self) -> int:
-        return self.settings.taskmanager.prewarm_runners
-
-    @property
-    def attempt_log_max_size(self) -> int | None:
-        """The attempt log cap in bytes; None when it is off (0)."""
-        return self.settings.taskmanager.attempt_log_max_size
-
-    @property
-    def workdir_retention(self) -> float:
-        return self.settings.taskmanager.workdir_retention
-
-    @property
-    def heartbeat_interval(self) -> float:
-        return self.settings.taskmanager.heartbeat_interval
-
-    @property
-    def jobmanager_fence_after(self) -> float:
-        return self.settings.jobmanager.fence_after
-
-    @property
-    def upload_max_size(self) -> int:
-        return self.settings.jobmanager.upload_max_size
-
-    @property
-    def contents_retention(self) -> float:
-        return self.settings.jobmanager.contents_retention
-
-    @property
-    def timing(self) -> TimingChain:
-        """The timeouts that must stay in order (docs/architecture.md, "Timing chain")."""
-        return self.settings.timing
 
 
 def validate(raw: Mapping[str, object], sources: Mapping[str, str]) -> Configuration:

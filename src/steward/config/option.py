@@ -1,14 +1,17 @@
-"""One configuration key (:class:`Option`) and the checks several keys share.
+"""One configuration key (:class:`Option`) and the checks and conversions several keys share.
 
-The keys themselves are :data:`steward.config.keys.OPTIONS`, in three tables by what they
-configure (keys_ha.py, keys_processes.py, and keys.py's own).
+The keys themselves are :data:`steward.config.keys.OPTIONS`, in tables by what they configure
+(keys_ha.py, keys_processes.py, keys_results.py, and keys.py's own). Each option names the typed
+settings field that exposes it, so a key is written once: :mod:`steward.config.settings` builds
+its groups from the table.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
+from pathlib import Path
 from typing import Any
 
 
@@ -20,11 +23,38 @@ class Option:
     parse: Callable[[object], Any]
     default: Any
     doc: str
+    """Help text in Markdown: the key's row of docs/configuration.md (steward.config.docs)."""
     check: Callable[[Any], str | None] = lambda _value: None
+    _: KW_ONLY
+    setting: str
+    """The typed field that exposes the key: ``<group>.<field>`` of
+    :class:`~steward.config.settings.Settings` (one field per key, one key per field)."""
+    to_setting: Callable[[Any], Any] = lambda value: value
+    """The field's value from the parsed (and derived) one, where the two differ."""
+    derived_default: str = ""
+    """What a default of None is derived from, as docs/configuration.md shows it."""
 
     @property
     def env_var(self) -> str:
         return "STEWARD_" + re.sub(r"[.\-]", "_", self.key).upper()
+
+    @property
+    def group(self) -> str:
+        return self.setting.partition(".")[0]
+
+    @property
+    def field(self) -> str:
+        return self.setting.partition(".")[2]
+
+
+def optional_path(value: str) -> Path | None:
+    """A file the key may leave empty: None then."""
+    return Path(value) if value else None
+
+
+def zero_is_none(value: int) -> int | None:
+    """A limit that 0 turns off: None then."""
+    return value or None
 
 
 def positive(value: float) -> str | None:

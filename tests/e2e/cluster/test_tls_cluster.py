@@ -141,7 +141,6 @@ def test_mutual_tls_admits_the_clusters_processes_and_refuses_a_client_without_a
                 certificate=None,
                 key=None,
                 ca=tls_files.ca,
-                require_client_certificate=False,
             )
         )
         with pytest.raises(httpx.TransportError):

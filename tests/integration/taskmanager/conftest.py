@@ -188,7 +188,7 @@ def tm_process(
 
 @pytest.fixture
 def blobs(tm_config: Callable[..., Configuration]) -> BlobStore:
-    return BlobStore(tm_config().storage_dir)
+    return BlobStore(tm_config().settings.storage.storage_dir)
 
 
 @pytest.fixture

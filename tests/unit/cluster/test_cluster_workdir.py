@@ -95,12 +95,14 @@ def test_written_settings_load_back_as_the_processes_will_read_them(tmp_path: Pa
     write_toml(path, settings, header="test header\nsecond line")
     config = load(path, environ={})
     # Then every value means what the user wrote, and the cluster's own keys are set
-    assert config.session_timeout == 4.0  # a bare TOML integer is still milliseconds
+    assert (
+        config.settings.zookeeper.session_timeout == 4.0
+    )  # a bare TOML integer is still milliseconds
     assert config["jobmanager.cancel-grace"] == 3.0
-    assert config.zookeeper_quorum == "127.0.0.1:15000"
-    assert config.cluster_id == "local-a"
-    assert config.taskmanager_slots == 3
-    assert config.storage_dir == f"file://{tmp_path / '.steward' / 'storage'}"
+    assert config.settings.zookeeper.quorum == "127.0.0.1:15000"
+    assert config.settings.zookeeper.cluster_id == "local-a"
+    assert config.settings.taskmanager.slots == 3
+    assert config.settings.storage.storage_dir == f"file://{tmp_path / '.steward' / 'storage'}"
     assert config["taskmanager.workdir"] == str(tmp_path / ".steward" / "work")
     assert path.read_text().startswith("# test header\n# second line\n")
 

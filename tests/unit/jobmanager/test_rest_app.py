@@ -19,6 +19,8 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from steward.config import Configuration
+from steward.config.configuration import validate
 from steward.errors import (
     BlobStoreError,
     JobExistsError,
@@ -46,9 +48,11 @@ class Connected:
     connected: bool = True
 
 
-@dataclass
-class Settings:
-    upload_max_size: int = 1 << 20
+def small_uploads() -> Configuration:
+    """A real configuration with 1 MiB uploads; auth is MemorySecurity's business here, so the
+    configuration's own is off (the log proxy then needs no internal token file)."""
+    raw = {"jobmanager.upload.max-size": str(1 << 20), "security.auth.enabled": "false"}
+    return validate(raw, sources={})
 
 
 @dataclass
@@ -148,7 +152,7 @@ class InMemoryJobManager:
     session: Connected = field(default_factory=Connected)
     reader: InMemoryReads = field(default_factory=InMemoryReads)
     dispatcher: InMemoryTerm | None = None
-    config: Settings = field(default_factory=Settings)
+    config: Configuration = field(default_factory=small_uploads)
     known_leader: LeaderInfo | None = None
     blocker: str | None = None
     doctor_asked: list[bool] = field(default_factory=list)

@@ -274,8 +274,8 @@ def test_client_certificates_as_credentials_need_a_tls_that_asks_for_them() -> N
 
     wants = SecuritySettings(True, "", "", client_certificates=True)
     session: Any = type("NoSession", (), {"layout": None})()  # never asked before it refuses
-    plain = TlsSettings(False, None, None, None, require_client_certificate=False)
-    tls_only = TlsSettings(True, None, None, None, require_client_certificate=False)
+    plain = TlsSettings(False, None, None, None)
+    tls_only = TlsSettings(True, None, None, None)
     for tls in (None, plain, tls_only):
         with pytest.raises(ConfigurationError, match=r"rest\.ssl\.client-auth") as refused:
             api_security(wants, session, tls)

@@ -17,8 +17,8 @@ RETENTION = "taskmanager.workdir.retention"
 
 def test_defaults_are_64_mib_and_one_hour() -> None:
     cfg = config.load(None, {}, environ={})
-    assert cfg.attempt_log_max_size == 64 * 1024 * 1024
-    assert cfg.workdir_retention == 3600.0
+    assert cfg.settings.taskmanager.attempt_log_max_size == 64 * 1024 * 1024
+    assert cfg.settings.taskmanager.workdir_retention == 3600.0
 
 
 @pytest.mark.parametrize(
@@ -34,14 +34,20 @@ def test_defaults_are_64_mib_and_one_hour() -> None:
     ],
 )
 def test_sizes_parse_in_binary_units(text: str, expected: int | None) -> None:
-    assert config.load(None, {SIZE: text}, environ={}).attempt_log_max_size == expected
+    assert (
+        config.load(None, {SIZE: text}, environ={}).settings.taskmanager.attempt_log_max_size
+        == expected
+    )
 
 
 @pytest.mark.parametrize(
     ("text", "expected"), [("0", 0.0), ("0s", 0.0), ("90s", 90.0), ("2h", 7200.0), ("1d", 86400.0)]
 )
 def test_retention_is_a_duration(text: str, expected: float) -> None:
-    assert config.load(None, {RETENTION: text}, environ={}).workdir_retention == expected
+    assert (
+        config.load(None, {RETENTION: text}, environ={}).settings.taskmanager.workdir_retention
+        == expected
+    )
 
 
 @pytest.mark.parametrize(
@@ -76,4 +82,7 @@ def test_the_environment_sets_them_too() -> None:
             "STEWARD_TASKMANAGER_WORKDIR_RETENTION": "10m",
         },
     )
-    assert (cfg.attempt_log_max_size, cfg.workdir_retention) == (1 << 20, 600.0)
+    assert (
+        cfg.settings.taskmanager.attempt_log_max_size,
+        cfg.settings.taskmanager.workdir_retention,
+    ) == (1 << 20, 600.0)

@@ -40,7 +40,6 @@ def _settings(files: TlsFiles, **changes: object) -> TlsSettings:
         certificate=files.certificate,
         key=files.key,
         ca=files.ca,
-        require_client_certificate=False,
     )
     return dataclasses.replace(settings, **changes)
 
@@ -77,7 +76,7 @@ def https(files: TlsFiles) -> Iterator[str]:
 
 @pytest.fixture
 def mutual(files: TlsFiles) -> Iterator[str]:
-    yield from _serve(server_context(_settings(files, require_client_certificate=True)))
+    yield from _serve(server_context(_settings(files, client_auth="require")))
 
 
 # ---------------------------------------------------------------------------- the server's files
@@ -114,7 +113,7 @@ def test_a_missing_file_and_a_key_of_another_certificate_are_clear_errors(
 
 def test_mutual_tls_needs_a_ca_to_verify_clients_with(files: TlsFiles) -> None:
     with pytest.raises(ConfigurationError, match=r"client-auth is require but rest\.ssl\.ca"):
-        server_context(_settings(files, ca=None, require_client_certificate=True))
+        server_context(_settings(files, ca=None, client_auth="require"))
 
 
 # ---------------------------------------------------------------------------- clients verify

@@ -48,7 +48,9 @@ def create_app(
         app,
         Services(
             backend=backend,
-            contents=ContentStore(backend.blobs, max_size=backend.config.upload_max_size),
+            contents=ContentStore(
+                backend.blobs, max_size=backend.config.settings.jobmanager.upload_max_size
+            ),
             forwarder=new_forwarder(client_tls),
             heartbeat_threads=anyio.CapacityLimiter(internal.HEARTBEAT_THREADS),
             security=security,

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from typing import Protocol
 
+from steward.config import Configuration
 from steward.jobmanager.job_index import JobQuery, Page
 from steward.store.blob import BlobStore
 from steward.wire.doctor import DoctorReport
@@ -27,13 +28,6 @@ class Connection(Protocol):
 
     @property
     def connected(self) -> bool: ...
-
-
-class UploadSettings(Protocol):
-    """The one setting the routes read: ``jobmanager.upload.max-size``, in bytes."""
-
-    @property
-    def upload_max_size(self) -> int: ...
 
 
 class ClusterReads(Protocol):
@@ -125,7 +119,9 @@ class ApiBackend(Protocol):
         ...
 
     @property
-    def config(self) -> UploadSettings: ...
+    def config(self) -> Configuration:
+        """Its validated configuration: the routes read ``config.settings``."""
+        ...
 
     def leader(self) -> LeaderInfo | None:
         """The leader this JobManager knows of (its own view, kept current by a watch)."""

@@ -29,7 +29,6 @@ from fastapi.responses import Response, StreamingResponse
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
-from steward.config import Configuration
 from steward.security.credentials import internal_credential
 from steward.security.roles import Action
 from steward.tls.contexts import ClientTls, client_tls
@@ -83,12 +82,8 @@ class LogProxy:
 
 
 def install(app: FastAPI, backend: ApiBackend, tls: ClientTls | None) -> None:
-    """Give the app its proxy: the JobManager's internal credential (when its configuration
-    is at hand; a test's in-memory backend has none) and how it verifies TLS."""
-    config = backend.config
-    credential = (
-        internal_credential(config.settings.security) if isinstance(config, Configuration) else None
-    )
+    """Give the app its proxy: the JobManager's internal credential and how it verifies TLS."""
+    credential = internal_credential(backend.config.settings.security)
     app.state.log_proxy = LogProxy(tls or client_tls(), credential)
 
 
