@@ -134,14 +134,17 @@ def test_a_failed_start_names_the_process_shows_its_log_and_stops_everything(
 
 
 def test_a_cluster_not_ready_in_time_is_reported_and_stopped(
-    local: LocalCluster, monkeypatch: pytest.MonkeyPatch
+    local: LocalCluster, monkeypatch: pytest.MonkeyPatch, zk_quorum: str
 ) -> None:
-    # A TaskManager that never registers: it runs, but the leader never lists it
+    # Nodes that run but never answer. The session's ZooKeeper, already serving: the 3 s are
+    # the nodes' alone (a managed server's JVM can take longer than that to start when loaded).
     monkeypatch.setattr(launcher, "command", lambda config, role, proc_id, port=None, bind=None: [
         sys.executable, "-c", "import time; time.sleep(60)", "--config", str(config)
     ])  # fmt: skip
+    user = UserSettings({"high-availability.zookeeper.quorum": zk_quorum}, environ={})
+    start = StartOptions(Topology((None,), 1), user, timeout=3.0)
     with pytest.raises(LocalClusterStartError, match=r"jobmanager jm-1 .* was not ready within 3s"):
-        local.start(options(jobmanagers=1, taskmanagers=1, timeout=3.0))
+        local.start(start)
     state = load_state(local.state_dir)
     assert state is not None
     assert all(launcher.live_process(entry) is None for entry in state.processes)
