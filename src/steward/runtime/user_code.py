@@ -104,8 +104,8 @@ def _fence_earlier_connect_attempts(launch: LaunchDocument) -> str | None:
 def _kill_earlier_standalone_apps(launch: LaunchDocument, conf: Mapping[str, str]) -> None:
     """On a standalone master: kill what earlier attempts' applications still run there (a
     driver cut off from the master leaves its executors running), before any user code."""
-    if not standalone.is_standalone(launch.spark_master):
-        return
+    if launch.mode is not RunMode.MAIN or not standalone.is_standalone(launch.spark_master):
+        return  # an initialize hook holds no lease: it may run beside a live attempt
     names = standalone.earlier_app_names(launch.job_id, launch.attempt)
     if not (names or launch.earlier_spark_apps):
         return
