@@ -130,7 +130,10 @@ def _round(urls: list[str], targets: _Targets, killed: set[str]) -> None:
             log.warning("earlier attempt's application killed on the master app_id=%s", app_id)
         killed.add(app_id)
     if active:
-        raise _NotGoneError(f"applications still active: {active}")
+        raise _NotGoneError(
+            f"applications still active: {active} (a master with spark.ui.killEnabled=false"
+            " or UI ACLs that deny this user ignores the kill)"
+        )
     running = _running_executors(state, ids)
     if running:
         raise _NotGoneError(f"executors still running for {running}")
