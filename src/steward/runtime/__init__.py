@@ -14,8 +14,9 @@ Modules, by what they own:
 - :mod:`~steward.runtime.script`: spark-submit scripts (told from SDK pipelines by
   :mod:`steward.wire.programs`).
 - :mod:`~steward.runtime.session_settings`, :mod:`~steward.runtime.app_watch`,
-  :mod:`~steward.runtime.connect`: the attempt's Spark settings, its Spark application, and
-  Spark Connect sessions.
+  :mod:`~steward.runtime.connect`, :mod:`~steward.runtime.standalone`: the attempt's Spark
+  settings, its Spark application, Spark Connect sessions, and earlier attempts'
+  applications on a standalone master.
 - :mod:`~steward.runtime.dependencies`, :mod:`~steward.runtime.outcomes`,
   :mod:`~steward.runtime.warm`: a job's files before user code, its outcome, warm spares.
 

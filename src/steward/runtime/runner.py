@@ -13,7 +13,8 @@ Started by a TaskManager as ``python -m steward.runtime.runner --events-fd N``; 
    that cannot load fails the job for good: ``ErrorInfo.permanent``); make the job's files
    and environment what spark-submit makes them (:mod:`~steward.runtime.dependencies`); on
    Spark Connect, stop what earlier attempts left running on the server
-   (:mod:`~steward.runtime.connect`); export the attempt's Spark settings for any session
+   (:mod:`~steward.runtime.connect`), on a standalone master kill their applications
+   (:mod:`~steward.runtime.standalone`); export the attempt's Spark settings for any session
    the code builds (:mod:`~steward.runtime.session_settings`); then run the script as
    ``__main__`` (:mod:`~steward.runtime.script`) or call ``main(ctx)`` or, in initialize
    mode, the optional ``initialize(ctx)``, with SIGTERM raising :class:`AttemptCancelled`

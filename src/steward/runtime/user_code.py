@@ -4,24 +4,26 @@ Step 4 of :mod:`steward.runtime.runner`: the job's py-files and environment are 
 spark-submit makes them (:mod:`~steward.runtime.dependencies`); its code is loaded without
 running it (a script compiled, a pipeline imported; code that cannot load fails the job for
 good: ``ErrorInfo.permanent``); on Spark Connect what earlier attempts left running on the
-server is stopped (:mod:`~steward.runtime.connect`); the attempt's Spark settings are exported
-for any session the code builds (:mod:`~steward.runtime.session_settings`); then the script
-runs as ``__main__`` (:mod:`~steward.runtime.script`), or ``main(ctx)`` or ``initialize(ctx)``
-is called, with SIGTERM raising :class:`~steward.wire.runner.AttemptCancelled`. Whatever the
-code raises (BaseException included) becomes a ``failed`` outcome.
+server is stopped (:mod:`~steward.runtime.connect`), on a standalone master their
+applications are killed (:mod:`~steward.runtime.standalone`); the attempt's Spark settings
+are exported for any session the code builds (:mod:`~steward.runtime.session_settings`);
+then the script runs as ``__main__`` (:mod:`~steward.runtime.script`), or ``main(ctx)`` or
+``initialize(ctx)`` is called, with SIGTERM raising
+:class:`~steward.wire.runner.AttemptCancelled`. Whatever the code raises (BaseException
+included) becomes a ``failed`` outcome.
 """
 
 from __future__ import annotations
 
 import contextlib
 import signal
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType, ModuleType
 from typing import TYPE_CHECKING
 
-from steward.runtime import connect, dependencies, script, session_settings
+from steward.runtime import connect, dependencies, script, session_settings, standalone
 from steward.runtime.artifact import entry_file, load_pipeline
 from steward.runtime.channel import EventChannel
 from steward.runtime.context import JobContext
@@ -44,6 +46,10 @@ if TYPE_CHECKING:
 CONNECT_FENCE_TIMEOUT = 60.0
 """Seconds to stop an earlier attempt's Spark Connect operations before this one starts."""
 
+STANDALONE_FENCE_TIMEOUT = 60.0
+"""Seconds to kill earlier attempts' applications on a standalone master before this one
+starts (the same budget as Spark Connect's)."""
+
 
 def run_code(
     launch: LaunchDocument, channel: EventChannel, warm_session: SparkSession | None = None
@@ -63,6 +69,7 @@ def run_code(
                 error = describe_error(exc).model_copy(update={"permanent": True})
                 return FailedEvent(error=error), None
             conf = session_settings.settings(launch, settings)
+            _kill_earlier_standalone_apps(launch, conf)
             remote = _fence_earlier_connect_attempts(launch)
             session_settings.export(conf, Path.cwd() / session_settings.CONF_FOLDER, remote=remote)
             context = JobContext(
@@ -92,6 +99,23 @@ def _fence_earlier_connect_attempts(launch: LaunchDocument) -> str | None:
         launch.spark_master, launch.job_id, launch.attempt, CONNECT_FENCE_TIMEOUT, scope=scope
     )
     return connect.remote_url(launch.spark_master, launch.job_id, launch.attempt, scope=scope)
+
+
+def _kill_earlier_standalone_apps(launch: LaunchDocument, conf: Mapping[str, str]) -> None:
+    """On a standalone master: kill what earlier attempts' applications still run there (a
+    driver cut off from the master leaves its executors running), before any user code."""
+    if launch.mode is not RunMode.MAIN or not standalone.is_standalone(launch.spark_master):
+        return  # an initialize hook holds no lease: it may run beside a live attempt
+    names = standalone.earlier_app_names(launch.job_id, launch.attempt)
+    if not (names or launch.earlier_spark_apps):
+        return
+    standalone.kill_earlier_applications(
+        launch.spark_master,
+        conf,
+        known_ids=launch.earlier_spark_apps,
+        names=names,
+        timeout=STANDALONE_FENCE_TIMEOUT,
+    )
 
 
 @dataclass(frozen=True)

@@ -105,6 +105,7 @@ class Launcher:
                 deadman_timeout=self._deadman_timeout,
                 dependencies=dependencies,
                 python_env=python_env,
+                earlier_spark_apps=command.earlier_spark_apps,
             )
         except ValidationError as exc:
             first = exc.errors()[0]

@@ -88,7 +88,11 @@ class SparkProcess:
 
 
 def spark_env(
-    workdir: Path, *, daemon_java_opts: str = "", daemon_memory: str = "512m"
+    workdir: Path,
+    *,
+    daemon_java_opts: str = "",
+    daemon_memory: str = "512m",
+    host: str = LOOPBACK,
 ) -> dict[str, str]:
     """The environment of a Spark daemon or driver started from pyspark, confined to
     ``workdir`` (an empty ``conf`` folder there is its SPARK_CONF_DIR)."""
@@ -98,7 +102,7 @@ def spark_env(
         **os.environ,
         "SPARK_HOME": str(spark_home()),
         "SPARK_CONF_DIR": str(conf_dir),
-        "SPARK_LOCAL_IP": LOOPBACK,
+        "SPARK_LOCAL_IP": host,
         "SPARK_DAEMON_MEMORY": daemon_memory,
         "SPARK_DAEMON_JAVA_OPTS": daemon_java_opts,
         "PYSPARK_PYTHON": sys.executable,
@@ -117,21 +121,27 @@ def spawn(name: str, argv: list[str], workdir: Path, env: Mapping[str, str]) -> 
     return SparkProcess(name, popen, path)
 
 
-def master_command(port: int, webui_port: int) -> list[str]:
+def master_command(port: int, webui_port: int, host: str = LOOPBACK) -> list[str]:
     return [
         str(spark_home() / "bin" / "spark-class"),
         "org.apache.spark.deploy.master.Master",
-        *("--host", LOOPBACK, "--port", str(port), "--webui-port", str(webui_port)),
+        *("--host", host, "--port", str(port), "--webui-port", str(webui_port)),
     ]
 
 
 def worker_command(
-    master_url: str, *, webui_port: int, cores: int, memory: str, work_dir: Path
+    master_url: str,
+    *,
+    webui_port: int,
+    cores: int,
+    memory: str,
+    work_dir: Path,
+    host: str = LOOPBACK,
 ) -> list[str]:
     return [
         str(spark_home() / "bin" / "spark-class"),
         "org.apache.spark.deploy.worker.Worker",
-        *("--host", LOOPBACK, "--webui-port", str(webui_port)),
+        *("--host", host, "--webui-port", str(webui_port)),
         *("--cores", str(cores), "--memory", memory, "--work-dir", str(work_dir)),
         master_url,
     ]

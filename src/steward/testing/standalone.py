@@ -12,12 +12,16 @@ The master's web UI answers ``GET /json/`` with its ``status``, ``workers``, ``a
 it. A worker's ``/json/`` lists its ``executors`` and ``finishedexecutors``, each with the
 ``appid`` it ran for. The Master and the Worker are SIGKILLed (their whole process groups, which
 hold the executors) when the context ends, also after an error.
+
+``host`` and ``prefix`` put the cluster elsewhere than loopback: a partition test runs it in
+a network namespace of its own (``prefix`` is then ``ip netns exec <ns>``, ``host`` that
+namespace's address) and reads its ``/json/`` from the private network.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -102,10 +106,20 @@ class MasterState:
 class StandaloneCluster:
     """A standalone Master and one Worker (``cores``, ``memory``) under ``workdir``."""
 
-    def __init__(self, workdir: Path, *, cores: int = 2, memory: str = "1g") -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        *,
+        cores: int = 2,
+        memory: str = "1g",
+        host: str = LOOPBACK,
+        prefix: Sequence[str] = (),
+    ) -> None:
         self.workdir = workdir
         self.cores = cores
         self.memory = memory
+        self.host = host
+        self.prefix = list(prefix)
         self.port = free_port()
         self.webui_port = free_port()
         self.worker_webui_port = free_port()
@@ -113,26 +127,26 @@ class StandaloneCluster:
 
     @property
     def master_url(self) -> str:
-        return f"spark://{LOOPBACK}:{self.port}"
+        return f"spark://{self.host}:{self.port}"
 
     @property
     def webui_url(self) -> str:
-        return f"http://{LOOPBACK}:{self.webui_port}"
+        return f"http://{self.host}:{self.webui_port}"
 
     def start(self, timeout: float) -> StandaloneCluster:
         """Start the Master, then the Worker; return once the Worker is registered ALIVE."""
-        env = spark_env(self.workdir)
-        self.processes.append(
-            spawn("master", master_command(self.port, self.webui_port), self.workdir, env)
-        )
+        env = spark_env(self.workdir, host=self.host)
+        master = [*self.prefix, *master_command(self.port, self.webui_port, self.host)]
+        self.processes.append(spawn("master", master, self.workdir, env))
         argv = worker_command(
             self.master_url,
             webui_port=self.worker_webui_port,
             cores=self.cores,
             memory=self.memory,
             work_dir=self.workdir / "worker",
+            host=self.host,
         )
-        self.processes.append(spawn("worker", argv, self.workdir, env))
+        self.processes.append(spawn("worker", [*self.prefix, *argv], self.workdir, env))
         wait_until(
             self._worker_alive, timeout, "the Spark worker registered with the master", _POLL
         )
@@ -150,7 +164,7 @@ class StandaloneCluster:
         return MasterState.from_json(value) if isinstance(value, dict) else None
 
     def worker_json(self) -> Mapping[str, Any] | None:
-        value = http_json(f"http://{LOOPBACK}:{self.worker_webui_port}/json/")
+        value = http_json(f"http://{self.host}:{self.worker_webui_port}/json/")
         return value if isinstance(value, dict) else None
 
     def executors_of(self, app_id: str) -> list[Mapping[str, Any]]:
@@ -185,10 +199,16 @@ class StandaloneCluster:
 
 @contextmanager
 def standalone_cluster(
-    workdir: Path, *, cores: int = 2, memory: str = "1g", timeout: float = 120.0
+    workdir: Path,
+    *,
+    cores: int = 2,
+    memory: str = "1g",
+    timeout: float = 120.0,
+    host: str = LOOPBACK,
+    prefix: Sequence[str] = (),
 ) -> Iterator[StandaloneCluster]:
     """A started :class:`StandaloneCluster`, stopped for sure on the way out."""
-    cluster = StandaloneCluster(workdir, cores=cores, memory=memory)
+    cluster = StandaloneCluster(workdir, cores=cores, memory=memory, host=host, prefix=prefix)
     try:
         yield cluster.start(timeout)
     finally:

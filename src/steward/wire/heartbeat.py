@@ -32,7 +32,7 @@ from pydantic import (
     Field,
 )
 
-from steward.wire.records import ErrorInfo, SparkApp
+from steward.wire.records import MAX_EARLIER_APPS, ErrorInfo, SparkApp
 from steward.wire.runner import CheckpointEvent, FailedEvent, FinishedEvent
 from steward.wire.states import AttemptPhase
 from steward.wire.values import JsonValue, Payload, Value
@@ -128,6 +128,12 @@ class StartAttempt(Value):
     is_recovery: bool = False
     completed_stages: dict[str, str] = Field(default_factory=dict)
     last_checkpoint: dict[str, JsonValue] | None = None
+    earlier_spark_apps: list[str] = Field(
+        default_factory=list,
+        max_length=MAX_EARLIER_APPS,
+        description="Spark application ids recorded for the job's earlier attempts: the"
+        " runner kills those still on a standalone master before it runs the job's code",
+    )
 
 
 class CancelAttempt(Value):

@@ -184,6 +184,9 @@ MAX_ATTEMPTS_KEPT = 20
 
 """A status record keeps this many most recent attempts (older ones are only counted)."""
 
+MAX_EARLIER_APPS = MAX_ATTEMPTS_KEPT
+"""A start names at most this many earlier attempts' Spark applications (the ones recorded)."""
+
 
 MAX_CAUSE_TRACEBACK = 8 * 1024
 

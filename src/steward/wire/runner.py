@@ -99,7 +99,7 @@ from pydantic import Field, TypeAdapter, ValidationError, field_validator, model
 
 from steward.errors import CorruptStateError, StewardError, UnsupportedSchemaError
 from steward.wire.jobs import PLAIN_FILENAME_PATTERN, DependencyKind, JobSpec
-from steward.wire.records import ErrorInfo, SparkApp
+from steward.wire.records import MAX_EARLIER_APPS, ErrorInfo, SparkApp
 from steward.wire.values import SCHEMA_VERSION, JsonValue, Payload, Value, check_job_id
 
 RUNNER_MODULE = "steward.runtime.runner"
@@ -223,6 +223,9 @@ class LaunchDocument(Payload):
     """The attempt's work directory: a warm spare, started elsewhere, moves there at handover."""
     dependencies: list[LocalDependency] = Field(default_factory=list)
     """The spec's dependencies, fetched and cached by the TaskManager, in the spec's order."""
+    earlier_spark_apps: list[str] = Field(default_factory=list, max_length=MAX_EARLIER_APPS)
+    """Spark application ids of the job's earlier attempts (from the leader's records): on a
+    standalone master the runner kills those still there before the job's code runs."""
     python_env: str | None = None
     """The prefix of the job's Python environment (from ``requirements`` or an archive with
     ``spark.pyspark.python``), or None for the TaskManager's own Python."""

@@ -16,6 +16,7 @@ from pydantic import JsonValue
 
 from steward.errors import FencedError, StewardError
 from steward.wire.heartbeat import StartAttempt
+from steward.wire.records import MAX_EARLIER_APPS
 from steward.wire.runner import completed_stages_of
 
 from ..jobmaster import JobMaster
@@ -116,4 +117,12 @@ class Scheduler:
             is_recovery=master.is_recovery or deployment.number > 1,
             completed_stages=completed_stages_of(metadata),
             last_checkpoint=metadata,
+            earlier_spark_apps=earlier_spark_apps(master, deployment.number),
         )
+
+
+def earlier_spark_apps(master: JobMaster, number: int) -> list[str]:
+    """The Spark applications recorded for the job's attempts before ``number``: the runner
+    of attempt ``number`` kills those still on a standalone master (rule 4)."""
+    ids = [a.spark_app.app_id for a in master.attempts if a.number < number and a.spark_app]
+    return list(dict.fromkeys(ids))[-MAX_EARLIER_APPS:]
