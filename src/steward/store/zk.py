@@ -8,6 +8,7 @@ layer: a caller catches :class:`~steward.errors.CoordinationError`.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from typing import Any
 
 from kazoo.client import KazooClient
@@ -45,6 +46,19 @@ def read_many(client: KazooClient, paths: list[str]) -> list[tuple[bytes, Any] |
             raise translate(exc, path) from exc
         found.append((bytes(data or b""), stat))
     return found
+
+
+READ_BATCH = 1000
+"""Reads in flight at once in :func:`read_batched`: one round trip per batch, and the answers
+held in memory bounded, whatever the number of paths."""
+
+
+def read_batched(
+    client: KazooClient, paths: list[str], batch: int = READ_BATCH
+) -> Iterator[tuple[bytes, Any] | None]:
+    """:func:`read_many` of ``paths``, ``batch`` requests in flight at a time, in order."""
+    for start in range(0, len(paths), batch):
+        yield from read_many(client, paths[start : start + batch])
 
 
 def children_many(client: KazooClient, paths: list[str]) -> list[list[str]]:

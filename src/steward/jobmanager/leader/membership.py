@@ -114,8 +114,11 @@ class Membership:
         client, layout = self._session.client, self._session.layout
         members: dict[str, TaskManagerInfo] = {}
         incarnations: dict[str, int] = {}
-        for tm_id in zk.children(client, layout.taskmanagers):
-            found = zk.read(client, layout.taskmanager(tm_id))
+        tm_ids = zk.children(client, layout.taskmanagers)
+        paths = [layout.taskmanager(tm_id) for tm_id in tm_ids]
+        # Pipelined: a thousand TaskManagers cost a round trip, not a thousand (recovery
+        # and every membership change wait for this read).
+        for tm_id, found in zip(tm_ids, zk.read_batched(client, paths), strict=True):
             if found is None:
                 continue
             try:
