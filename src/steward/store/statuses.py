@@ -106,9 +106,12 @@ def _decoded_quietly(job_id: str, data: bytes) -> JobStatusRecord | None:
     """The record in ``data``, or None (logged) if it is not ``job_id``'s readable record."""
     try:
         record = JobStatusRecord.from_json(data)
-        if record.job_id != job_id:
-            raise CorruptStateError(f"status of {job_id!r} holds job {record.job_id!r}")
     except CorruptStateError as exc:
         log.warning("unreadable job status ignored job=%s error=%s", job_id, exc)
+        return None
+    if record.job_id != job_id:
+        log.warning(
+            "unreadable job status ignored job=%s error=holds job %r", job_id, record.job_id
+        )
         return None
     return record

@@ -4,13 +4,14 @@ In order: every DIRTY result, and every job graph whose job already has a result
 cleanup; the execution leases are read once; every other job graph is recovered on its own, on
 ``jobmanager.recovery-parallelism`` threads. ZooKeeper is read in pipelined batches (the
 members, the leases, then per :data:`CHUNK` jobs their pointers and status records, one round
-trip each), so only the graphs' blobs are read job by job. A job that cannot be recovered (graph missing or
-corrupt, anything else raised) becomes FAILED with its cause; no other job is affected and the
-leader keeps going (rule 6). A job whose lease exists is adopted: its attempt keeps running
-(rule 8). A job whose record shows an attempt in flight without a lease waits a few heartbeats
-for its TaskManager's report if that TaskManager is a member, else the attempt is LOST. Every
-other job runs its initialize hook again. Status records are written in batches at the end,
-before the term is ready. Only a FencedError (or a failure of the whole step) ends the term.
+trip each), so only the graphs' blobs are read job by job. A job that cannot be recovered
+(graph missing or corrupt, anything else raised) becomes FAILED with its cause; no other job
+is affected and the leader keeps going (rule 6). A job whose lease exists is adopted: its
+attempt keeps running (rule 8). A job whose record shows an attempt in flight without a lease
+waits a few heartbeats for its TaskManager's report if that TaskManager is a member, else the
+attempt is LOST. Every other job runs its initialize hook again. Status records are written in
+batches at the end, before the term is ready. Only a FencedError (or a failure of the whole
+step) ends the term.
 
 A store that does not answer (:func:`~steward.errors.is_unavailable`) is no verdict: that job's
 recovery is tried again with back-off, its lease read afresh, until it succeeds or the term
@@ -23,6 +24,7 @@ from __future__ import annotations
 import logging
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 
 from steward.errors import (
     CorruptStateError,
@@ -131,7 +133,7 @@ class Recovery:
                 chunk = todo[start : start + CHUNK]
                 found = self._prefetch(chunk)
                 outcomes.extend(
-                    pool.map(lambda j: self._recover_until_known(j, leases, found), chunk)
+                    pool.map(partial(self._recover_until_known, leases=leases, found=found), chunk)
                 )
         self._records.flush_deferred()
         return outcomes
