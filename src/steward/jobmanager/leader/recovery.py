@@ -106,6 +106,14 @@ class Recovery:
             if job_id in result_ids:  # a result exists: only the cleanup was left to do
                 self._cleanup.put(job_id)
         todo = [job_id for job_id in graph_ids if job_id not in result_ids]
+        # What the listings cost against the jobs' own reads: the split a profile starts from.
+        log.info(
+            "recovery listed epoch=%d seconds=%.3f leases=%d graphs=%d",
+            self._term.epoch,
+            self._term.monotonic() - started,
+            len(leases),
+            len(graph_ids),
+        )
         outcomes = self._recover_all(todo, leases)
         self._term.metrics.recovered(outcomes.count("adopted"), outcomes.count("restarted"))
         summary = {
