@@ -168,7 +168,12 @@ def _measure(
         progress(
             f"{jobs} jobs written in {written:.1f}s, {taskmanagers} TMs hold them ({held:.1f}s)"
         )
-        return _failover(cluster, simulator, (jobs, taskmanagers), (written, held), window)
+        try:
+            return _failover(cluster, simulator, (jobs, taskmanagers), (written, held), window)
+        except Exception:
+            for proc in cluster.procs:
+                progress(f"{proc.id}'s log ends:\n{proc.log_tail(3000)}")
+            raise
 
 
 def _epoch(cluster: BenchCluster, root: str) -> int:
@@ -191,7 +196,7 @@ def _failover(
     simulator.start([first.address])
     wait_until(
         lambda: cluster.check_alive() or cluster.serving_leader(first),
-        120 + jobs * 0.02,
+        300 + jobs * 0.1,
         "jm-1 leads",
     )
     epoch1, cold, summary1 = recovery_line(first)

@@ -13,10 +13,10 @@ attempt is LOST. Every other job runs its initialize hook again. Status records 
 batches at the end, before the term is ready. Only a FencedError (or a failure of the whole
 step) ends the term.
 
-A store that does not answer (:func:`~steward.errors.is_unavailable`) is no verdict: that job's
-recovery is tried again with back-off, its lease read afresh, until it succeeds or the term
-ends. The term is not ready until every job is known, so meanwhile no heartbeat is taken and
-no attempt is cancelled as a stray (issue 23).
+A store that does not answer (:func:`~steward.errors.is_unavailable`) is no verdict: the
+listing, or that job's recovery, is tried again with back-off, its lease read afresh, until it
+succeeds or the term ends. The term is not ready until every job is known, so meanwhile no
+heartbeat is taken and no attempt is cancelled as a stray (issue 23).
 """
 
 from __future__ import annotations
@@ -60,6 +60,16 @@ instead of two per job, and the answers held at once bounded."""
 
 
 @dataclass(frozen=True)
+class Listing:
+    """What recovery reads before any job: the cleanups to queue, the leases, the jobs."""
+
+    cleanups: list[str]
+    dirty: int
+    leases: dict[str, ExecutionLease]
+    todo: list[str]
+
+
+@dataclass(frozen=True)
 class Prefetched:
     """A chunk's pointers and status records, read before its jobs are recovered. A job
     absent from ``pointers`` had no graph when they were read."""
@@ -92,37 +102,28 @@ class Recovery:
     def recover(self) -> dict[str, int]:
         """Recover every job of the cluster into the table; the summary, by outcome."""
         started = self._term.monotonic()
-        self._membership.refresh()
-        # Never a read per result kept (there may be millions): the DIRTY ones are marked,
-        # and only the jobs with a graph are looked up.
-        dirty_ids = self._stores.results.dirty_ids()
-        for job_id in dirty_ids:
+        listing = self._list_until_known()
+        if listing is None:  # the term ended while ZooKeeper did not answer
+            return {"jobs": 0}
+        for job_id in listing.cleanups:
             self._cleanup.put(job_id)
-        dirty = len(dirty_ids)
-        leases = self._stores.leases.all()
-        graph_ids = self._stores.graphs.job_ids()
-        result_ids = self._stores.results.with_result(graph_ids)
-        for job_id in graph_ids:
-            if job_id in result_ids:  # a result exists: only the cleanup was left to do
-                self._cleanup.put(job_id)
-        todo = [job_id for job_id in graph_ids if job_id not in result_ids]
         # What the listings cost against the jobs' own reads: the split a profile starts from.
         log.info(
-            "recovery listed epoch=%d seconds=%.3f leases=%d graphs=%d",
+            "recovery listed epoch=%d seconds=%.3f leases=%d jobs=%d",
             self._term.epoch,
             self._term.monotonic() - started,
-            len(leases),
-            len(graph_ids),
+            len(listing.leases),
+            len(listing.todo),
         )
-        outcomes = self._recover_all(todo, leases)
+        outcomes = self._recover_all(listing.todo, listing.leases)
         self._term.metrics.recovered(outcomes.count("adopted"), outcomes.count("restarted"))
         summary = {
-            "jobs": len(todo),
+            "jobs": len(listing.todo),
             "adopted": outcomes.count("adopted"),
             "awaiting": outcomes.count("awaiting"),
             "restarted": outcomes.count("restarted"),
             "failed": outcomes.count("failed"),
-            "dirty_cleanups": dirty,
+            "dirty_cleanups": listing.dirty,
         }
         log.info(
             "recovery done epoch=%d seconds=%.3f %s",
@@ -131,6 +132,46 @@ class Recovery:
             " ".join(f"{k}={v}" for k, v in summary.items()),
         )
         return summary
+
+    def _list_until_known(self) -> Listing | None:
+        """:meth:`_list`, tried again with back-off while ZooKeeper does not answer; None if
+        the term ended first. A blip here used to end the term: a new epoch and a whole new
+        recovery each time, and the longer the listing (10,000 jobs) the likelier a blip."""
+        delay = RETRY_FIRST
+        while True:
+            try:
+                return self._list()
+            except StewardError as exc:
+                if not is_unavailable(exc):
+                    raise
+                log.warning(
+                    "recovery listing waits epoch=%d retry_in=%.1f error=%r",
+                    self._term.epoch,
+                    delay,
+                    exc,
+                )
+            if self._term.stopped.wait(delay):
+                return None
+            delay = min(2 * delay, RETRY_MOST)
+
+    def _list(self) -> Listing:
+        """The members, the leases and the jobs to recover; nothing is changed until it
+        returns (so it can be tried again)."""
+        self._membership.refresh()
+        # Never a read per result kept (there may be millions): the DIRTY ones are marked,
+        # and only the jobs with a graph are looked up.
+        dirty_ids = self._stores.results.dirty_ids()
+        leases = self._stores.leases.all()
+        graph_ids = self._stores.graphs.job_ids()
+        result_ids = self._stores.results.with_result(graph_ids)
+        # A graph whose job has a result: only the cleanup was left to do.
+        done = [job_id for job_id in graph_ids if job_id in result_ids]
+        return Listing(
+            cleanups=[*dirty_ids, *done],
+            dirty=len(dirty_ids),
+            leases=leases,
+            todo=[job_id for job_id in graph_ids if job_id not in result_ids],
+        )
 
     def _recover_all(self, todo: list[str], leases: dict[str, ExecutionLease]) -> list[str]:
         parallelism = self._term.settings.jobmanager.recovery_parallelism
