@@ -48,9 +48,13 @@ def read_many(client: KazooClient, paths: list[str]) -> list[tuple[bytes, Any] |
     return found
 
 
-READ_BATCH = 1000
-"""Reads in flight at once in :func:`read_batched`: one round trip per batch, and the answers
-held in memory bounded, whatever the number of paths."""
+READ_BATCH = 100
+"""Reads in flight at once in :func:`read_batched`: one round trip per batch. Bounded because
+ZooKeeper answers a session's requests in order: the liveness probe's round trip
+(``ha/liveness.py``) waits behind every read sent before it, and a batch of 1,000 on a starved
+server (load 40 on 2 cores) kept it unanswered past ``failover_after``: the connection was
+dropped, the batch failed, and the retry met the same fate. 100 keeps that wait short and the
+reads still pipelined (10,000 jobs: 100 round trips, not 10,000)."""
 
 
 def read_batched(
