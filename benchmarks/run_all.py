@@ -63,6 +63,8 @@ CLUSTER_SUITE = (
     Benchmark("failover_floor", "failover_floor"),
     Benchmark("failover_reads", "failover_reads"),
     Benchmark("recovery_scaling", "recovery_scaling"),
+    # 10,000 jobs on 1,000 simulated TaskManagers: ~15 min on a loaded 2-core machine.
+    Benchmark("failover_scale", "failover_scale", timeout=3600.0),
     Benchmark("submission", "submission"),
     Benchmark("footprint", "footprint"),
     Benchmark("job_start", "job_start"),

@@ -214,6 +214,22 @@ class JobGraphStore:
                     pointers[job_id] = JobGraphPointer.from_json(current[0])
         return pointers
 
+    def pointers_quietly(
+        self, job_ids: list[str]
+    ) -> dict[str, JobGraphPointer | CorruptStateError]:
+        """Like :meth:`pointers`, but a pointer that cannot be decoded is that job's error
+        (seed 000: one bad entry never fails the others' read)."""
+        paths = [self._layout.jobgraph(job_id) for job_id in job_ids]
+        pointers: dict[str, JobGraphPointer | CorruptStateError] = {}
+        for job_id, current in zip(job_ids, zk.read_batched(self._client, paths), strict=True):
+            if current is None:
+                continue
+            try:
+                pointers[job_id] = JobGraphPointer.from_json(current[0])
+            except CorruptStateError as exc:
+                pointers[job_id] = exc
+        return pointers
+
     def get_with_pointer(self, job_id: str) -> tuple[JobGraphPointer, JobGraph]:
         """The job's pointer and the graph it names, reading the pointer once."""
         pointer = self.pointer(job_id)

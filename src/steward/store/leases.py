@@ -30,7 +30,7 @@ from steward.ha.fencing import Fence
 from steward.ha.kazoo_errors import KAZOO_ERRORS, translate
 from steward.ha.session import Session
 from steward.store.outcomes import encode
-from steward.store.zk import job_children, read
+from steward.store.zk import job_children, read, read_batched
 from steward.wire.heartbeat import OutcomeRecord
 from steward.wire.records import ExecutionLease
 from steward.wire.runner import FinalEvent
@@ -252,20 +252,19 @@ class ExecutionLeases:
         return ExecutionLease.from_json(found[0]) if found else None
 
     def all(self) -> dict[str, ExecutionLease]:
-        """Every readable lease of the cluster, by job id; corrupt ones are logged and left out."""
+        """Every readable lease of the cluster, by job id; corrupt ones are logged and left out.
+
+        One listing and pipelined reads (:func:`~steward.store.zk.read_batched`): a new
+        leader reads 10,000 leases in about ten round trips, not 10,000."""
+        client, layout = self._session.client, self._session.layout
+        job_ids = job_children(client, layout.executions)
+        paths = [layout.execution(job_id) for job_id in job_ids]
         leases: dict[str, ExecutionLease] = {}
-        for job_id in job_children(self._session.client, self._layout.executions):
-            lease = self._read_quietly(job_id)
+        for job_id, found in zip(job_ids, read_batched(client, paths), strict=True):
+            lease = None if found is None else _decoded_quietly(job_id, found[0])
             if lease is not None:
                 leases[job_id] = lease
         return leases
-
-    def _read_quietly(self, job_id: str) -> ExecutionLease | None:
-        try:
-            return self.held(job_id)
-        except CorruptStateError as exc:
-            log.warning("corrupt lease job=%s cause=%r", job_id, exc)
-            return None
 
     def _holder_or_none(self, job_id: str) -> ExecutionLease | None:
         # Only to name the holder in an error: the error itself matters more than the name.
@@ -274,3 +273,11 @@ class ExecutionLeases:
         except StewardError as exc:
             log.warning("could not read the lease holder job=%s cause=%r", job_id, exc)
             return None
+
+
+def _decoded_quietly(job_id: str, data: bytes) -> ExecutionLease | None:
+    try:
+        return ExecutionLease.from_json(data)
+    except CorruptStateError as exc:
+        log.warning("corrupt lease job=%s cause=%r", job_id, exc)
+        return None

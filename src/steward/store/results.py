@@ -47,8 +47,8 @@ log = logging.getLogger(__name__)
 MAX_ENTRY_BYTES = 512 * 1024
 """A result body's limit: results travel whole in REST answers and events."""
 
-READ_BATCH = 1000
-"""Index nodes read in one pipelined batch when listing."""
+READ_BATCH = zk.READ_BATCH
+"""Index nodes read in one pipelined batch when listing (bounded: see ``zk.READ_BATCH``)."""
 
 
 class ResultTooLargeError(StoreError):

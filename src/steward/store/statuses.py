@@ -85,12 +85,33 @@ class JobStatusStore:
 
     def find_quietly(self, job_id: str) -> JobStatusRecord | None:
         """Like :meth:`find`, but an unreadable record is logged and read as None."""
-        try:
-            return self.find(job_id)
-        except CorruptStateError as exc:
-            log.warning("unreadable job status ignored job=%s error=%s", job_id, exc)
-            return None
+        found = zk.read(self._client, self._layout.job_status(job_id))
+        return None if found is None else _decoded_quietly(job_id, found[0])
+
+    def find_many_quietly(self, job_ids: list[str]) -> dict[str, JobStatusRecord | None]:
+        """:meth:`find_quietly` of every job, the reads pipelined in bounded batches."""
+        paths = [self._layout.job_status(job_id) for job_id in job_ids]
+        found = zk.read_batched(self._client, paths)
+        return {
+            job_id: None if read is None else _decoded_quietly(job_id, read[0])
+            for job_id, read in zip(job_ids, found, strict=True)
+        }
 
     def job_ids(self) -> list[str]:
         """Ids under ``jobs/`` (live jobs, and terminated ones whose cleanup is not done)."""
         return zk.job_children(self._client, self._layout.jobs)
+
+
+def _decoded_quietly(job_id: str, data: bytes) -> JobStatusRecord | None:
+    """The record in ``data``, or None (logged) if it is not ``job_id``'s readable record."""
+    try:
+        record = JobStatusRecord.from_json(data)
+    except CorruptStateError as exc:
+        log.warning("unreadable job status ignored job=%s error=%s", job_id, exc)
+        return None
+    if record.job_id != job_id:
+        log.warning(
+            "unreadable job status ignored job=%s error=holds job %r", job_id, record.job_id
+        )
+        return None
+    return record

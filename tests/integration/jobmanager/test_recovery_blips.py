@@ -17,6 +17,7 @@ from jobmanager_harness import SETTLE, JobManagerCluster, PretendTaskManager, re
 from steward.errors import ZooKeeperUnavailableError
 from steward.jobmanager.manager import JobManager
 from steward.store.job_graphs import JobGraphStore
+from steward.store.leases import ExecutionLeases
 from steward.store.outcomes import AttemptOutcomes as OutcomeStore
 from steward.store.outcomes import encode
 from steward.wire.heartbeat import CancelAttempt, OutcomeRecord, StartAttempt
@@ -115,17 +116,51 @@ def test_a_lost_zookeeper_connection_on_a_pointer_read_is_retried(
     read = JobGraphStore.get_with_pointer
     failed: list[str] = []
 
+    def batch_lost(store: JobGraphStore, job_ids: list[str]) -> None:
+        # The pipelined read of the chunk's pointers loses the connection: each job then
+        # reads its own pointer, and the first of those reads loses it too.
+        failed.append("batch")
+        raise ZooKeeperUnavailableError("lost the ZooKeeper connection (pointers)")
+
     def once(store: JobGraphStore, job_id: str) -> tuple[JobGraphPointer, JobGraph]:
-        if not failed:  # one ConnectionLoss, as kazoo_errors maps it
+        if failed == ["batch"]:  # one ConnectionLoss, as kazoo_errors maps it
             failed.append(job_id)
             raise ZooKeeperUnavailableError(f"lost the ZooKeeper connection (at {job_id})")
         return read(store, job_id)
 
+    monkeypatch.setattr(JobGraphStore, "pointers_quietly", batch_lost)
     monkeypatch.setattr(JobGraphStore, "get_with_pointer", once)
     successor = cluster.start_leader("jm-2")
-    assert failed == ["job-b"]
+    assert failed == ["batch", "job-b"]
     _adopted_running(cluster, successor, "job-b")
     assert not cluster.exists(cluster.layout.result("job-b")), "a blip gave job-b a result"
+    beat = tm.heartbeat(successor, report(start, RUNNING))
+    assert beat.commands == []
+
+
+def test_a_lost_zookeeper_connection_while_listing_the_leases_is_waited_out_in_the_same_term(
+    cluster: JobManagerCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    leader = cluster.start_leader("jm-1")
+    tm = PretendTaskManager(cluster, "tm-1").register()
+    start = _running(cluster, leader, tm, "job-c")
+    leader.stop()
+    read = ExecutionLeases.all
+    failed: list[str] = []
+
+    def once(leases: ExecutionLeases) -> dict[str, ExecutionLease]:
+        if not failed:  # one ConnectionLoss, as kazoo_errors maps it
+            failed.append("leases")
+            raise ZooKeeperUnavailableError("lost the ZooKeeper connection (executions)")
+        return read(leases)
+
+    monkeypatch.setattr(ExecutionLeases, "all", once)
+    successor = cluster.start_leader("jm-2")
+    assert failed == ["leases"]
+    # The same term recovered: stepping down would have cost an epoch and a second recovery.
+    assert successor.dispatcher is not None
+    assert successor.dispatcher.epoch == start.epoch + 1
+    _adopted_running(cluster, successor, "job-c")
     beat = tm.heartbeat(successor, report(start, RUNNING))
     assert beat.commands == []
 

@@ -105,17 +105,21 @@ class Membership:
         members, incarnations = self._read_members()
         with self._table.lock:
             gone = self._table.rm.set_members(members, incarnations)
+            placed = self._jobs_placed_on(set(gone)) if gone else {}
             for tm_id in gone:
                 log.warning("taskmanager gone tm=%s", tm_id)
-                self._taskmanager_lost(tm_id)
+                self._taskmanager_lost(tm_id, placed.get(tm_id, []))
 
     def _read_members(self) -> tuple[dict[str, TaskManagerInfo], dict[str, int]]:
         """The registrations, and the session that owns each (the TaskManager's incarnation)."""
         client, layout = self._session.client, self._session.layout
         members: dict[str, TaskManagerInfo] = {}
         incarnations: dict[str, int] = {}
-        for tm_id in zk.children(client, layout.taskmanagers):
-            found = zk.read(client, layout.taskmanager(tm_id))
+        tm_ids = zk.children(client, layout.taskmanagers)
+        paths = [layout.taskmanager(tm_id) for tm_id in tm_ids]
+        # Pipelined: a thousand TaskManagers cost a round trip, not a thousand (recovery
+        # and every membership change wait for this read).
+        for tm_id, found in zip(tm_ids, zk.read_batched(client, paths), strict=True):
             if found is None:
                 continue
             try:
@@ -126,9 +130,20 @@ class Membership:
             incarnations[tm_id] = int(found[1].ephemeralOwner)
         return members, incarnations
 
-    def _taskmanager_lost(self, tm_id: str) -> None:
+    def _jobs_placed_on(self, tm_ids: set[str]) -> dict[str, list[JobMaster]]:
+        """The jobs whose current attempt is on one of ``tm_ids``, by TaskManager: one pass
+        over the table for all of them (a partition that takes 1,000 TaskManagers away at
+        once must not cost 1,000 passes over 10,000 jobs under the lock)."""
+        placed: dict[str, list[JobMaster]] = {}
+        for master in self._table.jobs.values():
+            current = master.current
+            if current is not None and current.taskmanager in tm_ids:
+                placed.setdefault(current.taskmanager, []).append(master)
+        return placed
+
+    def _taskmanager_lost(self, tm_id: str, masters: list[JobMaster]) -> None:
         now = self._term.monotonic()
-        for master in list(self._table.jobs.values()):
+        for master in masters:
             current = master.current
             if current is None or current.taskmanager != tm_id:
                 continue

@@ -2,24 +2,29 @@
 
 In order: every DIRTY result, and every job graph whose job already has a result, is queued for
 cleanup; the execution leases are read once; every other job graph is recovered on its own, on
-``jobmanager.recovery-parallelism`` threads. A job that cannot be recovered (graph missing or
-corrupt, anything else raised) becomes FAILED with its cause; no other job is affected and the
-leader keeps going (rule 6). A job whose lease exists is adopted: its attempt keeps running
-(rule 8). A job whose record shows an attempt in flight without a lease waits a few heartbeats
-for its TaskManager's report if that TaskManager is a member, else the attempt is LOST. Every
-other job runs its initialize hook again. Status records are written in batches at the end,
-before the term is ready. Only a FencedError (or a failure of the whole step) ends the term.
+``jobmanager.recovery-parallelism`` threads. ZooKeeper is read in pipelined batches (the
+members, the leases, then per :data:`CHUNK` jobs their pointers and status records, one round
+trip each), so only the graphs' blobs are read job by job. A job that cannot be recovered
+(graph missing or corrupt, anything else raised) becomes FAILED with its cause; no other job
+is affected and the leader keeps going (rule 6). A job whose lease exists is adopted: its
+attempt keeps running (rule 8). A job whose record shows an attempt in flight without a lease
+waits a few heartbeats for its TaskManager's report if that TaskManager is a member, else the
+attempt is LOST. Every other job runs its initialize hook again. Status records are written in
+batches at the end, before the term is ready. Only a FencedError (or a failure of the whole
+step) ends the term.
 
-A store that does not answer (:func:`~steward.errors.is_unavailable`) is no verdict: that job's
-recovery is tried again with back-off, its lease read afresh, until it succeeds or the term
-ends. The term is not ready until every job is known, so meanwhile no heartbeat is taken and
-no attempt is cancelled as a stray (issue 23).
+A store that does not answer (:func:`~steward.errors.is_unavailable`) is no verdict: the
+listing, or that job's recovery, is tried again with back-off, its lease read afresh, until it
+succeeds or the term ends. The term is not ready until every job is known, so meanwhile no
+heartbeat is taken and no attempt is cancelled as a stray (issue 23).
 """
 
 from __future__ import annotations
 
 import logging
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import partial
 
 from steward.errors import (
     CorruptStateError,
@@ -29,7 +34,8 @@ from steward.errors import (
     is_unavailable,
 )
 from steward.supervisor.artifacts import may_define_initialize
-from steward.wire.records import AttemptRecord, ErrorInfo, ExecutionLease
+from steward.wire.jobs import JobGraph, JobGraphPointer
+from steward.wire.records import AttemptRecord, ErrorInfo, ExecutionLease, JobStatusRecord
 
 from ..jobmaster import JobMaster
 from .cleanup import Cleanup
@@ -48,6 +54,28 @@ RETRY_FIRST = 0.2
 """Seconds before the first retry of a job whose stores did not answer; doubled each time."""
 RETRY_MOST = 5.0
 """The longest pause between two tries: a storage stall that ends is noticed within this."""
+CHUNK = 1000
+"""Jobs whose pointers and status records are read together, pipelined: one round trip each
+instead of two per job, and the answers held at once bounded."""
+
+
+@dataclass(frozen=True)
+class Listing:
+    """What recovery reads before any job: the cleanups to queue, the leases, the jobs."""
+
+    cleanups: list[str]
+    dirty: int
+    leases: dict[str, ExecutionLease]
+    todo: list[str]
+
+
+@dataclass(frozen=True)
+class Prefetched:
+    """A chunk's pointers and status records, read before its jobs are recovered. A job
+    absent from ``pointers`` had no graph when they were read."""
+
+    pointers: dict[str, JobGraphPointer | CorruptStateError]
+    records: dict[str, JobStatusRecord | None]
 
 
 class Recovery:
@@ -74,29 +102,28 @@ class Recovery:
     def recover(self) -> dict[str, int]:
         """Recover every job of the cluster into the table; the summary, by outcome."""
         started = self._term.monotonic()
-        self._membership.refresh()
-        # Never a read per result kept (there may be millions): the DIRTY ones are marked,
-        # and only the jobs with a graph are looked up.
-        dirty_ids = self._stores.results.dirty_ids()
-        for job_id in dirty_ids:
+        listing = self._list_until_known()
+        if listing is None:  # the term ended while ZooKeeper did not answer
+            return {"jobs": 0}
+        for job_id in listing.cleanups:
             self._cleanup.put(job_id)
-        dirty = len(dirty_ids)
-        leases = self._stores.leases.all()
-        graph_ids = self._stores.graphs.job_ids()
-        result_ids = self._stores.results.with_result(graph_ids)
-        for job_id in graph_ids:
-            if job_id in result_ids:  # a result exists: only the cleanup was left to do
-                self._cleanup.put(job_id)
-        todo = [job_id for job_id in graph_ids if job_id not in result_ids]
-        outcomes = self._recover_all(todo, leases)
+        # What the listings cost against the jobs' own reads: the split a profile starts from.
+        log.info(
+            "recovery listed epoch=%d seconds=%.3f leases=%d jobs=%d",
+            self._term.epoch,
+            self._term.monotonic() - started,
+            len(listing.leases),
+            len(listing.todo),
+        )
+        outcomes = self._recover_all(listing.todo, listing.leases)
         self._term.metrics.recovered(outcomes.count("adopted"), outcomes.count("restarted"))
         summary = {
-            "jobs": len(todo),
+            "jobs": len(listing.todo),
             "adopted": outcomes.count("adopted"),
             "awaiting": outcomes.count("awaiting"),
             "restarted": outcomes.count("restarted"),
             "failed": outcomes.count("failed"),
-            "dirty_cleanups": dirty,
+            "dirty_cleanups": listing.dirty,
         }
         log.info(
             "recovery done epoch=%d seconds=%.3f %s",
@@ -106,24 +133,88 @@ class Recovery:
         )
         return summary
 
+    def _list_until_known(self) -> Listing | None:
+        """:meth:`_list`, tried again with back-off while ZooKeeper does not answer; None if
+        the term ended first. A blip here used to end the term: a new epoch and a whole new
+        recovery each time, and the longer the listing (10,000 jobs) the likelier a blip."""
+        delay = RETRY_FIRST
+        while True:
+            try:
+                return self._list()
+            except StewardError as exc:
+                if not is_unavailable(exc):
+                    raise
+                log.warning(
+                    "recovery listing waits epoch=%d retry_in=%.1f error=%r",
+                    self._term.epoch,
+                    delay,
+                    exc,
+                )
+            if self._term.stopped.wait(delay):
+                return None
+            delay = min(2 * delay, RETRY_MOST)
+
+    def _list(self) -> Listing:
+        """The members, the leases and the jobs to recover; nothing is changed until it
+        returns (so it can be tried again)."""
+        self._membership.refresh()
+        # Never a read per result kept (there may be millions): the DIRTY ones are marked,
+        # and only the jobs with a graph are looked up.
+        dirty_ids = self._stores.results.dirty_ids()
+        leases = self._stores.leases.all()
+        graph_ids = self._stores.graphs.job_ids()
+        result_ids = self._stores.results.with_result(graph_ids)
+        # A graph whose job has a result: only the cleanup was left to do.
+        done = [job_id for job_id in graph_ids if job_id in result_ids]
+        return Listing(
+            cleanups=[*dirty_ids, *done],
+            dirty=len(dirty_ids),
+            leases=leases,
+            todo=[job_id for job_id in graph_ids if job_id not in result_ids],
+        )
+
     def _recover_all(self, todo: list[str], leases: dict[str, ExecutionLease]) -> list[str]:
         parallelism = self._term.settings.jobmanager.recovery_parallelism
         self._records.defer()
+        outcomes: list[str] = []
         with ThreadPoolExecutor(max_workers=parallelism, thread_name_prefix="recover") as pool:
-            outcomes = list(pool.map(lambda j: self._recover_until_known(j, leases), todo))
+            for start in range(0, len(todo), CHUNK):
+                chunk = todo[start : start + CHUNK]
+                found = self._prefetch(chunk)
+                outcomes.extend(
+                    pool.map(partial(self._recover_until_known, leases=leases, found=found), chunk)
+                )
         self._records.flush_deferred()
         return outcomes
 
-    def _recover_until_known(self, job_id: str, leases: dict[str, ExecutionLease]) -> str:
+    def _prefetch(self, chunk: list[str]) -> Prefetched | None:
+        """The chunk's pointers and records; None if ZooKeeper did not answer (then each job
+        reads its own, with the retries of :meth:`_recover_until_known`)."""
+        try:
+            pointers = self._stores.graphs.pointers_quietly(chunk)
+            records = self._stores.statuses.find_many_quietly(chunk)
+        except StewardError as exc:  # reads are not fenced: only "unavailable" comes here
+            log.warning(
+                "recovery reads job by job jobs=%d epoch=%d error=%r",
+                len(chunk),
+                self._term.epoch,
+                exc,
+            )
+            return None
+        return Prefetched(pointers, records)
+
+    def _recover_until_known(
+        self, job_id: str, leases: dict[str, ExecutionLease], found: Prefetched | None
+    ) -> str:
         """Recover one job, trying again while its stores do not answer (until the term ends:
         then "abandoned", and the next leader recovers it)."""
         delay, tries = RETRY_FIRST, 0
         while True:
             try:
-                if tries:
-                    leases = self._lease_now(job_id)
+                if tries:  # a retry may come long after the first reads: read afresh
+                    leases, found = self._lease_now(job_id), None
                 tries += 1
-                return self.recover_one(job_id, leases)
+                return self.recover_one(job_id, leases, found)
             except FencedError:
                 raise
             except StewardError as exc:  # unavailable: recover_one raises nothing else
@@ -146,15 +237,18 @@ class Recovery:
             lease = None
         return {job_id: lease} if lease is not None else {}
 
-    def recover_one(self, job_id: str, leases: dict[str, ExecutionLease]) -> str:
-        """Recover one job; never raises for a problem of this job alone (rule 6).
+    def recover_one(
+        self, job_id: str, leases: dict[str, ExecutionLease], found: Prefetched | None = None
+    ) -> str:
+        """Recover one job; never raises for a problem of this job alone (rule 6). ``found``:
+        its pointer and record read already (else they are read now).
 
         Raises FencedError, and the StewardError of a store that did not answer
         (:func:`~steward.errors.is_unavailable`): then nothing about the job was concluded
         or kept, and it is to be recovered again.
         """
         try:
-            return self._recover_job(job_id, leases)
+            return self._recover_job(job_id, leases, found)
         except FencedError:
             raise
         except StewardError as exc:
@@ -188,8 +282,10 @@ class Recovery:
             self._table.jobs.pop(job_id, None)
             self._table.hookless.discard(job_id)
 
-    def _recover_job(self, job_id: str, leases: dict[str, ExecutionLease]) -> str:
-        loaded = self._load(job_id)
+    def _recover_job(
+        self, job_id: str, leases: dict[str, ExecutionLease], found: Prefetched | None
+    ) -> str:
+        loaded = self._load(job_id, found)
         if isinstance(loaded, str):
             return loaded
         master, hookless = loaded
@@ -202,11 +298,11 @@ class Recovery:
                 return self._adopt(master, lease)
             return self._resume(master)
 
-    def _load(self, job_id: str) -> tuple[JobMaster, bool] | str:
+    def _load(self, job_id: str, found: Prefetched | None) -> tuple[JobMaster, bool] | str:
         """The job's master (from its graph and record) and whether it is hookless; else the
         recovery's outcome."""
         try:
-            pointer, graph = self._stores.graphs.get_with_pointer(job_id)
+            pointer, graph = self._graph(job_id, found)
         except JobNotFoundError:
             return "gone"  # removed meanwhile (cannot happen under our fence, but harmless)
         except FencedError:
@@ -215,10 +311,23 @@ class Recovery:
             if is_unavailable(exc):
                 raise  # a blip, not a verdict: the job is recovered again
             return self._fail(job_id, f"job graph of {job_id!r} could not be recovered: {exc}")
-        record = self._stores.statuses.find_quietly(job_id)
+        if found is None:
+            record = self._stores.statuses.find_quietly(job_id)
+        else:
+            record = found.records.get(job_id)
         master = JobMaster(graph.spec, pointer, graph.submitted_at, record=record)
         master.is_recovery = record is not None
         return master, not may_define_initialize(graph.artifact)
+
+    def _graph(self, job_id: str, found: Prefetched | None) -> tuple[JobGraphPointer, JobGraph]:
+        if found is None:
+            return self._stores.graphs.get_with_pointer(job_id)
+        pointer = found.pointers.get(job_id)
+        if pointer is None:
+            raise JobNotFoundError(job_id, "job graph")
+        if isinstance(pointer, CorruptStateError):
+            raise CorruptStateError(str(pointer)) from pointer
+        return pointer, self._stores.graphs.graph_at(job_id, pointer)
 
     def _adopt(self, master: JobMaster, lease: ExecutionLease) -> str:
         """The attempt holds its lease: it keeps running under this term (rule 8)."""

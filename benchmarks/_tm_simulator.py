@@ -1,0 +1,290 @@
+"""A TaskManager load simulator, for benchmarks only: many TaskManagers without their processes.
+
+What is real: each simulated TaskManager's registration (``taskmanagers/<tm-id>``, ephemeral,
+on a real ZooKeeper session), its execution leases (``executions/<job-id>``, created through
+:class:`~steward.store.leases.ExecutionLeases`, fenced by the leader's epoch as rule 3 wants)
+and its heartbeats (the wire protocol's :class:`~steward.wire.heartbeat.Heartbeat`, POSTed over
+HTTP with the cluster's internal credential, long-polling like a TaskManager's ``_poll`` loop,
+turning to another JobManager when answered ``not_leader``). The JobManagers under test are
+real processes and cannot tell these TaskManagers from real ones.
+
+What it leaves out: attempts are entries in a dict, not runner processes (no Spark, no process
+group, no dead-man's switch, no self-fencing); a start command is counted, not run (the
+benchmarks that use it expect none: every attempt is adopted); heartbeats of all simulated
+TaskManagers come from one asyncio loop in one process; ``tms_per_session`` TaskManagers share
+one ZooKeeper session (1 = one session each, as real TaskManagers; more, to spare this machine's
+threads: the leader's work does not depend on it, ZooKeeper's session count does).
+
+It imports neither the JobManager nor the TaskManager: only the stores, the HA session and the
+wire protocol, as both of them do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import httpx
+
+from steward.ha.acl import ZooKeeperAccess
+from steward.ha.session import Session
+from steward.store.leases import ExecutionLeases
+from steward.wire.heartbeat import (
+    HEARTBEAT_PATH,
+    AttemptReport,
+    CancelAttempt,
+    Heartbeat,
+    HeartbeatReply,
+)
+from steward.wire.records import TaskManagerInfo
+from steward.wire.states import AttemptPhase
+
+NOT_LEADER = (409, 421, 503)
+
+
+@dataclass
+class SimulatedTaskManager:
+    """One TaskManager: its registration's session, its running attempts, what it was told."""
+
+    tm_id: str
+    slots: int
+    session: Session
+    attempts: dict[str, AttemptReport] = field(default_factory=dict)
+    epoch: int = 0
+    seq: int = 0
+
+    @property
+    def address(self) -> str:
+        return f"http://{self.tm_id}.simulated.invalid:1"
+
+    def beat(self, wait: float) -> Heartbeat:
+        self.seq += 1
+        return Heartbeat(
+            taskmanager=self.tm_id,
+            address=self.address,
+            slots=self.slots,
+            epoch=self.epoch,
+            attempts=list(self.attempts.values()),
+            wait=wait,
+            session=self.session.session_id,
+            seq=self.seq,
+            settled=self.seq - 1,
+        )
+
+
+@dataclass
+class Tally:
+    """What the simulated TaskManagers saw, for the benchmark's checks."""
+
+    answered: int = 0
+    refused: int = 0
+    failed: int = 0
+    commands: Counter[str] = field(default_factory=Counter)
+
+
+class TaskManagerSimulator:
+    """``count`` simulated TaskManagers of ``slots`` slots in one cluster namespace.
+
+    Use: :meth:`register`, :meth:`hold` jobs (their leases, attempt 1, at the current epoch),
+    :meth:`start` the heartbeats towards ``addresses``, read :attr:`tally` and :meth:`epochs`,
+    :meth:`stop`.
+    """
+
+    def __init__(
+        self,
+        quorum: str,
+        root: str,
+        access: ZooKeeperAccess,
+        *,
+        count: int,
+        slots: int,
+        internal_credential: str,
+        interval: float = 1.0,
+        tms_per_session: int = 1,
+        session_timeout: float = 10.0,
+    ) -> None:
+        self._quorum, self._root, self._access = quorum, root, access
+        self._session_timeout = session_timeout
+        self.interval = interval
+        self._headers = {
+            "authorization": f"Bearer {internal_credential}",
+            "content-type": "application/json",
+        }
+        self.sessions: list[Session] = []
+        self.taskmanagers = [
+            SimulatedTaskManager(f"sim-tm-{i:04d}", slots, self._session_for(i, tms_per_session))
+            for i in range(count)
+        ]
+        self.tally = Tally()
+        self.addresses: list[str] = []
+        self._leader = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._stopping: asyncio.Event | None = None
+        self.paused = False
+        """While set, no heartbeat is sent (the leader's idle cost is measured so)."""
+
+    def _session_for(self, index: int, per_session: int) -> Session:
+        if index % per_session == 0:
+            session = Session(
+                self._quorum,
+                self._root,
+                name=f"sim-tm-session-{len(self.sessions)}",
+                session_timeout=self._session_timeout,
+                access=self._access,
+            )
+            session.start()
+            self.sessions.append(session)
+        return self.sessions[-1]
+
+    # ------------------------------------------------------------------ ZooKeeper state
+
+    def register(self) -> None:
+        """Create every registration znode (pipelined per session)."""
+        for tm in self.taskmanagers:
+            tm.session.client.ensure_path(tm.session.layout.taskmanagers)
+            break
+        pending = [
+            tm.session.client.create_async(
+                tm.session.layout.taskmanager(tm.tm_id),
+                TaskManagerInfo(address=tm.address, slots=tm.slots).to_json(),
+                ephemeral=True,
+            )
+            for tm in self.taskmanagers
+        ]
+        for answer in pending:
+            answer.get(timeout=60)
+
+    def hold(self, job_ids: list[str], epoch: int, threads: int = 16) -> None:
+        """Give ``job_ids`` out round-robin, each a running attempt 1 started at ``epoch``
+        that holds its execution lease (the lease created fenced, as a TaskManager does)."""
+        started = time.time()
+        owners = [self.taskmanagers[i % len(self.taskmanagers)] for i in range(len(job_ids))]
+        leases = {tm.tm_id: ExecutionLeases(tm.session, tm.tm_id) for tm in self.taskmanagers}
+
+        def take(index: int) -> None:
+            tm, job_id = owners[index], job_ids[index]
+            leases[tm.tm_id].acquire(job_id, 1, epoch)
+            tm.attempts[job_id] = AttemptReport(
+                job_id=job_id,
+                attempt=1,
+                epoch=epoch,
+                phase=AttemptPhase.RUNNING,
+                pid=1,
+                started_at=started,
+            )
+
+        with ThreadPoolExecutor(threads) as pool:
+            list(pool.map(take, range(len(job_ids))))
+        for tm in self.taskmanagers:
+            tm.epoch = max(tm.epoch, epoch)
+
+    def epochs(self) -> Counter[int]:
+        """How many simulated TaskManagers have seen each newest epoch."""
+        return Counter(tm.epoch for tm in self.taskmanagers)
+
+    def running(self) -> int:
+        return sum(len(tm.attempts) for tm in self.taskmanagers)
+
+    # ------------------------------------------------------------------ heartbeats
+
+    def start(self, addresses: list[str]) -> None:
+        """Heartbeat to whichever of ``addresses`` leads, from a thread of its own."""
+        self.addresses = list(addresses)
+        ready = threading.Event()
+
+        def run() -> None:
+            loop = asyncio.new_event_loop()
+            self._loop = loop
+            self._stopping = asyncio.Event()
+            ready.set()
+            loop.run_until_complete(self._beat_all())
+            loop.close()
+
+        self._thread = threading.Thread(target=run, name="tm-simulator", daemon=True)
+        self._thread.start()
+        ready.wait(10)
+
+    def stop(self) -> None:
+        if self._loop is not None and self._stopping is not None:
+            self._loop.call_soon_threadsafe(self._stopping.set)
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+        for session in self.sessions:
+            with contextlib.suppress(Exception):
+                session.close()
+
+    async def _beat_all(self) -> None:
+        limits = httpx.Limits(max_connections=len(self.taskmanagers) + 10)
+        timeout = httpx.Timeout(self.interval + 30.0)
+        async with httpx.AsyncClient(headers=self._headers, limits=limits, timeout=timeout) as http:
+            tasks = [asyncio.create_task(self._beat(http, tm)) for tm in self.taskmanagers]
+            assert self._stopping is not None
+            await self._stopping.wait()
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _beat(self, http: httpx.AsyncClient, tm: SimulatedTaskManager) -> None:
+        # Spread the first heartbeats over one interval, as TaskManagers started apart are.
+        await asyncio.sleep(self.interval * (hash(tm.tm_id) % 1000) / 1000)
+        while True:
+            if self.paused:
+                await asyncio.sleep(self.interval / 10)
+                continue
+            started = time.monotonic()
+            reply = await self._exchange(http, tm)
+            pause = started + self.interval - time.monotonic()
+            if reply is None or pause > 0:
+                await asyncio.sleep(max(pause, 0.05) if reply is not None else self.interval / 4)
+
+    async def _exchange(
+        self, http: httpx.AsyncClient, tm: SimulatedTaskManager
+    ) -> HeartbeatReply | None:
+        leader = self._leader
+        url = self.addresses[leader] + HEARTBEAT_PATH
+        try:
+            answer = await http.post(url, content=tm.beat(self.interval).to_json())
+        except httpx.HTTPError:
+            self.tally.failed += 1
+            self._turn(leader)
+            return None
+        if answer.status_code in NOT_LEADER:
+            self.tally.refused += 1
+            self._turn(leader)
+            return None
+        answer.raise_for_status()
+        reply = HeartbeatReply.from_json(answer.content)
+        self.tally.answered += 1
+        self._take(tm, reply)
+        return reply
+
+    def _turn(self, failed: int) -> None:
+        """Try the next JobManager (what leader retrieval tells a real TaskManager)."""
+        if self._leader == failed:
+            self._leader = (failed + 1) % len(self.addresses)
+
+    def _take(self, tm: SimulatedTaskManager, reply: HeartbeatReply) -> None:
+        tm.epoch = max(reply.epoch, tm.epoch)
+        for command in reply.commands:
+            self.tally.commands[command.command] += 1
+            if isinstance(command, CancelAttempt):
+                tm.attempts.pop(command.job_id, None)
+
+
+@contextlib.contextmanager
+def simulated_taskmanagers(
+    quorum: str, root: str, access: ZooKeeperAccess, **options: object
+) -> Iterator[TaskManagerSimulator]:
+    """A :class:`TaskManagerSimulator` stopped (heartbeats, sessions) on the way out."""
+    simulator = TaskManagerSimulator(quorum, root, access, **options)  # type: ignore[arg-type]
+    try:
+        yield simulator
+    finally:
+        simulator.stop()

@@ -1,0 +1,353 @@
+"""Failover at scale: a leader SIGKILLed with N running jobs held by simulated TaskManagers.
+
+For each point (jobs, TaskManagers) in a fresh namespace, at the default settings:
+
+1. this process, as a leader would, writes N job graphs and status records (the writer of
+   ``recovery_scaling.py``, not timed), then the TaskManager simulator (``_tm_simulator.py``:
+   real registrations, real fenced execution leases and real HTTP heartbeats, no processes)
+   registers the TaskManagers and takes one lease per job, attempt 1, spread round-robin;
+2. JobManager ``jm-1`` starts and recovers them all (its figure: ``cold_recovery_s``), the
+   simulated TaskManagers heartbeat to it (``heartbeat``: the leader's CPU seconds, user +
+   system, over a window of steady heartbeats, per heartbeat answered and as a share of one
+   core), and its RSS is read;
+3. ``jm-2`` starts as a standby; once both answer ``/readyz``, ``jm-1`` is SIGKILLed and:
+   ``ready_s`` is the kill until ``jm-2``'s ``/readyz`` answers 200 as the leader (its term
+   ready: every job recovered), ``recovery_s`` its own "recovery done" figure (per job:
+   ``recovery_ms_per_job``), ``all_told_s`` until every simulated TaskManager got a reply of
+   the new epoch (every adoption delivered); ``adopted``/``restarted``/``failed`` from its
+   recovery summary, and the start and cancel commands the simulated TaskManagers received
+   after the kill (goal: N adopted, nothing restarted, failed, started or cancelled).
+
+Goals (issue 22): failover with 10,000 running jobs under 2 s; heartbeats of 1,000
+TaskManagers under 25 % of one core.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from _cluster import ZK_ROOT, BenchCluster, bench_cluster, configured_default, rss_mib
+from _common import (
+    Json,
+    TempZooKeeper,
+    cluster_document,
+    parser,
+    progress,
+    run_main,
+    summary_row,
+    temp_zookeeper,
+    wait_until,
+)
+from _tm_simulator import TaskManagerSimulator, simulated_taskmanagers
+from recovery_scaling import persist_jobs
+from steward.ha.session import Session
+from steward.security.credentials import INTERNAL_KEY, read_secret
+from steward.testing.processes import Proc
+
+RECOVERY_DONE = re.compile(r"recovery done epoch=(\d+) seconds=([0-9.]+) (.*)$", re.MULTILINE)
+LISTED = re.compile(r"recovery listed epoch=(\d+) seconds=([0-9.]+)")
+SESSION_TIMEOUT = 10.0
+JOBS_PER_TM = 10
+SIM_SESSIONS = 40
+"""ZooKeeper sessions of the simulator at most: ZooKeeper takes 60 connections from one address
+(``maxClientCnxns``), and the JobManagers and this process need some too."""
+FAILOVER_GOAL_S = 2.0
+HEARTBEAT_GOAL = 0.25
+CPU_WINDOW_S = 10.0
+
+
+def recovery_line(proc: Proc, epoch_at_least: int = 0) -> tuple[int, float, dict[str, str]]:
+    """``proc``'s "recovery done" figures: its epoch, seconds and summary."""
+
+    def found() -> re.Match[str] | None:
+        for match in RECOVERY_DONE.finditer(proc.log.read_text(errors="replace")):
+            if int(match.group(1)) >= epoch_at_least:
+                return match
+        return None
+
+    match = wait_until(found, 30.0, f"{proc.id}'s recovery line")
+    summary = dict(pair.split("=", 1) for pair in match.group(3).split())
+    return int(match.group(1)), float(match.group(2)), summary
+
+
+def listed_s(proc: Proc, epoch: int) -> float | None:
+    """Seconds ``proc``'s recovery of ``epoch`` spent on its listings (members, leases, graph
+    ids, results) before the jobs' own reads; None from a version that does not log it."""
+    for match in LISTED.finditer(proc.log.read_text(errors="replace")):
+        if int(match.group(1)) == epoch:
+            return float(match.group(2))
+    return None
+
+
+def heartbeat_cost(proc: Proc, simulator: TaskManagerSimulator, window: float) -> Json:
+    """The leader's CPU for heartbeats: over ``window`` seconds of heartbeats, less its CPU
+    over ``window`` seconds with the heartbeats paused (its own timers, probes and pings)."""
+    simulator.paused = True
+    time.sleep(2 * simulator.interval)  # the long polls in flight end within one interval
+    idle, _beats, elapsed_idle = _cpu_over(proc, simulator, window)
+    simulator.paused = False
+    time.sleep(simulator.interval)  # every TaskManager beats again
+    busy, beats, elapsed = _cpu_over(proc, simulator, window)
+    used = max(busy - idle * elapsed / elapsed_idle, 0.0)
+    return {
+        "window_s": round(elapsed, 2),
+        "heartbeats": beats,
+        "heartbeats_per_s": round(beats / elapsed, 1),
+        "cpu_s": round(busy, 3),
+        "idle_cpu_s": round(idle, 3),
+        "core_share": round(used / elapsed, 4),
+        "cpu_us_per_heartbeat": round(used / max(beats, 1) * 1e6, 1),
+    }
+
+
+def _cpu_over(
+    proc: Proc, simulator: TaskManagerSimulator, window: float
+) -> tuple[float, int, float]:
+    """``proc``'s CPU seconds (user + system) and the heartbeats answered over ``window``."""
+    process = psutil.Process(proc.pid)
+    cpu, answered, started = process.cpu_times(), simulator.tally.answered, time.monotonic()
+    time.sleep(window)  # a measuring window, not a synchronisation
+    after = process.cpu_times()
+    used = (after.user - cpu.user) + (after.system - cpu.system)
+    return used, simulator.tally.answered - answered, time.monotonic() - started
+
+
+def everyone_told(simulator: TaskManagerSimulator, epoch: int) -> bool:
+    return all(tm.epoch >= epoch for tm in simulator.taskmanagers)
+
+
+def measure(
+    zookeeper: TempZooKeeper, jobs: int, taskmanagers: int, per_session: int | None, window: float
+) -> Json:
+    cluster_id = f"failover-scale-{jobs}"
+    with bench_cluster(
+        zookeeper.workdir, zookeeper.connect_string, cluster_id, SESSION_TIMEOUT
+    ) as cluster:
+        return _measure(
+            cluster, zookeeper, jobs, taskmanagers, per_session=per_session, window=window
+        )
+
+
+def _measure(
+    cluster: BenchCluster,
+    zookeeper: TempZooKeeper,
+    jobs: int,
+    taskmanagers: int,
+    *,
+    per_session: int | None,
+    window: float,
+) -> Json:
+    root = f"{ZK_ROOT}/{cluster.settings['high-availability.cluster-id']}"
+    storage = cluster.settings["high-availability.storage-dir"]
+    access = cluster.zookeeper_access
+    written = persist_jobs(zookeeper.connect_string, root, storage, jobs, access)
+    credential = read_secret(Path(cluster.settings[INTERNAL_KEY]), INTERNAL_KEY)
+    per_session = per_session or -(-taskmanagers // SIM_SESSIONS)
+    with simulated_taskmanagers(
+        zookeeper.connect_string,
+        root,
+        access,
+        count=taskmanagers,
+        slots=-(-jobs // taskmanagers),
+        internal_credential=credential,
+        tms_per_session=per_session,
+        session_timeout=SESSION_TIMEOUT,
+    ) as simulator:
+        started = time.perf_counter()
+        simulator.register()
+        simulator.hold([f"job-{i:05d}" for i in range(jobs)], epoch=_epoch(cluster, root))
+        held = time.perf_counter() - started
+        progress(
+            f"{jobs} jobs written in {written:.1f}s, {taskmanagers} TMs hold them ({held:.1f}s)"
+        )
+        try:
+            return _failover(cluster, simulator, (jobs, taskmanagers), (written, held), window)
+        except Exception:
+            for proc in cluster.procs:
+                progress(f"{proc.id}'s log ends:\n{proc.log_tail(3000)}")
+            raise
+
+
+def _epoch(cluster: BenchCluster, root: str) -> int:
+    """The epoch the writer left in ``leader/epoch`` (the leases are fenced by it)."""
+    quorum = cluster.settings["high-availability.zookeeper.quorum"]
+    with Session(quorum, root, access=cluster.zookeeper_access, name="bench-epoch") as session:
+        data, _stat = session.client.get(session.layout.leader_epoch)
+    return int(data.decode())
+
+
+def _failover(
+    cluster: BenchCluster,
+    simulator: TaskManagerSimulator,
+    size: tuple[int, int],
+    setup: tuple[float, float],
+    window: float,
+) -> Json:
+    (jobs, taskmanagers), (written, held) = size, setup
+    first = cluster.start_jobmanager("jm-1")
+    simulator.start([first.address])
+    wait_until(
+        lambda: cluster.check_alive() or cluster.serving_leader(first),
+        300 + jobs * 0.1,
+        "jm-1 leads",
+    )
+    epoch1, cold, summary1 = recovery_line(first)
+    wait_until(
+        lambda: everyone_told(simulator, epoch1), 60.0, "every TM told epoch 1", interval=0.05
+    )
+    heartbeats = heartbeat_cost(first, simulator, window)
+    rss_first = first.rss_bytes()
+    second = cluster.start_jobmanager("jm-2")
+    simulator.addresses.append(second.address)
+    cluster.wait_jobmanagers(2, 120.0)
+    commands_before = Counter(simulator.tally.commands)
+    cpu_before = psutil.Process(second.pid).cpu_times()
+    killed = time.perf_counter()
+    first.signal(signal.SIGKILL)
+    wait_until(lambda: cluster.serving_leader(second), 120.0, "jm-2 serves", interval=0.005)
+    ready = time.perf_counter() - killed
+    cpu_after = psutil.Process(second.pid).cpu_times()
+    cpu = (cpu_after.user - cpu_before.user) + (cpu_after.system - cpu_before.system)
+    epoch2, recovery, summary2 = recovery_line(second, epoch1 + 1)
+    wait_until(
+        lambda: everyone_told(simulator, epoch2), 60.0, "every TM told the new epoch", interval=0.01
+    )
+    told = time.perf_counter() - killed
+    rss_second = second.rss_bytes()
+    after = simulator.tally.commands - commands_before
+    point = {
+        "jobs": jobs,
+        "taskmanagers": taskmanagers,
+        "simulator_sessions": len(simulator.sessions),
+        "write_s": round(written, 2),
+        "hold_s": round(held, 2),
+        "cold_recovery_s": cold,
+        "cold_summary": summary1,
+        "ready_s": round(ready, 3),
+        "recovery_s": recovery,
+        "recovery_ms_per_job": round(recovery / jobs * 1000, 4),
+        "recovery_listing_s": listed_s(second, epoch2),
+        "takeover_cpu_s": round(cpu, 3),
+        "takeover_cpu_ms_per_job": round(cpu / jobs * 1000, 4),
+        "heartbeats_seen": {
+            "answered": simulator.tally.answered,
+            "refused": simulator.tally.refused,
+            "failed": simulator.tally.failed,
+        },
+        "all_told_s": round(told, 3),
+        "summary": summary2,
+        "commands_after_kill": dict(after),
+        "running_in_simulator": simulator.running(),
+        "leader_rss_mib": rss_mib(rss_first),
+        "new_leader_rss_mib": rss_mib(rss_second),
+        "heartbeat": heartbeats,
+    }
+    progress(f"{jobs} jobs: {point}")
+    _check(point)
+    second.signal(signal.SIGTERM)
+    return point
+
+
+def _check(point: Json) -> None:
+    summary: dict[str, Any] = point["summary"]
+    jobs = point["jobs"]
+    if (
+        int(summary.get("adopted", -1)) != jobs
+        or int(summary.get("restarted", 0))
+        or int(summary.get("failed", 0))
+        or point["commands_after_kill"]
+        or point["running_in_simulator"] != jobs
+    ):
+        raise RuntimeError(f"failover of {jobs} jobs was not a clean adoption: {point}")
+
+
+def rows(points: list[Json]) -> list[Json]:
+    result = []
+    for p in points:
+        label = f"{p['jobs']:,} jobs on {p['taskmanagers']:,} TaskManagers"
+        result.append(
+            summary_row(
+                f"crash failover (SIGKILL) to a ready leader, {label}",
+                p["ready_s"],
+                "s",
+                goal=f"< {FAILOVER_GOAL_S:g} s, all adopted, none restarted",
+                met=p["ready_s"] < FAILOVER_GOAL_S and not p["commands_after_kill"],
+                note=f"recovery {p['recovery_s']:.3f} s ({p['recovery_ms_per_job']:.3f} ms per "
+                f"job); every TaskManager told {p['all_told_s']:.2f} s after the kill; adopted "
+                f"{p['summary'].get('adopted')}",
+            )
+        )
+        result.append(
+            summary_row(
+                f"leader RSS, {label}",
+                p["new_leader_rss_mib"],
+                "MiB",
+                goal="",
+                met=None,
+                note=f"first leader {p['leader_rss_mib']} MiB",
+            )
+        )
+        beat = p["heartbeat"]
+        result.append(
+            summary_row(
+                f"leader CPU for heartbeats, {p['taskmanagers']:,} TaskManagers",
+                beat["core_share"] * 100,
+                "% of a core",
+                goal=f"< {HEARTBEAT_GOAL * 100:g} %",
+                met=beat["core_share"] < HEARTBEAT_GOAL,
+                note=f"{beat['cpu_us_per_heartbeat']:.0f} µs per heartbeat, "
+                f"{beat['heartbeats_per_s']:.0f} heartbeats/s ({p['jobs']:,} jobs held)",
+            )
+        )
+    return result
+
+
+def main() -> int:
+    cli = parser(__doc__)
+    cli.add_argument(
+        "--jobs", default=None, help="job counts, comma-separated (1000,5000,10000; quick: 50)"
+    )
+    cli.add_argument(
+        "--tms-per-session",
+        type=int,
+        default=None,
+        help="simulated TaskManagers sharing one ZooKeeper session (default: as few as keep"
+        f" the sessions within {SIM_SESSIONS}, under ZooKeeper's 60 connections per address)",
+    )
+    args = cli.parse_args()
+    window = 2.0 if args.quick else CPU_WINDOW_S
+    counts = [int(n) for n in (args.jobs or ("50" if args.quick else "1000,5000,10000")).split(",")]
+    parameters: Json = {
+        "jobs": counts,
+        "jobs_per_taskmanager": JOBS_PER_TM,
+        "tms_per_session": args.tms_per_session,
+        "session_timeout": SESSION_TIMEOUT,
+        "heartbeat_interval": configured_default("heartbeat.interval"),
+        "recovery_parallelism": configured_default("jobmanager.recovery-parallelism"),
+        "cpu_window_s": window,
+        "quick": args.quick,
+    }
+
+    def body() -> Json:
+        with temp_zookeeper("failover-scale") as zookeeper:
+            points = [
+                measure(zookeeper, n, max(1, n // JOBS_PER_TM), args.tms_per_session, window)
+                for n in counts
+            ]
+            return cluster_document(
+                "failover_scale", parameters, {"points": points}, rows(points), zookeeper
+            )
+
+    return run_main(body, args.verbose)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
