@@ -114,13 +114,16 @@ MANAGED_SERVERS = ServerTiming(tick_time=0.5, sync_limit=6)
 
 
 def test_the_default_chain_holds_with_the_sample_and_the_managed_servers_clock() -> None:
-    chain = load(environ={}).timing
+    chain = load(environ={}).settings.timing
     assert chain.problems(servers=SAMPLE_SERVERS) == []
     assert chain.problems(servers=MANAGED_SERVERS) == []
     assert chain.servers_problem(10.0, SAMPLE_SERVERS) is None
     # and the 4 s sessions the tests, the demo and the chaos campaigns use
     assert (
-        load(environ={}, overrides={SESSION: "4s"}).timing.problems(servers=MANAGED_SERVERS) == []
+        load(environ={}, overrides={SESSION: "4s"}).settings.timing.problems(
+            servers=MANAGED_SERVERS
+        )
+        == []
     )
 
 
