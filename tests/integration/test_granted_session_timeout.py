@@ -179,7 +179,7 @@ def test_a_servers_tick_that_leaves_the_chain_no_room_refuses_the_session(
             "jobmanager.replacement-grace": "0s",
         },
     )
-    assert cfg.timing.problems() == []
+    assert cfg.settings.timing.problems() == []
     session = Session.from_config(cfg, name="tm-slow-tick")
 
     with pytest.raises(ConfigurationError) as raised:
