@@ -1,12 +1,22 @@
 """Submission throughput and latency: small pipelines from several concurrent clients.
 
-A cluster of real processes (2 JobManagers, 1 TaskManager with 2 slots) and a small
-:data:`_cluster.QUICK` pipeline (returns at once, no Spark, no ``initialize``). For each
-client count (1, 4, 16 threads) every thread has its own ``steward.Client`` and submits
-``--per-thread`` jobs one after another (``Client.submit``: the packaging of the file, the
-POST, the leader's blob write and fenced ZooKeeper writes, the answer). Reported: jobs
-accepted per second over the wall time of the whole round, and the latency of one submit
-(p50, p99). The submitted jobs run meanwhile on the TaskManager, as they would.
+A cluster of real processes (2 JobManagers) and a small :data:`_cluster.QUICK` pipeline
+(returns at once, no Spark, no ``initialize``). For each client count (1, 4, 16 threads)
+every thread has its own ``steward.Client`` and submits ``--per-thread`` jobs one after
+another (``Client.submit``: the packaging of the file, the POST, the leader's blob write and
+its fenced, group-committed ZooKeeper transaction, the answer). Reported: jobs accepted per
+second over the wall time of the whole round, the latency of one submit (p50, p99), and the
+CPU the leader and the clients spent per job.
+
+No TaskManager by default: the jobs wait in SCHEDULED, as a burst larger than the cluster's
+slots does (a burst at midnight). With ``--taskmanager`` one TaskManager with 2 slots runs
+them meanwhile; on a 2-core machine its runner processes (a Python interpreter per attempt)
+then take the CPU the submissions are measured on.
+
+The ceiling, measured in the same run against the same ZooKeeper: raw fenced creates (one
+``check(leader/epoch)`` + ``create`` multi per znode, synchronous, the submission's only
+ZooKeeper write before this change) from 16 threads of one session. The submission rate is
+reported as a ratio of it.
 
 Then one client submits through the standby (which forwards to the leader): the cost of
 asking the wrong JobManager.
@@ -18,6 +28,8 @@ import sys
 import threading
 import time
 from pathlib import Path
+
+import psutil
 
 from _cluster import QUICK, BenchCluster, bench_cluster
 from _common import (
@@ -31,11 +43,23 @@ from _common import (
     summary_row,
     temp_zookeeper,
 )
+from fenced_writes import become_leader
 from steward.client import Client
+from steward.ha.session import Session
 from steward.testing.processes import Proc
 
+CEILING_ROOT = "/steward-bench/submission-ceiling"
 
-def submit_round(address: str, pipeline: Path, threads: int, per_thread: int, tag: str) -> Json:
+
+def submit_round(
+    address: str,
+    pipeline: Path,
+    threads: int,
+    per_thread: int,
+    tag: str,
+    *,
+    leader: Proc | None = None,
+) -> Json:
     latencies: list[float] = []
     errors: list[str] = []
     lock = threading.Lock()
@@ -56,12 +80,16 @@ def submit_round(address: str, pipeline: Path, threads: int, per_thread: int, ta
             latencies.extend(mine)
 
     workers = [threading.Thread(target=client_thread, args=(i,)) for i in range(threads)]
+    leader_cpu = _cpu(leader)
+    clients_cpu = time.process_time()
     started = time.perf_counter()
     for worker in workers:
         worker.start()
     for worker in workers:
         worker.join()
     wall = time.perf_counter() - started
+    clients_cpu = time.process_time() - clients_cpu
+    leader_cpu = _cpu(leader) - leader_cpu
     if errors:
         raise RuntimeError(f"{len(errors)} submissions failed, first: {errors[0]}")
     result = {
@@ -74,6 +102,10 @@ def submit_round(address: str, pipeline: Path, threads: int, per_thread: int, ta
             "p99": round(percentile(latencies, 0.99) * 1000, 2),
             "max": round(max(latencies) * 1000, 2),
         },
+        "cpu_ms_per_job": {
+            "leader": round(leader_cpu / len(latencies) * 1000, 2),
+            "clients": round(clients_cpu / len(latencies) * 1000, 2),
+        },
     }
     progress(
         f"{tag}: {result['jobs_per_s']} jobs/s, p50 {result['latency_ms']['p50']} ms, "
@@ -82,12 +114,45 @@ def submit_round(address: str, pipeline: Path, threads: int, per_thread: int, ta
     return result
 
 
-def start(cluster: BenchCluster) -> tuple[Proc, Proc]:
+def _cpu(proc: Proc | None) -> float:
+    if proc is None:
+        return 0.0
+    times = psutil.Process(proc.pid).cpu_times()
+    return float(times.user + times.system)
+
+
+def raw_fenced_creates(quorum: str, threads: int, per_thread: int) -> Json:
+    """Fenced creates per second, each its own synchronous multi, ``threads`` at once on one
+    session: what ZooKeeper and kazoo give a leader that writes one znode per request."""
+    with Session(quorum, CEILING_ROOT, name="bench-ceiling") as session:
+        election, fence = become_leader(session)
+        session.client.ensure_path(f"{CEILING_ROOT}/creates")
+
+        def creator(index: int) -> None:
+            for n in range(per_thread):
+                path = f"{CEILING_ROOT}/creates/{index:02d}-{n:05d}"
+                fence.transaction().create(path, b"x" * 200).commit()
+
+        workers = [threading.Thread(target=creator, args=(i,)) for i in range(threads)]
+        started = time.perf_counter()
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        wall = time.perf_counter() - started
+        election.stop()
+    rate = threads * per_thread / wall
+    progress(f"raw fenced creates, {threads} threads: {rate:.0f}/s")
+    return {"threads": threads, "creates": threads * per_thread, "per_s": round(rate, 1)}
+
+
+def start(cluster: BenchCluster, taskmanager: bool) -> tuple[Proc, Proc]:
     first = cluster.start_jobmanager("jm-1")
     cluster.wait_leader(60)
     second = cluster.start_jobmanager("jm-2")
-    cluster.start_taskmanager("tm-1", slots=2)
-    cluster.wait_taskmanagers(1, 60)
+    if taskmanager:
+        cluster.start_taskmanager("tm-1", slots=2)
+        cluster.wait_taskmanagers(1, 60)
     cluster.wait_jobmanagers(2, 60)
     leader = cluster.wait_leader(60)
     return leader, second if leader is first else first
@@ -98,17 +163,27 @@ def run(zookeeper: TempZooKeeper, parameters: Json) -> Json:
     pipeline.write_text(QUICK)
     quorum = zookeeper.connect_string
     with bench_cluster(zookeeper.workdir, quorum, "submission", 4.0) as cluster:
-        leader, standby = start(cluster)
+        leader, standby = start(cluster, parameters["taskmanager"])
         per_thread = parameters["per_thread"]
         # One unmeasured submission: the leader's first one loads code paths.
         submit_round(leader.address, pipeline, 1, 1, "warmup")
         rounds = {
-            f"threads_{n}": submit_round(leader.address, pipeline, n, per_thread[i], f"t{n}")
+            f"threads_{n}": submit_round(
+                leader.address, pipeline, n, per_thread[i], f"t{n}", leader=leader
+            )
             for i, n in enumerate(parameters["threads"])
         }
         forwarded = submit_round(standby.address, pipeline, 1, per_thread[0], "forwarded")
         cluster.check_alive()
-    return {"leader": rounds, "forwarded_1_thread": forwarded}
+        ceiling = raw_fenced_creates(quorum, 16, parameters["ceiling_per_thread"])
+    busiest = rounds[f"threads_{max(parameters['threads'])}"]
+    ratio = busiest["jobs_per_s"] / ceiling["per_s"]
+    return {
+        "leader": rounds,
+        "forwarded_1_thread": forwarded,
+        "raw_fenced_creates": ceiling,
+        "busiest_over_raw_creates": round(ratio, 3),
+    }
 
 
 def rows(results: Json) -> list[Json]:
@@ -122,7 +197,8 @@ def rows(results: Json) -> list[Json]:
                 goal="",
                 met=None,
                 note=f"{r['jobs']} jobs; latency p50 {r['latency_ms']['p50']:.1f} ms, "
-                f"p99 {r['latency_ms']['p99']:.1f} ms",
+                f"p99 {r['latency_ms']['p99']:.1f} ms; leader CPU "
+                f"{r['cpu_ms_per_job']['leader']:.2f} ms/job",
                 digits=1,
             )
         )
@@ -137,6 +213,18 @@ def rows(results: Json) -> list[Json]:
                 digits=1,
             )
         )
+    ceiling = results["raw_fenced_creates"]
+    table.append(
+        summary_row(
+            "busiest round over raw fenced creates (16 threads, same ZooKeeper, same run)",
+            results["busiest_over_raw_creates"],
+            "ratio",
+            goal="",
+            met=None,
+            note=f"raw fenced creates {ceiling['per_s']:.0f}/s",
+            digits=3,
+        )
+    )
     f = results["forwarded_1_thread"]
     table.append(
         summary_row(
@@ -155,10 +243,13 @@ def rows(results: Json) -> list[Json]:
 def main() -> int:
     cli = parser(__doc__)
     cli.add_argument("--threads", default=None, help="client threads, comma-separated (1,4,16)")
-    cli.add_argument("--per-thread", default=None, help="jobs per thread, per count (60,20,8)")
+    cli.add_argument("--per-thread", default=None, help="jobs per thread, per count (60,40,40)")
+    cli.add_argument(
+        "--taskmanager", action="store_true", help="run the jobs on a TaskManager meanwhile"
+    )
     args = cli.parse_args()
-    threads = [int(n) for n in (args.threads or ("1,4" if args.quick else "1,4,16")).split(",")]
-    default_per = "5,3" if args.quick else "60,20,8"
+    threads = [int(n) for n in (args.threads or ("1,16" if args.quick else "1,4,16")).split(",")]
+    default_per = "5,3" if args.quick else "60,40,40"
     per_thread = [int(n) for n in (args.per_thread or default_per).split(",")]
     if len(per_thread) < len(threads):
         per_thread += [per_thread[-1]] * (len(threads) - len(per_thread))
@@ -166,8 +257,9 @@ def main() -> int:
         "threads": threads,
         "per_thread": per_thread,
         "jobmanagers": 2,
-        "taskmanagers": 1,
-        "taskmanager_slots": 2,
+        "taskmanager": args.taskmanager,
+        "taskmanager_slots": 2 if args.taskmanager else 0,
+        "ceiling_per_thread": 20 if args.quick else 100,
         "quick": args.quick,
     }
 

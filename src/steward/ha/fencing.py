@@ -24,7 +24,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import RolledBackError
 from kazoo.protocol.states import KazooState
 
-from steward.errors import FencedError, ZooKeeperUnavailableError
+from steward.errors import CoordinationError, FencedError, ZooKeeperUnavailableError
 from steward.ha.kazoo_errors import KAZOO_ERRORS, translate
 
 log = logging.getLogger(__name__)
@@ -86,6 +86,18 @@ class FencedTransaction:
         Raises :class:`FencedError` if the epoch is stale (nothing applied), or the translated
         error of the first operation that failed (nothing applied either).
         """
+        results, failure = self.commit_or_failure()
+        if failure is not None:
+            raise failure.error from failure.error.__cause__
+        return results
+
+    def commit_or_failure(self) -> tuple[list[Any], OpFailure | None]:
+        """Like :meth:`commit`, but an operation that failed is returned, with its index,
+        instead of raised (nothing is applied then either): a group commit
+        (:mod:`steward.store.group_commit`) must know whose operation it was.
+
+        Raises :class:`FencedError`, or the error of a commit that got no answer.
+        """
         fence = self.fence
         if fence.client.state != KazooState.CONNECTED:
             first = self._ops[0][1] if self._ops else fence.epoch_path
@@ -107,7 +119,20 @@ class FencedTransaction:
                 f"epoch {fence.epoch} is no longer the current leader epoch; write rejected",
                 epoch=fence.epoch,
             ) from head
-        for (_op, path, _args), result in zip(self._ops, results[1:], strict=True):
+        for index, ((_op, path, _args), result) in enumerate(
+            zip(self._ops, results[1:], strict=True)
+        ):
             if isinstance(result, Exception) and not isinstance(result, RolledBackError):
-                raise translate(result, path) from result
-        return results[1:]
+                error = translate(result, path)
+                error.__cause__ = result
+                return [], OpFailure(index, error)
+        return results[1:], None
+
+
+@dataclass(frozen=True)
+class OpFailure:
+    """The operation of a fenced transaction that failed (so none was applied)."""
+
+    index: int
+    """Its position among the transaction's operations (the epoch check not counted)."""
+    error: CoordinationError

@@ -21,7 +21,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -41,6 +41,7 @@ from steward.ha.fencing import Fence
 from steward.ha.session import Session
 from steward.store import zk
 from steward.store.blob import BlobRef, BlobStore
+from steward.store.group_commit import Create, GroupCommit
 from steward.wire.jobs import JobGraph, JobGraphPointer
 from steward.wire.values import check_job_id
 
@@ -77,6 +78,7 @@ class JobGraphStore:
         self._changes_lock = threading.Lock()
         self._changed: set[str] = set()
         self._unknown: dict[str, float] = {}
+        self._commits = GroupCommit()
 
     # ------------------------------------------------------------------ writes (fenced)
 
@@ -111,24 +113,44 @@ class JobGraphStore:
 
     def put(self, fence: Fence, graph: JobGraph) -> JobGraphPointer:
         """Persist a new job's graph. :class:`JobExistsError` if the job already has one."""
-        with self._noted(graph.spec.job_id):
-            return self._put(fence, graph)
+        pointer = self.write_blob(fence, graph)
+        self.add(fence, graph.spec.job_id, pointer)
+        return pointer
 
-    def _put(self, fence: Fence, graph: JobGraph) -> JobGraphPointer:
-        job_id = graph.spec.job_id
-        ref = self._blobs.put(self._blobs.unique_key(f"{BLOB_PREFIX}/{job_id}"), graph.to_json())
-        pointer = _pointer_to(ref, fence, graph)
+    def write_blob(self, fence: Fence, graph: JobGraph) -> JobGraphPointer:
+        """The first half of :meth:`put`: the graph's blob, and the pointer that will name it
+        (nothing refers to the blob until :meth:`add` creates that pointer)."""
+        key = self._blobs.unique_key(f"{BLOB_PREFIX}/{graph.spec.job_id}")
+        return _pointer_to(self._blobs.put(key, graph.to_json()), fence, graph)
+
+    def add(
+        self, fence: Fence, job_id: str, pointer: JobGraphPointer, also: Sequence[Create] = ()
+    ) -> None:
+        """The second half of :meth:`put`: create the pointer, with ``also`` in the same
+        fenced transaction, group-committed with concurrent adds (:mod:`group_commit`).
+
+        :class:`JobExistsError` if the job already has a pointer; the NodeExistsError of a
+        node of ``also`` that exists (nothing created either way; the blob is discarded).
+        """
+        with self._noted(job_id):
+            self._add(fence, job_id, pointer, also)
+
+    def _add(
+        self, fence: Fence, job_id: str, pointer: JobGraphPointer, also: Sequence[Create]
+    ) -> None:
+        path = self._layout.jobgraph(job_id)
         try:
-            fence.transaction().create(self._layout.jobgraph(job_id), pointer.to_json()).commit()
+            self._commits.create(fence, [Create(path, pointer.to_json()), *also])
         except NodeExistsError as exc:
-            self._discard(ref.key)
+            self._discard(pointer.blob)
+            if exc.path != path:
+                raise
             existing = self._submission_of(job_id)
             raise JobExistsError(job_id, "job graph", submission_sha256=existing) from exc
         except DEFINITELY_NOT_APPLIED:
-            self._discard(ref.key)
+            self._discard(pointer.blob)
             raise
-        log.info("job graph added job=%s epoch=%d blob=%s", job_id, fence.epoch, ref.key)
-        return pointer
+        log.info("job graph added job=%s epoch=%d blob=%s", job_id, fence.epoch, pointer.blob)
 
     def replace(self, fence: Fence, graph: JobGraph) -> JobGraphPointer:
         """Swap an existing job's graph for ``graph``; :class:`JobNotFoundError` if it has none."""

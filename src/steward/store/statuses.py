@@ -15,6 +15,7 @@ from steward.ha.fencing import Fence
 from steward.ha.session import Session
 from steward.store import zk
 from steward.store.checkpoints import ensure_job_node
+from steward.store.group_commit import Create
 from steward.wire.records import JobStatusRecord
 
 log = logging.getLogger(__name__)
@@ -47,6 +48,16 @@ class JobStatusStore:
             fence.transaction().create(path, data).commit()
         except NodeExistsError:
             fence.transaction().set_data(path, data).commit()
+
+    def first_creates(self, record: JobStatusRecord) -> list[Create]:
+        """The creates of a new job's nodes with its first ``record`` (what :meth:`write`
+        makes in four round trips), for the transaction that creates its graph's pointer."""
+        job_id = record.job_id
+        return [
+            Create(self._layout.job(job_id), b""),
+            Create(self._layout.checkpoints(job_id), b""),
+            Create(self._layout.job_status(job_id), record.to_json()),
+        ]
 
     def write_many(self, fence: Fence, records: list[JobStatusRecord]) -> None:
         """Write many records, :data:`BATCH` overwrites per fenced transaction (one round trip

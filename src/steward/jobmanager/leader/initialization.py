@@ -36,6 +36,24 @@ class Initialization:
             self._term.wakeup.set()
             return
         self._records.persist(master)
+        self._run_hook(master)
+
+    def prepare_new(self, master: JobMaster, *, hookless: bool) -> None:
+        """A new job's first transitions, made before it is stored and without I/O: its first
+        status record is created with its graph's pointer, in one transaction."""
+        master.initializing()
+        if hookless:
+            master.initialized(FinishedEvent())  # a new job has no cancel: never terminal
+
+    def begin_new(self, master: JobMaster, *, hookless: bool) -> None:
+        """A new job, stored as :meth:`prepare_new` left it: schedule it or run its hook;
+        called under the lock."""
+        if hookless:
+            self._term.wakeup.set()
+        else:
+            self._run_hook(master)
+
+    def _run_hook(self, master: JobMaster) -> None:
         self._hooks.submit(
             master.job_id,
             master.pointer,

@@ -66,6 +66,25 @@ class Records:
             return False
         return True
 
+    def persist_many(self, masters: list[JobMaster]) -> None:
+        """Write these jobs' status records in batched transactions (see :meth:`persist`)."""
+        table = self._table
+        if table.deferred is not None:
+            table.deferred.update(m.job_id for m in masters)
+            return
+        if len(masters) <= 1:
+            for master in masters:
+                self.persist(master)
+            return
+        try:
+            records = [m.record(self._term.epoch) for m in masters]
+            self._stores.statuses.write_many(self._term.fence, records)
+        except FencedError as exc:
+            self._term.fenced(exc)
+        except StewardError as exc:
+            log.warning("job statuses not persisted yet count=%d error=%r", len(masters), exc)
+            table.unpersisted.update(m.job_id for m in masters)
+
     def defer(self) -> None:
         """From now until :meth:`flush_deferred`, only note which records to write."""
         with self._table.lock:

@@ -72,18 +72,22 @@ class Scheduler:
         """One pass; called under the job table's lock."""
         now = self._term.monotonic()
         self._records.retry_unwritten()
+        waiting: list[JobMaster] = []
         for master in sorted(self._table.jobs.values(), key=lambda m: m.submitted_at):
             if self._membership.expire_awaited_report(master, now):
                 continue
             if master.wants_slot(now):
-                self._deploy(master)
+                self._deploy(master, waiting)
+        # A burst of submissions waits for slots: their new reasons are written in batched
+        # transactions, not one round trip each under the lock.
+        self._records.persist_many(waiting)
 
-    def _deploy(self, master: JobMaster) -> None:
+    def _deploy(self, master: JobMaster, waiting: list[JobMaster]) -> None:
         rm = self._table.rm
         tm_id = rm.allocate(master.spec.slots)
         if tm_id is None:
             if master.waiting(rm.shortage(master.spec.slots)):
-                self._records.persist(master)
+                waiting.append(master)
             return
         # Read before anything changes: if this read fails the pass is retried with the job
         # still waiting; failing after deploy() would strand it with no start command sent.

@@ -16,6 +16,7 @@ from steward.errors import (
     FencedError,
     JobExistsError,
     JobNotFoundError,
+    NodeExistsError,
     NotReadyError,
     StewardError,
     ZooKeeperUnavailableError,
@@ -64,20 +65,21 @@ class Submissions:
         self._hooks = hooks
 
     def submit(self, spec: JobSpec, graph: JobGraph) -> JobView:
-        """Persist a new job's graph and schedule it.
+        """Persist a new job's graph and first status record, then schedule it.
 
         Raises JobResultExistsError (the id has a result) or JobExistsError (it is live, or
-        being submitted).
+        being submitted). No ZooKeeper request is made under the table's lock: concurrent
+        submissions share their creates' transaction (:mod:`steward.store.group_commit`).
         """
         self._term.check_ready()
         job_id, table = spec.job_id, self._table
+        hookless = not may_define_initialize(graph.artifact)
         with table.lock:
-            self._refuse_taken(job_id)
+            self._refuse_live(job_id)
             table.submitting.add(job_id)
         try:
-            # The blob is written outside the lock (it can be large); the pointer's create
-            # fails for a second submission of the same id, so no two can both succeed.
-            pointer = self._stores.graphs.put(self._term.fence, graph)
+            self._refuse_result(job_id)
+            master, recorded = self._store(spec, graph, hookless)
         except FencedError as exc:
             self._term.fenced(exc)
             raise
@@ -87,16 +89,33 @@ class Submissions:
         finally:
             with table.lock:
                 table.submitting.discard(job_id)
-        hookless = not may_define_initialize(graph.artifact)
         with table.lock:
-            master = JobMaster(spec, pointer, graph.submitted_at)
             table.jobs[job_id] = master
             if hookless:
                 table.hookless.add(job_id)
-            # Initialization persists the job's first record (one status write, not two).
-            self._initialization.start(master)
+            if not recorded:
+                self._records.persist(master)
+            self._initialization.begin_new(master, hookless=hookless)
             log.info("job submitted job=%s name=%r epoch=%d", job_id, spec.name, self._term.epoch)
             return live_view(self._term, master)
+
+    def _store(self, spec: JobSpec, graph: JobGraph, hookless: bool) -> tuple[JobMaster, bool]:
+        """The new job's master, its graph stored; True if its first status record was
+        stored with the graph's pointer (False: it is still to be written)."""
+        graphs, fence = self._stores.graphs, self._term.fence
+        pointer = graphs.write_blob(fence, graph)
+        master = JobMaster(spec, pointer, graph.submitted_at)
+        self._initialization.prepare_new(master, hookless=hookless)
+        first = self._stores.statuses.first_creates(master.record(self._term.epoch))
+        try:
+            graphs.add(fence, spec.job_id, pointer, first)
+            return master, True
+        except NodeExistsError as exc:
+            # Nodes of an earlier job of this id outlived it (a cleanup cut short): the
+            # pointer alone, then the record written as every later one is.
+            log.warning("job nodes exist already job=%s node=%s", spec.job_id, exc.path)
+        master.pointer = graphs.put(fence, graph)
+        return master, False
 
     def _take_up_orphan(self, job_id: str) -> None:
         """A pointer exists that this term has no JobMaster for: take the job up.
@@ -116,16 +135,22 @@ class Submissions:
         except StewardError as exc:  # the next failover recovers it
             log.warning("could not take up job=%s error=%r", job_id, exc)
 
-    def _refuse_taken(self, job_id: str) -> None:
-        existing = self._stores.results.find(job_id)
-        if existing is not None:
-            raise JobResultExistsError(existing)
+    def _refuse_live(self, job_id: str) -> None:
+        """Refuse an id that is live or being submitted; called under the lock."""
         master = self._table.jobs.get(job_id)
         if master is not None:
             digest = master.pointer.submission_sha256
             raise JobExistsError(job_id, "running submission", submission_sha256=digest)
         if job_id in self._table.submitting:
             raise JobExistsError(job_id, "running submission")
+
+    def _refuse_result(self, job_id: str) -> None:
+        """Refuse an id that has a result (rule 7). Read outside the lock, once the id is
+        marked submitting: a job leaves the table only after its result is written, so a job
+        of this id that ended before the mark has a result this (later) read sees."""
+        existing = self._stores.results.find(job_id)
+        if existing is not None:
+            raise JobResultExistsError(existing)
 
     def cancel(self, job_id: str) -> JobView:
         self._term.check_ready()
