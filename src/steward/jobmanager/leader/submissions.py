@@ -66,14 +66,15 @@ class Submissions:
     def submit(self, spec: JobSpec, graph: JobGraph) -> JobView:
         """Persist a new job's graph and schedule it.
 
-        Raises JobResultExistsError (the id has a result) or JobExistsError (it is live, or
-        being submitted).
+        Raises JobResultExistsError (the id has a result), JobExistsError (it is live, or
+        another submission is being stored) or NotReadyError (this very submission, retried,
+        is still being stored: its outcome is not known yet).
         """
         self._term.check_ready()
         job_id, table = spec.job_id, self._table
         with table.lock:
-            self._refuse_taken(job_id)
-            table.submitting.add(job_id)
+            self._refuse_taken(job_id, graph.submission_sha256)
+            table.submitting[job_id] = graph.submission_sha256
         try:
             # The blob is written outside the lock (it can be large); the pointer's create
             # fails for a second submission of the same id, so no two can both succeed.
@@ -86,7 +87,7 @@ class Submissions:
             raise
         finally:
             with table.lock:
-                table.submitting.discard(job_id)
+                table.submitting.pop(job_id, None)
         hookless = not may_define_initialize(graph.artifact)
         with table.lock:
             master = JobMaster(spec, pointer, graph.submitted_at)
@@ -116,16 +117,21 @@ class Submissions:
         except StewardError as exc:  # the next failover recovers it
             log.warning("could not take up job=%s error=%r", job_id, exc)
 
-    def _refuse_taken(self, job_id: str) -> None:
+    def _refuse_taken(self, job_id: str, digest: str | None) -> None:
         existing = self._stores.results.find(job_id)
         if existing is not None:
             raise JobResultExistsError(existing)
         master = self._table.jobs.get(job_id)
         if master is not None:
-            digest = master.pointer.submission_sha256
-            raise JobExistsError(job_id, "running submission", submission_sha256=digest)
-        if job_id in self._table.submitting:
-            raise JobExistsError(job_id, "running submission")
+            stored = master.pointer.submission_sha256
+            raise JobExistsError(job_id, "running submission", submission_sha256=stored)
+        if job_id not in self._table.submitting:
+            return
+        if digest is not None and self._table.submitting[job_id] == digest:
+            # A retry of the submission still being stored (its first try's answer was lost
+            # while the store hung): neither "exists" (the store may yet fail) nor a new job.
+            raise NotReadyError(f"the submission of job {job_id!r} is still being stored")
+        raise JobExistsError(job_id, "running submission")
 
     def cancel(self, job_id: str) -> JobView:
         self._term.check_ready()
