@@ -11,25 +11,23 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import itertools
 import json
 import logging
 import re
 import secrets
 import shutil
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from chaos.checker import Observations, Violation, check
+from chaos.checker import Observations, check
 from chaos.cluster import ChaosCluster, StorageFreezer
 from chaos.hastate import HaState, read_state
 from chaos.hosts import Hosts
@@ -37,10 +35,10 @@ from chaos.nemesis import (
     INFRA_KINDS,
     NETWORK_KINDS,
     PROCESS_KINDS,
-    Fault,
     Nemesis,
     NemesisSettings,
 )
+from chaos.summary import summarize
 from chaos.truth import DeathWatcher, GroundTruth, prepare, still_running
 from chaos.workload import Workload, WorkloadSettings
 from steward.client import Client
@@ -208,7 +206,8 @@ class Campaign:
             misreported=dict(workload.misreported),
         )
         violations = check(observations)
-        return self._summary(
+        return summarize(
+            self,
             ran,
             workload=workload,
             nemesis=nemesis,
@@ -284,145 +283,6 @@ class Campaign:
             ticker.wait(0.5)
         watcher.stop()
         return watcher.snapshot()
-
-    # ------------------------------------------------------------------ the summary
-
-    def _summary(
-        self,
-        ran: float,
-        *,
-        workload: Workload,
-        nemesis: Nemesis,
-        obs: Observations,
-        violations: list[Violation],
-        cluster: ChaosCluster,
-    ) -> dict[str, Any]:
-        states = [obs.results[j].state for j in obs.accepted if j in obs.results]
-        times = sorted(f.seconds for f in nemesis.failovers if f.seconds is not None)
-        attempts = list(obs.truth.attempts.values())
-        modes = [a.mode for a in obs.accepted.values()]
-        return {
-            "seed": self.settings.seed,
-            "cluster_id": self.cluster_id,
-            "duration_s": round(ran, 1),
-            "wall_s": round(time.monotonic() - self.started, 1),
-            "settings": _settings_json(self.settings),
-            "jobs": {
-                "accepted": len(obs.accepted),
-                "finished": states.count("FINISHED"),
-                "failed": states.count("FAILED"),
-                "canceled": states.count("CANCELED"),
-                "spark": modes.count("spark"),
-                "never_accepted": len(workload.never_accepted),
-                "submit_retries": workload.submit_retries,
-                "attempts": len(attempts),
-                "attempts_restarted": len(attempts) - len({a.job for a in attempts}),
-            },
-            "ground_truth": _truth_figures(obs.truth),
-            "deaths_by_fault_kind": deaths_by_fault_kind(
-                obs.truth,
-                nemesis.faults,
-                canceled={
-                    j
-                    for j in obs.accepted
-                    if j in obs.results and obs.results[j].state == "CANCELED"
-                },
-                grace=self.settings.session_timeout,
-            ),
-            "faults_by_kind": nemesis.counts(),
-            "faults_total": len(nemesis.faults),
-            "faults_not_injected": nemesis.skipped,
-            "fault_errors": nemesis.errors,
-            "failover_s": {
-                **_spread(times),
-                "by_trigger": {
-                    trigger: _spread(
-                        sorted(
-                            f.seconds
-                            for f in nemesis.failovers
-                            if f.trigger == trigger and f.seconds is not None
-                        )
-                    )
-                    for trigger in sorted({f.trigger for f in nemesis.failovers})
-                },
-                "no_new_leader": sum(1 for f in nemesis.failovers if f.new_leader is None),
-                "all": [asdict(f) for f in nemesis.failovers],
-            },
-            "tracebacks_in_logs": cluster.traceback_count(),
-            "violations": [v.to_json() for v in violations],
-            "faults": [f.to_json(self.started) for f in nemesis.faults],
-        }
-
-
-def _truth_figures(truth: GroundTruth) -> dict[str, Any]:
-    """How close the run came to the invariants: the smallest gap between an attempt's end
-    and the start of the job's next attempt (negative would be an overlap)."""
-    gaps = []
-    for job in {a.job for a in truth.attempts.values()}:
-        attempts = truth.of_job(job)
-        for before, after in itertools.pairwise(attempts):
-            if before.end_t is not None:
-                gaps.append(after.start_t - before.end_t)
-    values = list(truth.attempts.values())
-    return {
-        "attempts_stopped": sum(1 for a in values if a.stop_t is not None),
-        "attempts_died": sum(1 for a in values if a.stop_t is None),
-        "deaths_inexact": sum(1 for a in values if a.stop_t is None and not a.death_exact),
-        "successor_gap_s": _spread(sorted(gaps)),
-        "bad_lines": len(truth.bad_lines),
-    }
-
-
-def deaths_by_fault_kind(
-    truth: GroundTruth, faults: Sequence[Fault], *, canceled: set[str], grace: float
-) -> dict[str, Any]:
-    """What each kind of fault cost: the attempts that died (no stop line) while a fault of
-    that kind was on, or within ``grace`` (the session timeout) after it healed, by kind.
-
-    A death within several faults' windows counts for each of their kinds; the last attempt
-    of a job the workload canceled is the cancel's, not a fault's. What the design says costs
-    nothing (one ZooKeeper server of three stopped or frozen, a standby killed or frozen) must
-    show 0 here when its faults run alone.
-    """
-    by_kind: dict[str, int] = {}
-    outside = by_cancel = 0
-    for job in {a.job for a in truth.attempts.values()}:
-        attempts = truth.of_job(job)
-        for index, attempt in enumerate(attempts):
-            if attempt.stop_t is not None or attempt.death_t is None:
-                continue
-            if job in canceled and index == len(attempts) - 1:
-                by_cancel += 1
-                continue
-            kinds = {
-                f.kind
-                for f in faults
-                if f.start_t <= attempt.death_t <= (f.end_t or attempt.death_t) + grace
-            }
-            for kind in kinds:
-                by_kind[kind] = by_kind.get(kind, 0) + 1
-            outside += not kinds
-    return {
-        "by_kind": dict(sorted(by_kind.items())),
-        "outside_faults": outside,
-        "canceled": by_cancel,
-    }
-
-
-def _spread(times: list[float]) -> dict[str, Any]:
-    """count, min, median, max of sorted ``times`` (None when empty)."""
-    return {
-        "count": len(times),
-        "min": round(times[0], 3) if times else None,
-        "median": round(statistics.median(times), 3) if times else None,
-        "max": round(times[-1], 3) if times else None,
-    }
-
-
-def _settings_json(settings: CampaignSettings) -> dict[str, Any]:
-    raw = asdict(settings)
-    raw["workdir"] = str(settings.workdir) if settings.workdir else None
-    return json.loads(json.dumps(raw, default=str))  # type: ignore[no-any-return]
 
 
 # ---------------------------------------------------------------------- command line
