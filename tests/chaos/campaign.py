@@ -29,9 +29,11 @@ from typing import Any
 
 from chaos.checker import Observations, check
 from chaos.cluster import ChaosCluster, StorageFreezer
+from chaos.failover_faults import arm, blob_store
 from chaos.hastate import HaState, read_state
 from chaos.hosts import Hosts
 from chaos.nemesis import (
+    FAILOVER_KINDS,
     INFRA_KINDS,
     NETWORK_KINDS,
     PROCESS_KINDS,
@@ -43,6 +45,8 @@ from chaos.truth import DeathWatcher, GroundTruth, prepare, still_running
 from chaos.workload import Workload, WorkloadSettings
 from steward.client import Client
 from steward.errors import StewardError
+from steward.store.blob import BlobStore
+from steward.testing.s3 import S3Server
 from steward.testing.zookeeper import start_ensemble
 from support import ZK_TEST_ROOT
 
@@ -66,6 +70,9 @@ class CampaignSettings:
     keep_workdir: bool = False
     network: bool = False
     """Every member on a host (network namespace) of its own, and the network faults."""
+    storage: str = "file"
+    """``file`` (a directory) or ``s3`` (a moto S3 server, which ``storage_stall_failover``
+    freezes); ``s3`` runs on one host, not with ``network``."""
 
 
 class Campaign:
@@ -109,7 +116,11 @@ class Campaign:
         cluster.hosts = hosts
         storage = StorageFreezer(self.workdir / "storage")
         watcher = DeathWatcher(self.truth_dir)
+        s3: S3Server | None = None
         try:
+            s3 = arm(cluster, self.settings.kinds, self.settings.storage, self.workdir)
+            if s3 is not None:
+                self.report(f"storage {s3.url('cluster')} on moto's S3 server {s3.endpoint}")
             if "storage_readonly" in s.kinds:
                 # Before any member starts: its mount namespace must see later mounts here.
                 with contextlib.suppress(OSError, subprocess.CalledProcessError):
@@ -120,12 +131,14 @@ class Campaign:
                 cluster.start_taskmanager(f"tm-{index + 1}", slots=s.slots)
             cluster.wait_ready(taskmanagers=s.taskmanagers, timeout=120.0)
             self.report(f"cluster {self.cluster_id} ready; workload and nemesis start")
-            return self._campaign(cluster, ensemble.connect_string, storage, watcher, ensemble)
+            return self._campaign(
+                cluster, ensemble.connect_string, storage, watcher, ensemble, s3=s3
+            )
         finally:
             # Every step runs whatever an earlier one raised: one that failed (an interrupted
             # unmount) once left a whole cluster running behind a finished campaign.
             steps: list[Callable[[], None]] = [storage.thaw, watcher.stop, cluster.stop]
-            steps += [storage.release, ensemble.stop]
+            steps += [storage.release, ensemble.stop] + ([s3.stop] if s3 is not None else [])
             steps += [hosts.close] if hosts is not None else []
             for step in steps:
                 try:
@@ -142,6 +155,8 @@ class Campaign:
         storage: StorageFreezer,
         watcher: DeathWatcher,
         ensemble: Any,
+        *,
+        s3: S3Server | None,
     ) -> dict[str, Any]:
         s = self.settings
         addresses = [p.address for p in cluster.jobmanagers()]
@@ -157,6 +172,8 @@ class Campaign:
             ),
             report=self.report,
             hosts=cluster.hosts,
+            stall=s3,
+            workload=workload,
         )
         for kind, reason in nemesis.skipped.items():
             self.report(f"{kind}: {reason}")
@@ -184,7 +201,8 @@ class Campaign:
         self._quiesce(workload)
         last_views = self._views(addresses, workload.open_jobs())
         workload.stop()
-        state = self._settle(quorum, workload, cluster.zookeeper_access.kazoo_options())
+        blobs = blob_store(self.workdir, s3)
+        state = self._settle(quorum, workload, cluster.zookeeper_access.kazoo_options(), blobs)
         truth = self._settle_attempts(watcher)
         failures = cluster.failures()
         exits = cluster.stop_all()
@@ -256,13 +274,15 @@ class Campaign:
                     views[job] = {"error": repr(exc)}
         return views
 
-    def _settle(self, quorum: str, workload: Workload, kazoo_options: dict[str, Any]) -> HaState:
+    def _settle(
+        self, quorum: str, workload: Workload, kazoo_options: dict[str, Any], blobs: BlobStore
+    ) -> HaState:
         """Wait (bounded) until every accepted job's result is CLEAN and no lease is left."""
         root = f"{ZK_TEST_ROOT}/{self.cluster_id}"
         deadline = time.monotonic() + max(60.0, 10 * self.settings.session_timeout)
         ticker = threading.Event()
         while True:
-            state = read_state(quorum, root, self.workdir / "storage", kazoo_options)
+            state = read_state(quorum, root, blobs, kazoo_options)
             clean = all(
                 job in state.results and state.results[job].status == "CLEAN"
                 for job in workload.accepted
@@ -316,6 +336,12 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
         " (needs root and `ip`, `tc`)",
     )
     parser.add_argument(
+        "--storage",
+        choices=("file", "s3"),
+        default="file",
+        help="the HA blob storage: a directory, or a moto S3 server (the storage stall fault)",
+    )
+    parser.add_argument(
         "--kinds",
         type=str,
         default="",
@@ -323,7 +349,9 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
         " --network)",
     )
     args = parser.parse_args(argv)
-    known = PROCESS_KINDS + INFRA_KINDS + (NETWORK_KINDS if args.network else ())
+    known = PROCESS_KINDS + INFRA_KINDS + FAILOVER_KINDS + (NETWORK_KINDS if args.network else ())
+    if args.storage == "s3" and args.network:
+        parser.error("--storage s3 runs on one host: not with --network")
     args.kinds = tuple(kind.strip() for kind in args.kinds.split(",") if kind.strip()) or known
     unknown = set(args.kinds) - set(known)
     if unknown:
@@ -352,6 +380,7 @@ def main(argv: list[str] | None = None) -> int:
         keep_workdir=args.keep_workdir,
         kinds=args.kinds,
         network=args.network,
+        storage=args.storage,
     )
     campaign = Campaign(settings, lambda line: print(line, flush=True))
     signal.signal(signal.SIGTERM, _interrupted)

@@ -10,6 +10,9 @@ infrastructure fault but two ZooKeeper faults never do (a quorum always survives
   between the attempt's end, its lease's release (with its outcome record) and its report.
 - infrastructure: stop/start or freeze/thaw of one ZooKeeper server; the blob storage made
   read-only (a read-only bind mount: chmod does not stop root) for a few seconds.
+- around a failover (chaos/failover_faults.py, in the processes' lane): the storage stalled
+  and the leader killed during the stall (``--storage s3``); a submission through a standby
+  whose leader stored it and was killed before answering (the forward cut after the store).
 - network (``campaign --network``: every member on a host of its own, chaos/hosts.py): a host
   isolated (the leader's, a standby's, a TaskManager's); the leader cut from ZooKeeper but not
   from the TaskManagers; a TaskManager cut from the leader but not from ZooKeeper; a slow,
@@ -39,9 +42,11 @@ from typing import Any
 import psutil
 
 from chaos.cluster import ChaosCluster, StorageFreezer
+from chaos.failover_faults import FailoverFaults, Stallable
 from chaos.hosts import Hosts
 from chaos.network_faults import NetworkFaults
 from chaos.truth import Attempt, DeathWatcher
+from chaos.workload import Workload
 from steward.errors import StewardError
 from steward.testing.processes import Proc
 from steward.zookeeper.managed import ManagedEnsemble
@@ -60,6 +65,7 @@ PROCESS_KINDS = (
     "freeze_taskmanager",
 )
 INFRA_KINDS = ("zk_stop", "zk_freeze", "storage_readonly")
+FAILOVER_KINDS = ("storage_stall_failover", "forward_cut_after_store")
 NETWORK_KINDS = (
     "isolate_leader",
     "isolate_standby",
@@ -84,6 +90,8 @@ class NemesisSettings:
     """A freeze lasts this many session timeouts."""
     zk_down: tuple[float, float] = (2.0, 12.0)
     storage_down: tuple[float, float] = (2.0, 8.0)
+    storage_stall: tuple[float, float] = (3.0, 20.0)
+    """An S3 store's stall: below and above botocore's read timeout (5 s)."""
     kinds: tuple[str, ...] = PROCESS_KINDS + INFRA_KINDS
 
 
@@ -115,7 +123,7 @@ class Failover:
     """None: no other leader answered /readyz within the deadline (or the freeze ended)."""
 
 
-class Nemesis(NetworkFaults):
+class Nemesis(FailoverFaults, NetworkFaults):
     def __init__(
         self,
         cluster: ChaosCluster,
@@ -127,8 +135,14 @@ class Nemesis(NetworkFaults):
         settings: NemesisSettings,
         report: Callable[[str], None],
         hosts: Hosts | None = None,
+        stall: Stallable | None = None,
+        workload: Workload | None = None,
     ) -> None:
+        """``stall``: the S3 store (``--storage s3``) that ``storage_stall_failover`` freezes;
+        ``workload``: whose jobs ``forward_cut_after_store`` submits through a standby."""
         self.cluster = cluster
+        self.stall = stall
+        self.workload = workload
         self.ensemble = ensemble
         self.storage = storage
         self.watcher = watcher
@@ -147,16 +161,36 @@ class Nemesis(NetworkFaults):
         self._stop = threading.Event()
         self._frozen: set[int] = set()
         self._threads: list[threading.Thread] = []
-        if "storage_readonly" in settings.kinds:
+        self._skip_unavailable(storage)
+
+    def _skip_unavailable(self, storage: StorageFreezer) -> None:
+        kinds = self.settings.kinds
+        if "storage_readonly" in kinds and self.stall is not None:
+            self.skipped["storage_readonly"] = (
+                "not injected: the storage is s3://; a read-only mount is a file:// store's"
+                " fault (an S3 store stalls instead: storage_stall_failover)"
+            )
+        elif "storage_readonly" in kinds:
             reason = storage.available()
             if reason is not None:
                 self.skipped["storage_readonly"] = f"not injected: {reason}"
+        if "storage_stall_failover" in kinds and self.stall is None:
+            self.skipped["storage_stall_failover"] = (
+                "not injected: needs --storage s3 (a file:// store that stops answering needs"
+                " FUSE; an S3 server stops answering with SIGSTOP)"
+            )
+        if "forward_cut_after_store" in kinds and self.workload is None:
+            self.skipped["forward_cut_after_store"] = "not injected: no workload to submit"
 
     # ------------------------------------------------------------------ lifecycle
 
     def start(self) -> None:
         lanes = {
-            "processes": [k for k in PROCESS_KINDS if k in self.settings.kinds],
+            "processes": [
+                k
+                for k in PROCESS_KINDS + FAILOVER_KINDS
+                if k in self.settings.kinds and k not in self.skipped
+            ],
             "infrastructure": [
                 k for k in INFRA_KINDS if k in self.settings.kinds and k not in self.skipped
             ],
@@ -187,6 +221,8 @@ class Nemesis(NetworkFaults):
                 os.kill(pid, signal.SIGCONT)
             self._frozen.discard(pid)
         self.storage.thaw()
+        if self.stall is not None:
+            self.stall.thaw()
         for status in self.ensemble.status():
             if status.frozen:
                 self.ensemble.thaw_server(status.server_id)

@@ -1,6 +1,6 @@
 """A submission retried while the leader is still storing its first try (the store stalled) is
 the same submission, not someone else's job (found by the chaos campaign, seed 3,
-``storage_stall_failover``; docs/reliability.md, bug 10).
+``storage_stall_failover``; docs/reliability.md, "Faults around a failover").
 
 The leader's store hangs on an S3 server that stopped answering (moto frozen with SIGSTOP), so
 the client's first call gives up ("may have been submitted"); the user submits again with the
