@@ -216,8 +216,9 @@ class FailoverFaults:
     def _wait_frozen(self, submitter: threading.Thread) -> Proc | None:
         """The JobManager that stopped at the fault point (it stored the submission and did
         not answer), or None if the submission ended first; whichever leads by then, the one
-        asked or a standby promoted meanwhile, is the one that freezes. A submission cannot
-        succeed without a store, so one that is still on has not frozen anybody yet."""
+        asked or a standby promoted meanwhile, is the one that freezes. No submission succeeds
+        without a store, and every store of the nemesis' job freezes its leader, so this ends
+        with that leader, or with a submission that never got stored (None)."""
         while submitter.is_alive():
             for proc in self.cluster.current("jobmanager"):
                 with contextlib.suppress(psutil.Error):

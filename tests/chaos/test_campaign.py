@@ -116,6 +116,8 @@ def test_durations_parse(text: str, seconds: float) -> None:
         ["--seed", "1", "--duration", "ten minutes", "--out", "x.json"],
         ["--seed", "1", "--spark-share", "2", "--out", "x.json"],
         ["--duration", "1m", "--out", "x.json"],
+        ["--seed", "1", "--storage", "s3", "--network", "--out", "x.json"],
+        ["--seed", "1", "--storage", "nfs", "--out", "x.json"],
     ],
 )
 def test_bad_arguments_are_a_clear_error_not_a_traceback(
