@@ -70,6 +70,8 @@ class CampaignSettings:
     keep_workdir: bool = False
     network: bool = False
     """Every member on a host (network namespace) of its own, and the network faults."""
+    fault_cycle: bool = False
+    """Every kind once per round (``NemesisSettings.cycle``) rather than drawn at random."""
     storage: str = "file"
     """``file`` (a directory) or ``s3`` (a moto S3 server, which ``storage_stall_failover``
     freezes); ``s3`` runs on one host, not with ``network``."""
@@ -168,7 +170,10 @@ class Campaign:
             watcher=watcher,
             seed=s.seed,
             settings=NemesisSettings(
-                session_timeout=s.session_timeout, mean_interval=s.fault_interval, kinds=s.kinds
+                session_timeout=s.session_timeout,
+                mean_interval=s.fault_interval,
+                kinds=s.kinds,
+                cycle=s.fault_cycle,
             ),
             report=self.report,
             hosts=cluster.hosts,

@@ -55,6 +55,7 @@ def failover_campaign(tmp_path: Path) -> CampaignSettings:
     return CampaignSettings(
         storage="s3",
         kinds=FAILOVER_KINDS,
+        fault_cycle=True,  # 60 s holds two or three such faults: each kind must be one
         seed=CI_SEED,
         duration=60.0,
         workdir=tmp_path / "campaign",

@@ -93,6 +93,9 @@ class NemesisSettings:
     storage_stall: tuple[float, float] = (3.0, 20.0)
     """An S3 store's stall: below and above botocore's read timeout (5 s)."""
     kinds: tuple[str, ...] = PROCESS_KINDS + INFRA_KINDS
+    cycle: bool = False
+    """Each lane injects every one of its kinds once per round (in a seeded order) instead of
+    drawing each fault at random."""
 
 
 @dataclass
@@ -243,21 +246,33 @@ class Nemesis(FailoverFaults, NetworkFaults):
     # ------------------------------------------------------------------ the lanes
 
     def _lane(self, rng: random.Random, kinds: list[str]) -> None:
+        due: list[str] = []
         while not self._stop.wait(
             min(4 * self.settings.mean_interval, rng.expovariate(1.0 / self.settings.mean_interval))
         ):
-            kind = rng.choice(kinds)
+            kind = self._draw(rng, kinds, due)
             try:
                 fault = getattr(self, f"_{kind}")(rng)
             except (StewardError, OSError, RuntimeError) as exc:  # RuntimeError: `ip`, `tc`
                 self.errors.append(f"{kind}: {exc!r}")
                 self.report(f"fault {kind} could not be injected: {exc!r}")
                 continue
+            if fault is None and self.settings.cycle:
+                due.append(kind)  # not injected (no leader ready, say): it stays due
             if fault is not None:
                 with self._lock:
                     self.faults.append(fault)
                 took = (fault.end_t or fault.start_t) - fault.start_t
                 self.report(f"fault {fault.kind} {fault.target} healed after {took:.1f}s")
+
+    def _draw(self, rng: random.Random, kinds: list[str], due: list[str]) -> str:
+        """The next kind: drawn at random, or with ``cycle`` the next of a seeded shuffle of
+        every kind (a short campaign then injects each kind, whatever the timing)."""
+        if not self.settings.cycle:
+            return rng.choice(kinds)
+        if not due:
+            due.extend(rng.sample(kinds, len(kinds)))
+        return due.pop()
 
     def _begin(self, kind: str, target: str, **detail: Any) -> Fault:
         self.report(f"fault {kind} {target} {detail or ''}".rstrip())

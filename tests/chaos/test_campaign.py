@@ -70,6 +70,7 @@ def test_a_longer_campaign_with_faults_around_failovers_keeps_every_invariant(
     settings = CampaignSettings(
         storage="s3",
         kinds=FAILOVER_KINDS + ROUGH_KINDS,
+        fault_cycle=True,
         seed=2033,
         duration=300.0,
         workdir=tmp_path / "campaign",
