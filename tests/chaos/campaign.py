@@ -47,6 +47,7 @@ from steward.client import Client
 from steward.errors import StewardError
 from steward.store.blob import BlobStore
 from steward.testing.s3 import S3Server
+from steward.testing.waiting import WaitTimeoutError, wait_until
 from steward.testing.zookeeper import start_ensemble
 from support import ZK_TEST_ROOT
 
@@ -209,6 +210,7 @@ class Campaign:
         blobs = blob_store(self.workdir, s3)
         state = self._settle(quorum, workload, cluster.zookeeper_access.kazoo_options(), blobs)
         truth = self._settle_attempts(watcher)
+        self._whole(cluster)
         failures = cluster.failures()
         exits = cluster.stop_all()
         failures += [
@@ -295,6 +297,20 @@ class Campaign:
             if (clean and not state.leases) or time.monotonic() > deadline:
                 return state
             ticker.wait(1.0)
+
+    def _whole(self, cluster: ChaosCluster) -> None:
+        """Every member up before the final SIGTERM (bounded): one restarted as a fault healed
+        at the very end would get it while still importing, before its handler exists, and
+        die of it (exit -15, counted as a crash). A member that cannot come up is reported by
+        the crash check that follows."""
+
+        def jobmanagers_ready() -> bool:
+            live = [p for p in cluster.current("jobmanager") if p.alive()]
+            return all(cluster.readyz(p) is not None for p in live)
+
+        with contextlib.suppress(AssertionError, WaitTimeoutError):
+            cluster.wait_ready(taskmanagers=self.settings.taskmanagers, timeout=120.0)
+            wait_until(jobmanagers_ready, 60.0, message="every JobManager ready")
 
     def _settle_attempts(self, watcher: DeathWatcher) -> GroundTruth:
         """Give the last runners time to exit (bounded), then take the ground truth."""
