@@ -15,13 +15,23 @@ import pytest
 from steward.jobmanager.faults import FREEZE_AT, SUBMIT_STORED
 from steward.testing.waiting import wait_until
 
-REACH = "from steward.jobmanager import faults; faults.reach({point!r}, {subject!r})"
+REACH = """
+import threading, time
+from steward.jobmanager import faults
+def spin():
+    while True:
+        time.sleep(0.001)
+for _ in range(2):  # other threads, running: a process-directed stop may be theirs to take
+    threading.Thread(target=spin, daemon=True).start()
+faults.reach({point!r}, {subject!r})
+print("past the point", flush=True)
+"""
 
 
 def _reach(setting: str, point: str, subject: str) -> subprocess.Popen[bytes]:
     code = REACH.format(point=point, subject=subject)
     environ = {**os.environ, FREEZE_AT: setting}
-    return subprocess.Popen([sys.executable, "-c", code], env=environ)
+    return subprocess.Popen([sys.executable, "-c", code], env=environ, stdout=subprocess.PIPE)
 
 
 def _stopped(process: subprocess.Popen[bytes]) -> bool:
@@ -41,6 +51,8 @@ def test_the_point_asked_for_freezes_the_process(setting: str, subject: str) -> 
     finally:
         process.send_signal(signal.SIGKILL)
         process.wait(10)
+    assert process.stdout is not None
+    assert process.stdout.read() == b"", "the thread that reached the point ran past it"
 
 
 @pytest.mark.parametrize(
@@ -58,3 +70,5 @@ def test_any_other_point_or_subject_runs_on(setting: str, point: str, subject: s
         assert process.wait(30) == 0
     finally:
         process.kill()
+    assert process.stdout is not None
+    assert process.stdout.read() == b"past the point\n"
