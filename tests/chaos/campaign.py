@@ -11,40 +11,43 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import itertools
 import json
 import logging
 import re
 import secrets
 import shutil
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from chaos.checker import Observations, Violation, check
+from chaos.checker import Observations, check
 from chaos.cluster import ChaosCluster, StorageFreezer
+from chaos.failover_faults import arm, blob_store
 from chaos.hastate import HaState, read_state
 from chaos.hosts import Hosts
 from chaos.nemesis import (
+    FAILOVER_KINDS,
     INFRA_KINDS,
     NETWORK_KINDS,
     PROCESS_KINDS,
-    Fault,
     Nemesis,
     NemesisSettings,
 )
+from chaos.summary import summarize
 from chaos.truth import DeathWatcher, GroundTruth, prepare, still_running
 from chaos.workload import Workload, WorkloadSettings
 from steward.client import Client
 from steward.errors import StewardError
+from steward.store.blob import BlobStore
+from steward.testing.s3 import S3Server
+from steward.testing.waiting import WaitTimeoutError, wait_until
 from steward.testing.zookeeper import start_ensemble
 from support import ZK_TEST_ROOT
 
@@ -68,6 +71,11 @@ class CampaignSettings:
     keep_workdir: bool = False
     network: bool = False
     """Every member on a host (network namespace) of its own, and the network faults."""
+    fault_cycle: bool = False
+    """Every kind once per round (``NemesisSettings.cycle``) rather than drawn at random."""
+    storage: str = "file"
+    """``file`` (a directory) or ``s3`` (a moto S3 server, which ``storage_stall_failover``
+    freezes); ``s3`` runs on one host, not with ``network``."""
 
 
 class Campaign:
@@ -111,7 +119,11 @@ class Campaign:
         cluster.hosts = hosts
         storage = StorageFreezer(self.workdir / "storage")
         watcher = DeathWatcher(self.truth_dir)
+        s3: S3Server | None = None
         try:
+            s3 = arm(cluster, self.settings.kinds, self.settings.storage, self.workdir)
+            if s3 is not None:
+                self.report(f"storage {s3.url('cluster')} on moto's S3 server {s3.endpoint}")
             if "storage_readonly" in s.kinds:
                 # Before any member starts: its mount namespace must see later mounts here.
                 with contextlib.suppress(OSError, subprocess.CalledProcessError):
@@ -122,12 +134,14 @@ class Campaign:
                 cluster.start_taskmanager(f"tm-{index + 1}", slots=s.slots)
             cluster.wait_ready(taskmanagers=s.taskmanagers, timeout=120.0)
             self.report(f"cluster {self.cluster_id} ready; workload and nemesis start")
-            return self._campaign(cluster, ensemble.connect_string, storage, watcher, ensemble)
+            return self._campaign(
+                cluster, ensemble.connect_string, storage, watcher, ensemble, s3=s3
+            )
         finally:
             # Every step runs whatever an earlier one raised: one that failed (an interrupted
             # unmount) once left a whole cluster running behind a finished campaign.
             steps: list[Callable[[], None]] = [storage.thaw, watcher.stop, cluster.stop]
-            steps += [storage.release, ensemble.stop]
+            steps += [storage.release, ensemble.stop] + ([s3.stop] if s3 is not None else [])
             steps += [hosts.close] if hosts is not None else []
             for step in steps:
                 try:
@@ -144,6 +158,8 @@ class Campaign:
         storage: StorageFreezer,
         watcher: DeathWatcher,
         ensemble: Any,
+        *,
+        s3: S3Server | None,
     ) -> dict[str, Any]:
         s = self.settings
         addresses = [p.address for p in cluster.jobmanagers()]
@@ -155,10 +171,15 @@ class Campaign:
             watcher=watcher,
             seed=s.seed,
             settings=NemesisSettings(
-                session_timeout=s.session_timeout, mean_interval=s.fault_interval, kinds=s.kinds
+                session_timeout=s.session_timeout,
+                mean_interval=s.fault_interval,
+                kinds=s.kinds,
+                cycle=s.fault_cycle,
             ),
             report=self.report,
             hosts=cluster.hosts,
+            stall=s3,
+            workload=workload,
         )
         for kind, reason in nemesis.skipped.items():
             self.report(f"{kind}: {reason}")
@@ -186,8 +207,10 @@ class Campaign:
         self._quiesce(workload)
         last_views = self._views(addresses, workload.open_jobs())
         workload.stop()
-        state = self._settle(quorum, workload, cluster.zookeeper_access.kazoo_options())
+        blobs = blob_store(self.workdir, s3)
+        state = self._settle(quorum, workload, cluster.zookeeper_access.kazoo_options(), blobs)
         truth = self._settle_attempts(watcher)
+        self._whole(cluster)
         failures = cluster.failures()
         exits = cluster.stop_all()
         failures += [
@@ -208,7 +231,8 @@ class Campaign:
             misreported=dict(workload.misreported),
         )
         violations = check(observations)
-        return self._summary(
+        return summarize(
+            self,
             ran,
             workload=workload,
             nemesis=nemesis,
@@ -257,13 +281,15 @@ class Campaign:
                     views[job] = {"error": repr(exc)}
         return views
 
-    def _settle(self, quorum: str, workload: Workload, kazoo_options: dict[str, Any]) -> HaState:
+    def _settle(
+        self, quorum: str, workload: Workload, kazoo_options: dict[str, Any], blobs: BlobStore
+    ) -> HaState:
         """Wait (bounded) until every accepted job's result is CLEAN and no lease is left."""
         root = f"{ZK_TEST_ROOT}/{self.cluster_id}"
         deadline = time.monotonic() + max(60.0, 10 * self.settings.session_timeout)
         ticker = threading.Event()
         while True:
-            state = read_state(quorum, root, self.workdir / "storage", kazoo_options)
+            state = read_state(quorum, root, blobs, kazoo_options)
             clean = all(
                 job in state.results and state.results[job].status == "CLEAN"
                 for job in workload.accepted
@@ -271,6 +297,20 @@ class Campaign:
             if (clean and not state.leases) or time.monotonic() > deadline:
                 return state
             ticker.wait(1.0)
+
+    def _whole(self, cluster: ChaosCluster) -> None:
+        """Every member up before the final SIGTERM (bounded): one restarted as a fault healed
+        at the very end would get it while still importing, before its handler exists, and
+        die of it (exit -15, counted as a crash). A member that cannot come up is reported by
+        the crash check that follows."""
+
+        def jobmanagers_ready() -> bool:
+            live = [p for p in cluster.current("jobmanager") if p.alive()]
+            return all(cluster.readyz(p) is not None for p in live)
+
+        with contextlib.suppress(AssertionError, WaitTimeoutError):
+            cluster.wait_ready(taskmanagers=self.settings.taskmanagers, timeout=120.0)
+            wait_until(jobmanagers_ready, 60.0, message="every JobManager ready")
 
     def _settle_attempts(self, watcher: DeathWatcher) -> GroundTruth:
         """Give the last runners time to exit (bounded), then take the ground truth."""
@@ -284,145 +324,6 @@ class Campaign:
             ticker.wait(0.5)
         watcher.stop()
         return watcher.snapshot()
-
-    # ------------------------------------------------------------------ the summary
-
-    def _summary(
-        self,
-        ran: float,
-        *,
-        workload: Workload,
-        nemesis: Nemesis,
-        obs: Observations,
-        violations: list[Violation],
-        cluster: ChaosCluster,
-    ) -> dict[str, Any]:
-        states = [obs.results[j].state for j in obs.accepted if j in obs.results]
-        times = sorted(f.seconds for f in nemesis.failovers if f.seconds is not None)
-        attempts = list(obs.truth.attempts.values())
-        modes = [a.mode for a in obs.accepted.values()]
-        return {
-            "seed": self.settings.seed,
-            "cluster_id": self.cluster_id,
-            "duration_s": round(ran, 1),
-            "wall_s": round(time.monotonic() - self.started, 1),
-            "settings": _settings_json(self.settings),
-            "jobs": {
-                "accepted": len(obs.accepted),
-                "finished": states.count("FINISHED"),
-                "failed": states.count("FAILED"),
-                "canceled": states.count("CANCELED"),
-                "spark": modes.count("spark"),
-                "never_accepted": len(workload.never_accepted),
-                "submit_retries": workload.submit_retries,
-                "attempts": len(attempts),
-                "attempts_restarted": len(attempts) - len({a.job for a in attempts}),
-            },
-            "ground_truth": _truth_figures(obs.truth),
-            "deaths_by_fault_kind": deaths_by_fault_kind(
-                obs.truth,
-                nemesis.faults,
-                canceled={
-                    j
-                    for j in obs.accepted
-                    if j in obs.results and obs.results[j].state == "CANCELED"
-                },
-                grace=self.settings.session_timeout,
-            ),
-            "faults_by_kind": nemesis.counts(),
-            "faults_total": len(nemesis.faults),
-            "faults_not_injected": nemesis.skipped,
-            "fault_errors": nemesis.errors,
-            "failover_s": {
-                **_spread(times),
-                "by_trigger": {
-                    trigger: _spread(
-                        sorted(
-                            f.seconds
-                            for f in nemesis.failovers
-                            if f.trigger == trigger and f.seconds is not None
-                        )
-                    )
-                    for trigger in sorted({f.trigger for f in nemesis.failovers})
-                },
-                "no_new_leader": sum(1 for f in nemesis.failovers if f.new_leader is None),
-                "all": [asdict(f) for f in nemesis.failovers],
-            },
-            "tracebacks_in_logs": cluster.traceback_count(),
-            "violations": [v.to_json() for v in violations],
-            "faults": [f.to_json(self.started) for f in nemesis.faults],
-        }
-
-
-def _truth_figures(truth: GroundTruth) -> dict[str, Any]:
-    """How close the run came to the invariants: the smallest gap between an attempt's end
-    and the start of the job's next attempt (negative would be an overlap)."""
-    gaps = []
-    for job in {a.job for a in truth.attempts.values()}:
-        attempts = truth.of_job(job)
-        for before, after in itertools.pairwise(attempts):
-            if before.end_t is not None:
-                gaps.append(after.start_t - before.end_t)
-    values = list(truth.attempts.values())
-    return {
-        "attempts_stopped": sum(1 for a in values if a.stop_t is not None),
-        "attempts_died": sum(1 for a in values if a.stop_t is None),
-        "deaths_inexact": sum(1 for a in values if a.stop_t is None and not a.death_exact),
-        "successor_gap_s": _spread(sorted(gaps)),
-        "bad_lines": len(truth.bad_lines),
-    }
-
-
-def deaths_by_fault_kind(
-    truth: GroundTruth, faults: Sequence[Fault], *, canceled: set[str], grace: float
-) -> dict[str, Any]:
-    """What each kind of fault cost: the attempts that died (no stop line) while a fault of
-    that kind was on, or within ``grace`` (the session timeout) after it healed, by kind.
-
-    A death within several faults' windows counts for each of their kinds; the last attempt
-    of a job the workload canceled is the cancel's, not a fault's. What the design says costs
-    nothing (one ZooKeeper server of three stopped or frozen, a standby killed or frozen) must
-    show 0 here when its faults run alone.
-    """
-    by_kind: dict[str, int] = {}
-    outside = by_cancel = 0
-    for job in {a.job for a in truth.attempts.values()}:
-        attempts = truth.of_job(job)
-        for index, attempt in enumerate(attempts):
-            if attempt.stop_t is not None or attempt.death_t is None:
-                continue
-            if job in canceled and index == len(attempts) - 1:
-                by_cancel += 1
-                continue
-            kinds = {
-                f.kind
-                for f in faults
-                if f.start_t <= attempt.death_t <= (f.end_t or attempt.death_t) + grace
-            }
-            for kind in kinds:
-                by_kind[kind] = by_kind.get(kind, 0) + 1
-            outside += not kinds
-    return {
-        "by_kind": dict(sorted(by_kind.items())),
-        "outside_faults": outside,
-        "canceled": by_cancel,
-    }
-
-
-def _spread(times: list[float]) -> dict[str, Any]:
-    """count, min, median, max of sorted ``times`` (None when empty)."""
-    return {
-        "count": len(times),
-        "min": round(times[0], 3) if times else None,
-        "median": round(statistics.median(times), 3) if times else None,
-        "max": round(times[-1], 3) if times else None,
-    }
-
-
-def _settings_json(settings: CampaignSettings) -> dict[str, Any]:
-    raw = asdict(settings)
-    raw["workdir"] = str(settings.workdir) if settings.workdir else None
-    return json.loads(json.dumps(raw, default=str))  # type: ignore[no-any-return]
 
 
 # ---------------------------------------------------------------------- command line
@@ -456,6 +357,12 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
         " (needs root and `ip`, `tc`)",
     )
     parser.add_argument(
+        "--storage",
+        choices=("file", "s3"),
+        default="file",
+        help="the HA blob storage: a directory, or a moto S3 server (the storage stall fault)",
+    )
+    parser.add_argument(
         "--kinds",
         type=str,
         default="",
@@ -463,7 +370,9 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
         " --network)",
     )
     args = parser.parse_args(argv)
-    known = PROCESS_KINDS + INFRA_KINDS + (NETWORK_KINDS if args.network else ())
+    known = PROCESS_KINDS + INFRA_KINDS + FAILOVER_KINDS + (NETWORK_KINDS if args.network else ())
+    if args.storage == "s3" and args.network:
+        parser.error("--storage s3 runs on one host: not with --network")
     args.kinds = tuple(kind.strip() for kind in args.kinds.split(",") if kind.strip()) or known
     unknown = set(args.kinds) - set(known)
     if unknown:
@@ -492,6 +401,7 @@ def main(argv: list[str] | None = None) -> int:
         keep_workdir=args.keep_workdir,
         kinds=args.kinds,
         network=args.network,
+        storage=args.storage,
     )
     campaign = Campaign(settings, lambda line: print(line, flush=True))
     signal.signal(signal.SIGTERM, _interrupted)

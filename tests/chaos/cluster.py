@@ -21,6 +21,7 @@ import httpx
 
 from chaos.hosts import JM_PORT, Hosts
 from steward.testing.processes import Proc, ProcessCluster
+from steward.testing.spawning import spawn_logged
 
 # A thread that died of an uncaught exception: always a bug, even if the process lives on.
 _THREAD_DEATH = re.compile(r"^Exception in thread (.*)$", re.MULTILINE)
@@ -37,6 +38,17 @@ class ChaosCluster(ProcessCluster):
     """
 
     hosts: Hosts | None = None
+    environment: dict[str, str] = {}  # noqa: RUF012 (replaced, never changed in place)
+    """Variables every member gets on top of ours (the S3 server's, a test fault point's)."""
+
+    def spawn(self, role: str, proc_id: str, argv: list[str]) -> Proc:
+        if not self.environment:
+            return super().spawn(role, proc_id, argv)
+        log = self.workdir / "logs" / f"{proc_id}.log"
+        environ = {**os.environ, **self.environment}
+        proc = Proc(role, proc_id, spawn_logged(argv, log, cwd=self.workdir, env=environ), log)
+        self.procs.append(proc)
+        return proc
 
     def start_jobmanager(self, jm_id: str, port: int | None = None) -> Proc:
         if self.hosts is None:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from chaos.campaign import CampaignSettings
-from chaos.nemesis import INFRA_KINDS, NETWORK_KINDS, PROCESS_KINDS
+from chaos.nemesis import FAILOVER_KINDS, INFRA_KINDS, NETWORK_KINDS, PROCESS_KINDS
 from chaos.workload import WorkloadSettings
 
 CI_SEED = 20261121
@@ -40,6 +40,28 @@ def short_campaign(tmp_path: Path) -> CampaignSettings:
         fault_interval=3.5,
         workload=WorkloadSettings(
             in_flight=6, short_seconds=(1.0, 4.0), long_seconds=(10.0, 20.0), spark_share=0.0
+        ),
+        quiesce_timeout=180.0,
+    )
+
+
+@pytest.fixture
+def failover_campaign(tmp_path: Path) -> CampaignSettings:
+    """60 s of the faults around a failover alone (issue 23): the storage stalled while the
+    leader is killed, a standby's forward cut after the leader stored the job. On one host,
+    the storage on moto's S3 server (what stalls)."""
+    pytest.importorskip("s3fs", reason="s3:// needs s3fs (pip install steward[s3])")
+    pytest.importorskip("moto", reason="the S3 server is moto's (the dev extra)")
+    return CampaignSettings(
+        storage="s3",
+        kinds=FAILOVER_KINDS,
+        fault_cycle=True,  # 60 s holds two or three such faults: each kind must be one
+        seed=CI_SEED,
+        duration=60.0,
+        workdir=tmp_path / "campaign",
+        fault_interval=3.5,
+        workload=WorkloadSettings(
+            in_flight=4, short_seconds=(1.0, 4.0), long_seconds=(10.0, 20.0), spark_share=0.0
         ),
         quiesce_timeout=180.0,
     )

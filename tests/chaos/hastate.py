@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from kazoo.client import KazooClient
@@ -29,16 +28,16 @@ class HaState:
 
 
 def read_state(
-    connect_string: str, root: str, storage: Path, kazoo_options: dict[str, Any] | None = None
+    connect_string: str, root: str, blobs: BlobStore, kazoo_options: dict[str, Any] | None = None
 ) -> HaState:
-    """``storage``: the cluster's blob storage directory (``high-availability.storage-dir``);
+    """``blobs``: the cluster's blob storage (``high-availability.storage-dir``);
     ``kazoo_options``: the cluster's credential (``ProcessCluster.zookeeper_access``)."""
     layout = Layout(root)
     client = KazooClient(hosts=connect_string, timeout=10.0, **(kazoo_options or {}))
     client.start(timeout=30)
     try:
         return HaState(
-            results=_results(client, layout, BlobStore(f"file://{storage}")),
+            results=_results(client, layout, blobs),
             pointers=set(_children(client, layout.jobgraphs)),
             leases=set(_children(client, layout.executions)),
         )

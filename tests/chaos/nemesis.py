@@ -10,6 +10,9 @@ infrastructure fault but two ZooKeeper faults never do (a quorum always survives
   between the attempt's end, its lease's release (with its outcome record) and its report.
 - infrastructure: stop/start or freeze/thaw of one ZooKeeper server; the blob storage made
   read-only (a read-only bind mount: chmod does not stop root) for a few seconds.
+- around a failover (chaos/failover_faults.py, in the processes' lane): the storage stalled
+  and the leader killed during the stall (``--storage s3``); a submission through a standby
+  whose leader stored it and was killed before answering (the forward cut after the store).
 - network (``campaign --network``: every member on a host of its own, chaos/hosts.py): a host
   isolated (the leader's, a standby's, a TaskManager's); the leader cut from ZooKeeper but not
   from the TaskManagers; a TaskManager cut from the leader but not from ZooKeeper; a slow,
@@ -39,12 +42,13 @@ from typing import Any
 import psutil
 
 from chaos.cluster import ChaosCluster, StorageFreezer
-from chaos.hosts import ZK_HOSTS, Hosts
+from chaos.failover_faults import FailoverFaults, Stallable
+from chaos.hosts import Hosts
+from chaos.network_faults import NetworkFaults
 from chaos.truth import Attempt, DeathWatcher
-from e2e.partition.network import Network, can_drop_randomly
+from chaos.workload import Workload
 from steward.errors import StewardError
 from steward.testing.processes import Proc
-from steward.zookeeper.fourletter import ServerMode
 from steward.zookeeper.managed import ManagedEnsemble
 
 log = logging.getLogger(__name__)
@@ -61,8 +65,7 @@ PROCESS_KINDS = (
     "freeze_taskmanager",
 )
 INFRA_KINDS = ("zk_stop", "zk_freeze", "storage_readonly")
-SLOW_LINK_LOSS_PERCENT = 5
-"""Of a slow link's packets, the share dropped at random each way (where nftables is)."""
+FAILOVER_KINDS = ("storage_stall_failover", "forward_cut_after_store")
 NETWORK_KINDS = (
     "isolate_leader",
     "isolate_standby",
@@ -88,7 +91,12 @@ class NemesisSettings:
     """A freeze lasts this many session timeouts."""
     zk_down: tuple[float, float] = (2.0, 12.0)
     storage_down: tuple[float, float] = (2.0, 8.0)
+    storage_stall: tuple[float, float] = (3.0, 20.0)
+    """An S3 store's stall: below and above botocore's read timeout (5 s)."""
     kinds: tuple[str, ...] = PROCESS_KINDS + INFRA_KINDS
+    cycle: bool = False
+    """Each lane injects every one of its kinds once per round (in a seeded order) instead of
+    drawing each fault at random."""
 
 
 @dataclass
@@ -119,7 +127,7 @@ class Failover:
     """None: no other leader answered /readyz within the deadline (or the freeze ended)."""
 
 
-class Nemesis:
+class Nemesis(FailoverFaults, NetworkFaults):
     def __init__(
         self,
         cluster: ChaosCluster,
@@ -131,8 +139,14 @@ class Nemesis:
         settings: NemesisSettings,
         report: Callable[[str], None],
         hosts: Hosts | None = None,
+        stall: Stallable | None = None,
+        workload: Workload | None = None,
     ) -> None:
+        """``stall``: the S3 store (``--storage s3``) that ``storage_stall_failover`` freezes;
+        ``workload``: whose jobs ``forward_cut_after_store`` submits through a standby."""
         self.cluster = cluster
+        self.stall = stall
+        self.workload = workload
         self.ensemble = ensemble
         self.storage = storage
         self.watcher = watcher
@@ -151,16 +165,36 @@ class Nemesis:
         self._stop = threading.Event()
         self._frozen: set[int] = set()
         self._threads: list[threading.Thread] = []
-        if "storage_readonly" in settings.kinds:
+        self._skip_unavailable(storage)
+
+    def _skip_unavailable(self, storage: StorageFreezer) -> None:
+        kinds = self.settings.kinds
+        if "storage_readonly" in kinds and self.stall is not None:
+            self.skipped["storage_readonly"] = (
+                "not injected: the storage is s3://; a read-only mount is a file:// store's"
+                " fault (an S3 store stalls instead: storage_stall_failover)"
+            )
+        elif "storage_readonly" in kinds:
             reason = storage.available()
             if reason is not None:
                 self.skipped["storage_readonly"] = f"not injected: {reason}"
+        if "storage_stall_failover" in kinds and self.stall is None:
+            self.skipped["storage_stall_failover"] = (
+                "not injected: needs --storage s3 (a file:// store that stops answering needs"
+                " FUSE; an S3 server stops answering with SIGSTOP)"
+            )
+        if "forward_cut_after_store" in kinds and self.workload is None:
+            self.skipped["forward_cut_after_store"] = "not injected: no workload to submit"
 
     # ------------------------------------------------------------------ lifecycle
 
     def start(self) -> None:
         lanes = {
-            "processes": [k for k in PROCESS_KINDS if k in self.settings.kinds],
+            "processes": [
+                k
+                for k in PROCESS_KINDS + FAILOVER_KINDS
+                if k in self.settings.kinds and k not in self.skipped
+            ],
             "infrastructure": [
                 k for k in INFRA_KINDS if k in self.settings.kinds and k not in self.skipped
             ],
@@ -191,6 +225,8 @@ class Nemesis:
                 os.kill(pid, signal.SIGCONT)
             self._frozen.discard(pid)
         self.storage.thaw()
+        if self.stall is not None:
+            self.stall.thaw()
         for status in self.ensemble.status():
             if status.frozen:
                 self.ensemble.thaw_server(status.server_id)
@@ -211,21 +247,33 @@ class Nemesis:
     # ------------------------------------------------------------------ the lanes
 
     def _lane(self, rng: random.Random, kinds: list[str]) -> None:
+        due: list[str] = []
         while not self._stop.wait(
             min(4 * self.settings.mean_interval, rng.expovariate(1.0 / self.settings.mean_interval))
         ):
-            kind = rng.choice(kinds)
+            kind = self._draw(rng, kinds, due)
             try:
                 fault = getattr(self, f"_{kind}")(rng)
             except (StewardError, OSError, RuntimeError) as exc:  # RuntimeError: `ip`, `tc`
                 self.errors.append(f"{kind}: {exc!r}")
                 self.report(f"fault {kind} could not be injected: {exc!r}")
                 continue
+            if fault is None and self.settings.cycle:
+                due.append(kind)  # not injected (no leader ready, say): it stays due
             if fault is not None:
                 with self._lock:
                     self.faults.append(fault)
                 took = (fault.end_t or fault.start_t) - fault.start_t
                 self.report(f"fault {fault.kind} {fault.target} healed after {took:.1f}s")
+
+    def _draw(self, rng: random.Random, kinds: list[str], due: list[str]) -> str:
+        """The next kind: drawn at random, or with ``cycle`` the next of a seeded shuffle of
+        every kind (a short campaign then injects each kind, whatever the timing)."""
+        if not self.settings.cycle:
+            return rng.choice(kinds)
+        if not due:
+            due.extend(rng.sample(kinds, len(kinds)))
+        return due.pop()
 
     def _begin(self, kind: str, target: str, **detail: Any) -> Fault:
         self.report(f"fault {kind} {target} {detail or ''}".rstrip())
@@ -419,170 +467,3 @@ class Nemesis:
             self.storage.thaw()
         fault.end_t = time.monotonic()
         return fault
-
-    # ------------------------------------------------------------------ network faults
-
-    def _network(self) -> Network:
-        assert self.hosts is not None
-        return self.hosts.network
-
-    def _cut_for(self, rng: random.Random, proc: Proc | None, kind: str) -> Fault | None:
-        if proc is None:
-            return None
-        return self._network_fault(
-            rng,
-            kind,
-            proc.id,
-            apply=lambda: self._cut_host(proc.id),
-            undo=lambda: self._heal_host(proc.id),
-            leader=proc.id if kind == "isolate_leader" else None,
-        )
-
-    def _isolate_leader(self, rng: random.Random) -> Fault | None:
-        return self._cut_for(rng, self._jobmanager(rng, leader=True), "isolate_leader")
-
-    def _isolate_standby(self, rng: random.Random) -> Fault | None:
-        return self._cut_for(rng, self._jobmanager(rng, leader=False), "isolate_standby")
-
-    def _isolate_taskmanager(self, rng: random.Random) -> Fault | None:
-        return self._cut_for(rng, self._taskmanager(rng), "isolate_taskmanager")
-
-    def _leader_from_zookeeper(self, rng: random.Random) -> Fault | None:
-        """The leader reaches the TaskManagers (their heartbeats reach it) but not ZooKeeper:
-        its session expires and its fenced writes fail; a standby must take over, and the
-        TaskManagers' attempts, in their own sessions, keep running to be adopted."""
-        proc = self._jobmanager(rng, leader=True)
-        if proc is None:
-            return None
-        pairs = [(proc.id, server) for server in ZK_HOSTS]
-        return self._network_fault(
-            rng,
-            "leader_from_zookeeper",
-            proc.id,
-            apply=lambda: self._block_all(pairs),
-            undo=lambda: self._unblock_all(pairs),
-            leader=proc.id,
-        )
-
-    def _follower_cut_off(self, rng: random.Random) -> Fault | None:
-        """A ZooKeeper follower loses the ZooKeeper leader and the other follower, and a
-        TaskManager reaches only that follower: the follower answers reads for syncLimit x
-        tickTime while the leader expires the TaskManager's session; the TaskManager must
-        kill its attempts before a replacement starts (rule 4; issue 23)."""
-        tm = self._taskmanager(rng)
-        modes = {s.server_id: s.mode for s in self.ensemble.status()}
-        followers = sorted(n for n, mode in modes.items() if mode is ServerMode.FOLLOWER)
-        if tm is None or not followers:
-            return None
-        follower = ZK_HOSTS[rng.choice(followers) - 1]
-        others = [server for server in ZK_HOSTS if server != follower]
-        pairs = [(follower, server) for server in others] + [(tm.id, s) for s in others]
-        return self._network_fault(
-            rng,
-            "follower_cut_off",
-            f"{tm.id}/{follower}",
-            apply=lambda: self._block_all(pairs),
-            undo=lambda: self._unblock_all(pairs),
-        )
-
-    def _taskmanager_from_leader(self, rng: random.Random) -> Fault | None:
-        """A TaskManager keeps its ZooKeeper session (and its leases) but its heartbeats do
-        not reach the leader: the leader must not start a second attempt while the lease
-        stands (rule 3)."""
-        leader = self._jobmanager(rng, leader=True)
-        tm = self._taskmanager(rng)
-        if leader is None or tm is None:
-            return None
-        pair = (tm.id, leader.id)
-        return self._network_fault(
-            rng,
-            "taskmanager_from_leader",
-            f"{tm.id}/{leader.id}",
-            apply=lambda: self._block(pair),
-            undo=lambda: self._unblock(pair),
-        )
-
-    def _slow_link(self, rng: random.Random) -> Fault | None:
-        members = [
-            p for p in self.cluster.current("jobmanager") + self.cluster.current("taskmanager")
-        ]
-        if not members:
-            return None
-        target = rng.choice(members).id
-        return self._network_fault(
-            rng,
-            "slow_link",
-            target,
-            apply=lambda: self._throttle(target),
-            undo=lambda: self._unthrottle(target),
-        )
-
-    def _network_fault(
-        self,
-        rng: random.Random,
-        kind: str,
-        target: str,
-        *,
-        apply: Callable[[], None],
-        undo: Callable[[], None],
-        leader: str | None = None,
-    ) -> Fault:
-        pause = rng.uniform(*self.settings.pause_factor) * self.settings.session_timeout
-        fault = self._begin(kind, target, pause_s=round(pause, 2))
-        apply()
-        try:
-            until = fault.start_t + pause
-            if leader is not None:
-                self._measure_failover(kind, leader, fault.start_t, until=until, restart=None)
-            remaining = until - time.monotonic()
-            if remaining > 0:
-                self._stop.wait(remaining)  # the pause drawn from the seeded RNG
-        finally:
-            undo()
-        fault.end_t = time.monotonic()
-        return fault
-
-    def _cut_host(self, name: str) -> None:
-        self._network().cut(name)
-        self._cut.add(name)
-
-    def _heal_host(self, name: str) -> None:
-        self._network().heal(name)
-        self._cut.discard(name)
-
-    def _block(self, pair: tuple[str, str]) -> None:
-        self._network().block(*pair)
-        self._blocks.add(pair)
-
-    def _unblock(self, pair: tuple[str, str]) -> None:
-        self._network().unblock(*pair)
-        self._blocks.discard(pair)
-
-    def _block_all(self, pairs: list[tuple[str, str]]) -> None:
-        for pair in pairs:
-            self._block(pair)
-
-    def _unblock_all(self, pairs: list[tuple[str, str]]) -> None:
-        for pair in pairs:
-            self._unblock(pair)
-
-    def _throttle(self, name: str) -> None:
-        loss = SLOW_LINK_LOSS_PERCENT if can_drop_randomly() else 0
-        self._network().throttle(name, loss_percent=loss)
-        self._throttled.add(name)
-
-    def _unthrottle(self, name: str) -> None:
-        self._network().unthrottle(name)
-        self._throttled.discard(name)
-
-    def _heal_network(self) -> None:
-        if self.hosts is None:
-            return
-        for name in list(self._cut):
-            with contextlib.suppress(RuntimeError):
-                self._heal_host(name)
-        for pair in list(self._blocks):
-            with contextlib.suppress(RuntimeError):
-                self._unblock(pair)
-        for name in list(self._throttled):
-            self._unthrottle(name)

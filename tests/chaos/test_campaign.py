@@ -14,12 +14,14 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
 
 from chaos.campaign import Campaign, CampaignSettings, main, parse_duration
-from chaos.nemesis import NETWORK_KINDS
+from chaos.nemesis import FAILOVER_KINDS, NETWORK_KINDS
+from chaos.workload import WorkloadSettings
 
 pytestmark = pytest.mark.zookeeper
 
@@ -44,6 +46,69 @@ def test_short_campaign_keeps_every_invariant(
     assert jobs["attempts"] >= jobs["finished"], jobs
 
 
+@pytest.mark.timeout(900)
+def test_faults_around_failovers_keep_every_invariant(
+    failover_campaign: CampaignSettings, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The storage stalled while the leader dies: the next leader waits it out (no job failed,
+    none lost); a forward cut after the leader stored the job: the standby says
+    outcome_unknown and the client's retry ends in success, for one job."""
+    summary = Campaign(failover_campaign, print).run()
+    _show(summary, capsys)
+    assert summary["violations"] == [], json.dumps(summary["violations"], indent=1)
+    _assert_failover_faults(summary)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+def test_a_longer_campaign_with_faults_around_failovers_keeps_every_invariant(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Five minutes of the faults around a failover among the leader's, a standby's, a
+    TaskManager's and ZooKeeper's, on S3 (few kinds: each one is drawn several times)."""
+    pytest.importorskip("moto", reason="the S3 server is moto's (the dev extra)")
+    settings = CampaignSettings(
+        storage="s3",
+        kinds=FAILOVER_KINDS + ROUGH_KINDS,
+        fault_cycle=True,
+        seed=2033,
+        duration=300.0,
+        workdir=tmp_path / "campaign",
+        fault_interval=5.0,
+        workload=WorkloadSettings(in_flight=6, spark_share=0.0),
+    )
+    summary = Campaign(settings, print).run()
+    _show(summary, capsys)
+    assert summary["violations"] == [], json.dumps(summary["violations"], indent=1)
+    _assert_failover_faults(summary)
+
+
+ROUGH_KINDS = ("kill_leader", "freeze_leader", "kill_standby", "kill_taskmanager", "zk_stop")
+"""What the longer campaign adds to the faults around a failover."""
+
+
+def _show(summary: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    with capsys.disabled():
+        print(json.dumps({k: v for k, v in summary.items() if k != "faults"}, indent=1))
+        print(json.dumps([f for f in summary["faults"] if f["kind"] in FAILOVER_KINDS]))
+
+
+def _assert_failover_faults(summary: dict[str, Any]) -> None:
+    """Each fault around a failover was injected and did what it says; no job failed."""
+    assert all(summary["faults_by_kind"].get(kind) for kind in FAILOVER_KINDS), summary[
+        "faults_by_kind"
+    ]
+    assert summary["fault_errors"] == [], summary["fault_errors"]
+    assert summary["jobs"]["failed"] == 0, summary["jobs"]
+    cuts = [f for f in summary["faults"] if f["kind"] == "forward_cut_after_store"]
+    assert all(f["accepted"] for f in cuts), cuts
+    # The cut landed where it should: a leader froze with the job stored, the standby said so
+    assert any(f["frozen"] and f["answers"][0] == "504" for f in cuts), cuts
+    assert all(f["answers"][-1] in ("201", "409") for f in cuts if f["frozen"]), cuts
+    jobs = summary["jobs"]
+    assert jobs["accepted"] == jobs["finished"] + jobs["canceled"], jobs
+
+
 @pytest.mark.parametrize(
     ("text", "seconds"), [("90", 90.0), ("90s", 90.0), ("30m", 1800.0), ("1.5h", 5400.0)]
 )
@@ -57,6 +122,8 @@ def test_durations_parse(text: str, seconds: float) -> None:
         ["--seed", "1", "--duration", "ten minutes", "--out", "x.json"],
         ["--seed", "1", "--spark-share", "2", "--out", "x.json"],
         ["--duration", "1m", "--out", "x.json"],
+        ["--seed", "1", "--storage", "s3", "--network", "--out", "x.json"],
+        ["--seed", "1", "--storage", "nfs", "--out", "x.json"],
     ],
 )
 def test_bad_arguments_are_a_clear_error_not_a_traceback(

@@ -4,8 +4,8 @@ does not."""
 
 from __future__ import annotations
 
-from chaos.campaign import deaths_by_fault_kind
 from chaos.nemesis import Fault
+from chaos.summary import deaths_by_fault_kind
 from chaos.truth import Attempt, GroundTruth
 
 

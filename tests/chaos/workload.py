@@ -22,6 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
+
 from chaos.chaos_pipeline import expected_counts
 from chaos.checker import AcceptedJob
 from steward.client import Client, JobTerminatedError
@@ -182,6 +184,24 @@ class Workload:
         self.never_accepted.append(plan.job)
         self.report(f"job {plan.job} never accepted after {tries} tries")
         return False
+
+    def submit_via(
+        self, addresses: list[str], prefix: str, transport: httpx.BaseTransport | None = None
+    ) -> str | None:
+        """Submit one short job of ours, its id starting with ``prefix``, through ``addresses``
+        alone (the nemesis' submission through a standby), as :meth:`_submit` does; the job
+        is then followed like every other. Its id if accepted, else None."""
+        plan = self._plan()
+        plan = JobPlan(f"{prefix}{plan.job}", plan.mode, plan.seconds, cancel_after=None)
+        with self._lock:
+            self._submitting += 1
+        client = Client(addresses, timeout=20.0, transport=transport)
+        try:
+            return plan.job if self._submit(client, plan) else None
+        finally:
+            client.close()
+            with self._lock:
+                self._submitting -= 1
 
     def _misreport(self, plan: JobPlan, exc: Exception) -> None:
         with self._lock:

@@ -67,16 +67,18 @@ class Submissions:
     def submit(self, spec: JobSpec, graph: JobGraph) -> JobView:
         """Persist a new job's graph and first status record, then schedule it.
 
-        Raises JobResultExistsError (the id has a result) or JobExistsError (it is live, or
-        being submitted). No ZooKeeper request is made under the table's lock: concurrent
-        submissions share their creates' transaction (:mod:`steward.store.group_commit`).
+        Raises JobResultExistsError (the id has a result), JobExistsError (it is live, or
+        another submission is being stored) or NotReadyError (this very submission, retried,
+        is still being stored: its outcome is not known yet). No ZooKeeper request is made
+        under the table's lock: concurrent submissions share their creates' transaction
+        (:mod:`steward.store.group_commit`).
         """
         self._term.check_ready()
         job_id, table = spec.job_id, self._table
         hookless = not may_define_initialize(graph.artifact)
         with table.lock:
-            self._refuse_live(job_id)
-            table.submitting.add(job_id)
+            self._refuse_live(job_id, graph.submission_sha256)
+            table.submitting[job_id] = graph.submission_sha256
         try:
             self._refuse_result(job_id)
             master, recorded = self._store(spec, graph, hookless)
@@ -88,7 +90,7 @@ class Submissions:
             raise
         finally:
             with table.lock:
-                table.submitting.discard(job_id)
+                table.submitting.pop(job_id, None)
         with table.lock:
             table.jobs[job_id] = master
             if hookless:
@@ -135,14 +137,19 @@ class Submissions:
         except StewardError as exc:  # the next failover recovers it
             log.warning("could not take up job=%s error=%r", job_id, exc)
 
-    def _refuse_live(self, job_id: str) -> None:
+    def _refuse_live(self, job_id: str, digest: str | None) -> None:
         """Refuse an id that is live or being submitted; called under the lock."""
         master = self._table.jobs.get(job_id)
         if master is not None:
-            digest = master.pointer.submission_sha256
-            raise JobExistsError(job_id, "running submission", submission_sha256=digest)
-        if job_id in self._table.submitting:
-            raise JobExistsError(job_id, "running submission")
+            stored = master.pointer.submission_sha256
+            raise JobExistsError(job_id, "running submission", submission_sha256=stored)
+        if job_id not in self._table.submitting:
+            return
+        if digest is not None and self._table.submitting[job_id] == digest:
+            # A retry of the submission still being stored (its first try's answer was lost
+            # while the store hung): neither "exists" (the store may yet fail) nor a new job.
+            raise NotReadyError(f"the submission of job {job_id!r} is still being stored")
+        raise JobExistsError(job_id, "running submission")
 
     def _refuse_result(self, job_id: str) -> None:
         """Refuse an id that has a result (rule 7). Read outside the lock, once the id is

@@ -32,8 +32,9 @@ class JobTable:
     """Live jobs (no result yet), by id."""
     pending_results: dict[str, PendingResult] = field(default_factory=dict)
     """Ended jobs whose result is still to be written."""
-    submitting: set[str] = field(default_factory=set)
-    """Ids whose job graph is being stored (outside the lock) by a submission."""
+    submitting: dict[str, str | None] = field(default_factory=dict)
+    """Ids whose job graph is being stored (outside the lock) by a submission, with the
+    sha256 of that submission's body (so a retry of it is told from another job)."""
     unpersisted: set[str] = field(default_factory=set)
     """Jobs whose status record ZooKeeper refused: written again on the next pass."""
     hookless: set[str] = field(default_factory=set)

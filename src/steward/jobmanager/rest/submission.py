@@ -72,7 +72,7 @@ def submit(
     except ApiError as exc:
         audit.record("job.submit", caller, client=where, outcome=str(exc.status))
         raise
-    faults.reach(faults.SUBMIT_STORED)
+    faults.reach(faults.SUBMIT_STORED, view.job_id)
     audit.record("job.submit", caller, client=where, job_id=view.job_id)
     backend.reader.note(view)  # listed at once, before its watch fires
     return JSONResponse(view.model_dump(mode="json"), status_code=201)
