@@ -99,16 +99,16 @@ def test_given_a_write_in_progress_when_a_reader_looks_before_it_is_published_th
     # Freeze the writer at the last moment before it publishes the blob: the bytes are all on
     # disk, but a reader of the key must still find nothing rather than a partial blob.
     seen: list[BaseException | bytes] = []
-    real_mv = store._fs.mv
+    real_replace = os.replace
 
-    def mv_after_a_reader_looked(source: str, destination: str, **kwargs: object) -> None:
+    def replace_after_a_reader_looked(source: str, destination: str) -> None:
         try:
             seen.append(store.get("a/blob"))
         except BlobStoreError as exc:
             seen.append(exc)
-        real_mv(source, destination, **kwargs)
+        real_replace(source, destination)
 
-    monkeypatch.setattr(store._fs, "mv", mv_after_a_reader_looked)
+    monkeypatch.setattr(os, "replace", replace_after_a_reader_looked)
 
     store.put("a/blob", b"payload" * 1000)
 
@@ -122,16 +122,38 @@ def test_given_a_write_in_progress_when_a_reader_looks_before_it_is_published_th
 def test_given_a_write_that_fails_before_publishing_when_read_then_nothing_was_published(
     store: BlobStore, root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def mv_fails(source: str, destination: str, **kwargs: object) -> None:
+    def replace_fails(source: str, destination: str) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(store._fs, "mv", mv_fails)
+    monkeypatch.setattr(os, "replace", replace_fails)
 
     with pytest.raises(BlobStoreError, match="No space left"):
         store.put("a/blob", b"payload")
 
     assert not store.exists("a/blob")
     assert list((root / "a").iterdir()) == []  # not even the temporary file
+
+
+def test_given_a_put_when_it_returns_then_the_bytes_and_the_new_name_were_synced_to_disk(
+    store: BlobStore, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A rename alone is not durable: the acknowledged job's graph must survive a power loss
+    # (rule 2). The real fsync runs; what each call synced is noted by its file's path.
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def noting_fsync(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", noting_fsync)
+
+    store.put("a/blob", b"payload")
+
+    final = str(root / "a" / "blob")
+    assert len(synced) == 2, synced
+    assert synced[0].startswith(f"{final}.tmp-"), "the bytes, before the rename publishes them"
+    assert synced[1] == str(root / "a"), "then the folder, which holds the new name"
 
 
 def test_given_a_blob_rewritten_concurrently_when_read_in_a_loop_then_every_read_is_whole(

@@ -173,3 +173,24 @@ def test_uploading_a_stored_file_again_renews_its_age(contents: ContentStore) ->
     assert contents.put(SHA, chunks(DATA)) is False
     renewed = contents.age(SHA)
     assert renewed is not None and renewed.modified >= before
+
+
+def test_a_stored_file_and_its_name_are_synced_to_disk_before_put_returns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    contents = ContentStore(BlobStore(f"file://{tmp_path / 'blobs'}"), max_size=1 << 20)
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def noting_fsync(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", noting_fsync)
+
+    assert contents.put(SHA, chunks(DATA)) is True
+
+    final = contents.blobs.path(contents.key(SHA))
+    assert len(synced) == 2, synced
+    assert "/contents/uploads/" in synced[0], "the upload's bytes, before it is renamed"
+    assert synced[1] == final.rsplit("/", 1)[0], "then the folder holding its name"

@@ -3,8 +3,10 @@
 ``file://`` by default; ``s3://``, ``hdfs://``, ``gs://`` and every other fsspec URL work when
 their driver is installed. Two guarantees:
 
-- **Atomic writes.** No reader ever sees half a blob: on a local filesystem a blob is written to
-  a temporary name and renamed; object stores publish an object whole by themselves.
+- **Atomic and durable writes.** No reader ever sees half a blob, and a blob that was put
+  survives a crash of the machine: on a local filesystem a blob is written to a temporary name,
+  synced and renamed, and its folder synced (:mod:`steward.store.durable`); object stores
+  publish an object whole and durably by themselves.
 - **Private.** On a local filesystem every blob file is mode 0600 (job graphs hold the jobs'
   code and settings); object stores keep their own access control.
 - **Checksums.** Every blob starts with a one-line header carrying the payload's length and
@@ -16,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import re
 import time
 import uuid
@@ -27,6 +28,7 @@ import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
 from steward.errors import BlobMissingError, BlobStoreError, CorruptStateError
+from steward.store import durable
 
 log = logging.getLogger(__name__)
 
@@ -148,16 +150,8 @@ class BlobStore:
         framed, digest = _frame(payload)
         path = self._path(key)
         try:
-            if self._local:
-                self._fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
-                temporary = f"{path}.tmp-{uuid.uuid4().hex}"
-                try:
-                    self._fs.pipe_file(temporary, framed)
-                    os.chmod(temporary, PRIVATE_FILE_MODE)  # jobs' code and settings
-                    self._fs.mv(temporary, path)
-                finally:
-                    if self._fs.exists(temporary):
-                        self._fs.rm_file(temporary)
+            if self._local:  # jobs' code and settings: private, and on the disk once put
+                durable.write_file(path, framed, PRIVATE_FILE_MODE)
             else:
                 self._fs.pipe_file(path, framed, **self._bounded)
         except OSError as exc:

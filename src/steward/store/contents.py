@@ -38,6 +38,7 @@ from types import TracebackType
 from typing import IO, Any, Self
 
 from steward.errors import BlobMissingError, BlobStoreError, CorruptStateError, JobRejectedError
+from steward.store import durable
 from steward.store.blob import PRIVATE_FILE_MODE, BlobStore
 
 log = logging.getLogger(__name__)
@@ -272,9 +273,15 @@ class ContentStore:
                 self._fs.rm_file(self.blobs.path(temporary))
                 self.touch(sha256)  # uploaded again: its submission follows
                 return False
-            if self.blobs.is_local:  # an object store has no folders (and would probe its bucket)
-                self._fs.makedirs(final.rsplit("/", 1)[0], exist_ok=True)
+            if not self.blobs.is_local:  # an object store has no folders, publishes durably
+                self._fs.mv(self.blobs.path(temporary), final)
+                return True
+            # On the disk before an accepted job names it (steward.store.durable).
+            folder = final.rsplit("/", 1)[0]
+            self._fs.makedirs(folder, exist_ok=True)
+            durable.sync_file(self.blobs.path(temporary))
             self._fs.mv(self.blobs.path(temporary), final)
+            durable.sync_folder(folder)
         return True
 
     def _open_temporary(self, key: str) -> IO[bytes]:
