@@ -12,17 +12,15 @@ Anything else is a :class:`JobRejectedError` raised before any request is made.
 from __future__ import annotations
 
 import io
-import re
-import secrets
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from steward.errors import JobRejectedError
+from steward.wire.values import new_job_id
 
 _FIXED_ZIP_TIME = (1980, 1, 1, 0, 0, 0)
 _SKIPPED_SUFFIXES = (".pyc", ".pyo")
-_MAX_ID_STEM = 100
 
 
 @dataclass(frozen=True)
@@ -68,10 +66,8 @@ def zip_folder(folder: Path) -> bytes:
 
 
 def default_job_id(pipeline: Path | str) -> str:
-    """``<pipeline stem>-<8 hex>``: an id the client picks, so a retried submit is recognised."""
-    stem = Path(pipeline).stem or Path(pipeline).absolute().name
-    cleaned = re.sub(r"[^A-Za-z0-9_.\-]+", "-", stem).strip("-._")[:_MAX_ID_STEM] or "job"
-    return f"{cleaned}-{secrets.token_hex(4)}"
+    """``<pipeline stem>-<12 hex>``: an id the client picks, so a retried submit is recognised."""
+    return new_job_id(Path(pipeline).stem or Path(pipeline).absolute().name)
 
 
 def _wanted(relative: Path) -> bool:

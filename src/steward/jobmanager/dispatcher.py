@@ -52,12 +52,12 @@ from .leader.recovery import Recovery
 from .leader.retention import ResultRetention
 from .leader.scheduler import Scheduler
 from .leader.stores import LeaderStores
-from .leader.submissions import Submissions, new_job_id
+from .leader.submissions import Submissions
 from .leader.table import JobTable
 from .leader.term import Term
 from .leader.views import Views
 
-__all__ = ["Dispatcher", "new_job_id"]
+__all__ = ["Dispatcher"]
 
 log = logging.getLogger(__name__)
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+import secrets
 from typing import Any, ClassVar, Self, TypeAlias
 
 from pydantic import (
@@ -52,6 +53,19 @@ def check_job_id(job_id: str) -> str:
             " starting with a letter or digit"
         )
     return job_id
+
+
+MAX_ID_STEM = 100
+"""Characters of a new id's stem at most (an id holds 128)."""
+_NOT_IN_IDS = re.compile(r"[^A-Za-z0-9_.\-]+")
+
+
+def new_job_id(stem: str = "job") -> str:
+    """A fresh id ``<stem>-<12 hex digits>``, whoever makes it (the client for a submit it may
+    retry, the leader for a raw request that named none): ``stem``, a pipeline's name, cut to
+    what an id may hold; 48 random bits, so two ids of one stem do not meet by chance."""
+    cleaned = _NOT_IN_IDS.sub("-", stem).strip("-._")[:MAX_ID_STEM] or "job"
+    return check_job_id(f"{cleaned}-{secrets.token_hex(6)}")
 
 
 _UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")

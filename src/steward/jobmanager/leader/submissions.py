@@ -10,7 +10,6 @@ leader cannot lose it. Both answer NotReadyError while the term recovers or afte
 from __future__ import annotations
 
 import logging
-import uuid
 
 from steward.errors import (
     FencedError,
@@ -38,10 +37,6 @@ from .term import Term
 from .views import live_view
 
 log = logging.getLogger(__name__)
-
-
-def new_job_id(stem: str = "job") -> str:
-    return f"{stem}-{uuid.uuid4().hex[:12]}"
 
 
 class Submissions:

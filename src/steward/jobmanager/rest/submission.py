@@ -32,9 +32,9 @@ from steward.supervisor.artifacts import check_submission
 from steward.wire import redaction, spark_options
 from steward.wire.jobs import JobGraph, JobSpec
 from steward.wire.rest import JobView, SubmitRequest
+from steward.wire.values import new_job_id
 
 from .. import faults
-from ..dispatcher import new_job_id
 from .archive_checks import check_archives
 from .auth import client_address
 from .backend import ApiBackend, LeaderTerm
@@ -99,8 +99,7 @@ def _store(
     spec_fields = dict(request.spec)
     spec_fields["submitter"] = caller.name
     if not spec_fields.get("job_id"):
-        stem = request.artifact.filename.rsplit(".", 1)[0] or "job"
-        spec_fields["job_id"] = new_job_id("".join(c if c.isalnum() else "-" for c in stem)[:40])
+        spec_fields["job_id"] = new_job_id(request.artifact.filename.rsplit(".", 1)[0])
     if request.options:
         _apply_spark_options(spec_fields, request.options)
     try:
