@@ -46,6 +46,10 @@ def test_short_campaign_keeps_every_invariant(
     assert jobs["attempts"] >= jobs["finished"], jobs
 
 
+# Slow (one to three minutes): the default run has each fault's own test instead,
+# tests/e2e/cluster/test_s3_stalled_submission.py and
+# tests/e2e/incidents/test_lost_submit_answer.py.
+@pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_faults_around_failovers_keep_every_invariant(
     failover_campaign: CampaignSettings, capsys: pytest.CaptureFixture[str]
