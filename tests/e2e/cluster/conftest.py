@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from steward.cluster.local import LocalCluster
+from steward.testing.s3 import S3Server
 
 
 @pytest.fixture
@@ -19,3 +20,13 @@ def workdir(tmp_path: Path) -> Iterator[Path]:
         yield folder
     finally:
         LocalCluster(folder).stop(timeout=10.0)
+
+
+@pytest.fixture
+def s3(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[S3Server]:
+    """A real S3-compatible server (moto) of this test's, its credentials in the environment
+    that the cluster's processes inherit."""
+    with S3Server(tmp_path / "s3") as server:
+        for key, value in server.environment().items():
+            monkeypatch.setenv(key, value)
+        yield server

@@ -5,7 +5,6 @@ with a clear error and the cluster stays up; once it answers again, jobs run aga
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -29,14 +28,6 @@ from helper import answer
 def main(ctx):
     return {"answer": answer()}
 """
-
-
-@pytest.fixture
-def s3(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[S3Server]:
-    with S3Server(tmp_path / "s3") as server:
-        for key, value in server.environment().items():
-            monkeypatch.setenv(key, value)  # the cluster's processes inherit them
-        yield server
 
 
 def test_a_cluster_on_s3_runs_jobs_and_survives_the_store_going_away(

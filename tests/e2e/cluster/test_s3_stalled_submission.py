@@ -14,7 +14,6 @@ ends, and then its own job's digest.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -50,14 +49,6 @@ class Answers(httpx.HTTPTransport):
         response = super().handle_request(request)
         self.statuses.append(response.status_code)
         return response
-
-
-@pytest.fixture
-def s3(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[S3Server]:
-    with S3Server(tmp_path / "s3") as server:
-        for key, value in server.environment().items():
-            monkeypatch.setenv(key, value)  # the cluster's processes inherit them
-        yield server
 
 
 def test_a_retry_while_the_first_try_is_still_stored_is_the_same_submission(
