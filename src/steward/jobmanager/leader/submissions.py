@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 
 from steward.errors import (
+    CorruptStateError,
     FencedError,
     JobExistsError,
     JobNotFoundError,
@@ -23,6 +24,7 @@ from steward.errors import (
 from steward.jobmanager.errors import JobResultExistsError
 from steward.supervisor.artifacts import may_define_initialize
 from steward.wire.jobs import JobGraph, JobSpec
+from steward.wire.records import ExecutionLease
 from steward.wire.rest import JobView
 
 from ..hooks import HookRunner
@@ -126,11 +128,21 @@ class Submissions:
                 return
         log.warning("job graph found without a job master; recovering it job=%s", job_id)
         try:
-            self._recovery.recover_one(job_id, self._stores.leases.all())
+            self._recovery.recover_one(job_id, self._lease_of(job_id))
         except FencedError as exc:
             self._term.fenced(exc)
         except StewardError as exc:  # the next failover recovers it
             log.warning("could not take up job=%s error=%r", job_id, exc)
+
+    def _lease_of(self, job_id: str) -> dict[str, ExecutionLease]:
+        """The job's lease alone, as recovery takes leases (one read, not every lease of the
+        cluster; a corrupt one is left out, as a recovery's listing leaves it out)."""
+        try:
+            lease = self._stores.leases.held(job_id)
+        except CorruptStateError as exc:
+            log.warning("lease unreadable job=%s error=%s", job_id, exc)
+            return {}
+        return {} if lease is None else {job_id: lease}
 
     def _refuse_live(self, job_id: str, digest: str | None) -> None:
         """Refuse an id that is live or being submitted; called under the lock."""
