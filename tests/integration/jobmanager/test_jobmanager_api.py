@@ -97,7 +97,7 @@ def test_submit_to_leader_and_to_standby(cluster: JobManagerCluster) -> None:
     generated = cluster.submit(standby, None, filename="stw_nightly_report.py")
     assert generated.status_code == 201, generated.text
     generated_id = generated.json()["job_id"]
-    assert generated_id.startswith("stw-nightly-report-")
+    assert generated_id.startswith("stw_nightly_report-")
 
     epoch = dispatcher_of(leader).epoch
     for job_id in ("job-direct", "job-forwarded", generated_id):

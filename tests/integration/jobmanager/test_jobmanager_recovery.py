@@ -278,9 +278,11 @@ def test_a_stray_znode_does_not_stop_the_leader_from_recovering(
     successor = cluster.start("jm-2")
 
     def settled() -> bool:
+        # A dispatcher ready or stopped: a grant whose dispatcher is not made yet is not
+        # settled (and one that gave up and was dropped never settles: the wait fails).
         dispatcher = successor.dispatcher
         granted = successor.election.leadership is not None
-        return granted and (dispatcher is None or dispatcher.ready or dispatcher.stopped)
+        return granted and dispatcher is not None and (dispatcher.ready or dispatcher.stopped)
 
     wait_until(settled, SETTLE, message="jm-2 was granted leadership and settled")
     dispatcher = successor.dispatcher
