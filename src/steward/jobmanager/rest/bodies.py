@@ -4,6 +4,7 @@ make a JobManager hold them in memory, least of all the leader."""
 from __future__ import annotations
 
 from fastapi import Request
+from starlette.requests import ClientDisconnect
 
 from .errors import ApiError
 
@@ -24,9 +25,14 @@ async def bounded_body(request: Request, limit: int, what: str) -> bytes:
         raise too_large
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise too_large
-        chunks.append(chunk)
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise too_large
+            chunks.append(chunk)
+    except ClientDisconnect:
+        # A caller that went away mid-body (a TaskManager stopping mid-heartbeat): an answer
+        # nobody reads, not a traceback in the log.
+        raise ApiError(400, "client_disconnected", f"{what}: the client went away") from None
     return b"".join(chunks)
