@@ -18,6 +18,7 @@ from scripted_leader import ScriptedLeader, start_command
 from steward.store.blob import BlobStore
 from steward.taskmanager.manager import TaskManager
 from steward.wire.states import AttemptPhase
+from support import wait_until
 
 pytestmark = pytest.mark.zookeeper
 
@@ -32,6 +33,8 @@ def test_an_unmounted_storage_while_starting_refuses_the_attempt_spending_nothin
 ) -> None:
     leader = scripted()
     manager = taskmanager("tm-1")
+    # (the TaskManager talks to the leader before the storage goes: what follows is the start)
+    wait_until(lambda: leader.heartbeats, 20, message="a first heartbeat of tm-1")
     command = start_command(blobs, "job-x", leader.epoch, args=["-"])
     storage = tmp_path / "storage"  # the tm_config fixture's high-availability.storage-dir
     away = storage.with_name("storage-unmounted")
