@@ -16,15 +16,21 @@ command); they never skip, so CI cannot pass by not testing.
 
 from __future__ import annotations
 
+import os
 import re
 import secrets
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 import module_order
 from steward.testing.zookeeper import heal_ensemble, start_ensemble
 from steward.zookeeper.managed import ManagedEnsemble
+
+# Every Spark driver the tests start reads this host's defaults (a test may still set its own
+# SPARK_CONF_DIR): see tests/spark-conf/spark-defaults.conf for what and why.
+os.environ.setdefault("SPARK_CONF_DIR", str(Path(__file__).with_name("spark-conf")))
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

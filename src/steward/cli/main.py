@@ -7,6 +7,7 @@ loaded and validated once, here, before any sub-command runs; sub-commands find 
 
 from __future__ import annotations
 
+import importlib
 import logging
 import sys
 import threading
@@ -21,7 +22,45 @@ TOKEN_META = "steward.token"
 """Where ``--token`` is kept for the sub-commands (``click.Context.meta``)."""
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+# Each sub-command's module, imported only when that command runs (or help lists them all):
+# a JobManager or TaskManager process, started hundreds of times by a test run and once per
+# node by `steward cluster`, then does not pay for the client, the cluster tooling and the
+# certificate code, and `steward status` does not pay for FastAPI.
+_COMMANDS: dict[str, tuple[str, str]] = {
+    "zookeeper": ("steward.cli.zookeeper", "zookeeper"),
+    "demo": ("steward.cli.demo", "demo"),
+    "submit": ("steward.cli.jobs", "submit"),
+    "list": ("steward.cli.jobs", "list_jobs"),
+    "status": ("steward.cli.jobs", "status"),
+    "cancel": ("steward.cli.jobs", "cancel"),
+    "result": ("steward.cli.jobs", "result"),
+    "leader": ("steward.cli.jobs", "leader"),
+    "logs": ("steward.cli.logs", "logs"),
+    "cluster": ("steward.cli.cluster", "cluster"),
+    "jobmanager": ("steward.cli.jobmanager", "jobmanager"),
+    "taskmanager": ("steward.cli.taskmanager", "taskmanager"),
+    "token": ("steward.cli.tokens", "token"),
+    "certificate": ("steward.cli.certificates", "certificate"),
+    "doctor": ("steward.cli.doctor", "doctor"),
+}
+
+
+class _LazyGroup(click.Group):
+    """A group whose commands are imported from :data:`_COMMANDS` on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*_COMMANDS, *super().list_commands(ctx)})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in _COMMANDS:
+            return super().get_command(ctx, cmd_name)
+        module_name, attribute = _COMMANDS[cmd_name]
+        command = getattr(importlib.import_module(module_name), attribute)
+        assert isinstance(command, click.Command), f"{module_name}.{attribute}"
+        return command
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--config",
     "config_file",
@@ -71,39 +110,6 @@ def _log_thread_death(args: threading.ExceptHookArgs) -> None:
         name,
         exc_info=(args.exc_type, args.exc_value or args.exc_type(), args.exc_traceback),
     )
-
-
-def _register() -> None:
-    from steward.cli.certificates import certificate
-    from steward.cli.demo import demo
-    from steward.cli.doctor import doctor
-    from steward.cli.jobmanager import jobmanager
-    from steward.cli.taskmanager import taskmanager
-    from steward.cli.tokens import token
-    from steward.cli.zookeeper import zookeeper
-
-    cli.add_command(zookeeper)
-    cli.add_command(demo)
-    _register_jobs_and_cluster()
-    cli.add_command(jobmanager)
-    cli.add_command(taskmanager)
-    cli.add_command(token)
-    cli.add_command(certificate)
-    cli.add_command(doctor)
-
-
-def _register_jobs_and_cluster() -> None:
-    from steward.cli.cluster import cluster
-    from steward.cli.jobs import COMMANDS
-    from steward.cli.logs import logs
-
-    for command in COMMANDS:
-        cli.add_command(command)
-    cli.add_command(logs)
-    cli.add_command(cluster)
-
-
-_register()
 
 
 def main() -> None:
