@@ -31,6 +31,9 @@ from steward.zookeeper.managed import ManagedEnsemble
 # Every Spark driver the tests start reads this host's defaults (a test may still set its own
 # SPARK_CONF_DIR): see tests/spark-conf/spark-defaults.conf for what and why.
 os.environ.setdefault("SPARK_CONF_DIR", str(Path(__file__).with_name("spark-conf")))
+# And every managed ZooKeeper server (read like zkServer.sh reads it): C1 alone starts a server
+# for 1.2-1.7 CPU-s instead of 2.2, and a test run starts hundreds.
+os.environ.setdefault("SERVER_JVMFLAGS", "-XX:TieredStopAtLevel=1")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -343,6 +343,21 @@ def test_by_default_the_server_is_pysparks_current_zookeeper(tmp_path: Path) -> 
         ensemble.stop()
 
 
+def test_server_jvmflags_reach_the_server_jvm_as_with_zkserver_sh(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SERVER_JVMFLAGS", "-Dsteward.test.marker='a b' -XX:TieredStopAtLevel=1")
+    ensemble = ManagedEnsemble(tmp_path / "zk")
+    try:
+        (status,) = ensemble.start(1, free_zookeeper_port())
+        assert status.pid is not None
+        command = psutil.Process(status.pid).cmdline()
+        assert "-Dsteward.test.marker=a b" in command
+        assert "-XX:TieredStopAtLevel=1" in command
+    finally:
+        ensemble.stop()
+
+
 # -- CLI --------------------------------------------------------------------------------------
 
 

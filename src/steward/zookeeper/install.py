@@ -22,6 +22,7 @@ import importlib.util
 import logging
 import os
 import re
+import shlex
 import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -38,6 +39,8 @@ DEBIAN_ZOOKEEPER_JAR = Path("/usr/share/java/zookeeper.jar")
 # to stderr, i.e. into zookeeper.log, which is what a failed start shows the user.
 DEBIAN_SLF4J_BINDING = Path("/usr/share/java/slf4j-simple.jar")
 MAIN_CLASS = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
+SERVER_JVMFLAGS = "SERVER_JVMFLAGS"
+"""The environment variable of extra server JVM options, as ZooKeeper's zkServer.sh reads it."""
 
 # Small heap and the serial collector: a test run starts several servers on one machine.
 JVM_OPTIONS: tuple[str, ...] = (
@@ -84,7 +87,8 @@ class ZooKeeperInstall:
     java: Path
     classpath: tuple[str, ...]
     jvm_options: tuple[str, ...] = ()
-    """Options of this installation's own (its logging's configuration)."""
+    """Options of this installation's own (its logging's configuration, then
+    ``$SERVER_JVMFLAGS``)."""
 
     def server_command(self, config: Path) -> list[str]:
         """The command line that runs one ZooKeeper server from ``config`` (a zoo.cfg)."""
@@ -105,6 +109,8 @@ def locate_install(environ: Mapping[str, str] | None = None) -> ZooKeeperInstall
     classpath = locate_classpath(env)
     log4j2 = any(Path(entry).name.startswith("log4j-core-") for entry in classpath)
     options = (f"-Dlog4j2.configurationFile={LOG4J2_CONFIG}",) if log4j2 else ()
+    # What ZooKeeper's own zkServer.sh adds to a server's JVM, honoured the same way.
+    options += tuple(shlex.split(env.get(SERVER_JVMFLAGS, "")))
     return ZooKeeperInstall(java=locate_java(env), classpath=classpath, jvm_options=options)
 
 
