@@ -108,7 +108,7 @@ def locate_install(environ: Mapping[str, str] | None = None) -> ZooKeeperInstall
     env = os.environ if environ is None else environ
     classpath = locate_classpath(env)
     log4j2 = any(Path(entry).name.startswith("log4j-core-") for entry in classpath)
-    options = (f"-Dlog4j2.configurationFile={LOG4J2_CONFIG}",) if log4j2 else ()
+    options: tuple[str, ...] = (f"-Dlog4j2.configurationFile={LOG4J2_CONFIG}",) if log4j2 else ()
     # What ZooKeeper's own zkServer.sh adds to a server's JVM, honoured the same way.
     options += tuple(shlex.split(env.get(SERVER_JVMFLAGS, "")))
     return ZooKeeperInstall(java=locate_java(env), classpath=classpath, jvm_options=options)
