@@ -34,6 +34,8 @@ os.environ.setdefault("SPARK_CONF_DIR", str(Path(__file__).with_name("spark-conf
 # And every managed ZooKeeper server (read like zkServer.sh reads it): C1 alone starts a server
 # for 1.2-1.7 CPU-s instead of 2.2, and a test run starts hundreds.
 os.environ.setdefault("SERVER_JVMFLAGS", "-XX:TieredStopAtLevel=1")
+# And the standalone clusters' master and worker daemons, for the same reason.
+os.environ.setdefault("SPARK_DAEMON_JAVA_OPTS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

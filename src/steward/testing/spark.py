@@ -95,7 +95,8 @@ def spark_env(
     host: str = LOOPBACK,
 ) -> dict[str, str]:
     """The environment of a Spark daemon or driver started from pyspark, confined to
-    ``workdir`` (an empty ``conf`` folder there is its SPARK_CONF_DIR)."""
+    ``workdir`` (an empty ``conf`` folder there is its SPARK_CONF_DIR). The daemons' JVM
+    options are ``daemon_java_opts``, else the caller's ``SPARK_DAEMON_JAVA_OPTS``."""
     conf_dir = workdir / "conf"
     conf_dir.mkdir(parents=True, exist_ok=True)
     env = {
@@ -104,7 +105,7 @@ def spark_env(
         "SPARK_CONF_DIR": str(conf_dir),
         "SPARK_LOCAL_IP": host,
         "SPARK_DAEMON_MEMORY": daemon_memory,
-        "SPARK_DAEMON_JAVA_OPTS": daemon_java_opts,
+        "SPARK_DAEMON_JAVA_OPTS": daemon_java_opts or os.environ.get("SPARK_DAEMON_JAVA_OPTS", ""),
         "PYSPARK_PYTHON": sys.executable,
         "PYSPARK_DRIVER_PYTHON": sys.executable,
     }
