@@ -26,6 +26,7 @@ import os
 import signal
 import threading
 import time
+from collections import Counter
 from types import FrameType
 from urllib.parse import urlsplit
 
@@ -72,7 +73,8 @@ class JobManager:
         self.id = jobmanager_id
         self.session = Session.from_config(config, name=jobmanager_id)
         self.security: ApiSecurity = api_security(settings.security, self.session, settings.tls)
-        self.blobs = BlobStore(settings.storage.storage_dir)
+        self.metrics = JobManagerMetrics()
+        self.blobs = BlobStore(settings.storage.storage_dir, on_error=self.metrics.storage_failed)
         self._socket = bind_listener(
             settings.jobmanager.bind_host, settings.jobmanager.port, port_key="jobmanager.port"
         )
@@ -102,7 +104,6 @@ class JobManager:
         )
         """Keeps the job index that listings page through current from those events."""
         self.retrieval = LeaderRetrieval(self.session, self._leader_changed)
-        self.metrics = JobManagerMetrics()
         self._lock = threading.Lock()
         self._dispatcher: Dispatcher | None = None
         self._server: uvicorn.Server | None = None
@@ -172,7 +173,7 @@ class JobManager:
         )
 
     def doctor(self, *, verify_blobs: bool = False) -> DoctorReport:
-        return examine(
+        report = examine(
             self.session,
             self.blobs,
             self.cluster_id(),
@@ -180,6 +181,10 @@ class JobManager:
             served_by=self.id,
             verify_blobs=verify_blobs,
         )
+        # Exported for alerting: a scheduled `steward doctor` then needs no one to read it.
+        severities = Counter(str(finding.severity) for finding in report.findings)
+        self.metrics.doctor_examined(severities, time.time())
+        return report
 
     # ------------------------------------------------------------------ lifecycle
 
