@@ -49,6 +49,7 @@ from steward.wire.doctor import DoctorReport
 from steward.wire.records import LeaderInfo
 
 from .dispatcher import Dispatcher
+from .doctor_rounds import DoctorRounds
 from .events.journal import Journal
 from .events.source import JobEventSource
 from .hooks import HookRunner
@@ -104,6 +105,11 @@ class JobManager:
         )
         """Keeps the job index that listings page through current from those events."""
         self.retrieval = LeaderRetrieval(self.session, self._leader_changed)
+        self.doctor_rounds = DoctorRounds(
+            settings.jobmanager.doctor_interval,
+            examine=self.doctor,
+            leading=lambda: self.is_leader,
+        )
         self._lock = threading.Lock()
         self._dispatcher: Dispatcher | None = None
         self._server: uvicorn.Server | None = None
@@ -196,6 +202,7 @@ class JobManager:
         self._start_server()
         self.retrieval.start()
         self.election.start()
+        self.doctor_rounds.start()
         if self.crash_detector is not None:
             self.crash_detector.start()
         log.info("jobmanager started id=%s address=%s", self.id, self.address)
@@ -210,6 +217,7 @@ class JobManager:
         if self.crash_detector is not None:
             self.crash_detector.stop()
         self.election.stop()
+        self.doctor_rounds.stop()
         with self._lock:
             dispatcher, self._dispatcher = self._dispatcher, None
         if dispatcher is not None:
