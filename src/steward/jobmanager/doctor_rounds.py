@@ -2,9 +2,9 @@
 
 An examination a JobManager makes sets its ``steward_doctor_findings`` gauges (the alerts of
 deploy/prometheus/ read them); without rounds they would say only what the last person who
-asked learnt. One round reads every record of the cluster once, so only the leader runs them
-(a standby skips its turn) and never sooner than one interval after the JobManager started: a
-failover does not pay for one. A failed round is logged and the next one tries again.
+asked learnt. One round reads every record of the cluster once, so only a leader that has
+recovered runs them (a standby, or a leader still recovering, skips its turn), the first one
+interval after the JobManager started. A failed round is logged and the next one tries again.
 """
 
 from __future__ import annotations

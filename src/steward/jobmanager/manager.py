@@ -108,7 +108,7 @@ class JobManager:
         self.doctor_rounds = DoctorRounds(
             settings.jobmanager.doctor_interval,
             examine=self.doctor,
-            leading=lambda: self.is_leader,
+            leading=self._leads_a_ready_term,
         )
         self._lock = threading.Lock()
         self._dispatcher: Dispatcher | None = None
@@ -143,6 +143,11 @@ class JobManager:
     def is_leader(self) -> bool:
         dispatcher = self._dispatcher
         return dispatcher is not None and not dispatcher.stopped
+
+    def _leads_a_ready_term(self) -> bool:
+        """Leading and recovered: a doctor round never adds its reads to a recovery's."""
+        dispatcher = self._dispatcher
+        return dispatcher is not None and dispatcher.ready and not dispatcher.stopped
 
     def leader(self) -> LeaderInfo | None:
         return self.retrieval.leader
@@ -187,7 +192,7 @@ class JobManager:
             served_by=self.id,
             verify_blobs=verify_blobs,
         )
-        # Exported for alerting: a scheduled `steward doctor` then needs no one to read it.
+        # Exported for the doctor alerts (deploy/prometheus/): the findings outlive the answer.
         severities = Counter(str(finding.severity) for finding in report.findings)
         self.metrics.doctor_examined(severities, time.time())
         return report
