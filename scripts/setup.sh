@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Set up everything Steward needs on a Debian machine, idempotently:
 #   - Debian packages: a Java 17 runtime (for Spark and for ZooKeeper, whose jars come with the
-#     pyspark package), and Chromium for the web UI's browser tests (tests/e2e/ui, driven by
-#     playwright);
+#     pyspark package), Chromium for the web UI's browser tests (tests/e2e/ui, driven by
+#     playwright), and Prometheus and Alertmanager for the alert rules' tests (promtool, and
+#     the servers tests/e2e/alerts starts itself: their packages' services need systemd);
 #   - a virtual environment in .venv with Steward and its Python dependencies.
 # Safe to run again: it installs only what is missing.
 set -euo pipefail
@@ -11,7 +12,8 @@ cd "$(dirname "$0")/.."
 log() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
 
 need_packages=()
-for pkg in openjdk-17-jre-headless python3-venv iproute2 nftables chromium openssh-server openssh-client; do
+for pkg in openjdk-17-jre-headless python3-venv iproute2 nftables chromium openssh-server openssh-client \
+    prometheus prometheus-alertmanager; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need_packages+=("$pkg")
 done
 if [ ${#need_packages[@]} -gt 0 ]; then
@@ -21,7 +23,7 @@ if [ ${#need_packages[@]} -gt 0 ]; then
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need_packages[@]}" >/dev/null
 else
-    log "Debian packages present (Java 17, Chromium, OpenSSH)"
+    log "Debian packages present (Java 17, Chromium, OpenSSH, Prometheus, Alertmanager)"
 fi
 
 python=${PYTHON:-python3}

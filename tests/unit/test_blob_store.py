@@ -270,6 +270,25 @@ def test_given_a_key_whose_parent_is_a_file_when_written_then_blob_store_error_n
     assert store.get("a/file") == b"1"
 
 
+def test_given_failing_storage_when_used_then_each_failed_operation_is_reported_once(
+    root: Path,
+) -> None:
+    failed: list[str] = []
+    store = BlobStore(f"file://{root}", on_error=failed.append)
+    store.put("a/file", b"1")
+    with pytest.raises(BlobMissingError):
+        store.get("a/never-written")  # an answer from the storage, not a failure of it
+    assert failed == []
+
+    with pytest.raises(BlobStoreError):
+        store.put("a/file/child", b"2")  # a file where a directory must be
+    root.rename(root.with_name("unmounted"))
+    with pytest.raises(BlobStoreError, match="is not there"):
+        store.get("a/file")
+
+    assert failed == ["put", "get"]
+
+
 # ---------------------------------------------------------------- keys and URLs
 
 

@@ -64,6 +64,7 @@ OTHER_VALUES: dict[str, str] = {
     "jobmanager.results.check-interval": "1h",
     "jobmanager.events.keep-alive": "5s",
     "jobmanager.events.buffer": "50",
+    "jobmanager.doctor.interval": "15m",
     "heartbeat.interval": "2s",
     "spark.master": "yarn",
     "rest.address": "http://jm1:9090",
@@ -123,6 +124,7 @@ def test_defaults_give_the_documented_typed_values(_isolated_cwd: Path) -> None:
         contents_retention=3600.0,
         events_keep_alive=15.0,
         events_buffer=10000,
+        doctor_interval=3600.0,
     )
     assert settings.taskmanager == TaskManagerSettings(
         slots=2,

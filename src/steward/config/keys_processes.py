@@ -274,6 +274,17 @@ PROCESS_OPTIONS: tuple[Option, ...] = (
         setting="jobmanager.events_buffer",
     ),
     Option(
+        "jobmanager.doctor.interval",
+        to_duration,
+        "1h",
+        "How often the leader runs `steward doctor`'s examination by itself, so that"
+        " `steward_doctor_findings` (and the alerts on it) stays current with nobody asking."
+        " A round reads every record of the cluster once (as `steward doctor` does); the first"
+        " comes one interval after the JobManager starts. 0 turns the rounds off.",
+        lambda v: None if v >= 0 else "must not be negative (0 turns the rounds off)",
+        setting="jobmanager.doctor_interval",
+    ),
+    Option(
         "heartbeat.interval",
         to_duration,
         "1s",

@@ -114,6 +114,8 @@ class JobManagerSettings:
     """An idle event stream's comment (and token check)."""
     events_buffer: int
     """Job events kept for streams that resume."""
+    doctor_interval: float
+    """Seconds between the leader's own doctor examinations; 0: none."""
 
 
 @dataclass(frozen=True, slots=True)

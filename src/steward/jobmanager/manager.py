@@ -26,6 +26,7 @@ import os
 import signal
 import threading
 import time
+from collections import Counter
 from types import FrameType
 from urllib.parse import urlsplit
 
@@ -48,6 +49,7 @@ from steward.wire.doctor import DoctorReport
 from steward.wire.records import LeaderInfo
 
 from .dispatcher import Dispatcher
+from .doctor_rounds import DoctorRounds
 from .events.journal import Journal
 from .events.source import JobEventSource
 from .hooks import HookRunner
@@ -72,7 +74,8 @@ class JobManager:
         self.id = jobmanager_id
         self.session = Session.from_config(config, name=jobmanager_id)
         self.security: ApiSecurity = api_security(settings.security, self.session, settings.tls)
-        self.blobs = BlobStore(settings.storage.storage_dir)
+        self.metrics = JobManagerMetrics()
+        self.blobs = BlobStore(settings.storage.storage_dir, on_error=self.metrics.storage_failed)
         self._socket = bind_listener(
             settings.jobmanager.bind_host, settings.jobmanager.port, port_key="jobmanager.port"
         )
@@ -102,7 +105,11 @@ class JobManager:
         )
         """Keeps the job index that listings page through current from those events."""
         self.retrieval = LeaderRetrieval(self.session, self._leader_changed)
-        self.metrics = JobManagerMetrics()
+        self.doctor_rounds = DoctorRounds(
+            settings.jobmanager.doctor_interval,
+            examine=self.doctor,
+            leading=self._leads_a_ready_term,
+        )
         self._lock = threading.Lock()
         self._dispatcher: Dispatcher | None = None
         self._server: uvicorn.Server | None = None
@@ -136,6 +143,11 @@ class JobManager:
     def is_leader(self) -> bool:
         dispatcher = self._dispatcher
         return dispatcher is not None and not dispatcher.stopped
+
+    def _leads_a_ready_term(self) -> bool:
+        """Leading and recovered: a doctor round never adds its reads to a recovery's."""
+        dispatcher = self._dispatcher
+        return dispatcher is not None and dispatcher.ready and not dispatcher.stopped
 
     def leader(self) -> LeaderInfo | None:
         return self.retrieval.leader
@@ -172,7 +184,7 @@ class JobManager:
         )
 
     def doctor(self, *, verify_blobs: bool = False) -> DoctorReport:
-        return examine(
+        report = examine(
             self.session,
             self.blobs,
             self.cluster_id(),
@@ -180,6 +192,10 @@ class JobManager:
             served_by=self.id,
             verify_blobs=verify_blobs,
         )
+        # Exported for the doctor alerts (deploy/prometheus/): the findings outlive the answer.
+        severities = Counter(str(finding.severity) for finding in report.findings)
+        self.metrics.doctor_examined(severities, time.time())
+        return report
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -191,6 +207,7 @@ class JobManager:
         self._start_server()
         self.retrieval.start()
         self.election.start()
+        self.doctor_rounds.start()
         if self.crash_detector is not None:
             self.crash_detector.start()
         log.info("jobmanager started id=%s address=%s", self.id, self.address)
@@ -205,6 +222,7 @@ class JobManager:
         if self.crash_detector is not None:
             self.crash_detector.stop()
         self.election.stop()
+        self.doctor_rounds.stop()
         with self._lock:
             dispatcher, self._dispatcher = self._dispatcher, None
         if dispatcher is not None:

@@ -14,10 +14,14 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from prometheus_client import Counter, Histogram
+from prometheus_client import Counter, Gauge, Histogram
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 
 from .registry import BACKOFF_BUCKETS, LATENCY_BUCKETS, ProcessMetrics
+
+TERMINAL_STATES = ("FINISHED", "FAILED", "CANCELED")
+ATTEMPT_OUTCOMES = ("finished", "failed", "lost")
+DOCTOR_SEVERITIES = ("error", "warning")
 
 
 @dataclass(frozen=True)
@@ -120,8 +124,31 @@ class JobManagerMetrics(ProcessMetrics[JobManagerSnapshot]):
             " cleanup ended): an incident of the ensemble, never expected.",
             registry=r,
         )
+        self.doctor_findings = Gauge(
+            "steward_doctor_findings",
+            "Findings of the last `steward doctor` examination this JobManager made, by severity.",
+            ["severity"],
+            registry=r,
+        )
+        self.doctor_examined_at = Gauge(
+            "steward_doctor_last_run_timestamp_seconds",
+            "Unix time of the last `steward doctor` examination this JobManager made (0: none).",
+            registry=r,
+        )
+        # Every labelled series from the start: increase() misses a counter's first step from
+        # nothing to 1, and the first failed job of a term is one an alert must see.
+        for state in TERMINAL_STATES:
+            self.jobs_terminated.labels(state=state)
+        for outcome in ATTEMPT_OUTCOMES:
+            self.attempts_ended.labels(outcome=outcome)
 
     # ------------------------------------------------------------------ events
+
+    def doctor_examined(self, findings: Mapping[str, int], at: float) -> None:
+        """An examination at Unix time ``at`` found ``findings`` (counts by severity)."""
+        for severity in DOCTOR_SEVERITIES:
+            self.doctor_findings.labels(severity=severity).set(findings.get(severity, 0))
+        self.doctor_examined_at.set(at)
 
     def attempt_started(self, number: int, since_submission: float) -> None:
         """Attempt ``number`` was deployed; the first one's delay is the scheduling latency."""

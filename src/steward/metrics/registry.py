@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Generic, TypeVar
 
-from prometheus_client import CollectorRegistry, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
@@ -19,6 +19,9 @@ LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0
 
 BACKOFF_BUCKETS = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0)
 """Seconds a restart waits: a restart strategy's delays, up to its usual caps."""
+
+STORAGE_OPERATIONS = ("put", "get", "delete", "exists", "list")
+"""What a process asks of the blob storage (:class:`steward.store.blob.BlobStore`)."""
 
 S = TypeVar("S")
 
@@ -46,7 +49,8 @@ class SnapshotCollector(Collector, Generic[S]):
 
 class ProcessMetrics(Generic[S]):
     """The registry of one JobManager or TaskManager: the series both have (the liveness
-    probe's round trips) and the state read at scrape time through ``render``."""
+    probe's round trips, the blob storage's failures) and the state read at scrape time
+    through ``render``."""
 
     def __init__(self, render: Callable[[S], Iterable[Metric]]) -> None:
         self.registry: CollectorRegistry = new_registry()
@@ -58,6 +62,21 @@ class ProcessMetrics(Generic[S]):
             buckets=LATENCY_BUCKETS,
             registry=self.registry,
         )
+        self.storage_errors = Counter(
+            "steward_storage_errors",
+            "Operations on the blob storage that failed (unreachable, full, read-only, timed"
+            " out), by operation; a missing blob is not counted.",
+            ["operation"],
+            registry=self.registry,
+        )
+        for operation in STORAGE_OPERATIONS:
+            # Every series from the start: increase() misses a counter's first step from
+            # nothing to 1, and the first storage failure is the one an alert must see.
+            self.storage_errors.labels(operation=operation)
+
+    def storage_failed(self, operation: str) -> None:
+        """The blob storage refused ``operation`` (a :data:`STORAGE_OPERATIONS` name)."""
+        self.storage_errors.labels(operation=operation).inc()
 
     def observe(self, snapshot: Callable[[], S]) -> None:
         """Read the process's state through ``snapshot`` at every scrape (in place of an

@@ -21,6 +21,7 @@ import logging
 import re
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -99,10 +100,18 @@ from a store that stopped answering hung for minutes)."""
 
 
 class BlobStore:
-    """Blobs under one fsspec URL. Keys are relative paths like ``jobgraphs/<job>/<uuid>``."""
+    """Blobs under one fsspec URL. Keys are relative paths like ``jobgraphs/<job>/<uuid>``.
 
-    def __init__(self, url: str, **storage_options: Any) -> None:
+    ``on_error`` hears the name of each operation the storage failed (``put``, ``get``,
+    ``delete``, ``exists``, ``list``): the process's metrics count them for alerting. A
+    missing blob is an answer, not a failure of the storage, and is not reported.
+    """
+
+    def __init__(
+        self, url: str, *, on_error: Callable[[str], None] | None = None, **storage_options: Any
+    ) -> None:
         self.url = url.rstrip("/")
+        self._on_error = on_error
         protocol = self.url.split("://", 1)[0] if "://" in self.url else "file"
         options = {**OBJECT_STORE_OPTIONS.get(protocol, {}), **storage_options}
         try:
@@ -155,7 +164,9 @@ class BlobStore:
             else:
                 self._fs.pipe_file(path, framed, **self._bounded)
         except OSError as exc:
-            raise BlobStoreError(f"cannot write blob {key} to {self.url}: {_why(exc)}") from exc
+            raise self._failed(
+                "put", f"cannot write blob {key} to {self.url}: {_why(exc)}"
+            ) from exc
         return BlobRef(key, digest)
 
     def get(self, ref: BlobRef | str) -> bytes:
@@ -166,7 +177,9 @@ class BlobStore:
         except FileNotFoundError as exc:
             raise self._missing(key) from exc
         except OSError as exc:
-            raise BlobStoreError(f"cannot read blob {key} from {self.url}: {_why(exc)}") from exc
+            raise self._failed(
+                "get", f"cannot read blob {key} from {self.url}: {_why(exc)}"
+            ) from exc
         payload, digest = _unframe(key, data)
         if isinstance(ref, BlobRef) and digest != ref.sha256:
             raise CorruptStateError(f"blob {key}: not the blob its pointer names (sha256 differs)")
@@ -182,10 +195,18 @@ class BlobStore:
         try:
             reachable = bool(self._fs.exists(root, **self._bounded))
         except OSError as exc:
-            return BlobStoreError(f"cannot reach blob storage {self.url}: {_why(exc)}")
+            return self._failed("get", f"cannot reach blob storage {self.url}: {_why(exc)}")
         if not reachable:
-            return BlobStoreError(f"cannot read blob {key}: blob storage {self.url} is not there")
+            return self._failed(
+                "get", f"cannot read blob {key}: blob storage {self.url} is not there"
+            )
         return BlobMissingError(f"blob {key} is missing from {self.url}")
+
+    def _failed(self, operation: str, message: str) -> BlobStoreError:
+        """The error of a failed ``operation``, reported to ``on_error`` first."""
+        if self._on_error is not None:
+            self._on_error(operation)
+        return BlobStoreError(message)
 
     def delete(self, key: str) -> None:
         """Delete a blob; deleting a missing blob is not an error (cleanup is retried)."""
@@ -194,13 +215,16 @@ class BlobStore:
         except FileNotFoundError:
             pass
         except OSError as exc:
-            raise BlobStoreError(f"cannot delete blob {key} from {self.url}: {_why(exc)}") from exc
+            message = f"cannot delete blob {key} from {self.url}: {_why(exc)}"
+            raise self._failed("delete", message) from exc
 
     def exists(self, key: str) -> bool:
         try:
             return bool(self._fs.exists(self._path(key), **self._bounded))
         except OSError as exc:
-            raise BlobStoreError(f"cannot reach blob storage {self.url}: {_why(exc)}") from exc
+            raise self._failed(
+                "exists", f"cannot reach blob storage {self.url}: {_why(exc)}"
+            ) from exc
 
     def list(self, prefix: str) -> list[BlobInfo]:
         """Every blob under ``prefix`` (recursively), including temporaries of crashed writers."""
@@ -210,7 +234,7 @@ class BlobStore:
         except FileNotFoundError:
             return []
         except OSError as exc:
-            raise BlobStoreError(f"cannot list {prefix} in {self.url}: {_why(exc)}") from exc
+            raise self._failed("list", f"cannot list {prefix} in {self.url}: {_why(exc)}") from exc
         infos = []
         root = self._root.rstrip("/") + "/"
         for path, detail in found.items():

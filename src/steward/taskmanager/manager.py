@@ -146,7 +146,11 @@ class TaskManager:
             attempts=self.attempts,
             executions=self.executions,
             leases=self.leases,
-            launcher=Launcher(config, BlobStore(settings.storage.storage_dir), self.workdir),
+            launcher=Launcher(
+                config,
+                BlobStore(settings.storage.storage_dir, on_error=self.metrics.storage_failed),
+                self.workdir,
+            ),
             spares=self.spares,
             metrics=self.metrics,
             fenced=lambda: self.fenced,

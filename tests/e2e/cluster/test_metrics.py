@@ -7,6 +7,7 @@ One cluster for the module (two JobManagers, one TaskManager with two slots).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -136,5 +137,38 @@ def test_leader_standby_and_taskmanager_count_a_finished_job(
     assert _value(worked, "steward_zookeeper_connected") == 1
     # Bounded labels: never a job id.
     for families in (led, stood, worked):
-        assert _labels(families) <= {"state", "outcome", "taskmanager", "le"}
+        assert _labels(families) <= {
+            "state",
+            "outcome",
+            "taskmanager",
+            "le",
+            "operation",
+            "severity",
+        }
         assert "counted" not in str([f.samples for f in families.values()])
+
+
+def test_a_doctor_examination_is_exported_by_the_jobmanager_that_made_it(
+    cluster: ProcessCluster, viewer: dict[str, str]
+) -> None:
+    # What the doctor alerts read (deploy/prometheus/steward-alerts.yml), and the storage
+    # failures counted on both kinds of process (none here).
+    examined = cluster.jobmanagers()[-1]
+    before = time.time()
+    answer = httpx.get(
+        examined.address + "/v1/doctor",
+        headers=cluster.headers,
+        verify=cluster.tls.context,
+        timeout=30,
+    )
+    assert answer.status_code == 200, answer.text
+    errors = sum(1 for f in answer.json()["findings"] if f["severity"] == "error")
+
+    scraped = _scrape(cluster, examined.address, viewer)
+    assert _value(scraped, "steward_doctor_last_run_timestamp_seconds") >= before
+    assert _value(scraped, "steward_doctor_findings", severity="error") == errors
+    for url in (examined.address, _taskmanager_address(cluster)):
+        assert (
+            _value(_scrape(cluster, url, viewer), "steward_storage_errors_total", operation="put")
+            == 0
+        )

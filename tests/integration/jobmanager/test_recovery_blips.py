@@ -94,6 +94,11 @@ def test_an_unmounted_storage_during_recovery_is_waited_out_and_the_attempt_adop
     dispatcher = successor.dispatcher
     assert dispatcher is not None
     assert not dispatcher.ready, "the term was ready while job-a's graph could not be read"
+    # Counted for StewardStorageErrors (deploy/prometheus/steward-alerts.yml)
+    failed_reads = successor.metrics.registry.get_sample_value(
+        "steward_storage_errors_total", {"operation": "get"}
+    )
+    assert failed_reads is not None and failed_reads >= 1
     assert not cluster.exists(cluster.layout.result("job-a")), "a blip gave job-a a result"
     beat = tm.heartbeat(successor, report(start, RUNNING))
     assert _cancels(beat.commands, "job-a") == []

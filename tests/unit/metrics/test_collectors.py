@@ -81,7 +81,10 @@ def test_events_are_counted_with_prometheus_names() -> None:
     assert got[("steward_leadership_grants_total", ())] == 1
     for name, labels in got:
         assert name.startswith("steward_"), name
-        assert {key for key, _ in labels} <= {"outcome", "state", "le"}, (name, labels)
+        assert {key for key, _ in labels} <= {"outcome", "state", "le", "operation"}, (
+            name,
+            labels,
+        )
 
 
 def test_heartbeat_age_comes_from_the_clock() -> None:
@@ -125,3 +128,46 @@ def test_observing_again_replaces_the_state_rather_than_doubling_it() -> None:
     text = exposition(metrics.registry).decode()
     assert text.count("\nsteward_jobmanager_is_leader ") == 1
     assert samples(exposition(metrics.registry))[("steward_leader_epoch", ())] == 9
+
+
+def test_every_counter_an_alert_takes_increase_of_is_exported_at_zero_from_the_start() -> None:
+    # increase() cannot see a series' first step from nothing to 1: the first failed job, or
+    # the first storage failure, of a process would never alert.
+    jobmanager = samples(exposition(JobManagerMetrics().registry))
+    taskmanager = samples(exposition(TaskManagerMetrics().registry))
+    for state in ("FINISHED", "FAILED", "CANCELED"):
+        assert jobmanager[("steward_jobs_terminated_total", (("state", state),))] == 0
+    for outcome in ("finished", "failed", "lost"):
+        assert jobmanager[("steward_attempts_ended_total", (("outcome", outcome),))] == 0
+    for exported in (jobmanager, taskmanager):
+        for operation in ("put", "get", "delete", "exists", "list"):
+            assert exported[("steward_storage_errors_total", (("operation", operation),))] == 0
+
+
+def test_storage_failures_are_counted_by_operation() -> None:
+    metrics = TaskManagerMetrics()
+    metrics.storage_failed("get")
+    metrics.storage_failed("get")
+    metrics.storage_failed("put")
+    exported = samples(exposition(metrics.registry))
+    assert exported[("steward_storage_errors_total", (("operation", "get"),))] == 2
+    assert exported[("steward_storage_errors_total", (("operation", "put"),))] == 1
+    assert exported[("steward_storage_errors_total", (("operation", "list"),))] == 0
+
+
+def test_a_doctor_examination_sets_its_findings_and_time() -> None:
+    metrics = JobManagerMetrics()
+    before = samples(exposition(metrics.registry))
+    assert before[("steward_doctor_last_run_timestamp_seconds", ())] == 0
+    assert not any(name == "steward_doctor_findings" for name, _ in before)
+
+    metrics.doctor_examined({"error": 2}, at=1_700_000_000.0)
+    first = samples(exposition(metrics.registry))
+    assert first[("steward_doctor_findings", (("severity", "error"),))] == 2
+    assert first[("steward_doctor_findings", (("severity", "warning"),))] == 0
+    assert first[("steward_doctor_last_run_timestamp_seconds", ())] == 1_700_000_000.0
+
+    metrics.doctor_examined({"warning": 1}, at=1_700_000_060.0)
+    second = samples(exposition(metrics.registry))
+    assert second[("steward_doctor_findings", (("severity", "error"),))] == 0  # fixed since
+    assert second[("steward_doctor_findings", (("severity", "warning"),))] == 1
