@@ -45,6 +45,7 @@ from steward.wire.runner import AttemptCancelled, FailedEvent, FinishedEvent, er
 from steward.wire.states import AttemptState, JobState, TerminalState
 from steward.wire.values import JsonValue
 
+from .jobmaster_records import restore, status_record
 from .jobmaster_values import Deployment, Late, Terminal
 from .restart import restart_delay, restarts_allowed
 
@@ -90,20 +91,7 @@ class JobMaster:
         self.progress: dict[str, JsonValue] | None = None
         self.updated_at = time.time()
         if record is not None:
-            self.attempts = list(record.attempts)
-            self.attempt_count = max(record.attempt_count, len(record.attempts))
-            self.failures = record.failures
-            self.submitted_at = record.submitted_at
-            self.is_recovery = True
-            if record.state is JobState.RESTARTING and record.restart_at is not None:
-                # What is left of the earlier leader's restart delay still holds.
-                left = _delay_left(record.restart_at, spec, record.failures)
-                if left > 0:
-                    self.restart_at = time.time() + left
-                    self.not_before = time.monotonic() + left
-            # A cancel the user was told about (202) must survive a failover.
-            self.cancel_requested = record.state is JobState.CANCELLING
-            self.timed_out = self.cancel_requested and record.timed_out
+            restore(self, record)
 
     @property
     def job_id(self) -> str:
@@ -126,24 +114,7 @@ class JobMaster:
         )
 
     def record(self, epoch: int) -> JobStatusRecord:
-        return JobStatusRecord(
-            job_id=self.job_id,
-            name=self.spec.name,
-            state=self.state,
-            reason=self.reason,
-            submitted_at=self.submitted_at,
-            updated_at=self.updated_at,
-            attempts=self.attempts[-MAX_ATTEMPTS_KEPT:],
-            attempt_count=self.attempt_count,
-            failures=self.failures,
-            restart_at=self.restart_at if self.state is JobState.RESTARTING else None,
-            epoch=epoch,
-            submitter=self.spec.submitter,
-            labels=self.spec.labels,
-            timeout=self.spec.timeout,
-            timed_out=self.timed_out,
-            env=self.shown_env,
-        )
+        return status_record(self, epoch)
 
     def attempt(self, number: int) -> AttemptRecord | None:
         for record in reversed(self.attempts):
@@ -442,13 +413,3 @@ class JobMaster:
         self.state = state
         self.reason = reason
         self.updated_at = time.time()
-
-
-def _delay_left(restart_at: float, spec: JobSpec, failures: int) -> float:
-    """Seconds left of an earlier leader's restart delay (``restart_at``: wall-clock time).
-
-    At most the strategy's whole delay: a clock ahead on the earlier leader's host cannot hold
-    the job back for longer than that.
-    """
-    whole = restart_delay(spec.restart_strategy, failures) or 0.0
-    return min(max(0.0, restart_at - time.time()), whole)
