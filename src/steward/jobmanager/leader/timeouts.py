@@ -37,7 +37,8 @@ class Timeouts:
         """Cancel every live job whose deadline has passed."""
         for job_id in self._table.deadlines.due(self._term.wall()):
             master = self._table.jobs.get(job_id)
-            if master is None or master.cancel_requested:
+            # Ended (its result still being written: the outcome stands) or being cancelled.
+            if master is None or master.state.is_terminal or master.cancel_requested:
                 continue
             assert master.spec.timeout is not None  # only jobs with one have a deadline
             log.warning(
