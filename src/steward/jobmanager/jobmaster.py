@@ -16,7 +16,7 @@ Rules it owns:
   parse, its entrypoint is missing, its environment cannot be built) fails the job at once:
   no restart could end otherwise, so none is spent waiting for it;
 - a cancel ends the job CANCELED, unless the attempt already finished: then it is FINISHED;
-  a cancel at the job's deadline (``timed_out``) is one, whose result says TIMEOUT;
+  the leader's cancel at the job's deadline (``timed_out``) ends it so too, saying TIMEOUT;
 - a late outcome (:meth:`JobMaster.late_outcome`) of an attempt counted LOST: a FINISHED one
   wins, because an attempt that finished on its own did so before self-fencing could kill it,
   so while it held its lease, before any replacement could start (rule 4). With no
