@@ -96,6 +96,10 @@ def test_a_new_leader_enforces_the_timeout_after_a_leader_sigkill(
 ENV_PIPELINE = """
 import hashlib, os
 
+def initialize(ctx):
+    if os.environ.get("GREETING") != "hello-from-env":
+        raise RuntimeError("the initialize hook did not get the job's env")
+
 def main(ctx):
     print("GREETING=" + os.environ["GREETING"], flush=True)
     secret = os.environ["DB_PASSWORD"]
@@ -127,7 +131,7 @@ def test_env_reaches_the_driver_and_is_shown_redacted(
         )
         ok = client.wait("env-ok", timeout=60)
         failed = client.wait("env-fails", timeout=60)
-    # The driver's process had both values.
+    # The initialize hook and the driver's process had both values.
     assert ok.state.value == "FINISHED", ok
     assert ok.value["greeting"] == "hello-from-env"
     assert ok.value["password_sha256"] == hashlib.sha256(SECRET.encode()).hexdigest()
