@@ -42,7 +42,7 @@ function render() {
     fact("Submitted", when(job.submitted_at)),
     fact("Updated", `${when(job.updated_at)} (${ago(job.updated_at)})`),
     fact("Attempts", `${job.attempt_count} (${job.failures} failure(s))`),
-    fact("Timeout", job.timeout == null ? "—" : `${job.timeout}s (until ${when(job.deadline)})`),
+    fact("Timeout", job.timeout == null ? "—" : `${duration(job.timeout)} (until ${when(job.deadline)})`),
     fact("Environment", envText(job.env)),
     fact("Read from", job.served_by));
   renderResult();
