@@ -12,6 +12,7 @@ import io
 import time
 import zipfile
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import httpx
@@ -333,6 +334,26 @@ def test_submit_sends_the_spec_it_was_given_and_a_generated_id(
     assert posted["artifact"]["filename"] == "long_running.py"
     source = (EXAMPLES / "long_running.py").read_bytes()
     assert base64.b64decode(posted["artifact"]["data_b64"]) == source
+
+
+@pytest.mark.parametrize("timeout", [5400, "90m", timedelta(minutes=90)])
+def test_submit_sends_the_timeout_in_seconds_and_the_env(
+    client: Client, fake: FakeJobManagers, timeout: object
+) -> None:
+    client.submit(EXAMPLES / "long_running.py", timeout=timeout, env={"GREETING": "hi"})
+    (posted,) = fake.posts()
+    assert posted["spec"]["timeout"] == 5400.0
+    assert posted["spec"]["env"] == {"GREETING": "hi"}
+
+
+def test_a_bad_timeout_or_env_is_rejected_before_any_request(
+    client: Client, fake: FakeJobManagers
+) -> None:
+    with pytest.raises(JobRejectedError, match="timeout"):
+        client.submit(EXAMPLES / "long_running.py", timeout="forever")
+    with pytest.raises(JobRejectedError, match="env"):
+        client.submit(EXAMPLES / "long_running.py", env={"BAD NAME": "x"})
+    assert fake.requests == []
 
 
 def test_a_bad_spec_is_rejected_before_any_request(client: Client, fake: FakeJobManagers) -> None:

@@ -154,3 +154,16 @@ def test_a_secret_pair_after_a_plain_flag_keeps_its_name() -> None:
     args = ["--verbose", "db.password=abc123", "--token", "-dash-secret"]
     shown = Redactor.for_job({}, args).args(args)
     assert shown == ["--verbose", f"db.password={REPLACEMENT}", "--token", REPLACEMENT]
+
+
+def test_env_is_shown_by_the_rule_of_settings() -> None:
+    rule = Redactor.for_job({}, [], {"GREETING": "hi", "DB_PASSWORD": "hunter22"})
+    shown = rule.env({"GREETING": "hi", "DB_PASSWORD": "hunter22", "URL": "x?token=y"})
+    assert shown == {"GREETING": "hi", "DB_PASSWORD": REPLACEMENT, "URL": REPLACEMENT}
+
+
+def test_a_secret_env_value_is_hidden_in_free_text() -> None:
+    rule = Redactor.for_job({}, [], {"DB_PASSWORD": "hunter22", "GREETING": "hello"})
+    assert rule.text("login failed with hunter22 (hello)") == (
+        f"login failed with {REPLACEMENT} (hello)"
+    )

@@ -100,6 +100,8 @@ def _send(client: Client, plan: SubmitPlan) -> JobView:
         entrypoint=plan.entrypoint,
         kind=plan.kind,
         labels=plan.labels or None,
+        timeout=plan.timeout,
+        env=plan.env or None,
         program=plan.program,
         py_files=plan.py_files,
         files=plan.files,

@@ -1,4 +1,5 @@
-"""Parsing the job commands' option values: ``--restart`` strategies and ``key=value`` pairs.
+"""Parsing the job commands' option values: ``--restart`` strategies, ``key=value`` pairs,
+``--timeout`` and ``--env``.
 
 Pure functions raising ``click.BadParameter`` (a usage error, exit code 2) with a sentence that
 says what was expected, so they are tested without a cluster.
@@ -13,6 +14,7 @@ import click
 from pydantic import TypeAdapter, ValidationError
 
 from steward.config import parse_duration
+from steward.wire.job_options import MAX_TIMEOUT, check_env, describe_timeout
 from steward.wire.jobs import RestartStrategy
 
 RESTART_HELP = (
@@ -81,3 +83,26 @@ def parse_pairs(pairs: Iterable[str], option: str) -> dict[str, str]:
             raise click.BadParameter(f"expected key=value, got {pair!r}", param_hint=option)
         result[key.strip()] = value
     return result
+
+
+def parse_timeout(text: str) -> float:
+    """``--timeout``: a duration with its unit (``90s``, ``45m``, ``2h``, ``1d``) in seconds."""
+    try:
+        seconds = _duration(text)
+    except ValueError as exc:
+        raise click.BadParameter(f"{exc} (e.g. 90s, 45m, 2h)", param_hint="--timeout") from None
+    if not 0 < seconds <= MAX_TIMEOUT:
+        raise click.BadParameter(
+            f"must be more than 0 and at most {describe_timeout(MAX_TIMEOUT)}, got {text!r}",
+            param_hint="--timeout",
+        )
+    return seconds
+
+
+def parse_env(pairs: Iterable[str]) -> dict[str, str]:
+    """``--env NAME=VALUE`` (repeatable): the job's environment variables, checked."""
+    env = parse_pairs(pairs, "--env")
+    try:
+        return check_env(env)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--env") from None

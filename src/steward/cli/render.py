@@ -12,6 +12,7 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from steward.wire.job_options import describe_timeout
 from steward.wire.records import AttemptRecord, ErrorInfo
 from steward.wire.redaction import DEFAULT as SECRETS
 from steward.wire.rest import ClusterView, JobView, LeadershipView, ResultView
@@ -114,6 +115,12 @@ def job_details(view: JobView) -> Group:
     fields.add_row("submitted", timestamp(view.submitted_at))
     fields.add_row("updated", timestamp(view.updated_at))
     fields.add_row("attempts", f"{view.attempt_count} ({view.failures} failed)")
+    if view.timeout is not None:
+        fields.add_row(
+            "timeout", f"{describe_timeout(view.timeout)} (until {timestamp(view.deadline)})"
+        )
+    for name, value in sorted((view.env or {}).items()):
+        fields.add_row("env", f"{name}={value}")  # as the server shows it: secrets redacted
     if view.progress:
         fields.add_row("progress", progress_text(view.progress))
     if view.checkpoints:

@@ -133,6 +133,18 @@ STEWARD_OPTIONS: tuple[Option, ...] = (
     Option("--kind", "KIND", "batch | streaming (default batch)."),
     Option("--label", "KEY=VALUE", "A label; repeat it."),
     Option(
+        "--timeout",
+        "DURATION",
+        "Cancel the job (reason TIMEOUT) this long after its submission, over all its"
+        " attempts: 90s, 45m, 2h, at most 30d (default: none).",
+    ),
+    Option(
+        "--env",
+        "NAME=VALUE",
+        "An environment variable of the driver's process; repeat it. Shown redacted when"
+        " its name or value looks secret.",
+    ),
+    Option(
         "--requirements",
         "FILE",
         "A pip requirements file: the job runs in a Python environment built from it.",

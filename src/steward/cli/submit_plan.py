@@ -27,9 +27,10 @@ from urllib.parse import urlparse
 
 import click
 
-from steward.cli.options import parse_pairs, parse_restart
+from steward.cli.options import parse_env, parse_pairs, parse_restart, parse_timeout
 from steward.cli.properties import parse_properties
 from steward.cli.spark_submit import SPARK_OPTIONS, CommandLine, read_command_line
+from steward.wire.job_options import describe_timeout
 from steward.wire.jobs import PLAIN_FILENAME_PATTERN, JobKind, ProgramKind, RestartStrategy
 from steward.wire.redaction import Redactor
 from steward.wire.spark_options import CLUSTER_MODE_REFUSED
@@ -72,6 +73,8 @@ class SubmitPlan:
     entrypoint: str | None = None
     kind: JobKind | None = None
     labels: dict[str, str] = field(default_factory=dict)
+    timeout: float | None = None
+    env: dict[str, str] = field(default_factory=dict)
     detach: bool = False
     as_json: bool = False
     verbose: bool = False
@@ -100,6 +103,8 @@ def parse(words: Sequence[str]) -> SubmitPlan:
         entrypoint=line.last("--entrypoint"),
         kind=_choice(line.last("--kind"), JobKind, "--kind"),
         labels=parse_pairs(line.values.get("--label", []), "--label"),
+        timeout=_timeout(line.last("--timeout")),
+        env=parse_env(line.values.get("--env", [])),
         detach=line.given("--detach"),
         as_json=line.given("--json"),
         verbose=line.given("--verbose"),
@@ -252,6 +257,10 @@ def _slots(value: str | None) -> int | None:
     return int(value)
 
 
+def _timeout(value: str | None) -> float | None:
+    return None if value is None else parse_timeout(value)
+
+
 def _restart(value: str | None) -> RestartStrategy | None:
     if value is None:
         return None
@@ -274,7 +283,7 @@ def _choice(value: str | None, kind: type[E], option: str) -> E | None:
 
 def describe(plan: SubmitPlan) -> list[str]:
     """``--verbose``: what is submitted, one ``name: value`` line each, as spark-submit's."""
-    rule = Redactor.for_job(plan.spark_conf, plan.args)  # secrets are never shown
+    rule = Redactor.for_job(plan.spark_conf, plan.args, plan.env)  # secrets are never shown
     lines = [f"file: {plan.pipeline}", f"arguments: {rule.args(plan.args)}"]
     optional = {
         "program": plan.program,
@@ -284,8 +293,10 @@ def describe(plan: SubmitPlan) -> list[str]:
         "archives": ",".join(plan.archives),
         "jars": ",".join(map(str, plan.jars)),
         "requirements": plan.requirements,
+        "timeout": plan.timeout and describe_timeout(plan.timeout),
     }
     lines += [f"{key}: {value}" for key, value in optional.items() if value]
     shown = rule.conf(plan.spark_conf)
     lines += [f"spark_conf: {key}={value}" for key, value in sorted(shown.items())]
+    lines += [f"env: {key}={value}" for key, value in sorted(rule.env(plan.env).items())]
     return lines

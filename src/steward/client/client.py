@@ -21,6 +21,7 @@ import base64
 import logging
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from datetime import timedelta
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -189,12 +190,17 @@ class Client:
         archives: Sequence[str] = (),
         jars: Sequence[str | Path] = (),
         requirements: Sequence[str] | str | Path | None = None,
+        timeout: float | str | timedelta | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> JobView:
         """Submit the pipeline at ``pipeline`` (a .py file, a folder or a .zip).
 
         ``py_files``, ``files``, ``archives`` (``path`` or ``path#alias``) and ``jars`` are
         spark-submit's options of the same names; ``requirements`` is a list of pip
-        requirement lines or a requirements file, built into a venv on the TaskManager. Each
+        requirement lines or a requirements file, built into a venv on the TaskManager.
+        ``timeout`` (seconds, a duration such as ``"2h"``, or a timedelta) cancels the job
+        that long after its submission (reason TIMEOUT); ``env`` sets environment variables
+        of its driver's process (views show them redacted by the settings' rule). Each
         file is hashed and uploaded once (skipped when the cluster already has it). Unset
         options take the server's defaults. A bad path or spec is a :class:`JobRejectedError`
         before any request is made.
@@ -220,6 +226,8 @@ class Client:
             "program": program,
             "dependencies": [f.dependency.model_dump(mode="json") for f in local] or None,
             "requirements": job_files.requirement_lines(requirements) or None,
+            "timeout": timeout.total_seconds() if isinstance(timeout, timedelta) else timeout,
+            "env": dict(env) if env else None,
         }
         spec.update({key: value for key, value in optional.items() if value is not None})
         checked = checked_spec(spec)

@@ -11,6 +11,7 @@ answers for the term to the REST API and the JobManager process:
 - ``leader/heartbeats.py``: the TaskManagers' reports in, acknowledgements and commands out;
 - ``leader/membership.py``: which TaskManagers are members, and lost TaskManagers and attempts;
 - ``leader/scheduler.py``: the scheduling loop (no free slot means SCHEDULED, rule 9);
+  ``leader/timeouts.py`` and ``leader/deadlines.py``: jobs past their timeout cancelled;
 - ``leader/records.py`` and ``leader/cleanup.py``: status records, results (DIRTY first), then
   cleanup and CLEAN (rule 7); ``leader/retention.py``: results' retention and their
   migration to blob storage; ``leader/views.py``: the live jobs' views.
@@ -55,6 +56,7 @@ from .leader.stores import LeaderStores
 from .leader.submissions import Submissions
 from .leader.table import JobTable
 from .leader.term import Term
+from .leader.timeouts import Timeouts
 from .leader.views import Views
 
 __all__ = ["Dispatcher"]
@@ -121,7 +123,10 @@ class Dispatcher:
         self._heartbeats = Heartbeats(
             term, table, stores, records, on_stranger=self._membership.notice_change
         )
-        self._scheduler = Scheduler(term, table, stores, records, self._membership)
+        timeouts = Timeouts(term, table, self._submissions.cancel_live)
+        self._scheduler = Scheduler(
+            term, table, stores, records, self._membership, timeouts=timeouts
+        )
         self._views = Views(term, table, stores)
         self._threads: list[threading.Thread] = []
         self._granted_at = term.monotonic()

@@ -36,7 +36,7 @@ from steward.errors import StewardError
 from steward.store.blob import BlobRef, BlobStore
 from steward.supervisor.artifacts import materialize, may_define_initialize
 from steward.supervisor.completion import run_to_completion
-from steward.supervisor.runner_process import RunnerProcess
+from steward.supervisor.runner_process import RunnerProcess, runner_env
 from steward.wire.jobs import JobGraph, JobGraphPointer
 from steward.wire.records import ErrorInfo
 from steward.wire.runner import FailedEvent, FinishedEvent, LaunchDocument, RunMode
@@ -227,6 +227,7 @@ class HookRunner:
                 cwd=where,
                 log_path=where / "initialize.log",
                 timeout=self._settings.jobmanager.initialize_timeout,
+                env=runner_env(graph.spec.env),  # the job's code sees its env here too
                 on_spawned=lambda runner: self._spawned(job_id, runner),
                 # A hook that prints in a loop must not fill the JobManager's disk.
                 log_max_size=self._settings.taskmanager.attempt_log_max_size,

@@ -10,10 +10,11 @@ Invariants:
 - Order is by key ``(submitted_at, job_id)``. A cursor is the key of the last job a page
   showed; a job submitted later has a larger key, so it never shifts a page already read (a
   cursor stays valid across inserts, and across JobManagers: every one has the same keys).
-- A job costs one :class:`IndexedJob`: ids, name, state, times, labels, submitter and its
-  latest attempt; never its result value nor its attempt history (``GET /v1/jobs/{id}``
-  has those). The reason is cut at :data:`MAX_REASON`; names, submitters and TaskManager
-  ids are interned and equal label sets shared, since jobs repeat them.
+- A job costs one :class:`IndexedJob`: ids, name, state, times, labels, submitter, timeout
+  and its latest attempt; never its result value, its attempt history nor its environment
+  variables (``GET /v1/jobs/{id}`` has those). The reason is cut at :data:`MAX_REASON`;
+  names, submitters and TaskManager ids are interned and equal label sets shared, since
+  jobs repeat them.
 - One page walks at most :data:`SCAN_BUDGET` jobs: a filter that matches rarely answers
   fewer than ``limit`` jobs and a ``next`` cursor to go on from. A state filter walks only
   that state's jobs (each state has its own key list).
@@ -31,6 +32,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from steward.wire.events import JobEvent
+from steward.wire.job_options import deadline
 from steward.wire.records import AttemptRecord
 from steward.wire.rest import JobView
 from steward.wire.states import AttemptState, JobState
@@ -94,6 +96,7 @@ class IndexedJob:
     labels: dict[str, str]
     submitter: str | None
     latest_attempt: LatestAttempt | None
+    timeout: float | None = None
 
     @property
     def key(self) -> Key:
@@ -113,6 +116,7 @@ class IndexedJob:
             labels=_shared(view.labels),
             submitter=None if view.submitter is None else sys.intern(view.submitter),
             latest_attempt=LatestAttempt.of(view.attempts[-1]) if view.attempts else None,
+            timeout=view.timeout,
         )
 
     def changed_by(self, event: JobEvent) -> IndexedJob:
@@ -144,6 +148,9 @@ class IndexedJob:
             "progress": None,
             "result": None,
             "submitter": self.submitter,
+            "timeout": self.timeout,
+            "deadline": deadline(self.submitted_at or None, self.timeout),
+            "env": None,
             "served_by": served_by,
         }
 

@@ -16,6 +16,7 @@ Rules it owns:
   parse, its entrypoint is missing, its environment cannot be built) fails the job at once:
   no restart could end otherwise, so none is spent waiting for it;
 - a cancel ends the job CANCELED, unless the attempt already finished: then it is FINISHED;
+  the leader's cancel at the job's deadline (``timed_out``) ends it so too, saying TIMEOUT;
 - a late outcome (:meth:`JobMaster.late_outcome`) of an attempt counted LOST: a FINISHED one
   wins, because an attempt that finished on its own did so before self-fencing could kill it,
   so while it held its lease, before any replacement could start (rule 4). With no
@@ -29,6 +30,7 @@ from __future__ import annotations
 import time
 
 from steward.wire.heartbeat import Rejection
+from steward.wire.job_options import deadline, timeout_error
 from steward.wire.jobs import JobGraphPointer, JobSpec
 from steward.wire.records import (
     MAX_ATTEMPTS_KEPT,
@@ -38,10 +40,12 @@ from steward.wire.records import (
     SparkApp,
     trim_cause,
 )
+from steward.wire.redaction import Redactor
 from steward.wire.runner import AttemptCancelled, FailedEvent, FinishedEvent, error_type_name
 from steward.wire.states import AttemptState, JobState, TerminalState
 from steward.wire.values import JsonValue
 
+from .jobmaster_records import restore, status_record
 from .jobmaster_values import Deployment, Late, Terminal
 from .restart import restart_delay, restarts_allowed
 
@@ -76,6 +80,9 @@ class JobMaster:
         self.restart_at: float | None = None
         """While RESTARTING: ``not_before`` as wall-clock time, stored in the status record."""
         self.cancel_requested = False
+        self.timed_out = False
+        """Set before :meth:`cancel` at the job's deadline: it ends with reason TIMEOUT."""
+        self.shown_env = Redactor.for_job(spec.spark_conf, spec.args, spec.env).env(spec.env)
         self.late: tuple[int, FinishedEvent] | None = None
         """An attempt counted LOST that finished after all: the job ends with its value once
         the attempt in flight is gone (kept in memory only: its TaskManager sends the outcome
@@ -84,23 +91,16 @@ class JobMaster:
         self.progress: dict[str, JsonValue] | None = None
         self.updated_at = time.time()
         if record is not None:
-            self.attempts = list(record.attempts)
-            self.attempt_count = max(record.attempt_count, len(record.attempts))
-            self.failures = record.failures
-            self.submitted_at = record.submitted_at
-            self.is_recovery = True
-            if record.state is JobState.RESTARTING and record.restart_at is not None:
-                # What is left of the earlier leader's restart delay still holds.
-                left = _delay_left(record.restart_at, spec, record.failures)
-                if left > 0:
-                    self.restart_at = time.time() + left
-                    self.not_before = time.monotonic() + left
-            # A cancel the user was told about (202) must survive a failover.
-            self.cancel_requested = record.state is JobState.CANCELLING
+            restore(self, record)
 
     @property
     def job_id(self) -> str:
         return self.spec.job_id
+
+    @property
+    def deadline(self) -> float | None:
+        """Wall-clock time at which the leader cancels the job (None: it has no timeout)."""
+        return deadline(self.submitted_at, self.spec.timeout)
 
     # ------------------------------------------------------------------ queries
 
@@ -114,21 +114,7 @@ class JobMaster:
         )
 
     def record(self, epoch: int) -> JobStatusRecord:
-        return JobStatusRecord(
-            job_id=self.job_id,
-            name=self.spec.name,
-            state=self.state,
-            reason=self.reason,
-            submitted_at=self.submitted_at,
-            updated_at=self.updated_at,
-            attempts=self.attempts[-MAX_ATTEMPTS_KEPT:],
-            attempt_count=self.attempt_count,
-            failures=self.failures,
-            restart_at=self.restart_at if self.state is JobState.RESTARTING else None,
-            epoch=epoch,
-            submitter=self.spec.submitter,
-            labels=self.spec.labels,
-        )
+        return status_record(self, epoch)
 
     def attempt(self, number: int) -> AttemptRecord | None:
         for record in reversed(self.attempts):
@@ -147,8 +133,7 @@ class JobMaster:
             self._set(JobState.FAILED, f"initialize failed: {outcome.error.message}")
             return Terminal(TerminalState.FAILED, error=outcome.error)
         if self.cancel_requested:
-            self._set(JobState.CANCELED, "cancelled")
-            return Terminal(TerminalState.CANCELED)
+            return self._canceled()
         self.schedule("waiting for a free slot")
         return None
 
@@ -286,8 +271,7 @@ class JobMaster:
         if self.late is not None:
             return self._finish_late()
         if self.cancel_requested:
-            self._set(JobState.CANCELED, "cancelled")
-            return Terminal(TerminalState.CANCELED)
+            return self._canceled()
         self.not_before = now + REJECTION_BACKOFF
         self._set(JobState.SCHEDULED, f"attempt {number} refused ({rejection.value}): {message}")
         return None
@@ -329,9 +313,8 @@ class JobMaster:
         """Cancel: terminal at once unless an attempt is in flight (then CANCELLING)."""
         self.cancel_requested = True
         if self.current is None:
-            self._set(JobState.CANCELED, "cancelled")
-            return Terminal(TerminalState.CANCELED)
-        self._set(JobState.CANCELLING, "cancelling the running attempt")
+            return self._canceled()
+        self._set(JobState.CANCELLING, self._cancelling())
         return None
 
     def fail(self, error: ErrorInfo) -> Terminal:
@@ -340,6 +323,19 @@ class JobMaster:
         return Terminal(TerminalState.FAILED, error=error)
 
     # ------------------------------------------------------------------ helpers
+
+    def _canceled(self) -> Terminal:
+        if not self.timed_out or self.spec.timeout is None:
+            self._set(JobState.CANCELED, "cancelled")
+            return Terminal(TerminalState.CANCELED)
+        error = timeout_error(self.spec.timeout)
+        self._set(JobState.CANCELED, error.message)
+        return Terminal(TerminalState.CANCELED, error=error)
+
+    def _cancelling(self) -> str:
+        if self.timed_out:
+            return "TIMEOUT: cancelling the running attempt"
+        return "cancelling the running attempt"
 
     def _replacement_of_late(self, number: int) -> bool:
         return self.late is not None and self.current is not None and self.current.number == number
@@ -361,8 +357,7 @@ class JobMaster:
     def _after_failure(self, error: ErrorInfo, *, now: float, grace: float) -> Terminal | None:
         self.current = None
         if self.cancel_requested:
-            self._set(JobState.CANCELED, "cancelled")
-            return Terminal(TerminalState.CANCELED)
+            return self._canceled()
         self.failures += 1
         if error.permanent:
             self._set(JobState.FAILED, f"no restart can fix: {error.type}: {error.message}"[:500])
@@ -410,7 +405,7 @@ class JobMaster:
 
     def _set_live(self, reason: str | None = None) -> None:
         if self.cancel_requested:
-            self._set(JobState.CANCELLING, "cancelling the running attempt")
+            self._set(JobState.CANCELLING, self._cancelling())
         else:
             self._set(JobState.RUNNING, reason)
 
@@ -418,13 +413,3 @@ class JobMaster:
         self.state = state
         self.reason = reason
         self.updated_at = time.time()
-
-
-def _delay_left(restart_at: float, spec: JobSpec, failures: int) -> float:
-    """Seconds left of an earlier leader's restart delay (``restart_at``: wall-clock time).
-
-    At most the strategy's whole delay: a clock ahead on the earlier leader's host cannot hold
-    the job back for longer than that.
-    """
-    whole = restart_delay(spec.restart_strategy, failures) or 0.0
-    return min(max(0.0, restart_at - time.time()), whole)

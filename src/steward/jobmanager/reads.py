@@ -18,6 +18,7 @@ from steward.store.blob import BlobStore
 from steward.store.leadership import LeadershipHistoryStore
 from steward.store.results import JobResultStore
 from steward.store.statuses import JobStatusStore
+from steward.wire.job_options import deadline
 from steward.wire.records import (
     ContenderInfo,
     JobResultEntry,
@@ -54,6 +55,9 @@ def result_view(entry: JobResultEntry, served_by: str) -> JobView:
         labels=entry.labels,
         result=ResultView.of(entry),
         submitter=entry.submitter,
+        timeout=entry.timeout,
+        deadline=deadline(entry.submitted_at, entry.timeout),
+        env=entry.env,
         served_by=served_by,
     )
 
@@ -71,6 +75,9 @@ def status_view(record: JobStatusRecord, served_by: str) -> JobView:
         failures=record.failures,
         labels=record.labels,
         submitter=record.submitter,
+        timeout=record.timeout,
+        deadline=deadline(record.submitted_at, record.timeout),
+        env=record.env,
         served_by=served_by,
     )
 

@@ -237,7 +237,7 @@ def _run_launched(
 def _redacted(outcome: FailedEvent, launch: LaunchDocument) -> FailedEvent:
     """The failure as reported and logged: the job's secrets hidden (its message and
     traceback may quote its settings or arguments; see steward.wire.redaction)."""
-    rule = Redactor.for_job(launch.spec.spark_conf, launch.spec.args)
+    rule = Redactor.for_job(launch.spec.spark_conf, launch.spec.args, launch.spec.env)
     return outcome.model_copy(update={"error": redact_error(outcome.error, rule)})
 
 

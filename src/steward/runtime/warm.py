@@ -108,7 +108,8 @@ def cold_reason(spark_conf: Mapping[str, str], job_master: str, warm_master: str
 
 
 def files_cold_reason(launch: LaunchDocument) -> str | None:
-    """Why a job's files or Python environment need a cold runner, or None.
+    """Why a job's files, Python environment or environment variables need a cold runner,
+    or None.
 
     A spare's JVM started without the job's jars and Python files, and its driver with the
     TaskManager's Python packages: what spark-submit would pass at launch cannot be added
@@ -116,6 +117,8 @@ def files_cold_reason(launch: LaunchDocument) -> str | None:
     """
     if launch.python_env is not None:
         return "the job has its own Python environment"
+    if launch.spec.env:
+        return "the job sets environment variables, which its driver must start with"
     if launch.dependencies:
         return f"the job names {len(launch.dependencies)} file(s) the JVM must start with"
     return None

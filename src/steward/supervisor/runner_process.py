@@ -67,6 +67,13 @@ KILL_WAIT = 10.0
 """How long a SIGKILLed runner's group may take to be gone before that is logged as an error."""
 
 
+def runner_env(job_env: Mapping[str, str]) -> dict[str, str] | None:
+    """A runner's environment: this process's, with the job's ``env`` over it (None: this
+    process's as it is). Set at the spawn, so the Spark JVM and whatever else the runner
+    starts inherit it."""
+    return {**os.environ, **job_env} if job_env else None
+
+
 class RunnerProcess:
     """One runner process: its process group, its events and its dead-man's switch feed."""
 

@@ -4,8 +4,9 @@ A start is admitted (or rejected: fenced, stale epoch) at once, on the heartbeat
 the rest runs on a launch worker so heartbeats keep flowing: prepare the launch document
 (:mod:`.launcher`), check the slots, take the lease and only then spawn (rule 3,
 :meth:`~steward.taskmanager.executions.Executions.start_with`): a warm spare when the job can
-use one, else a cold runner. Every failure ends or rejects the attempt with its cause; none
-escapes the worker.
+use one, else a cold runner (always for a job with its own ``env``: the runner is spawned
+with it, so its Spark JVM and every process it starts have it too). Every failure ends or
+rejects the attempt with its cause; none escapes the worker.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from steward.metrics import TaskManagerMetrics
 from steward.runtime.warm import files_cold_reason
 from steward.store.leases import ExecutionLeases, LeaseHeldError
 from steward.supervisor.process_group import ProcessGroup, SpawnError
-from steward.supervisor.runner_process import RunnerProcess
+from steward.supervisor.runner_process import RunnerProcess, runner_env
 from steward.taskmanager.attempts import Attempt, Attempts
 from steward.taskmanager.executions import Executions
 from steward.taskmanager.launcher import Launch, Launcher
@@ -131,6 +132,7 @@ class Starts:
             cwd=launch.attempt_dir,
             log_path=launch.log_path,
             on_event=lambda event: self._on_runner_event(attempt, event),
+            env=runner_env(launch.spec.env),
             log_max_size=self._log_max_size,
         )
         attempts.attach(attempt, runner)

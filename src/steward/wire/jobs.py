@@ -12,12 +12,14 @@ import re
 from typing import Annotated, ClassVar, Literal, Self
 
 from pydantic import (
+    BeforeValidator,
     Field,
     ValidationInfo,
     field_validator,
     model_validator,
 )
 
+from steward.wire.job_options import MAX_TIMEOUT, check_env, timeout_seconds
 from steward.wire.values import Payload, Value, check_job_id, check_text
 
 
@@ -138,6 +140,17 @@ class JobSpec(Value):
         description="who submitted it: set by the JobManager from the caller's token (what a"
         " client sends is replaced); None in jobs stored before authentication",
     )
+    timeout: Annotated[float | None, BeforeValidator(timeout_seconds)] = Field(
+        default=None,
+        gt=0,
+        le=MAX_TIMEOUT,
+        description="seconds (or a duration: 90s, 45m, 2h) the job may take from its"
+        " submission, over all attempts; then it is cancelled (reason TIMEOUT). None: no limit",
+    )
+    env: dict[str, str] = Field(
+        default_factory=dict,
+        description="environment variables of the driver's process; shown redacted",
+    )
 
     @field_validator("job_id")
     @classmethod
@@ -161,6 +174,11 @@ class JobSpec(Value):
             check_text(key, "a label's key", info)
             check_text(label, f"label {key!r}", info)
         return value
+
+    @field_validator("env")
+    @classmethod
+    def _valid_env(cls, value: dict[str, str]) -> dict[str, str]:
+        return check_env(value)
 
     @field_validator("entrypoint")
     @classmethod

@@ -118,6 +118,10 @@ class JobResultEntry(Payload):
     epoch: int = Field(ge=1)
     submitter: str | None = None
     """Who submitted the job (None: recorded before authentication)."""
+    timeout: float | None = Field(default=None, description="the job's timeout (seconds)")
+    env: dict[str, str] = Field(
+        default_factory=dict, description="the job's environment variables, as shown (redacted)"
+    )
 
 
 class JobResultIndex(Payload):
@@ -216,6 +220,15 @@ class JobStatusRecord(Payload):
     submitter: str | None = None
     """Who submitted the job (None: recorded before authentication)."""
     labels: dict[str, str] = Field(default_factory=dict, description="the job's labels")
+    timeout: float | None = Field(default=None, description="the job's timeout (seconds)")
+    timed_out: bool = Field(
+        default=False, description="CANCELLING because the timeout passed (reason TIMEOUT)"
+    )
+    env: dict[str, str] = Field(
+        default_factory=dict,
+        description="the job's environment variables as shown (redacted): no secret is kept"
+        " in ZooKeeper",
+    )
 
 
 RESULT_ATTEMPTS_KEPT = 5

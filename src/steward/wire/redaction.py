@@ -4,15 +4,17 @@ The rule is Spark's own (``org.apache.spark.internal.config.SECRET_REDACTION_PAT
 setting whose NAME or value matches ``spark.redaction.regex`` (default :data:`DEFAULT_REGEX`,
 Spark 4's) is shown as :data:`REPLACEMENT`; a job may set its own regex in its
 ``spark_conf``, as in Spark, and ``spark.redaction.string.regex`` (no default) redacts every
-match inside free text. Steward applies the same rule to a job's arguments:
+match inside free text. Steward applies the same rule to a job's environment variables
+(``env``: a name or value that matches hides the value) and to its arguments:
 
 - ``--password x``: an option whose name matches hides the argument after it;
 - ``--api-token=x`` and ``db.password=x``: a ``name=value`` whose name matches hides the value;
 
 and to free text it shows (error messages and tracebacks of attempts, reasons, log lines):
-every secret value of the job's own settings and arguments (:attr:`Redactor.secrets`, those
-of at least :data:`MIN_SECRET_LENGTH` characters), ``name=value`` / ``name: value`` pairs
-whose name matches, and the password of ``scheme://user:password@host`` URLs.
+every secret value of the job's own settings, environment and arguments
+(:attr:`Redactor.secrets`, those of at least :data:`MIN_SECRET_LENGTH` characters),
+``name=value`` / ``name: value`` pairs whose name matches, and the password of
+``scheme://user:password@host`` URLs.
 
 Redaction is for display: the job itself always gets the real values.
 """
@@ -90,13 +92,19 @@ class Redactor:
 
     @classmethod
     def for_job(
-        cls, spark_conf: Mapping[str, str] | None = None, args: Sequence[str] = ()
+        cls,
+        spark_conf: Mapping[str, str] | None = None,
+        args: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
     ) -> Redactor:
-        """The rule of a job with these settings and arguments (defaults: Spark's rule)."""
+        """The rule of a job with these settings, arguments and environment variables
+        (defaults: Spark's rule)."""
         conf = spark_conf or {}
         plain = cls(conf.get(REDACTION_REGEX_KEY, DEFAULT_REGEX))
-        shown_conf = plain.conf(conf)
-        secrets = [value for key, value in conf.items() if shown_conf[key] != value]
+        secrets = []
+        for values in (conf, env or {}):
+            shown = plain.conf(values)
+            secrets += [value for key, value in values.items() if shown[key] != value]
         secrets += plain._hidden_arguments(args)
         return cls(
             conf.get(REDACTION_REGEX_KEY, DEFAULT_REGEX),
@@ -114,6 +122,11 @@ class Redactor:
             key: REPLACEMENT if self.is_secret(key) or self.is_secret(value) else value
             for key, value in spark_conf.items()
         }
+
+    def env(self, env: Mapping[str, str]) -> dict[str, str]:
+        """Environment variables as shown: the rule of settings (a name or value that
+        matches hides the value)."""
+        return self.conf(env)
 
     def args(self, args: Sequence[str]) -> list[str]:
         """Arguments as shown (see the module docstring)."""

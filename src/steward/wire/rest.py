@@ -65,6 +65,17 @@ class JobView(Value):
     submitter: str | None = Field(
         default=None, description="name of the token that submitted it (None: before auth)"
     )
+    timeout: float | None = Field(
+        default=None, description="seconds the job may take from its submission (None: no limit)"
+    )
+    deadline: float | None = Field(
+        default=None,
+        description="submitted_at + timeout (Unix seconds): the leader cancels it then",
+    )
+    env: dict[str, str] | None = Field(
+        default=None,
+        description="its environment variables, secret values redacted; null in a listing",
+    )
     served_by: str = Field(default="", description="id of the JobManager that answered")
 
 

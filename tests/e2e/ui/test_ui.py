@@ -141,13 +141,19 @@ def test_a_job_followed_to_finished(
     with ui_cluster.client() as client:
         client.submit(
             pipeline, args=["12", "0.5"], job_id="ui-finishes", name="ui finishes",
-            labels={"team": "ui"},
+            labels={"team": "ui"}, timeout="10m",
+            env={"GREETING": "hi", "DB_PASSWORD": "pw-ui-5e1c"},
         )  # fmt: skip
     page = sign_in(browser, standby.address, token)
     page.goto(standby.address + "/ui/jobs?name=ui%20fin")
     expect(page.locator("#job-list")).to_contain_text("ui finishes")
     page.click("#job-list >> text=ui-finishes")
     expect(page.locator("#job-title")).to_have_text("ui finishes")
+    # Its timeout, and its env as the API shows it: the secret one redacted.
+    expect(page.locator("#job-facts")).to_contain_text("10 min 0 s (until ")
+    expect(page.locator("#job-facts")).to_contain_text("DB_PASSWORD=*********(redacted)")
+    expect(page.locator("#job-facts")).to_contain_text("GREETING=hi")
+    assert "pw-ui-5e1c" not in page.content()
     # The log, followed from a standby, shows the first lines while the job still runs and
     # the last one when it has ended, without a reload.
     expect(page.locator("#log")).to_contain_text("ui tick 2", timeout=30_000)

@@ -267,6 +267,19 @@ def test_status_text_shows_the_latest_spark_application(fake: FakeJobManagers, r
     assert "http://tm-1:4040" in out
 
 
+def test_status_text_shows_the_timeout_and_the_env_as_the_server_shows_it(
+    fake: FakeJobManagers, run: Run
+) -> None:
+    env = {"GREETING": "hi", "DB_PASSWORD": "*********(redacted)"}
+    fake.add_job(
+        "x", job_json("x", "RUNNING", submitted_at=1.0, timeout=7200.0, deadline=7201.0, env=env)
+    )
+    code, out, _err = run("status", "x")
+    assert code == 0
+    assert "timeout" in out and "2h (until " in out
+    assert "DB_PASSWORD=*********(redacted)" in out and "GREETING=hi" in out
+
+
 def test_an_unknown_job_is_one_line_and_exit_2(fake: FakeJobManagers, run: Run) -> None:
     code, out, err = run("status", "nope", "--json")
     assert code == 2

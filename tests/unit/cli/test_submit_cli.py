@@ -128,3 +128,37 @@ def test_verbose_and_properties_warnings_go_to_stderr(
     assert "spark_conf" not in out
     (posted,) = fake.posts()
     assert posted["spec"]["spark_conf"] == {"spark.executor.memory": "2g"}
+
+
+def test_timeout_and_env_reach_the_spec_and_verbose_shows_env_redacted(
+    fake: FakeJobManagers, run: Run
+) -> None:
+    code, out, err = run(
+        "submit", "--timeout", "2h", "--env", "GREETING=hi", "--env", "DB_PASSWORD=hunter22",
+        "--verbose", "--detach", SCRIPT,
+    )  # fmt: skip
+    assert code == 0, err
+    (posted,) = fake.posts()
+    assert posted["spec"]["timeout"] == 7200.0
+    assert posted["spec"]["env"] == {"GREETING": "hi", "DB_PASSWORD": "hunter22"}
+    assert "env: DB_PASSWORD=*********(redacted)" in err and "env: GREETING=hi" in err
+    assert "timeout: 2h" in err
+    assert "hunter22" not in out + err
+
+
+def test_a_bad_timeout_or_env_is_one_error_and_nothing_is_sent(
+    fake: FakeJobManagers, run: Run
+) -> None:
+    for words, says in (
+        (("--timeout", "90"), "needs a unit"),
+        (("--timeout", "0s"), "more than 0"),
+        (("--timeout", "31d"), "at most 30d"),
+        (("--env", "NOVALUE"), "key=value"),
+        (("--env", "1BAD=x"), "letters, digits"),
+        (("--env", "STEWARD_ATTEMPT_TOKEN=x"), "Steward's"),
+    ):
+        code, out, err = run("submit", *words, SCRIPT)
+        assert (code, out) == (2, ""), words
+        assert says in err, (words, err)
+        assert "Traceback" not in err
+    assert fake.requests == []

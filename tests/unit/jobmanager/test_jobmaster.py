@@ -732,3 +732,66 @@ def test_an_awaited_attempt_was_sent_by_an_earlier_leader() -> None:
     master.await_report(2, "tm-1", EPOCH - 1, until=NOW + 10)
     assert master.current is not None
     assert not master.current.never_sent
+
+
+# ---------------------------------------------------------------- timeouts (issue 24)
+
+
+def timed(timeout: float = 60.0, env: dict[str, str] | None = None) -> JobMaster:
+    spec = JobSpec(job_id="job-1", restart_strategy=NoRestart(), timeout=timeout, env=env or {})
+    master = JobMaster(spec, POINTER, submitted_at=123.0)
+    master.initializing()
+    assert master.initialized(FinishedEvent()) is None
+    return master
+
+
+def test_the_deadline_is_the_submission_plus_the_timeout() -> None:
+    assert timed(60.0).deadline == 183.0
+    assert make_master().deadline is None
+
+
+def test_a_timed_out_job_waiting_for_a_slot_ends_canceled_with_reason_timeout() -> None:
+    master = timed()
+    master.timed_out = True
+    terminal = master.cancel()
+    assert terminal is not None and terminal.state is TerminalState.CANCELED
+    assert terminal.error is not None and terminal.error.type == "steward.Timeout"
+    assert master.reason is not None and master.reason.startswith("TIMEOUT")
+
+
+def test_a_timed_out_running_job_ends_canceled_with_reason_timeout_when_its_attempt_ends() -> None:
+    master = timed()
+    master.deploy("tm-1", EPOCH)
+    master.running(1, NOW)
+    master.timed_out = True
+    assert master.cancel() is None
+    assert master.state is JobState.CANCELLING and master.record(EPOCH).timed_out
+    cancelled = ErrorInfo(type=error_type_name(AttemptCancelled), message="cancelled")
+    terminal = master.ended(1, FailedEvent(error=cancelled), now=NOW)
+    assert terminal is not None and terminal.error is not None
+    assert terminal.error.type == "steward.Timeout"
+
+
+def test_a_new_leader_keeps_the_timeout_reason_of_a_job_being_cancelled() -> None:
+    master = timed()
+    master.deploy("tm-1", EPOCH)
+    master.running(1, NOW)
+    master.timed_out = True
+    master.cancel()
+    recovered = JobMaster(master.spec, POINTER, 123.0, record=master.record(EPOCH))
+    assert recovered.cancel_requested and recovered.timed_out
+    done = recovered.cancel()  # its attempt is gone: recovery settles the cancel
+    assert done is not None and done.error is not None and done.error.type == "steward.Timeout"
+
+
+def test_a_user_cancel_stays_a_user_cancel() -> None:
+    terminal = timed().cancel()
+    assert terminal is not None and terminal.error is None
+
+
+def test_the_record_keeps_the_timeout_and_only_the_env_as_shown() -> None:
+    master = timed(env={"GREETING": "hi", "DB_PASSWORD": "hunter22"})
+    record = master.record(EPOCH)
+    assert record.timeout == 60.0
+    assert record.env == {"GREETING": "hi", "DB_PASSWORD": "*********(redacted)"}
+    assert "hunter22" not in record.to_json().decode()

@@ -157,16 +157,16 @@ def test_the_deadman_switch_hands_every_chunk_it_reads_to_on_data() -> None:
 
 
 def _launch(**fields: object) -> LaunchDocument:
-    return LaunchDocument(
-        job_id="j",
-        attempt=1,
-        epoch=1,
-        spec=JobSpec(job_id="j"),
-        artifact_path="/work/j/1/artifact/p.py",
-        checkpoint_dir="/ck/j",
-        deadman_timeout=10.0,
-        **fields,  # type: ignore[arg-type]
-    )
+    values: dict[str, object] = {
+        "job_id": "j",
+        "attempt": 1,
+        "epoch": 1,
+        "spec": JobSpec(job_id="j"),
+        "artifact_path": "/work/j/1/artifact/p.py",
+        "checkpoint_dir": "/ck/j",
+        "deadman_timeout": 10.0,
+    }
+    return LaunchDocument.model_validate({**values, **fields})
 
 
 def test_a_job_without_files_or_environment_may_use_a_spare() -> None:
@@ -177,6 +177,12 @@ def test_a_job_with_files_needs_a_cold_runner() -> None:
     jar = LocalDependency(kind=DependencyKind.JAR, path="/cache/x.jar", link_name="x.jar")
     reason = files_cold_reason(_launch(dependencies=[jar]))
     assert reason is not None and "1 file" in reason
+
+
+def test_a_job_with_environment_variables_needs_a_cold_runner() -> None:
+    """A spare's environment (and its JVM's) was fixed before the job was known."""
+    reason = files_cold_reason(_launch(spec=JobSpec(job_id="j", env={"GREETING": "hi"})))
+    assert reason is not None and "environment variables" in reason
 
 
 def test_a_job_with_its_own_python_needs_a_cold_runner() -> None:

@@ -174,6 +174,8 @@ class Records:
             labels=master.spec.labels,
             epoch=self._term.epoch,
             submitter=master.spec.submitter,
+            timeout=master.spec.timeout,
+            env=master.shown_env,
         )
 
     def _create_dirty(self, entry: JobResultEntry) -> None:
@@ -191,6 +193,7 @@ class Records:
         job_id = master.job_id
         self._table.jobs.pop(job_id, None)
         self._table.hookless.discard(job_id)
+        self._table.deadlines.discard(job_id)
         self._hooks.cancel(job_id)
         if master.current is not None:
             self._table.rm.release(master.current.taskmanager, job_id, master.current.number)

@@ -281,6 +281,7 @@ class Recovery:
         with self._table.lock:
             self._table.jobs.pop(job_id, None)
             self._table.hookless.discard(job_id)
+            self._table.deadlines.discard(job_id)
 
     def _recover_job(
         self, job_id: str, leases: dict[str, ExecutionLease], found: Prefetched | None
@@ -291,7 +292,7 @@ class Recovery:
         master, hookless = loaded
         lease = leases.get(job_id)
         with self._table.lock:
-            self._table.jobs[job_id] = master
+            self._table.admit(master)
             if hookless:
                 self._table.hookless.add(job_id)
             if lease is not None:

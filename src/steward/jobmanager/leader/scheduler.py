@@ -1,11 +1,12 @@
 """Scheduling: the loop that places jobs that want a slot on the TaskManagers' free slots.
 
 A pass runs every ``TICK`` or as soon as something wakes it (a submission, an outcome, a member
-change). Each pass, under the job table's lock: write again what ZooKeeper refused before, give
-up attempts whose awaited report never came, then deploy every job that wants a slot, oldest
-submission first. A job that finds no free slot waits in SCHEDULED with the reason shown; it
-spends no restart (rule 9). A deployment is persisted before its start command is
-queued, and the command carries the term's epoch, which the TaskManager's lease checks (rule 3).
+change). Each pass, under the job table's lock: write again what ZooKeeper refused before,
+cancel the jobs past their timeout (:mod:`.timeouts`), give up attempts whose awaited report
+never came, then deploy every job that wants a slot, oldest submission first. A job that finds
+no free slot waits in SCHEDULED with the reason shown; it spends no restart (rule 9). A
+deployment is persisted before its start command is queued, and the command carries the
+term's epoch, which the TaskManager's lease checks (rule 3).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from .records import Records
 from .stores import LeaderStores, checkpoint_dir
 from .table import JobTable
 from .term import Term
+from .timeouts import Timeouts
 
 log = logging.getLogger(__name__)
 
@@ -41,12 +43,15 @@ class Scheduler:
         stores: LeaderStores,
         records: Records,
         membership: Membership,
+        *,
+        timeouts: Timeouts | None = None,
     ) -> None:
         self._term = term
         self._table = table
         self._stores = stores
         self._records = records
         self._membership = membership
+        self._timeouts = timeouts
 
     def run(self) -> None:
         """Scheduling passes until the term stops; a failed pass is retried, a fence ends it."""
@@ -72,6 +77,8 @@ class Scheduler:
         """One pass; called under the job table's lock."""
         now = self._term.monotonic()
         self._records.retry_unwritten()
+        if self._timeouts is not None:
+            self._timeouts.expire()
         waiting: list[JobMaster] = []
         for master in sorted(self._table.jobs.values(), key=lambda m: m.submitted_at):
             if self._membership.expire_awaited_report(master, now):

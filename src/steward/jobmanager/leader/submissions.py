@@ -89,7 +89,7 @@ class Submissions:
             with table.lock:
                 table.submitting.pop(job_id, None)
         with table.lock:
-            table.jobs[job_id] = master
+            table.admit(master)
             if hookless:
                 table.hookless.add(job_id)
             if not recorded:
@@ -173,7 +173,7 @@ class Submissions:
             if master is None:
                 return self._cancel_ended(job_id)
             if not master.cancel_requested:
-                self._cancel_live(master)
+                self.cancel_live(master)
                 log.info("job cancel requested job=%s state=%s", job_id, master.state)
             self._require_stored(master)
             return live_view(self._term, master)
@@ -189,7 +189,9 @@ class Submissions:
             raise JobResultExistsError(result)
         raise JobNotFoundError(job_id, "job")
 
-    def _cancel_live(self, master: JobMaster) -> None:
+    def cancel_live(self, master: JobMaster) -> None:
+        """Cancel a live job (a request, or its timeout: ``master.timed_out``), its new
+        state persisted or its result recorded; called under the lock."""
         job_id, rm = master.job_id, self._table.rm
         current = master.current
         terminal = master.cancel()

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from ..jobmaster import JobMaster
 from ..jobmaster_values import Terminal
 from ..resources import ResourceManager
+from .deadlines import Deadlines
 
 
 @dataclass
@@ -42,6 +43,14 @@ class JobTable:
     deferred: set[str] | None = None
     """While recovering: jobs whose status record is written in batches before ready."""
     rm: ResourceManager = field(default_factory=ResourceManager)
+    deadlines: Deadlines = field(default_factory=Deadlines)
+    """Live jobs with a timeout, by deadline (:mod:`.deadlines`)."""
+
+    def admit(self, master: JobMaster) -> None:
+        """``master`` is live: in the table, and its deadline (if any) watched."""
+        self.jobs[master.job_id] = master
+        if master.deadline is not None:
+            self.deadlines.add(master.job_id, master.deadline)
 
     def live_or_pending(self, job_id: str) -> JobMaster | None:
         """The job's master, also while its result is still being written; call under lock."""

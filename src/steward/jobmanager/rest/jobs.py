@@ -86,7 +86,8 @@ def jobs(backend: Backend, params: Annotated[JobsQuery, Query()]) -> Response:
     Without ``limit``, the newest 100 (at most 1000); ``next`` is the cursor of the following
     page (null on the last). Filters: ``state``, ``label`` (key=value), ``name`` (a prefix),
     ``submitter``. A page may hold fewer jobs than ``limit`` and still have a ``next`` (a filter
-    that rarely matches); in a listing, ``attempts`` holds only the latest attempt."""
+    that rarely matches); in a listing, ``attempts`` holds only the latest attempt and
+    ``env`` is null."""
     query = _job_query(params)
     page = backend.reader.page(query) or JobIndex.of(_every_job(backend)).page(query)
     dispatcher = backend.dispatcher
@@ -147,7 +148,12 @@ def _current(
         if live is None:
             current.append(job.document(backend.id))
         else:
-            update = {"attempts": live.attempts[-1:], "result": None, "progress": None}
+            update = {
+                "attempts": live.attempts[-1:],
+                "result": None,
+                "progress": None,
+                "env": None,
+            }
             current.append(live.model_copy(update=update).model_dump(mode="json"))
     return current
 

@@ -42,6 +42,8 @@ function render() {
     fact("Submitted", when(job.submitted_at)),
     fact("Updated", `${when(job.updated_at)} (${ago(job.updated_at)})`),
     fact("Attempts", `${job.attempt_count} (${job.failures} failure(s))`),
+    fact("Timeout", job.timeout == null ? "—" : `${duration(job.timeout)} (until ${when(job.deadline)})`),
+    fact("Environment", envText(job.env)),
     fact("Read from", job.served_by));
   renderResult();
   renderAttempts();
@@ -55,6 +57,10 @@ function render() {
 }
 
 const fact = (name, value) => [h("dt", {}, name), h("dd", {}, value)];
+// Secret values come redacted from the API (the rule of secret settings).
+const envText = (env) => Object.keys(env || {}).length
+  ? h("code", {}, Object.entries(env).map(([name, value]) => `${name}=${value}`).join(" "))
+  : "—";
 const json = (value) => h("pre", { class: "json" }, JSON.stringify(value, null, 2));
 
 function renderResult() {
