@@ -247,7 +247,7 @@ PROCESS_OPTIONS: tuple[Option, ...] = (
         " (`/data/jobs`; symlinks and `..` are resolved before the check) and URL prefixes"
         " (`s3://bucket/jobs/`). Empty (the default): none, and such a batch is refused with 400."
         " The JobManager reads them with its own rights and credentials, so allow only what every"
-        " submitter may read. See [coming-from.md](coming-from.md#livy).",
+        " submitter may read. See [coming-from.md](coming-from.md#livy-post-batches).",
         setting="jobmanager.livy_allowed_sources",
     ),
     Option(
