@@ -23,6 +23,7 @@ from typing import IO
 import fsspec
 
 from steward.errors import JobRejectedError
+from steward.store.blob import OBJECT_STORE_OPTIONS
 from steward.store.contents import CHUNK, ContentStore
 
 _LOCAL_SCHEMES = ("file://", "local:")
@@ -90,8 +91,11 @@ def _copy(
 def _opened(field: str, source: str, allowed: Sequence[str]) -> Iterator[tuple[str, IO[bytes]]]:
     where = _checked(field, source, allowed)
     name = where.rstrip("/").rsplit("/", 1)[-1]
+    protocol = where.split("://", 1)[0] if "://" in where else "file"
+    # The blob store's timeouts: a stalled object store fails the request, never hangs it.
+    options = OBJECT_STORE_OPTIONS.get(protocol, {})
     try:
-        with fsspec.open(where, "rb") as stream:
+        with fsspec.open(where, "rb", **options) as stream:
             yield name, stream
     except SourceError:
         raise
