@@ -226,7 +226,17 @@ def _listed(request: Request, backend: ApiBackend, job: IndexedJob) -> Batch:
         live = dispatcher.view(job.job_id, with_checkpoints=False)
         if live is not None:
             return _batch(request, live, [])
-    return _batch(request, job.view(backend.id), [])
+    attempt = job.latest_attempt
+    log_url = None
+    if attempt is not None:
+        log_url = str(request.base_url).rstrip("/") + job_log_path(job.job_id, attempt.number)
+    return Batch(
+        id=batch_id_of(job.job_id) or 0,
+        name=job.name or None,
+        owner=job.submitter,
+        state=BATCH_STATES[job.state],
+        appInfo=AppInfo(driverLogUrl=log_url),
+    )
 
 
 def _view(backend: ApiBackend, batch_id: str) -> JobView:
