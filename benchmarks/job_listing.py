@@ -51,8 +51,8 @@ from steward.config.configuration import validate
 from steward.ha.session import Session
 from steward.jobmanager.job_index import IndexedJob, JobIndex, LatestAttempt, encode_cursor
 from steward.jobmanager.manager import JobManager
-from steward.wire.records import JobStatusRecord
 from steward.wire.livy import batch_job_id
+from steward.wire.records import JobStatusRecord
 from steward.wire.states import AttemptState, JobState
 
 BASE_TIME = 1_700_000_000.0
