@@ -87,9 +87,9 @@ async def create(
     check_json_shape(body)
     if leading(backend) is None:
         return await run_in_threadpool(forward, backend, forwarder, request, body)
-    batch = livy_submit.parse(body)
     allowed = allowed_prefixes(backend.config.settings.jobmanager.livy_allowed_sources)
     try:
+        batch = livy_submit.parse(body)
         prepared = await run_in_threadpool(livy_submit.prepare, batch, contents, allowed)
         dispatcher = leading(backend)
         if dispatcher is None:
