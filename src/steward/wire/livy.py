@@ -83,7 +83,7 @@ class BatchRequest(Value):
     file: str | None = Field(default=None, max_length=4096)
     proxyUser: str | None = None  # noqa: N815 (Livy's spelling)
     className: str | None = None  # noqa: N815
-    args: list[str] | None = Field(default=None, max_length=10_000)
+    args: list[ConfValue] | None = Field(default=None, max_length=10_000)
     jars: list[str] | None = Field(default=None, max_length=1000)
     pyFiles: list[str] | None = Field(default=None, max_length=1000)  # noqa: N815
     files: list[str] | None = Field(default=None, max_length=1000)
@@ -102,6 +102,10 @@ class BatchRequest(Value):
         fields = ("driverMemory", "driverCores", "executorMemory", "executorCores")
         found = {k: getattr(self, k) for k in (*fields, "numExecutors", "queue")}
         return {k: str(v) for k, v in found.items() if v is not None}
+
+    def arguments(self) -> list[str]:
+        """``args`` as the script's ``sys.argv[1:]`` (a number as Livy's Jackson would read it)."""
+        return [_conf_text(arg) for arg in self.args or []]
 
     def spark_conf(self) -> dict[str, str]:
         """``conf`` as Spark's strings (``true``, not Python's ``True``)."""

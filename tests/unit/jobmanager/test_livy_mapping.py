@@ -100,7 +100,7 @@ def test_sizing_fields_and_conf_become_spark_settings_and_the_file_runs_as_a_scr
         json.dumps(
             {
                 "file": "/jobs/etl.py",
-                "args": ["--day", "2026-11-27"],
+                "args": ["--day", "2026-11-27", 3],
                 "name": "etl",
                 "driverMemory": "2g",
                 "driverCores": 2,
@@ -124,7 +124,7 @@ def test_sizing_fields_and_conf_become_spark_settings_and_the_file_runs_as_a_scr
         "spark.ui.enabled": "false",
         "spark.sql.shuffle.partitions": "8",
     }
-    assert spec.args == ["--day", "2026-11-27"] and spec.name == "etl"
+    assert spec.args == ["--day", "2026-11-27", "3"] and spec.name == "etl"
     assert spec.program is ProgramKind.SCRIPT
 
 

@@ -133,7 +133,7 @@ def _spec(request: BatchRequest, dependencies: list[Dependency]) -> JobSpec:
     fields: dict[str, Any] = {
         "job_id": batch_job_id(0),
         "name": request.name or "",
-        "args": request.args or [],
+        "args": request.arguments(),
         "spark_conf": conf,
         "program": ProgramKind.SCRIPT,
         "dependencies": dependencies,
