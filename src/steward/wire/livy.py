@@ -48,12 +48,12 @@ def parse_batch_id(text: str) -> int | None:
 
 
 class BatchState(enum.StrEnum):
-    """Livy's ``SessionState`` names a batch can take here."""
+    """Livy's ``SessionState`` names a batch can take here: only those every Livy client knows
+    (Airflow's ``BatchState`` enum has no ``recovering``)."""
 
     NOT_STARTED = "not_started"
     STARTING = "starting"
     RUNNING = "running"
-    RECOVERING = "recovering"
     SHUTTING_DOWN = "shutting_down"
     SUCCESS = "success"
     DEAD = "dead"
@@ -65,7 +65,8 @@ BATCH_STATES: dict[JobState, BatchState] = {
     JobState.INITIALIZING: BatchState.STARTING,
     JobState.SCHEDULED: BatchState.STARTING,
     JobState.RUNNING: BatchState.RUNNING,
-    JobState.RESTARTING: BatchState.RECOVERING,
+    # Not Livy's "recovering" (its server's own restart): Airflow's LivyHook cannot parse it.
+    JobState.RESTARTING: BatchState.RUNNING,
     JobState.CANCELLING: BatchState.SHUTTING_DOWN,
     JobState.FINISHED: BatchState.SUCCESS,
     JobState.FAILED: BatchState.DEAD,

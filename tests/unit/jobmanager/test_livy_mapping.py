@@ -44,6 +44,26 @@ def test_every_job_state_has_a_livy_state_terminal_exactly_when_steward_says_so(
     assert BATCH_STATES[JobState.CANCELED] is BatchState.KILLED
 
 
+# Airflow's LivyHook parses a state with its own enum (BatchState): a name outside it fails
+# the task that polls the batch.
+AIRFLOW_BATCH_STATES = {
+    "not_started",
+    "starting",
+    "running",
+    "idle",
+    "busy",
+    "shutting_down",
+    "error",
+    "dead",
+    "killed",
+    "success",
+}
+
+
+def test_every_state_answered_is_one_airflows_livy_hook_knows() -> None:
+    assert {state.value for state in BATCH_STATES.values()} <= AIRFLOW_BATCH_STATES
+
+
 @pytest.mark.parametrize("batch_id", [0, 1, 42, MAX_BATCH_ID])
 def test_a_batch_id_names_one_job_and_back(batch_id: int) -> None:
     assert batch_id_of(batch_job_id(batch_id)) == batch_id
