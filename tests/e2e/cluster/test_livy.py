@@ -266,6 +266,8 @@ def test_a_batch_outlives_its_leaders_sigkill_and_completes_once(
     body, gate, output = gated(jobs_dir, tmp_path, "survivor")
     batch = submit(standby, body)  # forwarded to the leader
     batch_id = batch["id"]
+    status, listing = curl(f"{standby.address}/batches")  # listed there at once
+    assert status == 200 and [s["id"] for s in listing["sessions"]] == [batch_id], listing
     wait_until(lambda: state_of(standby, batch_id) == "running", QUICK_DEADLINE)
     leader.signal(signal.SIGKILL)
     new_leader = cluster.wait_ready(taskmanagers=1, timeout=QUICK_DEADLINE)

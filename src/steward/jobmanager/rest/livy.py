@@ -11,6 +11,8 @@ refused: docs/coming-from.md, "Livy".
 
 from __future__ import annotations
 
+import contextlib
+import json
 from collections.abc import Awaitable, Callable
 from functools import wraps
 from typing import ParamSpec
@@ -25,6 +27,7 @@ from steward.jobmanager.job_index import IndexedJob
 from steward.security import audit
 from steward.security.identity import Identity
 from steward.security.roles import Action
+from steward.store.contents import ContentStore
 from steward.store.sources import allowed_prefixes
 from steward.wire.livy import (
     BATCH_STATES,
@@ -86,17 +89,9 @@ async def create(
     body = await bounded_body(request, MAX_BODY, f"a batch request is at most {MAX_BODY} bytes")
     check_json_shape(body)
     if leading(backend) is None:
-        return await run_in_threadpool(forward, backend, forwarder, request, body)
-    allowed = allowed_prefixes(backend.config.settings.jobmanager.livy_allowed_sources)
+        return await run_in_threadpool(_forwarded, backend, forwarder, request, body)
     try:
-        batch = livy_submit.parse(body)
-        prepared = await run_in_threadpool(livy_submit.prepare, batch, contents, allowed)
-        dispatcher = leading(backend)
-        if dispatcher is None:
-            raise no_leader()
-        view = await run_in_threadpool(
-            livy_submit.store, dispatcher, contents, prepared, caller=caller, body=body
-        )
+        view = await _stored(backend, contents, caller, body)
     except ApiError as exc:
         audit.record("job.submit", caller, client=where, outcome=str(exc.status))
         raise
@@ -105,6 +100,36 @@ async def create(
     answer = _batch(request, view, [])
     location = {"location": f"/batches/{answer.id}"}
     return JSONResponse(answer.model_dump(mode="json"), status_code=201, headers=location)
+
+
+async def _stored(
+    backend: ApiBackend, contents: ContentStore, caller: Identity, body: bytes
+) -> JobView:
+    """The batch checked, its files fetched, then stored by the leader's term."""
+    allowed = allowed_prefixes(backend.config.settings.jobmanager.livy_allowed_sources)
+    batch = livy_submit.parse(body)
+    prepared = await run_in_threadpool(livy_submit.prepare, batch, contents, allowed)
+    dispatcher = leading(backend)
+    if dispatcher is None:
+        raise no_leader()
+    return await run_in_threadpool(
+        livy_submit.store, dispatcher, contents, prepared, caller=caller, body=body
+    )
+
+
+def _forwarded(
+    backend: ApiBackend, forwarder: httpx.Client, request: Request, body: bytes
+) -> Response:
+    """The leader's answer; the batch it accepted is listed here at once too (one read), so a
+    client that submits through this standby and then lists sees its batch."""
+    answer = forward(backend, forwarder, request, body)
+    if answer.status_code == 201:
+        with contextlib.suppress(ValueError, KeyError, TypeError, StewardError):
+            batch_id = json.loads(bytes(answer.body))["id"]
+            view = backend.reader.job(batch_job_id(int(batch_id)))
+            if view is not None:
+                backend.reader.note(view)
+    return answer
 
 
 @router.get("/batches")
