@@ -282,3 +282,18 @@ def test_a_batch_outlives_its_leaders_sigkill_and_completes_once(
         assert client.job(f"livy-{batch_id}").attempt_count == 1
     # The counter moved on in ZooKeeper: the new leader's next batch is a new id.
     assert submit(standby, gated(jobs_dir, tmp_path, "next")[0])["id"] == batch_id + 1
+
+
+def test_a_batch_skips_an_id_whose_job_was_named_by_hand(
+    cluster: ProcessCluster, jobs_dir: Path, tmp_path: Path
+) -> None:
+    jm = cluster.start_jobmanager("jm-1")
+    cluster.start_taskmanager("tm-1")
+    cluster.wait_ready(taskmanagers=1)
+    _body, gate, _output = gated(jobs_dir, tmp_path, "by-hand")
+    with cluster.client() as client:
+        client.submit(jobs_dir / "gated.py", args=[str(gate), str(tmp_path / "x")], job_id="livy-0")
+    batch = submit(jm, gated(jobs_dir, tmp_path, "by-livy")[0])
+    assert batch["id"] == 1 and batch["name"] == "by-livy", batch
+    status, listing = curl(f"{jm.address}/batches")
+    assert status == 200 and [s["id"] for s in listing["sessions"]] == [0, 1], listing

@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from steward.errors import JobExistsError, JobRejectedError, StewardError
+from steward.jobmanager.errors import JobResultExistsError
 from steward.security.identity import Identity
 from steward.store import sources
 from steward.store.contents import ContentStore
@@ -116,7 +117,7 @@ def store(
                 )
                 try:
                     return dispatcher.submit(named, graph)
-                except JobExistsError:
+                except (JobExistsError, JobResultExistsError):
                     continue  # a job took that name by hand: the next id
     except StewardError as exc:
         raise_for(exc)
