@@ -1,5 +1,6 @@
 """Reads at scale (issue 22): a page of ``GET /v1/jobs`` with 1,000 to 100,000 jobs known, and
-the live events stream under 1,000 state changes a second.
+the live events stream under 1,000 state changes a second; and Livy's ``GET /batches``
+(one job in ten is a Livy batch), first page and by offset from the middle.
 
 One ZooKeeper, one JobManager process (the leader) and one JobManager in this process (a
 standby: its index is the one measured).
@@ -50,6 +51,7 @@ from steward.config.configuration import validate
 from steward.ha.session import Session
 from steward.jobmanager.job_index import IndexedJob, JobIndex, LatestAttempt, encode_cursor
 from steward.jobmanager.manager import JobManager
+from steward.wire.livy import batch_job_id
 from steward.wire.records import JobStatusRecord
 from steward.wire.states import AttemptState, JobState
 
@@ -70,7 +72,7 @@ def synthetic_job(n: int) -> IndexedJob:
         1, sys.intern(f"tm-{n % 1000}"), 1, AttemptState.FINISHED, BASE_TIME, None
     )
     return IndexedJob(
-        job_id=f"bench-{n:07d}",
+        job_id=batch_job_id(n // 10) if n % 10 == 5 else f"bench-{n:07d}",
         name=sys.intern(f"etl-{n % 50}"),
         state=state,
         submitted_at=BASE_TIME + n * 0.01,
@@ -94,6 +96,8 @@ def queries(n: int) -> dict[str, str]:
         "state=RUNNING (8 %)": "/v1/jobs?state=RUNNING",
         "label tier=gold (1 %)": "/v1/jobs?label=tier%3Dgold",
         "name prefix + submitter (2 %)": "/v1/jobs?name=etl-7&submitter=team-7",
+        "Livy GET /batches (10 % of jobs)": "/batches",
+        "Livy GET /batches, offset at the middle": f"/batches?from={n // 20}&size=100",
     }
 
 

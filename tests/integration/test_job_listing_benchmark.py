@@ -13,7 +13,7 @@ def test_a_tiny_run_pages_every_kind_and_streams_every_last_state() -> None:
     doc = run_benchmark("job_listing.py", "--quick", *small, "--sse-jobs", "5", timeout=240)
     (size,) = doc["results"]["listing"]
     assert size["jobs"] == 300
-    assert len(size["pages"]) == 6
+    assert len(size["pages"]) == 8
     assert all(page["p50_ms"] > 0 for page in size["pages"].values())
     assert size["index_bytes_per_job"] > 0
     events = doc["results"]["events"]

@@ -239,6 +239,18 @@ PROCESS_OPTIONS: tuple[Option, ...] = (
         setting="jobmanager.upload_max_size",
     ),
     Option(
+        "jobmanager.livy.allowed-sources",
+        to_str,
+        "",
+        "Where Livy's `POST /batches` may have the JobManager read the files a batch names"
+        " (`file`, `pyFiles`, `files`, `archives`, `jars`): comma-separated local folders"
+        " (`/data/jobs`; symlinks and `..` are resolved before the check) and URL prefixes"
+        " (`s3://bucket/jobs/`). Empty (the default): none, and such a batch is refused with 400."
+        " The JobManager reads them with its own rights and credentials, so allow only what every"
+        " submitter may read. See [coming-from.md](coming-from.md#livy-post-batches).",
+        setting="jobmanager.livy_allowed_sources",
+    ),
+    Option(
         "jobmanager.contents.retention",
         to_duration,
         "1h",

@@ -108,6 +108,8 @@ class JobManagerSettings:
     """Wait before replacing a lost attempt."""
     upload_max_size: int
     """Largest file PUT /v1/contents accepts."""
+    livy_allowed_sources: str
+    """Comma-separated folders and URL prefixes ``POST /batches`` may read."""
     contents_retention: float
     """Age before an unnamed stored file is removed."""
     events_keep_alive: float

@@ -37,6 +37,11 @@ class Layout:
         return f"{self.root}/leader/history"
 
     @property
+    def batch_counter(self) -> str:
+        """The next Livy batch id (``POST /batches``): a decimal int64, fenced compare-and-set."""
+        return f"{self.root}/livy/batch-counter"
+
+    @property
     def jobgraphs(self) -> str:
         return f"{self.root}/jobgraphs"
 

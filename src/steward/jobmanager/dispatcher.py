@@ -34,6 +34,7 @@ from steward.errors import FencedError, StewardError
 from steward.ha.election import Leadership
 from steward.ha.session import Session
 from steward.metrics import JobManagerMetrics
+from steward.store.batch_ids import BatchIdCounter
 from steward.store.blob import BlobStore
 from steward.store.contents import ContentStore
 from steward.store.leadership import LeadershipHistoryStore
@@ -210,6 +211,14 @@ class Dispatcher:
 
     def cancel(self, job_id: str) -> JobView:
         return self._submissions.cancel(job_id)
+
+    def next_batch_id(self) -> int:
+        """The next Livy batch id (:mod:`steward.store.batch_ids`), through the fence."""
+        try:
+            return BatchIdCounter(self.session).next(self.fence)
+        except FencedError as exc:
+            self.term.fenced(exc)
+            raise
 
     def heartbeat(self, beat: Heartbeat) -> HeartbeatReply:
         """Take a TaskManager's reports; answer with acknowledgements and its commands."""

@@ -30,9 +30,11 @@ import sys
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
+from typing import TypeVar
 
 from steward.wire.events import JobEvent
 from steward.wire.job_options import deadline
+from steward.wire.livy import batch_id_of, batch_job_id
 from steward.wire.records import AttemptRecord
 from steward.wire.rest import JobView
 from steward.wire.states import AttemptState, JobState
@@ -41,6 +43,7 @@ MAX_REASON = 500
 SCAN_BUDGET = 20_000
 
 Key = tuple[float, str]
+_Sorted = TypeVar("_Sorted", Key, int)
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,6 +223,7 @@ class JobIndex:
         self._jobs: dict[str, IndexedJob] = {}
         self._order: list[Key] = []
         self._by_state: dict[JobState, list[Key]] = {state: [] for state in JobState}
+        self._batches: list[int] = []
         self.ready = False
 
     @classmethod
@@ -240,6 +244,8 @@ class JobIndex:
             if before is not None:
                 _remove(self._order, before.key)
                 _remove(self._by_state[before.state], before.key)
+            elif (batch := batch_id_of(job.job_id)) is not None:
+                bisect.insort(self._batches, batch)
             self._jobs[job.job_id] = job
             bisect.insort(self._order, job.key)
             bisect.insort(self._by_state[job.state], job.key)
@@ -252,6 +258,8 @@ class JobIndex:
                 return False
             _remove(self._order, job.key)
             _remove(self._by_state[job.state], job.key)
+            if (batch := batch_id_of(job_id)) is not None:
+                _remove(self._batches, batch)
             return True
 
     def replace_all(self, jobs: Iterable[IndexedJob]) -> None:
@@ -263,9 +271,17 @@ class JobIndex:
         for keys in by_state.values():
             keys.sort()
         order = sorted(job.key for job in by_id.values())
+        batches = sorted(b for b in map(batch_id_of, by_id) if b is not None)
         with self._lock:
             self._jobs, self._order, self._by_state = by_id, order, by_state
+            self._batches = batches
             self.ready = True
+
+    def batches(self, offset: int, size: int) -> tuple[int, list[IndexedJob]]:
+        """Livy batches ``offset`` to ``offset + size`` by batch id, and how many there are."""
+        with self._lock:
+            numbers = self._batches[offset : offset + size]
+            return len(self._batches), [self._jobs[batch_job_id(n)] for n in numbers]
 
     def page(self, query: JobQuery) -> Page:
         with self._lock:
@@ -292,7 +308,7 @@ class JobIndex:
         return found, position
 
 
-def _remove(keys: list[Key], key: Key) -> None:
+def _remove(keys: list[_Sorted], key: _Sorted) -> None:
     at = bisect.bisect_left(keys, key)
     if at < len(keys) and keys[at] == key:
         del keys[at]

@@ -33,7 +33,7 @@ from steward.wire.rest import JobManagerView, JobView, ResultView, TaskManagerVi
 from steward.wire.states import JobState
 
 from .index_follower import note
-from .job_index import JobIndex, JobQuery, Page
+from .job_index import IndexedJob, JobIndex, JobQuery, Page
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +94,10 @@ class ClusterReader:
     def page(self, query: JobQuery) -> Page | None:
         """One page of the jobs known, newest first; None until the index has been filled."""
         return self.index.page(query) if self.index.ready else None
+
+    def batches(self, offset: int, size: int) -> tuple[int, list[IndexedJob]] | None:
+        """Livy batches by offset, oldest first; None until the index has been filled."""
+        return self.index.batches(offset, size) if self.index.ready else None
 
     def note(self, view: JobView) -> None:
         """List ``view`` at once: this JobManager has just answered a write with it."""

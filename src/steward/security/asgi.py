@@ -2,9 +2,10 @@
 forget it. The JobManagers' REST API and the TaskManagers' HTTP port both sit behind it.
 
 Every request but the server's public paths (the probes ``GET /healthz`` and ``GET /readyz``)
-must carry ``Authorization: Bearer <token>`` (the OpenAPI document and ``/docs`` too, and paths
-that exist nowhere: a stranger learns nothing, not even which job ids exist). A missing,
-unknown, revoked or expired token is answered 401 with ``WWW-Authenticate: Bearer`` before any
+must carry ``Authorization: Bearer <token>``, or ``Basic`` with the token as the password (what
+Livy's clients send); the OpenAPI document and ``/docs`` too, and paths that exist nowhere (a
+stranger learns nothing, not even which job ids exist). A missing, unknown, revoked or expired
+token is answered 401 with ``WWW-Authenticate: Bearer`` before any
 route runs. ``/internal/*`` takes only the cluster's internal credential, which no other route
 takes (403 either way). What a verified caller may do is each route's own check (403): see
 :mod:`steward.security.roles`. The caller reaches routes as ``request.state.identity``.
@@ -25,6 +26,8 @@ Two more credentials, each off unless the server asks for it:
 
 from __future__ import annotations
 
+import base64
+import binascii
 import logging
 from collections.abc import Iterable
 from http.cookies import CookieError, SimpleCookie
@@ -156,15 +159,27 @@ class AuthMiddleware:
 
 
 def bearer_token(scope: Scope) -> str | None:
-    """The token of the request's ``Authorization: Bearer`` header, or None."""
+    """The token of the request's ``Authorization`` header, or None: ``Bearer <token>``, or
+    ``Basic`` with the token as the password (the user name is not checked), which is what
+    Livy's clients and curl's ``-u`` send."""
     headers: list[tuple[bytes, bytes]] = scope.get("headers", [])
     for name, value in headers:
         if name == b"authorization":
             scheme, _, token = value.decode("latin-1").strip().partition(" ")
-            if scheme.lower() == "bearer" and token.strip():
-                return token.strip()
-            return None
+            if scheme.lower() == "basic":
+                token = _basic_password(token)
+            elif scheme.lower() != "bearer":
+                return None
+            return token.strip() or None
     return None
+
+
+def _basic_password(credentials: str) -> str:
+    try:
+        decoded = base64.b64decode(credentials.strip(), validate=True).decode("utf-8")
+    except (binascii.Error, ValueError):
+        return ""
+    return decoded.partition(":")[2]
 
 
 def cookie_token(scope: Scope) -> str | None:

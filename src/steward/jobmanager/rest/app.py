@@ -18,7 +18,19 @@ from steward.store.contents import ContentStore
 from steward.tls.contexts import ClientTls
 
 from ..ui import routes as ui
-from . import cluster, contents, doctor, events, health, internal, jobs, logs, metrics, tokens
+from . import (
+    cluster,
+    contents,
+    doctor,
+    events,
+    health,
+    internal,
+    jobs,
+    livy,
+    logs,
+    metrics,
+    tokens,
+)
 from .auth import LOGIN_PAGE, PUBLIC_PATHS, ApiSecurity, document
 from .backend import ApiBackend
 from .errors import add_error_handlers
@@ -82,6 +94,7 @@ def create_app(
         logs.router,
         tokens.router,
         metrics.router,
+        livy.router,
     )
     for router in (*routers, internal.router, ui.router):
         app.include_router(router)

@@ -14,7 +14,7 @@ from contextlib import AbstractContextManager
 from typing import Protocol
 
 from steward.config import Configuration
-from steward.jobmanager.job_index import JobQuery, Page
+from steward.jobmanager.job_index import IndexedJob, JobQuery, Page
 from steward.store.blob import BlobStore
 from steward.wire.doctor import DoctorReport
 from steward.wire.heartbeat import Heartbeat, HeartbeatReply
@@ -45,6 +45,11 @@ class ClusterReads(Protocol):
 
     def page(self, query: JobQuery) -> Page | None:
         """A page of the in-memory job index; None while it is being filled."""
+        ...
+
+    def batches(self, offset: int, size: int) -> tuple[int, list[IndexedJob]] | None:
+        """Livy batches ``offset`` to ``offset + size``, oldest first, and how many there are;
+        None while the index is being filled."""
         ...
 
     def note(self, view: JobView) -> None:
@@ -83,6 +88,10 @@ class LeaderTerm(Protocol):
     def submit(self, spec: JobSpec, graph: JobGraph) -> JobView: ...
 
     def cancel(self, job_id: str) -> JobView: ...
+
+    def next_batch_id(self) -> int:
+        """A Livy batch id no batch had (a fenced counter in ZooKeeper)."""
+        ...
 
     def heartbeat(self, beat: Heartbeat) -> HeartbeatReply: ...
 

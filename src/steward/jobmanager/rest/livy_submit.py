@@ -1,0 +1,172 @@
+"""``POST /batches`` on the leader: a Livy ``CreateBatchRequest`` into a stored job ``livy-<n>``.
+
+Everything is checked and fetched before a batch id is taken, so a refused request changes
+nothing (files already fetched into the content store are unnamed, and its garbage collection
+removes them). Then the id comes from the fenced counter (:mod:`steward.store.batch_ids`) and
+the job is stored as a ``POST /v1/jobs`` would store it, its files pinned meanwhile. A Livy
+``file`` is a spark-submit script: it runs as ``__main__``. What Steward cannot do
+(``className``, ``proxyUser``) is a 400 naming the field, never silently ignored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from typing import Any
+
+from pydantic import ValidationError
+
+from steward.errors import JobExistsError, JobRejectedError, StewardError
+from steward.jobmanager.errors import JobResultExistsError
+from steward.security.identity import Identity
+from steward.store import sources
+from steward.store.contents import ContentStore
+from steward.supervisor.artifacts import check_submission
+from steward.wire import redaction, spark_options
+from steward.wire.jobs import Artifact, Dependency, DependencyKind, JobGraph, JobSpec, ProgramKind
+from steward.wire.livy import BatchRequest, batch_job_id
+from steward.wire.rest import JobView
+
+from .archive_checks import check_archives
+from .backend import LeaderTerm
+from .contents import missing_contents
+from .errors import ApiError, describe, raise_for
+from .submission import MAX_ARTIFACT_BYTES
+
+ID_ATTEMPTS = 3
+"""Batch ids tried when ``livy-<n>`` is taken (a job submitted under that name by hand)."""
+REFUSED = {
+    "className": "Steward runs Python (PySpark) batches only; a JVM main class cannot be run"
+    " (leave className out and give a .py file)",
+    "proxyUser": "Steward does not impersonate users: a batch runs as its TaskManager's user,"
+    " and its owner is the name of the token that submitted it (leave proxyUser out)",
+}
+_DEPENDENCY_FIELDS = {
+    "pyFiles": DependencyKind.PY_FILE,
+    "files": DependencyKind.FILE,
+    "archives": DependencyKind.ARCHIVE,
+    "jars": DependencyKind.JAR,
+}
+
+
+def parse(body: bytes) -> BatchRequest:
+    """The request, or a 400 naming the field that is wrong, missing or refused."""
+    try:
+        fields = json.loads(body)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ApiError(400, "bad_request", f"the body is not JSON: {exc}") from None
+    if not isinstance(fields, dict):
+        raise ApiError(400, "bad_request", "the body must be a JSON object")
+    for name, why in REFUSED.items():
+        if fields.get(name) is not None:
+            raise ApiError(400, "unsupported_field", f"{name}: {why}")
+    try:
+        request = BatchRequest.model_validate(fields)
+    except ValidationError as exc:
+        raise ApiError(400, "bad_request", describe(exc.errors())) from None
+    if not request.file:
+        raise ApiError(400, "bad_request", "file: required (the batch's .py file)")
+    return request
+
+
+def prepare(
+    request: BatchRequest, contents: ContentStore, allowed: tuple[str, ...]
+) -> tuple[JobSpec, Artifact]:
+    """The job's spec (its id a placeholder) and its file: every file fetched, every check
+    done; an ApiError (400) otherwise."""
+    assert request.file is not None  # parse() refused a request without one
+    try:
+        filename, data = sources.read_bytes("file", request.file, allowed, MAX_ARTIFACT_BYTES)
+        dependencies = _fetch_dependencies(request, contents, allowed)
+        spec = _spec(request, dependencies)
+        redaction.check_conf(spec.spark_conf)
+        artifact, spec = check_submission(filename, data, spec)
+        return spec, artifact
+    except JobRejectedError as exc:
+        raise ApiError(400, "bad_request", str(exc)) from None
+    except StewardError as exc:
+        raise_for(exc)
+
+
+def store(
+    dispatcher: LeaderTerm,
+    contents: ContentStore,
+    prepared: tuple[JobSpec, Artifact],
+    *,
+    caller: Identity,
+    body: bytes,
+) -> JobView:
+    """The batch stored under the next free batch id."""
+    spec, artifact = prepared
+    digest = hashlib.sha256(body).hexdigest()
+    try:
+        with dispatcher.content_gc.pinned(d.sha256 for d in spec.dependencies):
+            missing = missing_contents(contents, spec.dependencies)
+            if missing is not None:  # removed by GC before the pin: fetch it again
+                raise ApiError(400, "missing_contents", missing)
+            check_archives(contents, spec.dependencies)
+            for _ in range(ID_ATTEMPTS):
+                job_id = batch_job_id(dispatcher.next_batch_id())
+                named = spec.model_copy(update={"job_id": job_id, "submitter": caller.name})
+                graph = JobGraph(
+                    spec=named,
+                    artifact=artifact,
+                    submitted_at=time.time(),
+                    submission_sha256=digest,
+                )
+                try:
+                    return dispatcher.submit(named, graph)
+                except (JobExistsError, JobResultExistsError):
+                    continue  # a job took that name by hand: the next id
+    except StewardError as exc:
+        raise_for(exc)
+    raise ApiError(
+        503, "unavailable", "no free batch id found; retry", headers={"Retry-After": "1"}
+    )
+
+
+def _spec(request: BatchRequest, dependencies: list[Dependency]) -> JobSpec:
+    try:
+        conf = spark_options.apply(request.spark_conf(), request.sizing())
+    except JobRejectedError as exc:
+        raise ApiError(400, "bad_request", f"conf: {exc}") from None
+    fields: dict[str, Any] = {
+        "job_id": batch_job_id(0),
+        "name": request.name or "",
+        "args": request.arguments(),
+        "spark_conf": conf,
+        "program": ProgramKind.SCRIPT,
+        "dependencies": dependencies,
+    }
+    try:
+        return JobSpec.model_validate(fields)
+    except ValidationError as exc:
+        raise ApiError(400, "bad_request", describe(exc.errors())) from None
+
+
+def _fetch_dependencies(
+    request: BatchRequest, contents: ContentStore, allowed: tuple[str, ...]
+) -> list[Dependency]:
+    limit = contents.max_size or MAX_ARTIFACT_BYTES
+    found = []
+    for field, kind in _DEPENDENCY_FIELDS.items():
+        for position, source in enumerate(getattr(request, field) or []):
+            where, _, alias = (
+                source.partition("#") if kind is DependencyKind.ARCHIVE else (source, "", "")
+            )
+            name = f"{field}[{position}]"
+            fetched = sources.store(name, where, allowed, contents, limit)
+            try:
+                found.append(
+                    Dependency(
+                        kind=kind,
+                        filename=fetched.filename,
+                        sha256=fetched.sha256,
+                        size=fetched.size,
+                        alias=alias or None,
+                    )
+                )
+            except ValidationError as exc:
+                raise ApiError(400, "bad_request", f"{name}: {describe(exc.errors())}") from None
+    return found
