@@ -27,7 +27,7 @@ HOUR = 3600.0
 
 
 def archived(
-    archive: LogArchive, tmp_path: Path, job_id: str, attempt: int, age: float, size: int = 10
+    archive: LogArchive, tmp_path: Path, job_id: str, attempt: int, *, age: float, size: int = 10
 ) -> str:
     source = tmp_path / f"{job_id}-{attempt}.log"
     source.write_bytes(b"x" * size)

@@ -71,8 +71,13 @@ def test_an_archive_failure_is_retried_and_the_log_kept_until_storage_is_back(
 
     gate.touch()
     leader.wait_phase("job-b", AttemptPhase.ENDED)  # the end report did not wait for it
-    failures = manager.metrics.attempt_log_archive_failures
-    wait_until(lambda: failures._value.get() >= 2, 30, message="the archive retried")
+    registry = manager.metrics.registry
+
+    def failures() -> float:
+        found = registry.get_sample_value("steward_taskmanager_attempt_log_archive_failures_total")
+        return found or 0.0
+
+    wait_until(lambda: failures() >= 2, 30, message="the archive retried")
     wait_until(lambda: manager.attempts.get("job-b", 1) is None, 20, message="acknowledged")
     assert (folder / "runner.log").exists(), "kept: the archive does not have it yet"
     assert not storage.exists(), "the absent storage was not recreated"
