@@ -24,7 +24,7 @@ LOG_ARCHIVE_OPTIONS: tuple[Option, ...] = (
         to_size,
         "10GiB",
         "Most bytes the archived logs of all jobs may take in the HA storage; past it the leader"
-        " deletes the oldest first (by the minute they were archived) until they fit. `0`: no"
+        " deletes the oldest first (ten minutes of archiving at a time) until they fit. `0`: no"
         " limit. With both set, whichever deletes more applies. Each log is at most"
         " `taskmanager.attempt-log.max-size`.",
         lambda v: None if v >= 0 else "must not be negative (0 is no limit)",

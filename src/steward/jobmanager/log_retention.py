@@ -4,10 +4,11 @@ or the oldest ones while all of them take more than their budget.
 The leader runs one :class:`LogRetention` per term (a thread of its Dispatcher), a round every
 ``jobmanager.logs.check-interval``. A round never reads a log and keeps no per-log state: it
 lists the archive (:meth:`LogArchive.listing`, a stream) once to add up the logs' sizes by the
-minute they were archived, finds the minute before which the older logs must go for the rest to
-fit ``jobmanager.logs.max-total-size``, and lists it again to delete every log older than that
-or than ``jobmanager.logs.max-age``. Memory is one counter per minute of archive history, not
-one entry per log: a million logs cost two listings a round, nothing more.
+ten minutes (:data:`BUCKET`) they were archived in, finds the time before which the older logs
+must go for the rest to fit ``jobmanager.logs.max-total-size``, and lists it again to delete
+every log older than that or than ``jobmanager.logs.max-age``. Memory is one counter per ten
+minutes of archive history (4,320 for 30 days), not one entry per log: a million logs cost two
+listings a round, nothing more (``benchmarks/log_retention.py``).
 
 Deleting archived logs touches nothing any job depends on, so a round only confirms, once
 before deleting, that this leader's epoch is still current (a deposed leader's round stops);
@@ -31,8 +32,9 @@ from steward.store.log_archive import ArchivedLog, LogArchive
 
 log = logging.getLogger(__name__)
 
-BUCKET = 60.0
-"""Seconds: logs archived within the same minute are kept or deleted together by size."""
+BUCKET = 600.0
+"""Seconds: logs archived within the same ten minutes are kept or deleted together by size
+(coarser: less memory per year of history; finer: closer to the budget)."""
 PARTIAL_AGE = 3600.0
 """A temporary older than this is a copy that will never finish."""
 
@@ -100,13 +102,13 @@ class LogRetention:
 
 
 def size_cutoff(sizes: collections.Counter[int], budget: int) -> float:
-    """The start of the oldest minute (of ``sizes``: bytes by minute index) that fits within
-    ``budget`` with every newer one; -inf when all fit."""
+    """The end of the newest bucket (of ``sizes``: bytes by bucket index) that no longer fits
+    within ``budget`` with every newer one; -inf when all fit."""
     total = 0
-    for minute in sorted(sizes, reverse=True):
-        total += sizes[minute]
+    for bucket in sorted(sizes, reverse=True):
+        total += sizes[bucket]
         if total > budget:
-            return (minute + 1) * BUCKET
+            return (bucket + 1) * BUCKET
     return -math.inf
 
 

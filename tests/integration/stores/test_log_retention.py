@@ -72,8 +72,8 @@ def test_past_the_size_budget_the_oldest_go_first(
 ) -> None:
     archive = LogArchive(blobs)
     newest = archived(archive, tmp_path, "job", 3, age=60.0, size=400)
-    middle = archived(archive, tmp_path, "job", 2, age=10 * 60.0, size=400)
-    archived(archive, tmp_path, "job", 1, age=20 * 60.0, size=400)
+    middle = archived(archive, tmp_path, "job", 2, age=BUCKET + 60.0, size=400)
+    archived(archive, tmp_path, "job", 1, age=2 * BUCKET + 60.0, size=400)
     retention = LogRetention(archive, settings(max_total_size=1000), fence=leader.fence)
 
     assert retention.collect() == 1
