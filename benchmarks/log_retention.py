@@ -19,6 +19,7 @@ peak memory per round at 10x the logs (about the same).
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import time
@@ -39,7 +40,7 @@ from _common import (
 from steward.config.settings import LogArchiveSettings
 from steward.ha.election import LeaderElection
 from steward.ha.session import Session
-from steward.jobmanager.log_retention import LogRetention
+from steward.jobmanager.log_retention import BUCKET, LogRetention
 from steward.store.blob import BlobStore
 from steward.store.log_archive import LogArchive
 
@@ -105,7 +106,8 @@ def measure(zookeeper: TempZooKeeper, jobs: int, args: Json) -> Json:
         deleting = timed_round(LogRetention(archive, budget, fence=fence))
         election.stop()
     logs = jobs * args["attempts"]
-    if idle[1] or not 0 < deleting[1] <= logs // 10 + args["attempts"]:
+    per_bucket = math.ceil(logs * BUCKET / SPREAD) + 1  # the budget is met a bucket at a time
+    if idle[1] or not 0 < deleting[1] <= logs // 10 + per_bucket:
         raise RuntimeError(f"unexpected deletions: {idle}, {deleting}")
     progress(f"{logs} logs: listing {listing:.3f}s, round {idle[0]:.3f}s")
     return {
