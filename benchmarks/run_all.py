@@ -79,6 +79,7 @@ CLUSTER_SUITE = (
     Benchmark("log_stream", "log_stream"),
     Benchmark("ui_cost", "ui_cost"),
     Benchmark("content_gc", "content_gc"),
+    Benchmark("log_retention", "log_retention"),
     Benchmark("result_store", "result_store"),
     Benchmark("job_listing", "job_listing"),
     Benchmark("watch_reconnect", "watch_reconnect"),

@@ -15,6 +15,7 @@ from steward.config import (
     ClientSettings,
     Configuration,
     JobManagerSettings,
+    LogArchiveSettings,
     ResultSettings,
     Settings,
     SparkSettings,
@@ -63,6 +64,9 @@ OTHER_VALUES: dict[str, str] = {
     "jobmanager.results.max-age": "365d",
     "jobmanager.results.max-count": "1000000",
     "jobmanager.results.check-interval": "1h",
+    "jobmanager.logs.max-age": "7d",
+    "jobmanager.logs.max-total-size": "1g",
+    "jobmanager.logs.check-interval": "1m",
     "jobmanager.events.keep-alive": "5s",
     "jobmanager.events.buffer": "50",
     "jobmanager.doctor.interval": "15m",
@@ -112,6 +116,9 @@ def test_defaults_give_the_documented_typed_values(_isolated_cwd: Path) -> None:
         storage_dir=f"file://{_isolated_cwd.resolve()}/.steward/storage", checkpoints_retained=3
     )
     assert settings.results == ResultSettings(max_age=0.0, max_count=0, check_interval=600.0)
+    assert settings.log_archive == LogArchiveSettings(
+        max_age=30 * 86400.0, max_total_size=10 << 30, check_interval=600.0
+    )
     assert settings.jobmanager == JobManagerSettings(
         bind_host="127.0.0.1",
         port=8081,

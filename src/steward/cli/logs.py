@@ -2,9 +2,11 @@
 
 An attempt's output (the runner, the pipeline, the Spark JVM) is in ``runner.log`` on the
 TaskManager that ran it (capped at ``taskmanager.attempt-log.max-size``, removed
-``taskmanager.workdir.retention`` after the attempt ended). Any JobManager serves it
-(``GET /v1/jobs/{id}/attempts/{n}/log``, asking that TaskManager), so this command needs
-nothing of the TaskManager's host: :meth:`steward.Client.log` does the work. With
+``taskmanager.workdir.retention`` after the attempt ended) and, once the attempt ended, in the
+log archive of the HA storage (kept for ``jobmanager.logs.max-age``). Any JobManager serves it
+(``GET /v1/jobs/{id}/attempts/{n}/log``, asking that TaskManager, or reading the archive once
+the TaskManager no longer has it), so this command needs nothing of the TaskManager's host:
+:meth:`steward.Client.log` does the work. With
 ``--follow`` it prints what the attempt prints until the attempt ends, then says how the job
 went on (a new attempt, to follow in turn).
 """

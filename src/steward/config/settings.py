@@ -10,6 +10,7 @@ processes that read them:
 - :class:`ZooKeeperSettings`: ``high-availability.*`` except the storage folder (every process);
 - :class:`StorageSettings`: blob storage and checkpoints (JobManager, TaskManager);
 - :class:`ResultSettings`: ``jobmanager.results.*`` (the leader's result retention);
+- :class:`LogArchiveSettings`: ``jobmanager.logs.*`` (the leader's archived-log retention);
 - :class:`JobManagerSettings`: ``jobmanager.*``;
 - :class:`TaskManagerSettings`: ``taskmanager.*`` and ``heartbeat.interval``;
 - :class:`SparkSettings`: ``spark.*``;
@@ -84,6 +85,18 @@ class ResultSettings:
     """Most results kept; 0: no limit."""
     check_interval: float
     """Seconds between two retention rounds."""
+
+
+@dataclass(frozen=True, slots=True)
+class LogArchiveSettings:
+    """How long the log archive keeps attempts' logs; the leader applies it."""
+
+    max_age: float
+    """Seconds an archived log is kept; 0: for ever."""
+    max_total_size: int
+    """Bytes all archived logs may take; 0: no limit."""
+    check_interval: float
+    """Seconds between two log retention rounds."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,6 +251,7 @@ class Settings:
     zookeeper: ZooKeeperSettings
     storage: StorageSettings
     results: ResultSettings
+    log_archive: LogArchiveSettings
     jobmanager: JobManagerSettings
     taskmanager: TaskManagerSettings
     spark: SparkSettings

@@ -14,7 +14,9 @@ answers for the term to the REST API and the JobManager process:
   ``leader/timeouts.py`` and ``leader/deadlines.py``: jobs past their timeout cancelled;
 - ``leader/records.py`` and ``leader/cleanup.py``: status records, results (DIRTY first), then
   cleanup and CLEAN (rule 7); ``leader/retention.py``: results' retention and their
-  migration to blob storage; ``leader/views.py``: the live jobs' views.
+  migration to blob storage; ``leader/views.py``: the live jobs' views;
+- ``content_gc.py`` and ``log_retention.py``: unreferenced stored files and archived
+  attempt logs past their retention, each on a thread of the term.
 
 Every ZooKeeper write goes through the term's fence, so a deposed Dispatcher that has not yet
 noticed cannot change anything: its first write fails with FencedError and it stops itself.
@@ -38,6 +40,7 @@ from steward.store.batch_ids import BatchIdCounter
 from steward.store.blob import BlobStore
 from steward.store.contents import ContentStore
 from steward.store.leadership import LeadershipHistoryStore
+from steward.store.log_archive import LogArchive
 from steward.wire.heartbeat import Heartbeat, HeartbeatReply
 from steward.wire.jobs import JobGraph, JobSpec
 from steward.wire.records import LeadershipTerm
@@ -59,6 +62,7 @@ from .leader.table import JobTable
 from .leader.term import Term
 from .leader.timeouts import Timeouts
 from .leader.views import Views
+from .log_retention import LogRetention
 
 __all__ = ["Dispatcher"]
 
@@ -95,6 +99,9 @@ class Dispatcher:
             stores.graphs,
             retention=config.settings.jobmanager.contents_retention,
             fence=leadership.fence,
+        )
+        self.log_retention = LogRetention(
+            LogArchive(blobs), config.settings.log_archive, fence=leadership.fence
         )
         self._cleanup = Cleanup(term, table, stores)
         self._retention = ResultRetention(term, stores, resume=self._cleanup.put)
@@ -151,6 +158,7 @@ class Dispatcher:
             ("cleanup", self._cleanup.run),
             ("result-retention", self._retention.run),
             ("content-gc", lambda: self.content_gc.run(self.term.stopped)),  # content GC hook
+            ("log-retention", lambda: self.log_retention.run(self.term.stopped)),
         ):
             thread = threading.Thread(target=target, name=f"{self.id}-{name}", daemon=True)
             thread.start()

@@ -52,6 +52,12 @@ class TaskManagerMetrics(ProcessMetrics[TaskManagerSnapshot]):
             " taskmanager.attempt-log.max-size (or lost to a full disk).",
             registry=r,
         )
+        self.attempt_log_archive_failures = Counter(
+            "steward_taskmanager_attempt_log_archive_failures",
+            "Failed tries to copy an ended attempt's log to the HA storage (each is retried;"
+            " the local copy stays until one succeeds).",
+            registry=r,
+        )
         self.self_fencings = Counter(
             "steward_taskmanager_self_fencings",
             "Times this TaskManager fenced itself (ZooKeeper silent for fence-after).",

@@ -19,7 +19,8 @@ This module wires the TaskManager's parts together and owns its reactions:
   after its lease is taken;
 - disk use: each attempt's log is capped (``taskmanager.attempt-log.max-size``,
   :mod:`steward.supervisor.logcap`), and the folders of forgotten attempts and dead spares are
-  removed after ``taskmanager.workdir.retention`` (:mod:`steward.taskmanager.workdir_cleaner`).
+  removed after ``taskmanager.workdir.retention`` (:mod:`steward.taskmanager.workdir_cleaner`),
+  never before the log is archived to the HA storage (:mod:`steward.taskmanager.log_archiver`).
 - its HTTP port (:mod:`steward.taskmanager.http`): its attempts' logs, which JobManagers
   proxy, and its probes; its address is in the registration record.
 
@@ -48,16 +49,18 @@ from steward.metrics import TaskManagerMetrics, TaskManagerSnapshot
 from steward.security.credentials import internal_credential
 from steward.store.blob import BlobStore
 from steward.store.leases import ExecutionLeases
+from steward.store.log_archive import LogArchive
 from steward.taskmanager.attempts import Attempt, Attempts
 from steward.taskmanager.executions import Executions
 from steward.taskmanager.heartbeater import Heartbeater
 from steward.taskmanager.http.port import HttpPort
 from steward.taskmanager.launcher import Launcher
+from steward.taskmanager.log_archiver import LogArchiver
 from steward.taskmanager.registration import Registration
 from steward.taskmanager.self_fencing import SelfFencing
 from steward.taskmanager.spares import SparePool
 from steward.taskmanager.starts import Starts
-from steward.taskmanager.workdir_cleaner import WorkdirCleaner
+from steward.taskmanager.workdir_cleaner import WorkdirCleaner, paths_in_use
 from steward.tls.contexts import client_tls
 from steward.wire.heartbeat import CancelAttempt, HeartbeatReply, StartAttempt
 from steward.wire.records import ErrorInfo, LeaderInfo, TaskManagerInfo
@@ -71,6 +74,7 @@ log = logging.getLogger(__name__)
 SELF_FENCED_ERROR = "steward.SelfFenced"
 _TM_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}")
 _STOP_KILL_WAIT = 10.0
+_STOP_ARCHIVE_WAIT = 10.0  # at most; the rest are archived by a next start under this id
 
 
 def default_id() -> str:
@@ -123,12 +127,20 @@ class TaskManager:
             ready=self._not_ready,
             metrics=self.metrics,
         )
+        blobs = BlobStore(settings.storage.storage_dir, on_error=self.metrics.storage_failed)
+        self.archiver = LogArchiver(
+            self.workdir,
+            LogArchive(blobs),
+            paths_in_use,
+            on_failure=self.metrics.attempt_log_archive_failures.inc,
+        )
         self.cleaner = WorkdirCleaner(
             self.workdir,
             settings.taskmanager.workdir_retention,
             self.http.noting_removals(self.attempts.unless_known),
             # A pool clears what earlier spares left when it starts (they died with their TM).
             include_spares=settings.taskmanager.prewarm_runners == 0,
+            keep=self.archiver.holds,
         )
         self.spares: SparePool | None = None
         if settings.taskmanager.prewarm_runners > 0:
@@ -146,11 +158,7 @@ class TaskManager:
             attempts=self.attempts,
             executions=self.executions,
             leases=self.leases,
-            launcher=Launcher(
-                config,
-                BlobStore(settings.storage.storage_dir, on_error=self.metrics.storage_failed),
-                self.workdir,
-            ),
+            launcher=Launcher(config, blobs, self.workdir),
             spares=self.spares,
             metrics=self.metrics,
             fenced=lambda: self.fenced,
@@ -201,7 +209,10 @@ class TaskManager:
         self.registration.start()
         self.executions.start_monitor()
         # After registering: an earlier run's runners are dead or dying by now (rule 4),
-        # and a folder a process still uses is left alone anyway.
+        # and a folder a process still uses is left alone anyway. Its unarchived logs are
+        # queued before the cleaner looks at their folders.
+        self.archiver.scan_leftovers()
+        self.archiver.start()
         self.cleaner.start()
         if self.spares is not None:
             self.spares.start()
@@ -242,6 +253,7 @@ class TaskManager:
                 log.error("attempts or leases left behind on stop tm=%s", self.id)
         self.probe.stop()
         self.self_fencing.stop()
+        self.archiver.stop(flush=_STOP_ARCHIVE_WAIT)
         self.cleaner.stop()
         self.executions.close()
         self.registration.stop()
@@ -342,6 +354,7 @@ class TaskManager:
             )
         self.metrics.attempt_ended(str(outcome.event))
         self.attempts.end(attempt, outcome)
+        self.archiver.attempt_ended(job_id, attempt_number)
 
     # ------------------------------------------------------------------ self-fencing
 

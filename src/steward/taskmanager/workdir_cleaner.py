@@ -18,7 +18,9 @@ and only when, at that moment,
   into it can never lose it;
 - no process has its working directory or an open file inside it: a runner of an earlier
   run that is still dying, or the log capper still writing the last lines
-  (:func:`paths_in_use`, one scan of ``/proc`` per pass that has folders due).
+  (:func:`paths_in_use`, one scan of ``/proc`` per pass that has folders due);
+- its log is not waiting to be archived (``keep``, :mod:`steward.taskmanager.log_archiver`):
+  the local copy goes only once the HA storage has one, however long the storage is away.
 
 Removal runs on its own thread (never on the heartbeat path), logs one INFO line per folder,
 and a failure is logged, never raised: the folder is left for the next start to retry.
@@ -41,6 +43,9 @@ import psutil
 
 log = logging.getLogger(__name__)
 
+Keep = Callable[[str, int], bool]
+"""``keep(job_id, attempt)``: True while the attempt's folder must stay (its log is not
+archived yet, :mod:`steward.taskmanager.log_archiver`)."""
 Guard = Callable[[str, int | None, Callable[[], object]], bool]
 """``guard(job_id, attempt, action)``: run ``action`` under the attempts' lock unless an
 attempt of ``job_id`` (``attempt`` None: any attempt) is known; True if it ran."""
@@ -70,11 +75,13 @@ class WorkdirCleaner:
         guard: Guard,
         *,
         include_spares: bool = True,
+        keep: Keep = lambda _job_id, _attempt: False,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.root = root
         self.retention = retention
         self._guard = guard
+        self._keep = keep
         self._include_spares = include_spares
         self._clock = clock
         self._lock = threading.Lock()
@@ -180,11 +187,17 @@ class WorkdirCleaner:
             if _used(entry.folder, in_use):
                 log.debug("folder still in use, removal deferred folder=%s", entry.folder)
                 continue
+            if self._kept(entry):
+                log.debug("log not archived yet, removal deferred folder=%s", entry.folder)
+                continue
             with self._lock:
                 self._due.pop(entry.folder, None)
             if self._remove(entry):
                 removed.append(entry.folder)
         return removed
+
+    def _kept(self, entry: _Due) -> bool:
+        return entry.attempt is not None and self._keep(entry.job_id or "", entry.attempt)
 
     def _remove(self, entry: _Due) -> bool:
         trash = self.root / TRASH / f"{entry.folder.name}-{uuid.uuid4().hex[:8]}"

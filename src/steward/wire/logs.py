@@ -4,7 +4,9 @@ and the headers that travel with the bytes.
 A TaskManager serves the logs of the attempts it ran (``runner.log``: the runner's, the
 pipeline's and the Spark JVM's output) on its own HTTP port; every JobManager serves the same
 bytes for any attempt of any job by asking the TaskManager that ran it. The body is the log
-itself (``text/plain``, streamed: never read into memory whole); errors are
+itself (``text/plain``, streamed: never read into memory whole); once the attempt ended its
+log is also archived in the HA storage, from which JobManagers serve it when the TaskManager
+no longer can; errors are
 :class:`~steward.wire.rest.ErrorBody` documents. Both ends use this module, so a path or a
 header cannot differ between them.
 """
@@ -22,6 +24,9 @@ START_HEADER = "x-steward-log-start"
 asks again with ``offset`` = this + the bytes it got."""
 TASKMANAGER_HEADER = "x-steward-taskmanager"
 """Which TaskManager the JobManager read the log from (answers of the proxy)."""
+SOURCE_HEADER = "x-steward-log-source"
+"""``archive`` when a JobManager served the log from the log archive in the HA storage (the
+TaskManager no longer had it); absent when it came from the TaskManager."""
 MAX_ATTEMPT = 1_000_000_000
 """Attempt numbers above this are refused (400): no job restarts that often."""
 

@@ -5,9 +5,10 @@ them from a folder that has no TaskManager in it.
 One cluster for the module (two JobManagers, one TaskManager with the default retention):
 a job prints numbered lines slowly, so a follower sees them appear while it runs; the same
 log is then read whole, by tail and from an offset through the leader, the standby, the
-TaskManager's own port and the CLI. Last, that TaskManager stops (its logs: 503 naming it)
-and one with a zero retention runs a short job, whose log is then answered 410 (removed by
-the retention) by the TaskManager and by the JobManagers.
+TaskManager's own port and the CLI. Last, that TaskManager stops (its logs: from the archive
+in the HA storage; without that copy, 503 naming it) and one with a zero retention runs a
+short job, whose log is then answered 410 (removed by the retention) by the TaskManager and
+from the archive by the JobManagers.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import pytest
 from steward.errors import ApiError
 from steward.testing.credentials import kit_admin_token
 from steward.testing.processes import Proc, ProcessCluster
-from steward.wire.logs import START_HEADER, TASKMANAGER_HEADER
+from steward.wire.logs import SOURCE_HEADER, START_HEADER, TASKMANAGER_HEADER
 from steward.wire.states import JobState
 from steward.zookeeper.managed import ManagedEnsemble
 from support import wait_until
@@ -210,16 +211,22 @@ def test_unknown_attempts_and_bad_ids_are_clear_errors(logs: Logs) -> None:
 
 
 def test_a_gone_taskmanager_is_named_and_a_removed_log_is_410(logs: Logs) -> None:
+    whole = b"".join(block for _, block in logs.followed)
     keep = next(p for p in logs.cluster.procs if p.id == "tm-keep")
     keep.signal(15)
     wait_until(lambda: not keep.alive(), 30, message="tm-keep stopped")
     path = f"/v1/jobs/{logs.job_id}/attempts/1/log"
-    gone = wait_until(
-        lambda: (a := logs.get(logs.standby, path)).status_code == 503 and a,
+    # Its TaskManager archived it (issue 25): served from the HA storage now.
+    archived = wait_until(
+        lambda: (a := logs.get(logs.standby, path)).headers.get(SOURCE_HEADER) and a,
         30,
-        message="the log of a stopped TaskManager is 503",
+        message="the log of a stopped TaskManager comes from the archive",
     )
-    assert gone.json()["code"] == "taskmanager_gone"
+    assert (archived.status_code, archived.content) == (200, whole)
+    # Without the archived copy, the gone TaskManager is named.
+    (logs.cluster.workdir / "storage" / "logs" / logs.job_id / "1.log").unlink()
+    gone = logs.get(logs.standby, path)
+    assert (gone.status_code, gone.json()["code"]) == (503, "taskmanager_gone")
     assert "TaskManager tm-keep" in gone.json()["message"]
     with pytest.raises(ApiError, match="tm-keep"), logs.cluster.client(timeout=10) as client:
         client.log(logs.job_id, 1)
@@ -236,9 +243,8 @@ def test_a_gone_taskmanager_is_named_and_a_removed_log_is_410(logs: Logs) -> Non
         )
         assert removed.json()["code"] == "log_removed"
         assert "taskmanager.workdir.retention" in removed.json()["message"]
-        for proc in (logs.leader, logs.standby):
+        for proc in (logs.leader, logs.standby):  # removed there only once archived
             answer = logs.get(proc, "/v1/jobs/short/attempts/1/log")
-            assert (answer.status_code, answer.json()["code"]) == (410, "log_removed")
-        with pytest.raises(ApiError, match="removed at"):
-            client.log("short")
+            assert (answer.status_code, answer.headers[SOURCE_HEADER]) == (200, "archive")
+            assert _lines(answer.content) == ["printed line 0", "printed line 1"]
         assert not (logs.cluster.workdir / "work" / "tm-short" / "short" / "1").exists()

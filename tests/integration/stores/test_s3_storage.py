@@ -17,6 +17,7 @@ from steward.ha.session import Session
 from steward.store.blob import BlobStore
 from steward.store.contents import ContentStore
 from steward.store.job_graphs import JobGraphStore
+from steward.store.log_archive import LogArchive, last_lines_start
 from steward.testing.s3 import S3Server
 from support import wait_until
 
@@ -107,3 +108,24 @@ def test_a_store_that_stops_answering_fails_writes_and_keeps_what_it_had(
     assert store.get(before) == b"kept"
     after = store.put("jobgraphs/job-2/after", b"again")
     assert store.get(after) == b"again"
+
+
+def test_archived_logs_round_trip_on_an_object_store(store: BlobStore, tmp_path: Path) -> None:
+    archive = LogArchive(store)
+    source = tmp_path / "runner.log"
+    data = b"".join(b"line %d\n" % n for n in range(50_000))
+    source.write_bytes(data)
+
+    assert archive.put("job-1", 2, source) == len(data)
+
+    assert archive.exists("job-1", 2)
+    opened = archive.open("job-1", 2)
+    assert opened is not None
+    with opened:
+        start = last_lines_start(opened, 2)
+        opened.seek(start)
+        assert opened.read() == b"line 49998\nline 49999\n"
+    assert [(e.key, e.size) for e in archive.listing()] == [("logs/job-1/2.log", len(data))]
+    archive.delete("logs/job-1/2.log")
+    assert archive.open("job-1", 2) is None
+    assert list(archive.listing()) == []

@@ -8,9 +8,12 @@ certificate as the JobManager verifies the leader (``rest.ssl.ca``). Standbys an
 it needs no leader. The caller needs the role viewer or above (the JobManager verified it; the
 TaskManager trusts the JobManager).
 
-What the caller gets: the TaskManager's bytes and its ``x-steward-log-start``; its 400, 404
-and 410 as they are; 503 ``taskmanager_gone`` when the TaskManager is not registered (stopped,
-or lost with its host); 502 ``taskmanager_unreachable`` when it cannot be reached or refuses.
+What the caller gets: the TaskManager's bytes and its ``x-steward-log-start``. When the
+TaskManager no longer serves the log (not registered: stopped or lost with its host; it
+answers 404 or 410; it cannot be reached), the log archive in the HA storage does, once the
+attempt ended and its TaskManager copied it there (:mod:`.archived_logs`). Without an archived
+copy: the TaskManager's 400, 404 and 410 as they are; 503 ``taskmanager_gone`` when it is not
+registered; 502 ``taskmanager_unreachable`` when it cannot be reached or refuses.
 An attempt the leader sent but that has not started yet (DEPLOYING) may be unknown to its
 TaskManager for a moment: its log is then empty, and a follower waits for it to start.
 """
@@ -31,6 +34,7 @@ from starlette.concurrency import run_in_threadpool
 
 from steward.security.credentials import internal_credential
 from steward.security.roles import Action
+from steward.store.log_archive import LogArchive
 from steward.tls.contexts import ClientTls, client_tls
 from steward.wire.logs import (
     LOG_MEDIA_TYPE,
@@ -45,6 +49,7 @@ from steward.wire.rest import ErrorBody, TaskManagerView
 from steward.wire.states import AttemptState
 from steward.wire.values import check_job_id
 
+from .archived_logs import archived_log
 from .auth import Caller, require
 from .backend import ApiBackend
 from .errors import ApiError
@@ -85,6 +90,7 @@ def install(app: FastAPI, backend: ApiBackend, tls: ClientTls | None) -> None:
     """Give the app its proxy: the JobManager's internal credential and how it verifies TLS."""
     credential = internal_credential(backend.config.settings.security)
     app.state.log_proxy = LogProxy(tls or client_tls(), credential)
+    app.state.log_archive = LogArchive(backend.blobs)
 
 
 AttemptNumber = Annotated[int, Path(ge=1, le=MAX_ATTEMPT)]
@@ -115,14 +121,26 @@ async def attempt_log(
     from the TaskManager that ran it; ``follow`` keeps it open until the attempt ends."""
     require(caller, Action.READ)
     record, taskmanager = await run_in_threadpool(_where, backend, job_id, attempt)
+    archive: LogArchive = request.app.state.log_archive
+
+    async def archived_or(error: ApiError) -> Response:
+        found = await archived_log(archive, job_id, attempt, record.taskmanager, query)
+        if found is None:
+            raise error
+        return found
+
+    if taskmanager is None:
+        return await archived_or(_gone(job_id, record))
     proxy: LogProxy = request.app.state.log_proxy
     address = taskmanager.http_address
     if address is None:
-        raise ApiError(
-            502,
-            "taskmanager_unreachable",
-            f"TaskManager {taskmanager.id}, which ran attempt {attempt} of job {job_id},"
-            " serves no logs (it runs a Steward without an HTTP port)",
+        return await archived_or(
+            ApiError(
+                502,
+                "taskmanager_unreachable",
+                f"TaskManager {taskmanager.id}, which ran attempt {attempt} of job {job_id},"
+                " serves no logs (it runs a Steward without an HTTP port)",
+            )
         )
     timeout = httpx.Timeout(_READ_TIMEOUT, connect=_CONNECT_TIMEOUT)
     if query.follow:
@@ -139,13 +157,14 @@ async def attempt_log(
                 stream=True,
             )
         except httpx.HTTPError as exc:
-            raise _unreachable(taskmanager, address, f"{type(exc).__name__}: {exc}") from None
+            why = f"{type(exc).__name__}: {exc}"
+            return await archived_or(_unreachable(taskmanager, address, why))
         if upstream.status_code == 200:
             break
         await upstream.aread()
         await upstream.aclose()
         if not (deploying and upstream.status_code == 404):
-            raise _refused(taskmanager, upstream)
+            return await archived_or(_refused(taskmanager, upstream))
         if not query.follow or time.monotonic() >= deadline:
             return Response(
                 b"",
@@ -177,8 +196,11 @@ async def _relay(upstream: httpx.Response) -> AsyncIterator[bytes]:
         await upstream.aclose()
 
 
-def _where(backend: ApiBackend, job_id: str, attempt: int) -> tuple[AttemptRecord, TaskManagerView]:
-    """The attempt's record and its TaskManager's registration; 404 or 503 otherwise."""
+def _where(
+    backend: ApiBackend, job_id: str, attempt: int
+) -> tuple[AttemptRecord, TaskManagerView | None]:
+    """The attempt's record and its TaskManager's registration (None: not registered); 404
+    for an unknown job or attempt."""
     try:
         check_job_id(job_id)
     except ValueError:
@@ -202,12 +224,17 @@ def _where(backend: ApiBackend, job_id: str, attempt: int) -> tuple[AttemptRecor
     for taskmanager in backend.reader.taskmanagers():
         if taskmanager.id == record.taskmanager:
             return record, taskmanager
-    raise ApiError(
+    return record, None
+
+
+def _gone(job_id: str, record: AttemptRecord) -> ApiError:
+    return ApiError(
         503,
         "taskmanager_gone",
-        f"attempt {attempt} of job {job_id} ran on TaskManager {record.taskmanager}, which is"
-        " not registered now (stopped, or lost with its host): its log is on that host, in"
-        " its taskmanager.workdir, until taskmanager.workdir.retention removes it",
+        f"attempt {record.number} of job {job_id} ran on TaskManager {record.taskmanager},"
+        " which is not registered now (stopped, or lost with its host), and its log is not in"
+        " the archive (yet): that TaskManager copies it there once the attempt ended, or when"
+        " it starts again; until then it is on that host, in its taskmanager.workdir",
     )
 
 

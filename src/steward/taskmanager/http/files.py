@@ -33,6 +33,7 @@ from typing import BinaryIO
 import anyio
 import anyio.to_thread
 
+from steward.store.log_archive import last_lines_start
 from steward.taskmanager.launcher import LOG_FILE
 from steward.wire.logs import MAX_ATTEMPT
 from steward.wire.values import check_job_id
@@ -205,25 +206,3 @@ def _past_end(log: BinaryIO) -> None:
     size = os.fstat(log.fileno()).st_size
     if log.tell() > size:
         log.seek(size)
-
-
-def last_lines_start(log: BinaryIO, lines: int) -> int:
-    """The offset where the last ``lines`` lines of ``log`` start, reading from its end."""
-    end = log.seek(0, os.SEEK_END)
-    position, newlines = end, 0
-    # A final newline ends the last line; it does not start another.
-    if end > 0:
-        log.seek(end - 1)
-        if log.read(1) == b"\n":
-            newlines = -1
-    while position > 0:
-        step = min(BLOCK, position)
-        position -= step
-        log.seek(position)
-        block = log.read(step)
-        for index in range(len(block) - 1, -1, -1):
-            if block[index] == 0x0A:
-                newlines += 1
-                if newlines == lines:
-                    return position + index + 1
-    return 0
