@@ -41,6 +41,8 @@ def main(ctx):
 """
 LINES = 40
 JOB = "archived-printer"
+BATCH = "livy-0"
+"""A job Livy's routes know as batch 0."""
 PATH = f"/v1/jobs/{JOB}/attempts/1/log"
 
 
@@ -81,6 +83,8 @@ def gone(tmp_path_factory: pytest.TempPathFactory, zookeeper: ManagedEnsemble) -
             client.submit(pipeline, args=[str(LINES)], job_id=JOB)
             assert client.wait(JOB, timeout=60).state == JobState.FINISHED
             whole = b"".join(client.log(JOB, 1))
+            client.submit(pipeline, args=["3"], job_id=BATCH)
+            assert client.wait(BATCH, timeout=60).state == JobState.FINISHED
         assert b"printed line 39" in whole
         taskmanager.signal(15)
         wait_until(lambda: not taskmanager.alive(), 30, message="tm-gone stopped")
@@ -112,6 +116,19 @@ def test_tail_offset_and_follow_work_on_an_archived_log(gone: Gone) -> None:
         assert followed.content == gone.whole
         past = gone.get(proc, offset=len(gone.whole) + 10)
         assert (past.content, past.headers[START_HEADER]) == (b"", str(len(gone.whole)))
+
+
+def test_livys_log_route_reads_a_batch_log_from_the_archive(gone: Gone) -> None:
+    for proc in (gone.leader, gone.standby):
+        answer = gone.get(proc, "/batches/0/log", **{"from": 0, "size": 100})
+        assert answer.status_code == 200, (proc.id, answer.text)
+        body = answer.json()
+        assert [line for line in body["log"] if line.startswith("printed line")] == [
+            "printed line 0",
+            "printed line 1",
+            "printed line 2",
+        ]
+        assert body["total"] == len(body["log"])
 
 
 def test_steward_logs_reads_it_from_the_archive(gone: Gone, tmp_path: Path) -> None:
