@@ -13,6 +13,7 @@ is derived from other keys when the configuration is validated (the timing chain
 from __future__ import annotations
 
 from steward.config.keys_ha import HA_OPTIONS
+from steward.config.keys_history import HISTORY_OPTIONS
 from steward.config.keys_processes import PROCESS_OPTIONS
 from steward.config.keys_results import RESULT_OPTIONS
 from steward.config.option import (
@@ -27,6 +28,7 @@ OPTIONS: tuple[Option, ...] = (
     *HA_OPTIONS,
     *PROCESS_OPTIONS,
     *RESULT_OPTIONS,
+    *HISTORY_OPTIONS,
     Option(
         "rest.address",
         to_str,
