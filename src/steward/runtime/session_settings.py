@@ -48,8 +48,10 @@ def settings(launch: LaunchDocument, extra: Mapping[str, str] = {}) -> dict[str,
     """What the attempt's session is built with: Steward's defaults, the job's ``spark_conf``,
     ``extra`` (the dependencies' settings), the app name and the master.
 
-    The event log the TaskManager asks for comes under the job's own ``spark.eventLog.*``."""
-    conf = {**DEFAULT_CONF, **event_log_conf(launch.event_log_dir)}
+    The event log the TaskManager asks for comes under the job's own ``spark.eventLog.*``; a
+    Spark Connect server writes its own (its session cannot change a JVM's settings)."""
+    connect = launch.spark_master.startswith(CONNECT_SCHEME)
+    conf = {**DEFAULT_CONF, **event_log_conf(None if connect else launch.event_log_dir)}
     conf.update({**launch.spec.spark_conf, **extra})
     conf.setdefault(APP_NAME, launch.spec.name or app_name(launch.job_id, launch.attempt))
     conf[SPARK_MASTER] = launch.spark_master

@@ -42,8 +42,11 @@ def history(**changes: object) -> HistorySettings:
     return HistorySettings(**{**fields, **changes})  # type: ignore[arg-type]
 
 
-def launch(spark_conf: dict[str, str], folder: str | None) -> LaunchDocument:
+def launch(
+    spark_conf: dict[str, str], folder: str | None, master: str = "local[2]"
+) -> LaunchDocument:
     return LaunchDocument(
+        spark_master=master,
         job_id="j",
         attempt=1,
         epoch=1,
@@ -84,6 +87,11 @@ def test_the_session_writes_the_event_log_the_launch_names() -> None:
     assert conf[EVENT_LOG_ENABLED] == "true"
     assert conf[EVENT_LOG_DIR] == "file:///e"
     assert EVENT_LOG_ENABLED not in settings(launch({}, None))
+
+
+def test_a_spark_connect_session_is_not_given_the_taskmanagers_event_log() -> None:
+    conf = settings(launch({}, "file:///e", master="sc://connect:15002"))
+    assert EVENT_LOG_ENABLED not in conf and EVENT_LOG_DIR not in conf
 
 
 def test_the_jobs_own_event_log_settings_win() -> None:
