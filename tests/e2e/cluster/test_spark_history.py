@@ -53,6 +53,9 @@ def test_a_finished_runs_application_is_in_the_history_server_under_stewards_app
     # Given a local cluster started with its History Server
     ok(steward(workdir, *FAST, *history, "cluster", "start", "--jobmanagers", "1",
                "--taskmanagers", "1"))  # fmt: skip
+    status = document(steward(workdir, "cluster", "status", "--json"))
+    (server,) = [p for p in status["processes"] if p["role"] == "history-server"]
+    assert server["alive"] is True and server["address"] == f"http://127.0.0.1:{port}"
     # When a plain PySpark script runs through it
     script = workdir / "sum_app.py"
     script.write_text(textwrap.dedent(SCRIPT))
