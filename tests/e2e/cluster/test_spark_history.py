@@ -75,14 +75,16 @@ def test_a_finished_runs_application_is_in_the_history_server_under_stewards_app
     # event logs by default: a folder eventlog_v2_<app-id>)
     events = workdir / ".steward" / "storage" / "spark-events"
     assert [p.name for p in events.iterdir() if app_id in p.name], sorted(events.iterdir())
-    # And the History Server lists it, completed, under that id
-    listed = wait_until(
-        lambda: next((a for a in applications(port) or [] if a["id"] == app_id), None),
+    # And the History Server lists it under that id, completed once its next scan sees the
+    # ended run (a first scan may find it still in progress)
+    wait_until(
+        lambda: any(
+            a["id"] == app_id and a["attempts"][-1]["completed"] for a in applications(port) or []
+        ),
         HISTORY_DEADLINE,
         interval=1.0,
-        message=f"application {app_id} in the History Server",
+        message=f"application {app_id} completed in the History Server",
     )
-    assert listed["attempts"][-1]["completed"] is True
     # When the cluster is stopped, the History Server is stopped with it
     ok(steward(workdir, "cluster", "stop"))
     assert nothing_runs(workdir)
