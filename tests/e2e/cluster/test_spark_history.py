@@ -43,7 +43,7 @@ def applications(port: int) -> list[dict[str, Any]] | None:
         return None
 
 
-@pytest.mark.slow  # ~100-190 s: cluster start, a Spark run, a History Server JVM; the default
+@pytest.mark.slow  # 45-60 s idle, 190 s under load: cluster, Spark run, History Server; the default
 # run has tests/unit/runtime/test_event_log.py
 def test_a_finished_runs_application_is_in_the_history_server_under_stewards_app_id(
     workdir: Path,
