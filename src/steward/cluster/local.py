@@ -26,7 +26,7 @@ from pathlib import Path
 
 import httpx
 
-from steward.cluster import launcher
+from steward.cluster import history_server, launcher
 from steward.cluster.fleet import TLS_DIR, Fleet, fleet_for, local_entries, remote_entries
 from steward.cluster.hosts import Topology, require_shared_zookeeper
 from steward.cluster.managed_zookeeper import start_managed_zookeeper
@@ -56,7 +56,7 @@ from steward.cluster.workdir import (
     load_state,
     save_state,
 )
-from steward.config import load
+from steward.config import Configuration, load
 from steward.errors import LocalClusterError, LocalClusterStartError, StewardError
 from steward.ha.acl import AclMode, create_digest_file
 from steward.security.credentials import INTERNAL_KEY
@@ -203,6 +203,7 @@ class LocalCluster:
                 progress(f"starting tm-{number} on {remote}")
                 entry = fleet.launch(remote, Role.TASKMANAGER, number, port=None, scheme=scheme)
                 state = self._record(state, entry)
+        state = self._start_history_server(state, config, progress)
         self._await_ready(state, deadline, options.timeout, progress, verify)
         return state
 
@@ -210,6 +211,16 @@ class LocalCluster:
         state = state.model_copy(update={"processes": [*state.processes, entry]})
         save_state(self.state_dir, state)  # at once: an interrupted start can still be stopped
         return state
+
+    def _start_history_server(
+        self, state: ClusterState, config: Configuration, progress: Progress
+    ) -> ClusterState:
+        if not config.settings.history.server_enabled:
+            return state
+        progress("starting the Spark History Server")
+        child, entry = history_server.start(self.state_dir, config)
+        self._children.append(child)
+        return self._record(state, entry)
 
     def _zookeeper_credential(self, user: UserSettings) -> Path | None:
         """The cluster's ZooKeeper credential file, made at the first start and kept (its
@@ -282,6 +293,7 @@ class LocalCluster:
         log.info("start failed; stopping what it started cluster=%s", state.cluster_id)
         with contextlib.suppress(StewardError):
             launcher.stop(local_entries(workers(state)), timeout=STOP_GRACE)
+            history_server.stop(state, timeout=STOP_GRACE)
         remote = remote_entries(workers(state))
         if remote:
             _stopped, failures = fleet_for(self.state_dir, state).stop(remote, timeout=STOP_GRACE)
@@ -296,6 +308,7 @@ class LocalCluster:
             entry for entry in local_entries(workers(previous)) if launcher.live_process(entry)
         ]
         names = [f"{entry.id} (pid {entry.pid})" for entry in alive]
+        names += history_server.running(previous)
         remote = remote_entries(workers(previous))
         if remote:
             found, failures = fleet_for(self.state_dir, previous).status(remote)
@@ -332,6 +345,7 @@ class LocalCluster:
             failures: dict[str, str] = {}
             if state is not None:
                 stopped = launcher.stop(local_entries(workers(state)), timeout=timeout)
+                stopped += history_server.stop(state, timeout=timeout)
                 remote = remote_entries(workers(state))
                 if remote:
                     elsewhere, failures = fleet_for(self.state_dir, state).stop(

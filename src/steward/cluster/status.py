@@ -97,6 +97,17 @@ def read_status(state_dir: StateDir) -> ClusterStatus:
         )
         for entry in workers(state)
     ]
+    processes += [
+        ProcessStatus(
+            role=entry.role,
+            id=entry.id,
+            pid=entry.pid,
+            alive=launcher.live_process(entry) is not None,
+            address=entry.address,
+            log=entry.log,
+        )
+        for entry in state.of_role(Role.HISTORY_SERVER)
+    ]
     return ClusterStatus(state_dir, state, processes, leader)
 
 

@@ -110,6 +110,7 @@ class Role(enum.StrEnum):
     ZOOKEEPER = "zookeeper"
     JOBMANAGER = "jobmanager"
     TASKMANAGER = "taskmanager"
+    HISTORY_SERVER = "history-server"
 
 
 class ProcessEntry(Value):

@@ -13,6 +13,7 @@ is derived from other keys when the configuration is validated (the timing chain
 from __future__ import annotations
 
 from steward.config.keys_ha import HA_OPTIONS
+from steward.config.keys_history import HISTORY_OPTIONS
 from steward.config.keys_logs import LOG_ARCHIVE_OPTIONS
 from steward.config.keys_processes import PROCESS_OPTIONS
 from steward.config.keys_results import RESULT_OPTIONS
@@ -29,6 +30,7 @@ OPTIONS: tuple[Option, ...] = (
     *PROCESS_OPTIONS,
     *RESULT_OPTIONS,
     *LOG_ARCHIVE_OPTIONS,
+    *HISTORY_OPTIONS,
     Option(
         "rest.address",
         to_str,

@@ -14,6 +14,7 @@ processes that read them:
 - :class:`JobManagerSettings`: ``jobmanager.*``;
 - :class:`TaskManagerSettings`: ``taskmanager.*`` and ``heartbeat.interval``;
 - :class:`SparkSettings`: ``spark.*``;
+- :class:`HistorySettings`: ``history.*`` (Spark event logs, the History Server);
 - :class:`ClientSettings`: ``rest.address`` and ``client.*`` (the CLI and Client);
 - :class:`SecuritySettings`: ``security.*`` (JobManager, TaskManager);
 - :class:`TlsSettings`: ``rest.ssl.*`` (a JobManager's HTTPS, and every client of it);
@@ -170,6 +171,22 @@ class SparkSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class HistorySettings:
+    """Spark event logs and the History Server (``history.*``)."""
+
+    event_log_enabled: bool
+    """Attempts write Spark event logs."""
+    event_log_dir: str
+    """Empty: ``<storage-dir>/spark-events`` for a local storage."""
+    server_enabled: bool
+    """``steward cluster start`` starts a History Server."""
+    server_port: int
+    """The History Server's port."""
+    server_url: str
+    """Empty: derived from the two above."""
+
+
+@dataclass(frozen=True, slots=True)
 class ClientSettings:
     """How the CLI and Client find the JobManagers, and the token they send."""
 
@@ -255,6 +272,7 @@ class Settings:
     jobmanager: JobManagerSettings
     taskmanager: TaskManagerSettings
     spark: SparkSettings
+    history: HistorySettings
     client: ClientSettings
     tls: TlsSettings
     security: SecuritySettings

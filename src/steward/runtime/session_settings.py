@@ -27,6 +27,7 @@ import re
 from collections.abc import Mapping, MutableMapping
 from pathlib import Path
 
+from steward.runtime.event_log import event_log_conf
 from steward.runtime.warm import APP_NAME, CONNECT_SCHEME, DEFAULT_CONF, SPARK_MASTER
 from steward.wire.redaction import DEFAULT as DEFAULT_RULE
 from steward.wire.runner import LaunchDocument
@@ -45,8 +46,13 @@ def app_name(job_id: str, attempt: int) -> str:
 
 def settings(launch: LaunchDocument, extra: Mapping[str, str] = {}) -> dict[str, str]:
     """What the attempt's session is built with: Steward's defaults, the job's ``spark_conf``,
-    ``extra`` (the dependencies' settings), the app name and the master."""
-    conf = {**DEFAULT_CONF, **launch.spec.spark_conf, **extra}
+    ``extra`` (the dependencies' settings), the app name and the master.
+
+    The event log the TaskManager asks for comes under the job's own ``spark.eventLog.*``; a
+    Spark Connect server writes its own (its session cannot change a JVM's settings)."""
+    connect = launch.spark_master.startswith(CONNECT_SCHEME)
+    conf = {**DEFAULT_CONF, **event_log_conf(None if connect else launch.event_log_dir)}
+    conf.update({**launch.spec.spark_conf, **extra})
     conf.setdefault(APP_NAME, launch.spec.name or app_name(launch.job_id, launch.attempt))
     conf[SPARK_MASTER] = launch.spark_master
     return conf

@@ -20,6 +20,7 @@ from pydantic import ValidationError
 
 from steward.config import Configuration
 from steward.errors import CorruptStateError
+from steward.runtime.event_log import event_log_dir
 from steward.store.blob import BlobRef, BlobStore
 from steward.store.contents import ContentStore
 from steward.supervisor.artifacts import materialize
@@ -60,6 +61,7 @@ class Launcher:
         settings = config.settings
         self._spark_master = settings.spark.master
         self._deadman_timeout = settings.taskmanager.deadman_timeout
+        self.event_log_dir = event_log_dir(settings.history, settings.storage.storage_dir)
         # Shared by every TaskManager of the host that uses the same taskmanager.workdir.
         cache = settings.taskmanager.workdir.resolve() / CACHE_DIR
         # Not taskmanager.workdir itself: it may be a shared folder (/tmp), left as it is.
@@ -106,6 +108,7 @@ class Launcher:
                 dependencies=dependencies,
                 python_env=python_env,
                 earlier_spark_apps=command.earlier_spark_apps,
+                event_log_dir=self.event_log_dir,
             )
         except ValidationError as exc:
             first = exc.errors()[0]

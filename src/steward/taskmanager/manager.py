@@ -46,6 +46,8 @@ from steward.ha.liveness import LivenessProbe
 from steward.ha.retrieval import LeaderRetrieval
 from steward.ha.session import ConnectionState, Session
 from steward.metrics import TaskManagerMetrics, TaskManagerSnapshot
+from steward.runtime import event_log
+from steward.runtime.event_log import event_log_conf
 from steward.security.credentials import internal_credential
 from steward.store.blob import BlobStore
 from steward.store.leases import ExecutionLeases
@@ -142,6 +144,7 @@ class TaskManager:
             include_spares=settings.taskmanager.prewarm_runners == 0,
             keep=self.archiver.holds,
         )
+        self._event_log_dir = event_log.prepare(settings.history, settings.storage.storage_dir)
         self.spares: SparePool | None = None
         if settings.taskmanager.prewarm_runners > 0:
             self.spares = SparePool(
@@ -152,6 +155,7 @@ class TaskManager:
                 free_slots=self._slots_without_runner,
                 log_max_size=self._log_max_size,
                 on_folder_done=self.cleaner.folder_ended,
+                spark_defaults=event_log_conf(self._event_log_dir),
             )
         self.starts = Starts(
             tm_id=self.id,

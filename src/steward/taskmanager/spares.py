@@ -26,12 +26,14 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import shutil
 import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from steward.runtime.session_settings import CONF_FOLDER, export
 from steward.runtime.warm import cold_reason
 from steward.supervisor.process_group import SpawnError
 from steward.supervisor.runner_process import RunnerProcess
@@ -62,6 +64,7 @@ class SparePool:
         replace_delay: float = REPLACE_DELAY,
         log_max_size: int | None = None,
         on_folder_done: Callable[[Path], None] | None = None,
+        spark_defaults: Mapping[str, str] | None = None,
     ) -> None:
         """``on_folder_done(folder)``: a spare's folder no process of it uses any more (the
         spare died, or the attempt it was handed to is gone); the caller removes it."""
@@ -76,6 +79,9 @@ class SparePool:
         self._folder = folder
         self._free_slots = free_slots
         self._env = env
+        self._spark_defaults = dict(spark_defaults or {})
+        """Spark settings a cold runner gets from its launch document (the event log): the
+        spares' JVMs start with them too, so a spare's run is a cold one's."""
         self._python = python
         self._lock = threading.Lock()
         self._spares: list[RunnerProcess] = []
@@ -92,6 +98,10 @@ class SparePool:
         # Leftovers of an earlier TaskManager with this id (its spares died with it).
         shutil.rmtree(self._folder, ignore_errors=True)
         self._folder.mkdir(parents=True, exist_ok=True)
+        if self._spark_defaults:
+            env = dict(os.environ if self._env is None else self._env)
+            export(self._spark_defaults, self._folder / CONF_FOLDER, env)
+            self._env = env
         self._thread.start()
         return self
 

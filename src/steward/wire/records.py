@@ -75,6 +75,11 @@ class SparkApp(Value):
     app_id: str = Field(min_length=1, max_length=256)
     ui_url: str | None = Field(default=None, max_length=2048)
     master: str = Field(default="", max_length=2048)
+    history_url: str | None = Field(
+        default=None,
+        max_length=2048,
+        description="the run in the Spark History Server (history.server.*), when there is one",
+    )
 
 
 class AttemptRecord(Value):

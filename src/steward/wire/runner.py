@@ -229,6 +229,9 @@ class LaunchDocument(Payload):
     python_env: str | None = None
     """The prefix of the job's Python environment (from ``requirements`` or an archive with
     ``spark.pyspark.python``), or None for the TaskManager's own Python."""
+    event_log_dir: str | None = None
+    """Where the session writes its Spark event log (the TaskManager's ``history.event-log``
+    keys), unless the job's own ``spark.eventLog.*`` says otherwise; None: no event log."""
 
     @field_validator("job_id")
     @classmethod

@@ -157,6 +157,10 @@ def test_a_cancelled_attempt_on_a_warm_spare_is_gone_with_its_jvm(
     spare = ready_spare(manager)
     jvms = java_children(spare)
     assert jvms, "the spare's JVM runs"
+    # It writes the event log a cold runner would: the storage's spark-events folder.
+    events = tmp_path / "storage" / "spark-events"
+    logs = wait_until(lambda: list(events.iterdir()), 30.0, message="the spare's event log")
+    assert [log.name for log in logs if log.name.startswith("eventlog_v2_local-")], logs
 
     command = start_command(
         blobs, "job-c", leader.epoch, args=[str(tmp_path / "never")], source=SPARK_GATED

@@ -27,6 +27,7 @@ from steward.jobmanager.job_index import (
     JobQuery,
     decode_cursor,
 )
+from steward.runtime.event_log import history_server_url
 from steward.security import audit
 from steward.security.identity import Identity
 from steward.security.roles import Action
@@ -39,6 +40,7 @@ from .bodies import bounded_body
 from .errors import ApiError, raise_for
 from .events import Feed, check_wait, long_poll, long_poll_headers
 from .forwarding import forward, leading
+from .history import with_history_links
 from .state import Backend, Contents, Forwarder
 from .submission import MAX_ARTIFACT_BYTES, MAX_SUBMISSION_BYTES
 from .submission import submit as submit_job
@@ -173,10 +175,12 @@ async def job(
     wait, since = query.wait, query.since
     if check_wait(wait) is None:
         view = await run_in_threadpool(_job_view, backend, job_id)
+        view = with_history_links(view, history_server_url(backend.config.settings.history))
         return JSONResponse(view.model_dump(mode="json"))
     view, waited = await long_poll(
         feed, job_id, wait or 0.0, since, lambda: _job_view(backend, job_id)
     )
+    view = with_history_links(view, history_server_url(backend.config.settings.history))
     return JSONResponse(view.model_dump(mode="json"), headers=long_poll_headers(waited))
 
 

@@ -118,9 +118,12 @@ function renderAttempts() {
 
 function sparkLink(app) {
   if (!app) return "—";
-  if (!app.ui_url || !/^https?:\/\//.test(app.ui_url)) return h("span", { class: "mono" }, app.app_id);
-  return h("a", { href: app.ui_url, target: "_blank", rel: "noopener noreferrer", class: "spark-ui" },
-    `${app.app_id} ↗`);
+  const live = !app.ui_url || !/^https?:\/\//.test(app.ui_url) ? h("span", { class: "mono" }, app.app_id)
+    : h("a", { href: app.ui_url, target: "_blank", rel: "noopener noreferrer", class: "spark-ui" },
+      `${app.app_id} ↗`);
+  if (!app.history_url || !/^https?:\/\//.test(app.history_url)) return live;
+  return [live, " ", h("a", { href: app.history_url, target: "_blank", rel: "noopener noreferrer",
+    class: "spark-history" }, "history ↗")];
 }
 
 async function load() {
