@@ -76,7 +76,13 @@ def livy_errors(route: Callable[_P, Awaitable[Response]]) -> Callable[_P, Awaita
     return answered
 
 
-@router.post("/batches", status_code=201)
+def _answers(*statuses: int) -> dict[int | str, dict[str, object]]:
+    """What the OpenAPI document says a route may answer besides success: Livy's ``{"msg"}``
+    (with Steward's ``code``), so a generated client and the fuzzing know every answer."""
+    return {status: {"model": LivyMessage} for status in statuses}
+
+
+@router.post("/batches", status_code=201, responses=_answers(400, 409, 413, 502, 503))
 @livy_errors
 async def create(
     request: Request, caller: Caller, backend: Backend, forwarder: Forwarder, contents: Contents
@@ -132,7 +138,7 @@ def _forwarded(
     return answer
 
 
-@router.get("/batches")
+@router.get("/batches", responses=_answers(400, 503))
 @livy_errors
 async def batches(request: Request, caller: Caller, backend: Backend) -> Response:
     """Livy's ``GET /batches``: ``size`` batches (default 100) from offset ``from``, oldest
@@ -150,7 +156,7 @@ async def batches(request: Request, caller: Caller, backend: Backend) -> Respons
     return JSONResponse(answer.document())
 
 
-@router.get("/batches/{batch_id}")
+@router.get("/batches/{batch_id}", responses=_answers(400, 404, 503))
 @livy_errors
 async def batch(batch_id: str, request: Request, caller: Caller, backend: Backend) -> Response:
     """Livy's ``GET /batches/{id}``: its state, application and last 10 log lines."""
@@ -160,7 +166,7 @@ async def batch(batch_id: str, request: Request, caller: Caller, backend: Backen
     return JSONResponse(_batch(request, view, lines).model_dump(mode="json"))
 
 
-@router.get("/batches/{batch_id}/state")
+@router.get("/batches/{batch_id}/state", responses=_answers(400, 404, 503))
 @livy_errors
 async def state(batch_id: str, caller: Caller, backend: Backend) -> Response:
     """Livy's ``GET /batches/{id}/state``: ``{"id", "state"}``."""
@@ -170,7 +176,7 @@ async def state(batch_id: str, caller: Caller, backend: Backend) -> Response:
     return JSONResponse(answer.model_dump(mode="json"))
 
 
-@router.get("/batches/{batch_id}/log")
+@router.get("/batches/{batch_id}/log", responses=_answers(400, 404, 503))
 @livy_errors
 async def batch_log(batch_id: str, request: Request, caller: Caller, backend: Backend) -> Response:
     """Livy's ``GET /batches/{id}/log``: lines ``from`` to ``from + size`` of the latest
@@ -184,7 +190,7 @@ async def batch_log(batch_id: str, request: Request, caller: Caller, backend: Ba
     return JSONResponse(answer.document())
 
 
-@router.delete("/batches/{batch_id}")
+@router.delete("/batches/{batch_id}", responses=_answers(400, 404, 409, 502, 503))
 @livy_errors
 async def delete(
     batch_id: str, request: Request, caller: Caller, backend: Backend, forwarder: Forwarder
