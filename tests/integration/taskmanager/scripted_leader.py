@@ -122,9 +122,13 @@ class ScriptedLeader:
             self._cond.notify_all()
 
     def reports(self, job_id: str, attempt: int = 1) -> list[AttemptReport]:
-        """Every report of that attempt, in the order the heartbeats arrived."""
+        """Every report of that attempt, in the order its TaskManager built the heartbeats.
+
+        Not the order they arrived: a TaskManager's long poll, built before an attempt ended,
+        can reach the leader after the notifier's heartbeat that reports the end.
+        """
         with self._cond:
-            beats = list(self.heartbeats)
+            beats = sorted(self.heartbeats, key=lambda beat: beat.seq or 0)
         return [
             report
             for beat in beats
