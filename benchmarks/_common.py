@@ -302,6 +302,30 @@ def cluster_document(
     return {**document(name, parameters, results, zookeeper), "summary": rows}
 
 
+def job_counts(
+    given: str | None, quick: bool, quick_counts: str, counts: str = "1000,10000"
+) -> list[int]:
+    """The job counts a scaling benchmark measures: ``--jobs`` if given, else its defaults."""
+    return [int(n) for n in (given or (quick_counts if quick else counts)).split(",")]
+
+
+def run_per_job_count(
+    name: str,
+    parameters: Json,
+    measure: Callable[[TempZooKeeper, int, Json], Json],
+    rows: Callable[[Json], list[Json]],
+    verbose: bool,
+) -> int:
+    """Measure each of ``parameters["jobs"]`` on one temporary ZooKeeper and print the document."""
+
+    def body() -> Json:
+        with temp_zookeeper(name.replace("_", "-")) as zookeeper:
+            results = {str(n): measure(zookeeper, n, parameters) for n in parameters["jobs"]}
+            return cluster_document(name, parameters, results, rows(results), zookeeper)
+
+    return run_main(body, verbose)
+
+
 # ------------------------------------------------------------------------------ peers
 
 

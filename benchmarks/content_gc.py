@@ -27,13 +27,12 @@ from concurrent.futures import ThreadPoolExecutor
 from _common import (
     Json,
     TempZooKeeper,
-    cluster_document,
+    job_counts,
     parser,
     progress,
-    run_main,
+    run_per_job_count,
     summary,
     summary_row,
-    temp_zookeeper,
     timed,
     wait_until,
 )
@@ -207,9 +206,7 @@ def main() -> int:
     cli.add_argument("--orphans", type=int, default=50, help="unreferenced files deleted")
     args = cli.parse_args()
     parameters: Json = {
-        "jobs": [
-            int(n) for n in (args.jobs or ("50,200" if args.quick else "1000,10000")).split(",")
-        ],
+        "jobs": job_counts(args.jobs, args.quick, "50,200"),
         "artifact_bytes": args.artifact_bytes,
         "files": args.files,
         "rounds": args.rounds if not args.quick else 2,
@@ -217,12 +214,7 @@ def main() -> int:
         "quick": args.quick,
     }
 
-    def body() -> Json:
-        with temp_zookeeper("content-gc") as zookeeper:
-            results = {str(n): measure(zookeeper, n, parameters) for n in parameters["jobs"]}
-            return cluster_document("content_gc", parameters, results, rows(results), zookeeper)
-
-    return run_main(body, args.verbose)
+    return run_per_job_count("content_gc", parameters, measure, rows, args.verbose)
 
 
 if __name__ == "__main__":

@@ -28,12 +28,11 @@ import tracemalloc
 from _common import (
     Json,
     TempZooKeeper,
-    cluster_document,
+    job_counts,
     parser,
     progress,
-    run_main,
+    run_per_job_count,
     summary_row,
-    temp_zookeeper,
     timed,
     wait_until,
 )
@@ -161,20 +160,13 @@ def main() -> int:
     cli.add_argument("--log-bytes", type=int, default=1024, help="size of each log")
     args = cli.parse_args()
     parameters: Json = {
-        "jobs": [
-            int(n) for n in (args.jobs or ("20,200" if args.quick else "1000,10000")).split(",")
-        ],
+        "jobs": job_counts(args.jobs, args.quick, "20,200"),
         "attempts": args.attempts if not args.quick else 3,
         "log_bytes": args.log_bytes,
         "quick": args.quick,
     }
 
-    def body() -> Json:
-        with temp_zookeeper("log-retention") as zookeeper:
-            results = {str(n): measure(zookeeper, n, parameters) for n in parameters["jobs"]}
-            return cluster_document("log_retention", parameters, results, rows(results), zookeeper)
-
-    return run_main(body, args.verbose)
+    return run_per_job_count("log_retention", parameters, measure, rows, args.verbose)
 
 
 if __name__ == "__main__":
