@@ -4,6 +4,6 @@ The routers (:mod:`.jobs`, :mod:`.cluster`, :mod:`.internal`, :mod:`.contents`, 
 ask their JobManager only what :class:`~.backend.ApiBackend` lists, handed to them through the
 app's state (:mod:`.state`); :func:`steward.jobmanager.app.create_app`, above this package and
 the UI's, mounts them. :mod:`.errors` maps every failure to an ``ErrorBody``; :mod:`.forwarding`
-carries a standby's writes to the leader; :mod:`.submission` turns a submission's body into a
+carries a standby's writes to the leader; :mod:`.jobs_submit` turns a submission's body into a
 stored job.
 """
