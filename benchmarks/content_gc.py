@@ -40,7 +40,7 @@ from job_graph_store import job_graph
 from steward.ha.election import LeaderElection
 from steward.ha.fencing import Fence
 from steward.ha.session import Session
-from steward.jobmanager.content_gc import ContentCollector
+from steward.jobmanager.leader.content_gc import ContentCollector
 from steward.store.blob import BlobStore
 from steward.store.contents import ContentStore
 from steward.store.job_graphs import JobGraphStore

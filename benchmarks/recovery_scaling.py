@@ -42,7 +42,7 @@ from steward.ha.acl import ZooKeeperAccess
 from steward.ha.election import LeaderElection
 from steward.ha.fencing import Fence
 from steward.ha.session import Session
-from steward.jobmanager.jobmaster import JobMaster
+from steward.jobmanager.leader.jobmaster import JobMaster
 from steward.store.blob import BlobStore
 from steward.store.job_graphs import JobGraphStore
 from steward.store.statuses import JobStatusStore

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from steward.errors import CorruptStateError
 from steward.jobmanager.rest.errors import ApiError
-from steward.jobmanager.rest.submission import (
+from steward.jobmanager.rest.jobs_submit import (
     MAX_JSON_CONTAINERS,
     MAX_JSON_DEPTH,
     check_json_shape,

@@ -48,14 +48,14 @@ from steward.tls.serving import bind_listener, uvicorn_tls_options
 from steward.wire.doctor import DoctorReport
 from steward.wire.records import LeaderInfo
 
-from .dispatcher import Dispatcher
+from .app import create_app
 from .doctor_rounds import DoctorRounds
 from .events.journal import Journal
 from .events.source import JobEventSource
 from .hooks import HookRunner
 from .index_follower import IndexFollower
+from .leader.dispatcher import Dispatcher
 from .reads import ClusterReader
-from .rest.app import create_app
 from .rest.auth import ApiSecurity
 from .rest.events import EventFeed
 from .security import api_security

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import random
-import time
 from dataclasses import dataclass, field
 
 from kazoo.client import KazooClient
@@ -32,17 +30,13 @@ from steward.ha.layout import Layout
 from steward.ha.session import Session
 from steward.store import zk
 from steward.store.blob import BlobRef, BlobStore
+from steward.store.counters import FencedCounter
 from steward.store.outcomes import is_outcome_name
 from steward.wire.records import CheckpointPointer, CompletedCheckpoint
 
 log = logging.getLogger(__name__)
 
 BLOB_PREFIX = "checkpoints"
-# A lost compare-and-set is retried after a random pause (full jitter, growing to at most
-# _CAS_MAX_PAUSE) until _CAS_DEADLINE. A fixed 16 immediate retries starved one of two threads
-# sharing a session every time: the winner always read the new version first.
-_CAS_DEADLINE = 10.0
-_CAS_MAX_PAUSE = 0.05
 
 
 def ensure_job_node(client: KazooClient, layout: Layout, fence: Fence, job_id: str) -> None:
@@ -64,54 +58,35 @@ class CheckpointIDCounter:
         self._layout = session.layout
         self.job_id = job_id
         self._path = session.layout.checkpoint_counter(job_id)
+        self._counter = FencedCounter(
+            self._client,
+            self._path,
+            name=f"checkpoint counter of {job_id!r}",
+            first=1,
+            last=2**63 - 1,
+            ensure_parent=self._ensure_job_node,
+        )
 
     def get(self) -> int:
         """The next id that :meth:`get_and_increment` would hand out."""
-        current = zk.read(self._client, self._path)
-        return self._decode(current[0]) if current else 1
+        return self._counter.peek()
 
     def get_and_increment(self, fence: Fence) -> int:
         """Hand out the next checkpoint id; fenced, and safe against concurrent callers."""
-        deadline = time.monotonic() + _CAS_DEADLINE
-        attempt = 0
-        while True:
-            attempt += 1
-            current = zk.read(self._client, self._path)
-            try:
-                if current is None:
-                    ensure_job_node(self._client, self._layout, fence, self.job_id)
-                    fence.transaction().create(self._path, b"2").commit()
-                    return 1
-                value = self._decode(current[0])
-                fence.transaction().set_data(
-                    self._path, str(value + 1).encode(), current[1].version
-                ).commit()
-                return value
-            except (ConcurrentModificationError, NodeExistsError):
-                if time.monotonic() >= deadline:
-                    raise ConcurrentModificationError(
-                        f"checkpoint counter of {self.job_id!r} kept changing"
-                    ) from None
-                time.sleep(random.uniform(0, min(_CAS_MAX_PAUSE, 0.001 * 2 ** min(attempt, 8))))
+        return self._counter.get_and_increment(fence)
 
     def set(self, fence: Fence, value: int) -> None:
         """Set the next id (used when restoring); fenced."""
         if value < 1:
             raise ValueError("checkpoint ids start at 1")
         if zk.read(self._client, self._path) is None:
-            ensure_job_node(self._client, self._layout, fence, self.job_id)
+            self._ensure_job_node(fence)
             fence.transaction().create(self._path, str(value).encode()).commit()
         else:
             fence.transaction().set_data(self._path, str(value).encode()).commit()
 
-    def _decode(self, data: bytes) -> int:
-        try:
-            value = int(data.decode())
-        except (UnicodeDecodeError, ValueError) as exc:
-            raise CorruptStateError(f"checkpoint counter of {self.job_id!r}: {data!r}") from exc
-        if not 1 <= value < 2**63:
-            raise CorruptStateError(f"checkpoint counter of {self.job_id!r} out of range: {value}")
-        return value
+    def _ensure_job_node(self, fence: Fence) -> None:
+        ensure_job_node(self._client, self._layout, fence, self.job_id)
 
 
 @dataclass(frozen=True)

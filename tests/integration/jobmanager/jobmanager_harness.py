@@ -28,7 +28,7 @@ from kazoo.exceptions import NoNodeError
 
 from steward.config import Configuration, load
 from steward.ha.layout import Layout
-from steward.jobmanager.dispatcher import Dispatcher
+from steward.jobmanager.leader.dispatcher import Dispatcher
 from steward.jobmanager.manager import JobManager
 from steward.security.credentials import read_secret
 from steward.security.provision import admin_record

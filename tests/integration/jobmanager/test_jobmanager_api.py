@@ -24,7 +24,7 @@ from jobmanager_harness import (
 
 from steward.client import Client
 from steward.errors import JobRejectedError
-from steward.jobmanager.rest.submission import MAX_ARTIFACT_BYTES, MAX_SUBMISSION_BYTES
+from steward.jobmanager.rest.jobs_submit import MAX_ARTIFACT_BYTES, MAX_SUBMISSION_BYTES
 from steward.store.blob import BlobStore
 from steward.testing.credentials import auth_headers
 from steward.wire.jobs import JobGraph, JobGraphPointer

@@ -23,7 +23,7 @@ from stores_support import Contender, make_graph
 
 from steward.errors import FencedError, StewardError
 from steward.ha.session import Session
-from steward.jobmanager.content_gc import ContentCollector
+from steward.jobmanager.leader.content_gc import ContentCollector
 from steward.store.blob import BlobStore
 from steward.store.contents import ContentInfo, ContentStore
 from steward.store.job_graphs import JobGraphStore

@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from steward.jobmanager.jobmaster import REJECTION_BACKOFF, JobMaster
-from steward.jobmanager.jobmaster_values import Terminal
+from steward.jobmanager.leader.jobmaster import REJECTION_BACKOFF, JobMaster
+from steward.jobmanager.leader.jobmaster_values import Terminal
 from steward.wire.heartbeat import Rejection
 from steward.wire.jobs import (
     ExponentialDelayRestart,

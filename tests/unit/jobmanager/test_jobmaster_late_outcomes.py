@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from steward.jobmanager.jobmaster import JobMaster
-from steward.jobmanager.jobmaster_values import Late, Terminal
+from steward.jobmanager.leader.jobmaster import JobMaster
+from steward.jobmanager.leader.jobmaster_values import Late, Terminal
 from steward.wire.heartbeat import Rejection
 from steward.wire.jobs import FixedDelayRestart, JobGraphPointer, JobSpec
 from steward.wire.records import ErrorInfo

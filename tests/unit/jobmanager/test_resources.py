@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from steward.jobmanager.resources import ResourceManager
+from steward.jobmanager.leader.resources import ResourceManager
 from steward.wire.heartbeat import AttemptReport, CancelAttempt, Heartbeat, StartAttempt
 from steward.wire.records import TaskManagerInfo
 from steward.wire.states import AttemptPhase

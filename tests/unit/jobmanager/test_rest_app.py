@@ -27,8 +27,8 @@ from steward.errors import (
     JobNotFoundError,
     ZooKeeperUnavailableError,
 )
+from steward.jobmanager.app import create_app
 from steward.jobmanager.job_index import JobQuery, Page
-from steward.jobmanager.rest.app import create_app
 from steward.jobmanager.rest.backend import ApiBackend
 from steward.jobmanager.rest.internal import MAX_HEARTBEAT_BYTES
 from steward.store.blob import BlobStore

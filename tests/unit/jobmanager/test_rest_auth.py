@@ -19,7 +19,7 @@ from fastapi.testclient import TestClient
 from starlette.routing import Route
 from test_rest_app import InMemoryJobManager, InMemoryTerm, submission
 
-from steward.jobmanager.rest.app import create_app
+from steward.jobmanager.app import create_app
 from steward.jobmanager.rest.auth import LOGIN_PAGE, PUBLIC_PATHS
 from steward.security.audit import LOGGER
 from steward.store.blob import BlobStore

@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 from test_rest_app import InMemoryJobManager, InMemoryTerm, submission
 
-from steward.jobmanager.rest.app import create_app
+from steward.jobmanager.app import create_app
 from steward.metrics import JobManagerMetrics
 from steward.store.blob import BlobStore
 from steward.testing.credentials import MemorySecurity, auth_headers, kit_admin_token

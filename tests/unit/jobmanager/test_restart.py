@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from steward.jobmanager.restart import restart_delay, restarts_allowed
+from steward.jobmanager.leader.restart import restart_delay, restarts_allowed
 from steward.wire.jobs import ExponentialDelayRestart, FixedDelayRestart, NoRestart
 
 

@@ -4,7 +4,7 @@ The term's fence and configuration are not used by this logic: placeholders stan
 
 from __future__ import annotations
 
-from steward.jobmanager.jobmaster import JobMaster
+from steward.jobmanager.leader.jobmaster import JobMaster
 from steward.jobmanager.leader.table import JobTable
 from steward.jobmanager.leader.term import Term
 from steward.jobmanager.leader.timeouts import Timeouts

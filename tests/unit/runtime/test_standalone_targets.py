@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from steward.jobmanager.jobmaster import JobMaster
+from steward.jobmanager.leader.jobmaster import JobMaster
 from steward.jobmanager.leader.scheduler import earlier_spark_apps
 from steward.runtime import standalone
 from steward.runtime.session_settings import app_name

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from steward.wire.heartbeat import CancelAttempt
 
-from ..jobmaster import JobMaster
-from ..resources import ResourceManager
+from .jobmaster import JobMaster
+from .resources import ResourceManager
 from .term import Term
 
 

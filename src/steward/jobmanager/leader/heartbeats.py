@@ -31,8 +31,8 @@ from steward.wire.records import CompletedCheckpoint
 from steward.wire.runner import CheckpointEvent
 from steward.wire.states import AttemptPhase, JobState
 
-from ..jobmaster import JobMaster
 from .commands import send_cancel
+from .jobmaster import JobMaster
 from .membership import NOT_TAKEN
 from .outcomes import AttemptOutcomes
 from .records import Records

@@ -12,7 +12,7 @@ from steward.wire.runner import FailedEvent, FinishedEvent
 from steward.wire.states import JobState
 
 from ..hooks import HookRunner
-from ..jobmaster import JobMaster
+from .jobmaster import JobMaster
 from .records import Records
 from .stores import checkpoint_dir
 from .table import JobTable

@@ -33,8 +33,8 @@ from steward.store import zk
 from steward.wire.heartbeat import Rejection
 from steward.wire.records import ErrorInfo, TaskManagerInfo
 
-from ..jobmaster import JobMaster
 from .initialization import Initialization
+from .jobmaster import JobMaster
 from .outcomes import AttemptOutcomes
 from .records import Records
 from .table import JobTable

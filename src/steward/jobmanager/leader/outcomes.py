@@ -32,9 +32,9 @@ from steward.wire.heartbeat import Ack, AttemptReport
 from steward.wire.records import ErrorInfo
 from steward.wire.states import AttemptPhase
 
-from ..jobmaster import JobMaster
-from ..jobmaster_values import Late, Terminal
 from .commands import send_cancel
+from .jobmaster import JobMaster
+from .jobmaster_values import Late, Terminal
 from .records import Records
 from .table import JobTable
 from .term import Term

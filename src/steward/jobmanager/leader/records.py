@@ -19,9 +19,9 @@ from steward.wire.records import ErrorInfo, JobResultEntry, attempts_to_keep
 from steward.wire.states import TerminalState
 
 from ..hooks import HookRunner
-from ..jobmaster import JobMaster
-from ..jobmaster_values import Terminal
 from .cleanup import Cleanup
+from .jobmaster import JobMaster
+from .jobmaster_values import Terminal
 from .stores import LeaderStores
 from .table import JobTable, PendingResult
 from .term import Term

@@ -37,10 +37,10 @@ from steward.supervisor.artifacts import may_define_initialize
 from steward.wire.jobs import JobGraph, JobGraphPointer
 from steward.wire.records import AttemptRecord, ErrorInfo, ExecutionLease, JobStatusRecord
 
-from ..jobmaster import JobMaster
 from .cleanup import Cleanup
 from .commands import send_cancel
 from .initialization import Initialization
+from .jobmaster import JobMaster
 from .membership import Membership
 from .outcomes import AttemptOutcomes
 from .records import Records

@@ -20,8 +20,8 @@ from steward.wire.heartbeat import StartAttempt
 from steward.wire.records import MAX_EARLIER_APPS
 from steward.wire.runner import completed_stages_of
 
-from ..jobmaster import JobMaster
-from ..jobmaster_values import Deployment
+from .jobmaster import JobMaster
+from .jobmaster_values import Deployment
 from .membership import Membership
 from .records import Records
 from .stores import LeaderStores, checkpoint_dir

@@ -28,9 +28,9 @@ from steward.wire.records import ExecutionLease
 from steward.wire.rest import JobView
 
 from ..hooks import HookRunner
-from ..jobmaster import JobMaster
 from .commands import send_cancel
 from .initialization import Initialization
+from .jobmaster import JobMaster
 from .records import Records
 from .recovery import Recovery
 from .stores import LeaderStores

@@ -12,10 +12,10 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
-from ..jobmaster import JobMaster
-from ..jobmaster_values import Terminal
-from ..resources import ResourceManager
 from .deadlines import Deadlines
+from .jobmaster import JobMaster
+from .jobmaster_values import Terminal
+from .resources import ResourceManager
 
 
 @dataclass

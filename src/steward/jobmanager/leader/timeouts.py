@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from steward.wire.job_options import describe_timeout
 
-from ..jobmaster import JobMaster
+from .jobmaster import JobMaster
 from .table import JobTable
 from .term import Term
 

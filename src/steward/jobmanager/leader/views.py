@@ -12,8 +12,8 @@ import logging
 from steward.errors import StewardError
 from steward.wire.rest import CheckpointView, JobView, TaskManagerView
 
-from ..jobmaster import JobMaster
 from ..reads import status_view
+from .jobmaster import JobMaster
 from .stores import LeaderStores
 from .table import JobTable
 from .term import Term

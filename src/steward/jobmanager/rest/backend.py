@@ -3,8 +3,9 @@
 The routers never import the JobManager; :class:`~steward.jobmanager.manager.JobManager`
 satisfies :class:`ApiBackend` as it is (its ZooKeeper reads are a
 :class:`~steward.jobmanager.reads.ClusterReader`, its leadership term a
-:class:`~steward.jobmanager.dispatcher.Dispatcher`), and a test can hand the app an in-memory
-one. Every member listed here is used by a route; nothing else of the JobManager is reachable.
+:class:`~steward.jobmanager.leader.dispatcher.Dispatcher`), and a test can hand the app an
+in-memory one. Every member listed here is used by a route; nothing else of the JobManager is
+reachable.
 """
 
 from __future__ import annotations

@@ -41,9 +41,9 @@ from .errors import ApiError, raise_for
 from .events import Feed, check_wait, long_poll, long_poll_headers
 from .forwarding import forward, leading
 from .history import with_history_links
+from .jobs_submit import MAX_ARTIFACT_BYTES, MAX_SUBMISSION_BYTES
+from .jobs_submit import submit as submit_job
 from .state import Backend, Contents, Forwarder
-from .submission import MAX_ARTIFACT_BYTES, MAX_SUBMISSION_BYTES
-from .submission import submit as submit_job
 
 router = APIRouter(tags=["jobs"])
 

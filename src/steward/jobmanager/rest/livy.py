@@ -52,8 +52,8 @@ from .backend import ApiBackend
 from .bodies import bounded_body
 from .errors import ApiError, no_leader, raise_for
 from .forwarding import forward, leading
+from .jobs_submit import check_json_shape
 from .state import Backend, Contents, Forwarder
-from .submission import check_json_shape
 
 router = APIRouter(tags=["livy"])
 

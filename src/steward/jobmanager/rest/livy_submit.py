@@ -32,7 +32,7 @@ from .archive_checks import check_archives
 from .backend import LeaderTerm
 from .contents import missing_contents
 from .errors import ApiError, describe, raise_for
-from .submission import MAX_ARTIFACT_BYTES
+from .jobs_submit import MAX_ARTIFACT_BYTES
 
 ID_ATTEMPTS = 3
 """Batch ids tried when ``livy-<n>`` is taken (a job submitted under that name by hand)."""

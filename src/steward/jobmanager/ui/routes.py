@@ -1,4 +1,4 @@
-"""The web UI's one router, for ``rest/app.py``: the login first (``/ui/login`` must not be
+"""The web UI's one router, for ``jobmanager/app.py``: the login first (``/ui/login`` must not be
 taken for a page named "login"), then the pages and their files."""
 
 from __future__ import annotations

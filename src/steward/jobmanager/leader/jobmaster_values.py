@@ -1,4 +1,4 @@
-"""What a :class:`~steward.jobmanager.jobmaster.JobMaster` answers and keeps: a terminal
+"""What a :class:`~steward.jobmanager.leader.jobmaster.JobMaster` answers and keeps: a terminal
 result to record, what it made of a late outcome, and the attempt in flight."""
 
 from __future__ import annotations

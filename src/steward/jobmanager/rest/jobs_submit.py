@@ -5,6 +5,8 @@ The body is read within :data:`MAX_SUBMISSION_BYTES`; on a standby it is forward
 leader as it came; on the leader the spec is completed (a job id, spark-submit's options),
 validated, the artifact checked, and the job stored with every file it names pinned. The job
 records its submitter (the caller's name, whatever the spec says); each outcome is audited.
+This is the route's side of a submission (beside :mod:`.jobs`); the leader's side, which
+stores the job, is :mod:`steward.jobmanager.leader.submissions`.
 """
 
 from __future__ import annotations

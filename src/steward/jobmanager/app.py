@@ -1,10 +1,14 @@
-"""The REST API every JobManager serves (OpenAPI at /openapi.json, docs at /docs).
+"""The JobManager's HTTP application: the REST API (:mod:`.rest`, OpenAPI at /openapi.json, docs
+at /docs) and the web UI (:mod:`.ui`) behind one authentication middleware.
+
+Assembled here, above both, so the REST API and the UI are siblings: the UI uses the REST
+layer's state and errors, the REST layer never imports the UI.
 
 Reads are answered by whichever JobManager is asked: the leader from memory and ZooKeeper, a
 standby from ZooKeeper alone (so reads keep working while there is no leader). Writes are
 carried out by the leader; a standby forwards them to it, and answers 503 with Retry-After
 while no leader is known. Every error is an :class:`ErrorBody` with a machine-readable code.
-Every route but ``/healthz`` and ``/readyz`` requires a bearer token (:mod:`.auth`).
+Every route but ``/healthz`` and ``/readyz`` requires a bearer token (:mod:`.rest.auth`).
 """
 
 from __future__ import annotations
@@ -17,8 +21,7 @@ from steward.security.asgi import AuthMiddleware
 from steward.store.contents import ContentStore
 from steward.tls.contexts import ClientTls
 
-from ..ui import routes as ui
-from . import (
+from .rest import (
     cluster,
     contents,
     doctor,
@@ -31,12 +34,13 @@ from . import (
     metrics,
     tokens,
 )
-from .auth import LOGIN_PAGE, PUBLIC_PATHS, ApiSecurity, document
-from .backend import ApiBackend
-from .errors import add_error_handlers
-from .forwarding import new_forwarder
-from .openapi_errors import document_bad_requests
-from .state import Services, install
+from .rest.auth import LOGIN_PAGE, PUBLIC_PATHS, ApiSecurity, document
+from .rest.backend import ApiBackend
+from .rest.errors import add_error_handlers
+from .rest.forwarding import new_forwarder
+from .rest.openapi_errors import document_bad_requests
+from .rest.state import Services, install
+from .ui import routes as ui
 
 
 def create_app(

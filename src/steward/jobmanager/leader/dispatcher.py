@@ -1,4 +1,4 @@
-"""The Dispatcher: one term of leadership, composed of the parts in :mod:`.leader`.
+"""The Dispatcher: one term of leadership, composed of the parts beside it in ``leader/``.
 
 Created when leadership is granted, stopped when it is revoked. It builds the term's parts
 around one job table (its stores, settings and clock passed in), starts the term's threads and
@@ -15,7 +15,7 @@ answers for the term to the REST API and the JobManager process:
 - ``leader/records.py`` and ``leader/cleanup.py``: status records, results (DIRTY first), then
   cleanup and CLEAN (rule 7); ``leader/retention.py``: results' retention and their
   migration to blob storage; ``leader/views.py``: the live jobs' views;
-- ``content_gc.py`` and ``log_retention.py``: unreferenced stored files and archived
+- ``leader/content_gc.py`` and ``log_retention.py``: unreferenced stored files and archived
   attempt logs past their retention, each on a thread of the term.
 
 Every ZooKeeper write goes through the term's fence, so a deposed Dispatcher that has not yet
@@ -46,23 +46,23 @@ from steward.wire.jobs import JobGraph, JobSpec
 from steward.wire.records import LeadershipTerm
 from steward.wire.rest import JobView, TaskManagerView
 
+from ..hooks import HookRunner
+from ..log_retention import LogRetention
+from .cleanup import Cleanup
 from .content_gc import ContentCollector
-from .hooks import HookRunner
-from .leader.cleanup import Cleanup
-from .leader.heartbeats import Heartbeats
-from .leader.initialization import Initialization
-from .leader.membership import Membership
-from .leader.records import Records
-from .leader.recovery import Recovery
-from .leader.retention import ResultRetention
-from .leader.scheduler import Scheduler
-from .leader.stores import LeaderStores
-from .leader.submissions import Submissions
-from .leader.table import JobTable
-from .leader.term import Term
-from .leader.timeouts import Timeouts
-from .leader.views import Views
-from .log_retention import LogRetention
+from .heartbeats import Heartbeats
+from .initialization import Initialization
+from .membership import Membership
+from .records import Records
+from .recovery import Recovery
+from .retention import ResultRetention
+from .scheduler import Scheduler
+from .stores import LeaderStores
+from .submissions import Submissions
+from .table import JobTable
+from .term import Term
+from .timeouts import Timeouts
+from .views import Views
 
 __all__ = ["Dispatcher"]
 

@@ -1,4 +1,4 @@
-"""A :class:`~steward.jobmanager.jobmaster.JobMaster` and its status record: the record it
+"""A :class:`~steward.jobmanager.leader.jobmaster.JobMaster` and its status record: the record it
 persists on every transition, and what a new leader takes back from it (attempts, restart
 budget, what is left of a restart delay, a cancel in progress and its reason)."""
 

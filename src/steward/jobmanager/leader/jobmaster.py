@@ -4,6 +4,8 @@ A :class:`JobMaster` is a state machine with no I/O. The Dispatcher feeds it wha
 (an attempt deployed, running, ended, lost, rejected; a cancel) and carries out what it
 answers: persist the status record, send a command, record a result. Keeping it pure keeps
 every decision unit-testable, and keeps ZooKeeper and HTTP in one place (the Dispatcher).
+Which attempt record changes when is decided here; the records are found, replaced and kept
+to ``MAX_ATTEMPTS_KEPT`` by :mod:`.jobmaster_attempts`.
 
 Rules it owns:
 
@@ -33,7 +35,6 @@ from steward.wire.heartbeat import Rejection
 from steward.wire.job_options import deadline, timeout_error
 from steward.wire.jobs import JobGraphPointer, JobSpec
 from steward.wire.records import (
-    MAX_ATTEMPTS_KEPT,
     AttemptRecord,
     ErrorInfo,
     JobStatusRecord,
@@ -45,6 +46,7 @@ from steward.wire.runner import AttemptCancelled, FailedEvent, FinishedEvent, er
 from steward.wire.states import AttemptState, JobState, TerminalState
 from steward.wire.values import JsonValue
 
+from . import jobmaster_attempts as attempts
 from .jobmaster_records import restore, status_record
 from .jobmaster_values import Deployment, Late, Terminal
 from .restart import restart_delay, restarts_allowed
@@ -117,10 +119,7 @@ class JobMaster:
         return status_record(self, epoch)
 
     def attempt(self, number: int) -> AttemptRecord | None:
-        for record in reversed(self.attempts):
-            if record.number == number:
-                return record
-        return None
+        return attempts.find(self.attempts, number)
 
     # ------------------------------------------------------------------ transitions
 
@@ -160,37 +159,21 @@ class JobMaster:
         deployment = Deployment(self.attempt_count, taskmanager, epoch)
         self.current = deployment
         self.restart_at = None
-        self._append(
+        attempts.append(
+            self.attempts,
             AttemptRecord(
                 number=deployment.number,
                 taskmanager=taskmanager,
                 epoch=epoch,
                 state=AttemptState.DEPLOYING,
-            )
+            ),
         )
         self._set(JobState.SCHEDULED, f"deploying attempt {deployment.number} to {taskmanager}")
         return deployment
 
     def adopt(self, taskmanager: str, number: int, lease_epoch: int, epoch: int) -> Deployment:
         """A new leader found this attempt's lease: it keeps running (rule 8)."""
-        existing = self.attempt(number)
-        if existing is None:
-            existing = AttemptRecord(
-                number=number,
-                taskmanager=taskmanager,
-                epoch=lease_epoch,
-                state=AttemptState.RUNNING,
-                started_at=None,
-            )
-            self._append(existing)
-        adopted = existing.model_copy(
-            update={
-                "state": AttemptState.RUNNING,
-                "taskmanager": taskmanager,
-                "adopted_by": [*existing.adopted_by, epoch],
-            }
-        )
-        self._replace(adopted)
+        attempts.adopt(self.attempts, taskmanager, number, lease_epoch, epoch)
         self.attempt_count = max(self.attempt_count, number)
         self.current = Deployment(number, taskmanager, lease_epoch, inherited=True)
         self._set_live()
@@ -209,14 +192,8 @@ class JobMaster:
             return False
         self.current.reported = True
         self.current.await_report_until = None
-        record = self.attempt(number)
-        if record is None or (record.state is AttemptState.RUNNING and record.started_at):
+        if not attempts.start(self.attempts, number, started_at):
             return False
-        self._replace(
-            record.model_copy(
-                update={"state": AttemptState.RUNNING, "started_at": started_at or time.time()}
-            )
-        )
         if not self.cancel_requested:
             self._set(JobState.RUNNING, None)
         return True
@@ -226,7 +203,7 @@ class JobMaster:
         record = self.attempt(number)
         if record is None or record.spark_app == app:
             return False
-        self._replace(record.model_copy(update={"spark_app": app}))
+        attempts.put(self.attempts, record.model_copy(update={"spark_app": app}))
         return True
 
     def ended(
@@ -295,7 +272,9 @@ class JobMaster:
         ):
             return Late.IGNORED, None
         if isinstance(outcome, FailedEvent):
-            self._replace(record.model_copy(update={"cause": trim_cause(outcome.error)}))
+            attempts.put(
+                self.attempts, record.model_copy(update={"cause": trim_cause(outcome.error)})
+            )
             return Late.CAUSE, None
         if self.late is not None:
             return Late.PENDING, None
@@ -344,13 +323,7 @@ class JobMaster:
         assert self.late is not None
         number, outcome = self.late
         self.current = None
-        record = self.attempt(number)
-        if record is not None:
-            self._replace(
-                record.model_copy(
-                    update={"state": AttemptState.FINISHED, "ended_at": outcome.at, "cause": None}
-                )
-            )
+        attempts.end(self.attempts, number, AttemptState.FINISHED, None, outcome.at)
         self._set(JobState.FINISHED, f"attempt {number} finished after it was counted lost")
         return Terminal(TerminalState.FINISHED, value=outcome.value)
 
@@ -382,26 +355,9 @@ class JobMaster:
     def _finish_attempt(
         self, number: int, state: AttemptState, cause: ErrorInfo | None, at: float
     ) -> None:
-        record = self.attempt(number)
-        if record is not None:
-            self._replace(
-                record.model_copy(
-                    update={"state": state, "ended_at": at, "cause": trim_cause(cause)}
-                )
-            )
+        attempts.end(self.attempts, number, state, cause, at)
         if self.current is not None and self.current.number == number:
             self.current = None
-
-    def _replace(self, record: AttemptRecord) -> None:
-        for index in range(len(self.attempts) - 1, -1, -1):
-            if self.attempts[index].number == record.number:
-                self.attempts[index] = record
-                return
-        self._append(record)
-
-    def _append(self, record: AttemptRecord) -> None:
-        self.attempts.append(record)
-        del self.attempts[:-MAX_ATTEMPTS_KEPT]
 
     def _set_live(self, reason: str | None = None) -> None:
         if self.cancel_requested:
