@@ -25,6 +25,7 @@ from typing import Any
 import httpx
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
+from kazoo.retry import KazooRetry
 
 from steward.config import Configuration, load
 from steward.ha.layout import Layout
@@ -209,8 +210,11 @@ class JobManagerCluster:
             return []
 
     def data(self, path: str) -> bytes | None:
+        """The znode's data, or None. A read rides out this observer's own reconnect: a test
+        that stops the ZooKeeper server can outlast its session on a loaded machine."""
+        retry = KazooRetry(max_tries=-1, delay=0.1, max_delay=1.0, deadline=30.0)
         try:
-            value, _stat = self.zk.get(path)
+            value, _stat = retry(self.zk.get, path)
         except NoNodeError:
             return None
         return bytes(value)

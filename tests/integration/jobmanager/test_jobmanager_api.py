@@ -368,8 +368,13 @@ def test_a_submission_over_the_limit_is_refused_without_being_stored(
 ) -> None:
     leader = cluster.start_leader("jm-1")
     big = json.dumps(submission("job-big", source=b"#" * (MAX_ARTIFACT_BYTES + 1))).encode()
+    # Under the body's limit, so the leader reads and decodes all 85 MB before it refuses:
+    # seconds on a loaded machine, past the harness's usual 15 s.
     answer = cluster.http.post(
-        cluster.url(leader, "/v1/jobs"), content=big, headers={"content-type": "application/json"}
+        cluster.url(leader, "/v1/jobs"),
+        content=big,
+        headers={"content-type": "application/json"},
+        timeout=120,
     )
     assert answer.status_code == 413
     assert answer.json()["code"] == "too_large"
