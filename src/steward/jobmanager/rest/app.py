@@ -19,6 +19,7 @@ from steward.tls.contexts import ClientTls
 
 from ..ui import routes as ui
 from . import (
+    batch_submission,
     cluster,
     contents,
     doctor,
@@ -90,6 +91,7 @@ def create_app(
         cluster.router,
         doctor.router,
         jobs.router,
+        batch_submission.router,
         events.router,
         logs.router,
         tokens.router,
