@@ -15,17 +15,18 @@ from enum import StrEnum
 
 from pydantic import Field
 
-from steward.wire.rest import ErrorBody, JobView, SubmitRequest
-from steward.wire.values import Value
+from steward.wire.rest import ErrorBody, JobView
+from steward.wire.values import JsonValue, Value
 
 MAX_BATCH = 100
 """Submissions one batch may hold (a larger batch is refused whole: 413, nothing stored)."""
 
 
 class BatchSubmitRequest(Value):
-    """``POST /v1/jobs/batch``: up to :data:`MAX_BATCH` submissions."""
+    """``POST /v1/jobs/batch``: up to :data:`MAX_BATCH` submissions, each the body of a ``POST
+    /v1/jobs`` (:class:`SubmitRequest`), read one by one: an invalid item is refused alone."""
 
-    submissions: list[SubmitRequest] = Field(min_length=1)
+    submissions: list[dict[str, JsonValue]] = Field(min_length=1)
 
 
 class ItemOutcome(StrEnum):

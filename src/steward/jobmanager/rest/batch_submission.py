@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
-from pydantic import ValidationError
+from pydantic import JsonValue, ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from steward.security import audit
@@ -103,7 +103,7 @@ def _submit(
     return Response(answer.model_dump_json(), media_type="application/json")
 
 
-def _parse(body: bytes) -> list[SubmitRequest]:
+def _parse(body: bytes) -> list[dict[str, JsonValue]]:
     try:
         batch = BatchSubmitRequest.model_validate_json(body)
     except ValidationError as exc:
@@ -118,7 +118,7 @@ def _parse(body: bytes) -> list[SubmitRequest]:
     return batch.submissions
 
 
-def _duplicates(items: list[SubmitRequest]) -> list[bool]:
+def _duplicates(items: list[dict[str, JsonValue]]) -> list[bool]:
     """For each item, whether an earlier item of the batch names the same job id."""
     seen: set[str] = set()
     flags = []
@@ -136,15 +136,14 @@ def _storer(
     contents: ContentStore,
     caller: Identity,
     where: str | None,
-) -> Callable[[SubmitRequest, bool], BatchItemResult]:
-    def store(item: SubmitRequest, duplicate: bool) -> BatchItemResult:
+) -> Callable[[dict[str, JsonValue], bool], BatchItemResult]:
+    def store(item: dict[str, JsonValue], duplicate: bool) -> BatchItemResult:
         job_id = _job_id(item)
-        if duplicate:
-            message = f"job id {job_id!r} appears more than once in the batch"
-            return _refused(job_id, ApiError(400, "duplicate_job_id", message))
-        digest = hashlib.sha256(item.model_dump_json().encode()).hexdigest()
+        digest = None
         try:
-            view = store_request(dispatcher, contents, caller, item, digest)
+            request = _item(item, job_id, duplicate=duplicate)
+            digest = hashlib.sha256(request.model_dump_json().encode()).hexdigest()
+            view = store_request(dispatcher, contents, caller, request, digest)
         except ApiError as exc:
             audit.record("job.submit", caller, client=where, outcome=str(exc.status))
             return _known(dispatcher, job_id, digest, exc) or _refused(job_id, exc)
@@ -157,11 +156,22 @@ def _storer(
     return store
 
 
+def _item(item: dict[str, JsonValue], job_id: str | None, *, duplicate: bool) -> SubmitRequest:
+    """The item as a submission, or the 400 that refuses it alone."""
+    if duplicate:
+        message = f"job id {job_id!r} appears more than once in the batch"
+        raise ApiError(400, "duplicate_job_id", message)
+    try:
+        return SubmitRequest.model_validate(item)
+    except ValidationError as exc:
+        raise ApiError(400, "bad_request", describe(exc.errors())) from None
+
+
 def _known(
-    dispatcher: LeaderTerm, job_id: str | None, digest: str, exc: ApiError
+    dispatcher: LeaderTerm, job_id: str | None, digest: str | None, exc: ApiError
 ) -> BatchItemResult | None:
     """The job stored by an earlier try of this very item, if that is what the refusal says."""
-    if job_id is None or exc.body.code != "job_exists":
+    if job_id is None or digest is None or exc.body.code != "job_exists":
         return None
     if exc.body.submission_sha256 != digest:
         return None
@@ -177,6 +187,7 @@ def _refused(job_id: str | None, exc: ApiError) -> BatchItemResult:
     )
 
 
-def _job_id(item: SubmitRequest) -> str | None:
-    job_id = item.spec.get("job_id")
+def _job_id(item: dict[str, JsonValue]) -> str | None:
+    spec = item.get("spec")
+    job_id = spec.get("job_id") if isinstance(spec, dict) else None
     return job_id if isinstance(job_id, str) and job_id else None
