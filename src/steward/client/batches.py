@@ -7,12 +7,14 @@ carry. A batch whose answer was lost is sent again as it was; its items already 
 back as ``exists`` (this very submission), or as a ``job_exists`` whose digest is the item's,
 which counts as success. An item refused with ``missing_contents`` (the cluster's content
 collector removed a file since this client uploaded it) makes the client upload the job's
-files again and send the refused items once more.
+files again and send the refused items once more. An item the leader could not store yet
+(503) is sent again with backoff until the client's timeout.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Sequence
 
 import httpx
@@ -31,6 +33,10 @@ from steward.wire.submissions import BatchItemResult, BatchSubmitResponse
 log = logging.getLogger(__name__)
 
 BATCH_PATH = "/v1/jobs/batch"
+RETRIED = frozenset({503, 504})
+"""An item answered with one of these was not stored yet, or may have been: sent again."""
+RETRY_FIRST, RETRY_MAX = 0.1, 2.0
+_sleep, _now = time.sleep, time.monotonic  # replaced by tests: no real waiting
 Outcome = JobView | StewardError
 """Per job of a batch: its view, or the error :meth:`Client.submit` would have raised."""
 
@@ -45,21 +51,47 @@ class BatchSender:
 
     def send(self, items: Sequence[Submission], local: Sequence[LocalFile]) -> list[Outcome]:
         """The outcome of each item, in order (the files already uploaded)."""
-        outcomes = self._send_once(items)
+        outcomes = self._until_answered(items)
         missing = [i for i, o in enumerate(outcomes) if isinstance(o, MissingContentsError)]
         if missing and local:
             log.info("files gone from the cluster, uploading again jobs=%d", len(missing))
             self._uploads.forget(local)
             for local_file in local:
                 self._uploads.ensure(local_file)
-            again = self._send_once([items[i] for i in missing])
+            again = self._until_answered([items[i] for i in missing])
             for index, outcome in zip(missing, again, strict=True):
                 outcomes[index] = outcome
         return outcomes
 
-    def _send_once(self, items: Sequence[Submission]) -> list[Outcome]:
+    def _until_answered(self, items: Sequence[Submission]) -> list[Outcome]:
+        """Each item's outcome; items the leader could not store yet (503: its ZooKeeper
+        connection dropped, a store still under way) are sent again with backoff until the
+        client's timeout, as the failover retries a whole request. Such an item may have been
+        stored: its retry's ``job_exists`` with its own digest counts as success."""
+        outcomes: list[Outcome] = []
+        pending = list(range(len(items)))
+        deadline = _now() + self._failover.timeout
+        delay, retried = RETRY_FIRST, False
+        while True:
+            answers = self._send_once([items[i] for i in pending], maybe_accepted=retried)
+            if not outcomes:
+                outcomes = [outcome for outcome, _ in answers]
+            again = []
+            for index, (outcome, status) in zip(pending, answers, strict=True):
+                outcomes[index] = outcome
+                if status in RETRIED:
+                    again.append(index)
+            if not again or _now() + delay > deadline:
+                return outcomes
+            log.info("batch items not stored yet, sending again jobs=%d", len(again))
+            _sleep(delay)
+            delay, retried, pending = min(delay * 2, RETRY_MAX), True, again
+
+    def _send_once(
+        self, items: Sequence[Submission], *, maybe_accepted: bool
+    ) -> list[tuple[Outcome, int]]:
         body = b'{"submissions":[' + b",".join(item.body for item in items) + b"]}"
-        response, maybe_accepted = self._failover.send("POST", BATCH_PATH, body)
+        response, sent_before = self._failover.send("POST", BATCH_PATH, body)
         if response.status_code != httpx.codes.OK:
             raise api_error(response, error_body(response), None)
         answer = decode(BatchSubmitResponse, response)
@@ -67,8 +99,9 @@ class BatchSender:
             raise StewardError(
                 f"the batch answer holds {len(answer.results)} results for {len(items)} jobs"
             )
+        maybe = maybe_accepted or sent_before
         return [
-            self._outcome(item, result, response, maybe_accepted=maybe_accepted)
+            (self._outcome(item, result, response, maybe_accepted=maybe), result.status)
             for item, result in zip(items, answer.results, strict=True)
         ]
 

@@ -8,7 +8,8 @@ A submission is the one request that is not naturally safe to repeat: a POST who
 lost may have been accepted. The client therefore always sends a job id (``<stem>-<8 hex>``
 when the caller gives none) and the same body on every try, and a "job exists" answer for
 that id whose submission digest is its own counts as success: it returns that job
-(:mod:`steward.client.submission`).
+(:mod:`steward.client.submission`). ``submit_many`` sends many in ``POST /v1/jobs/batch``
+requests, with the same guarantee per job (:mod:`steward.client.batches`).
 
 Errors are Steward's exception tree, with the server's message: ``JobNotFoundError``,
 ``JobExistsError``, ``JobTerminatedError`` (with the result), ``JobRejectedError`` (a bad spec,
@@ -207,8 +208,10 @@ class Client:
         ``timeout`` (seconds, a duration such as ``"2h"``, or a timedelta) cancels the job
         that long after its submission (reason TIMEOUT); ``env`` sets environment variables
         of its driver's process (views show them redacted by the settings' rule). Each
-        file is hashed and uploaded once (skipped when the cluster already has it). Unset
-        options take the server's defaults. A bad path or spec is a :class:`JobRejectedError`
+        file is hashed once until it changes, and asked about and uploaded once per client
+        (skipped when the cluster has it; sent again, once, if the leader says it lost it:
+        :mod:`steward.client.uploads`). Many jobs of one pipeline: :meth:`submit_many`.
+        Unset options take the server's defaults. A bad path or spec is a :class:`JobRejectedError`
         before any request is made.
         """
         path = Path(pipeline)
