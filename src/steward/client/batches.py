@@ -13,17 +13,20 @@ files again and send the refused items once more. An item the leader could not s
 
 from __future__ import annotations
 
+import base64
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
 
 import httpx
 
-from steward.client import submission
+from steward.client import packaging, submission
 from steward.client.errors import MissingContentsError
 from steward.client.failover import Failover, error_body
 from steward.client.job_files import LocalFile
-from steward.client.responses import api_error, decode
+from steward.client.responses import api_error, checked_spec, decode
 from steward.client.submission import Submission
 from steward.client.uploads import Uploads
 from steward.errors import StewardError
@@ -39,6 +42,23 @@ RETRY_FIRST, RETRY_MAX = 0.1, 2.0
 _sleep, _now = time.sleep, time.monotonic  # replaced by tests: no real waiting
 Outcome = JobView | StewardError
 """Per job of a batch: its view, or the error :meth:`Client.submit` would have raised."""
+
+
+def prepare_many(
+    pipeline: Path, jobs: Iterable[Mapping[str, Any]], local: Sequence[LocalFile]
+) -> list[Submission]:
+    """Each job's submission (JobSpec fields; an id made when it has none), all with the
+    pipeline packaged once and naming ``local``; JobRejectedError for a bad spec."""
+    artifact = packaging.package(pipeline)
+    named = [f.dependency.model_dump(mode="json") for f in local]
+    data_b64 = base64.b64encode(artifact.data).decode("ascii")
+    items = []
+    for fields in jobs:
+        spec = {"job_id": packaging.default_job_id(pipeline), **fields}
+        if named:
+            spec["dependencies"] = named
+        items.append(submission.prepare(checked_spec(spec), artifact.filename, data_b64))
+    return items
 
 
 class BatchSender:

@@ -30,7 +30,7 @@ import httpx
 from pydantic import BaseModel, ValidationError
 
 from steward.client import job_files, packaging, submission, waiting
-from steward.client.batches import BatchSender
+from steward.client.batches import BatchSender, prepare_many
 from steward.client.discovery import (
     discover_addresses,
     local_cluster_only,
@@ -273,17 +273,8 @@ class Client:
         would have raised for it (JobExistsError, JobRejectedError...). A bad spec raises
         before any request; a batch no JobManager took raises (earlier batches stay stored).
         """
-        path = Path(pipeline)
-        artifact = packaging.package(path)
         local = job_files.collect(py_files=py_files, files=files, archives=archives, jars=jars)
-        named = [f.dependency.model_dump(mode="json") for f in local]
-        data_b64 = base64.b64encode(artifact.data).decode("ascii")
-        items = []
-        for fields in jobs:
-            spec = {"job_id": packaging.default_job_id(path), **fields}
-            if named:
-                spec["dependencies"] = named
-            items.append(submission.prepare(checked_spec(spec), artifact.filename, data_b64))
+        items = prepare_many(Path(pipeline), jobs, local)
         for local_file in local:
             self.upload(local_file)
         size = max(1, min(batch_size, MAX_BATCH))
