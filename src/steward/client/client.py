@@ -272,6 +272,8 @@ class Client:
         and uploaded, once. Returns per job, in order, its view or the error :meth:`submit`
         would have raised for it (JobExistsError, JobRejectedError...). A bad spec raises
         before any request; a batch no JobManager took raises (earlier batches stay stored).
+        Each job carries the pipeline and a batch's body is bounded as one submission's (64
+        MiB of artifacts in all, 413 over): for a large pipeline, a smaller ``batch_size``.
         """
         local = job_files.collect(py_files=py_files, files=files, archives=archives, jars=jars)
         items = prepare_many(Path(pipeline), jobs, local)
