@@ -8,7 +8,8 @@ A submission is the one request that is not naturally safe to repeat: a POST who
 lost may have been accepted. The client therefore always sends a job id (``<stem>-<8 hex>``
 when the caller gives none) and the same body on every try, and a "job exists" answer for
 that id whose submission digest is its own counts as success: it returns that job
-(:mod:`steward.client.submission`).
+(:mod:`steward.client.submission`). ``submit_many`` sends many in ``POST /v1/jobs/batch``
+requests, with the same guarantee per job (:mod:`steward.client.batches`).
 
 Errors are Steward's exception tree, with the server's message: ``JobNotFoundError``,
 ``JobExistsError``, ``JobTerminatedError`` (with the result), ``JobRejectedError`` (a bad spec,
@@ -19,8 +20,7 @@ from __future__ import annotations
 
 import base64
 import logging
-import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
 from types import TracebackType
@@ -30,12 +30,14 @@ import httpx
 from pydantic import BaseModel, ValidationError
 
 from steward.client import job_files, packaging, submission, waiting
+from steward.client.batches import BatchSender, prepare_many
 from steward.client.discovery import (
     discover_addresses,
     local_cluster_only,
     normalize_address,
     rediscovery,
 )
+from steward.client.errors import MissingContentsError
 from steward.client.failover import (
     DEFAULT_BACKOFF,
     DEFAULT_REQUEST_TIMEOUTS,
@@ -54,12 +56,14 @@ from steward.client.responses import (
     job_path,
     latest_attempt,
 )
+from steward.client.uploads import Uploads
 from steward.config import Configuration, load
 from steward.errors import (
     ApiError,
     ClusterUnreachableError,
     JobRejectedError,
     NoLeaderError,
+    StewardError,
 )
 from steward.security.credentials import find_token
 from steward.tls.contexts import client_tls
@@ -74,6 +78,7 @@ from steward.wire.rest import (
     LeaderView,
     ResultView,
 )
+from steward.wire.submissions import MAX_BATCH
 from steward.wire.tokens import (
     CreatedToken,
     CreateTokenRequest,
@@ -134,6 +139,8 @@ class Client:
                 local_cluster=local_cluster_only(urls, workdir),
             ),
         )
+        self._uploads = Uploads(self._failover)
+        self._batches = BatchSender(self._failover, self._uploads, self.job)
 
     @classmethod
     def discover(
@@ -201,8 +208,10 @@ class Client:
         ``timeout`` (seconds, a duration such as ``"2h"``, or a timedelta) cancels the job
         that long after its submission (reason TIMEOUT); ``env`` sets environment variables
         of its driver's process (views show them redacted by the settings' rule). Each
-        file is hashed and uploaded once (skipped when the cluster already has it). Unset
-        options take the server's defaults. A bad path or spec is a :class:`JobRejectedError`
+        file is hashed once until it changes, and asked about and uploaded once per client
+        (skipped when the cluster has it; sent again, once, if the leader says it lost it:
+        :mod:`steward.client.uploads`). Many jobs of one pipeline: :meth:`submit_many`.
+        Unset options take the server's defaults. A bad path or spec is a :class:`JobRejectedError`
         before any request is made.
         """
         path = Path(pipeline)
@@ -233,30 +242,56 @@ class Client:
         checked = checked_spec(spec)
         for local_file in local:
             self.upload(local_file)
-        return self.submit_raw(checked, artifact.filename, artifact.data)
+        try:
+            return self.submit_raw(checked, artifact.filename, artifact.data)
+        except MissingContentsError:
+            if not local:
+                raise
+            # Collected since this client asked: nothing was stored; upload and send again.
+            log.info("files gone from the cluster, uploading again job=%s", checked["job_id"])
+            self._uploads.forget(local)
+            for local_file in local:
+                self.upload(local_file)
+            return self.submit_raw(checked, artifact.filename, artifact.data)
+
+    def submit_many(
+        self,
+        pipeline: Path | str,
+        jobs: Iterable[Mapping[str, Any]],
+        *,
+        py_files: Sequence[str | Path] = (),
+        files: Sequence[str | Path] = (),
+        archives: Sequence[str] = (),
+        jars: Sequence[str | Path] = (),
+        batch_size: int = 50,
+    ) -> list[JobView | StewardError]:
+        """Submit one job per item of ``jobs`` (JobSpec fields: ``job_id``, ``args``, ``name``,
+        ``labels``...; an id is made for a job without one), each running the pipeline at
+        ``pipeline`` and naming the same files, ``batch_size`` jobs a request
+        (``POST /v1/jobs/batch``, at most 100). The pipeline is packaged, and the files hashed
+        and uploaded, once. Returns per job, in order, its view or the error :meth:`submit`
+        would have raised for it (JobExistsError, JobRejectedError...). A bad spec raises
+        before any request; a batch no JobManager took raises (earlier batches stay stored).
+        Each job carries the pipeline and a batch's body is bounded as one submission's (64
+        MiB of artifacts in all, 413 over): for a large pipeline, a smaller ``batch_size``.
+        """
+        local = job_files.collect(py_files=py_files, files=files, archives=archives, jars=jars)
+        items = prepare_many(Path(pipeline), jobs, local)
+        for local_file in local:
+            self.upload(local_file)
+        size = max(1, min(batch_size, MAX_BATCH))
+        outcomes: list[JobView | StewardError] = []
+        for start in range(0, len(items), size):
+            outcomes += self._batches.send(items[start : start + size], local)
+        return outcomes
 
     def upload(self, local_file: job_files.LocalFile) -> bool:
         """Store one file a job names in the cluster, unless it is there; True if sent.
 
-        The upload streams the file (a new reading on each retry through the failover).
+        Asked about once per client: a file the cluster holds, or accepted, is not asked about
+        again (:mod:`steward.client.uploads`). The upload streams the file.
         """
-        dependency = local_file.dependency
-        path = f"/v1/contents/{dependency.sha256}"
-        response, _ = self._failover.send("HEAD", path)
-        if response.status_code == httpx.codes.OK:
-            log.info("file already stored file=%s sha256=%s", local_file.path, dependency.sha256)
-            return False
-        started = time.monotonic()
-        response, _ = self._failover.send("PUT", path, content=local_file.chunks)
-        if not response.is_success:
-            raise api_error(response, error_body(response), None)
-        log.info(
-            "file uploaded file=%s bytes=%d seconds=%.2f",
-            local_file.path,
-            dependency.size,
-            time.monotonic() - started,
-        )
-        return True
+        return self._uploads.ensure(local_file)
 
     def submit_raw(self, spec: Mapping[str, Any], filename: str, data: bytes) -> JobView:
         """Submit ``spec`` (JobSpec fields) and the artifact bytes as they are.

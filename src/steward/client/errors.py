@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from steward.errors import ApiError
+from steward.errors import ApiError, JobRejectedError
 from steward.wire.rest import ResultView
 
 
@@ -12,3 +12,8 @@ class JobTerminatedError(ApiError):
     def __init__(self, message: str, *, result: ResultView | None, status: int = 409) -> None:
         super().__init__(message, status=status, code="job_terminated")
         self.result = result
+
+
+class MissingContentsError(JobRejectedError):
+    """The leader refused a submission naming a file it does not hold (``missing_contents``):
+    removed by its content collector since this client last uploaded or asked about it."""

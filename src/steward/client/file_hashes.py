@@ -31,7 +31,8 @@ def default_path() -> Path:
     return Path(base) / "steward" / "file-hashes.json"
 
 
-def _identity(stat: os.stat_result) -> list[int]:
+def identity(stat: os.stat_result) -> list[int]:
+    """What changes when the file does: device, inode, size, modification and change times."""
     return [stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns]
 
 
@@ -44,7 +45,7 @@ class FileHashes:
 
     def sha256_of(self, path: Path, stat: os.stat_result) -> str | None:
         entry = self._entries.get(str(path.resolve()))
-        if isinstance(entry, dict) and entry.get("identity") == _identity(stat):
+        if isinstance(entry, dict) and entry.get("identity") == identity(stat):
             sha = entry.get("sha256")
             return sha if isinstance(sha, str) else None
         return None
@@ -52,7 +53,7 @@ class FileHashes:
     def remember(self, path: Path, stat: os.stat_result, sha256: str) -> None:
         if stat.st_size < MIN_SIZE:
             return
-        self._entries[str(path.resolve())] = {"identity": _identity(stat), "sha256": sha256}
+        self._entries[str(path.resolve())] = {"identity": identity(stat), "sha256": sha256}
         while len(self._entries) > MAX_ENTRIES:
             del self._entries[next(iter(self._entries))]
         self._save()

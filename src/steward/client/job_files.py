@@ -11,15 +11,23 @@ is made: a missing or unreadable file is a :class:`JobRejectedError` and nothing
 from __future__ import annotations
 
 import hashlib
+import os
+import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from steward.client.file_hashes import MIN_SIZE, FileHashes
+from steward.client.file_hashes import MIN_SIZE, FileHashes, identity
 from steward.errors import JobRejectedError
 from steward.wire.jobs import Dependency, DependencyKind
 
 CHUNK = 1 << 20
+REMEMBERED = 1000
+"""Files whose hash this process keeps in memory (every size): a program that submits the
+same files again and again reads each once, until it changes (its ``stat`` identity)."""
+
+_remembered: dict[tuple[str, tuple[int, ...]], tuple[str, int]] = {}
+_remembered_lock = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -102,8 +110,24 @@ def _local(kind: DependencyKind, path: Path, alias: str | None = None) -> LocalF
 
 
 def _hash(path: Path) -> tuple[str, int]:
-    """The file's SHA-256 and size; a large file's hash is remembered (:mod:`file_hashes`)."""
+    """The file's SHA-256 and size, remembered in this process (by its ``stat`` identity)
+    and, for a large file, between processes (:mod:`file_hashes`)."""
     stat = path.stat()
+    key = (str(path.absolute()), tuple(identity(stat)))
+    with _remembered_lock:
+        known = _remembered.get(key)
+    if known is not None:
+        return known
+    sha256, size = _hash_again(path, stat)
+    if size == stat.st_size:
+        with _remembered_lock:
+            _remembered[key] = (sha256, size)
+            while len(_remembered) > REMEMBERED:
+                del _remembered[next(iter(_remembered))]
+    return sha256, size
+
+
+def _hash_again(path: Path, stat: os.stat_result) -> tuple[str, int]:
     hashes = FileHashes() if stat.st_size >= MIN_SIZE else None
     known = hashes.sha256_of(path, stat) if hashes else None
     if known is not None:

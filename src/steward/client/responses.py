@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 import httpx
 from pydantic import BaseModel, ValidationError
 
-from steward.client.errors import JobTerminatedError
+from steward.client.errors import JobTerminatedError, MissingContentsError
 from steward.client.failover import retry_after_seconds
 from steward.errors import (
     ApiError,
@@ -91,6 +91,8 @@ def api_error(response: httpx.Response, error: ErrorBody, job_id: str | None) ->
             status=status,
             code=error.code,
         )
+    elif error.code == "missing_contents" and response.request.method == "POST":
+        return MissingContentsError(error.message)
     elif error.code in _REJECTIONS and response.request.method in ("POST", "PUT"):
         return JobRejectedError(error.message)
     else:

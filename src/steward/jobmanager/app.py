@@ -22,6 +22,7 @@ from steward.store.contents import ContentStore
 from steward.tls.contexts import ClientTls
 
 from .rest import (
+    batch_submission,
     cluster,
     contents,
     doctor,
@@ -94,6 +95,7 @@ def create_app(
         cluster.router,
         doctor.router,
         jobs.router,
+        batch_submission.router,
         events.router,
         logs.router,
         tokens.router,

@@ -155,8 +155,11 @@ def test_the_client_uploads_each_file_once_and_the_job_names_them(
             pipeline, job_id="job-2", archives=[f"{archive}#environment"], py_files=[helper]
         )
         second = time.monotonic() - started
-    assert ("PUT", content_path()) not in sent.requests  # asked (HEAD), not re-sent
-    assert ("HEAD", content_path()) in sent.requests
+    # Neither re-sent nor asked about again: this client knows the cluster holds it.
+    assert ("PUT", content_path()) not in sent.requests
+    assert ("HEAD", content_path()) not in sent.requests
+    helper_sha = hashlib.sha256(b"X = 1\n").hexdigest()
+    assert ("HEAD", content_path(helper_sha)) in sent.requests  # a file new to this client
     assert view.job_id == "job-2"
     graph = dispatcher_of(leader).stores.graphs.get("job-2")
     assert [(d.kind.value, d.filename, d.alias) for d in graph.spec.dependencies] == [
@@ -164,6 +167,68 @@ def test_the_client_uploads_each_file_once_and_the_job_names_them(
         ("archive", "env.tar.gz", "environment"),
     ]
     print(f"submission with a 3 MB archive: first {first:.3f}s, second {second:.3f}s")
+
+
+def test_a_file_collected_since_the_client_uploaded_it_is_uploaded_again_once(
+    cluster: JobManagerCluster, tmp_path: Path
+) -> None:
+    """The client remembers what the cluster holds; the collector may remove it meanwhile.
+    The leader then answers missing_contents (nothing stored) and the client uploads again."""
+    leader = cluster.start_leader("jm-1")
+    pipeline = tmp_path / "stw_files_pipeline.py"
+    pipeline.write_text("def main(ctx):\n    return 1\n")
+    data_file = tmp_path / "lookup.csv"
+    data_file.write_bytes(b"a,b\n1,2\n")
+    sha = hashlib.sha256(data_file.read_bytes()).hexdigest()
+    sent = RecordingTransport()
+    with Client([cluster.url(leader, "")], timeout=30, transport=sent) as client:
+        client.submit(pipeline, job_id="job-kept-1", files=[data_file])
+        client.submit(pipeline, job_id="job-kept-2", files=[data_file])
+        assert sent.requests.count(("PUT", content_path(sha))) == 1
+        assert sent.requests.count(("HEAD", content_path(sha))) == 1
+        # The content collector's removal, as it does it: the stored file is gone.
+        (cluster.storage / "contents" / "sha256" / sha).unlink()
+        sent.requests.clear()
+        view = client.submit(pipeline, job_id="job-kept-3", files=[data_file])
+        many = client.submit_many(pipeline, [{"job_id": "job-kept-4"}], files=[data_file])
+    assert view.job_id == "job-kept-3"
+    assert [getattr(o, "job_id", o) for o in many] == ["job-kept-4"]
+    assert sent.requests == [
+        ("POST", "/v1/jobs"),  # refused: missing_contents, nothing stored
+        ("HEAD", content_path(sha)),
+        ("PUT", content_path(sha)),
+        ("POST", "/v1/jobs"),
+        ("POST", "/v1/jobs/batch"),  # the file is known again: no HEAD, no PUT
+    ]
+    assert stored_files(cluster) == [sha]
+    graph = dispatcher_of(leader).stores.graphs.get("job-kept-3")
+    assert [d.sha256 for d in graph.spec.dependencies] == [sha]
+
+
+def test_batch_items_refused_for_a_collected_file_are_sent_again_after_its_upload(
+    cluster: JobManagerCluster, tmp_path: Path
+) -> None:
+    leader = cluster.start_leader("jm-1")
+    pipeline = tmp_path / "stw_files_pipeline.py"
+    pipeline.write_text("def main(ctx):\n    return 1\n")
+    data_file = tmp_path / "lookup.csv"
+    data_file.write_bytes(b"a,b\n3,4\n")
+    sha = hashlib.sha256(data_file.read_bytes()).hexdigest()
+    sent = RecordingTransport()
+    with Client([cluster.url(leader, "")], timeout=30, transport=sent) as client:
+        client.submit_many(pipeline, [{"job_id": "job-bm-0"}], files=[data_file])
+        (cluster.storage / "contents" / "sha256" / sha).unlink()
+        sent.requests.clear()
+        jobs = [{"job_id": f"job-bm-{n}"} for n in range(1, 4)]
+        outcomes = client.submit_many(pipeline, jobs, files=[data_file])
+    assert [getattr(o, "job_id", repr(o)) for o in outcomes] == ["job-bm-1", "job-bm-2", "job-bm-3"]
+    assert sent.requests == [
+        ("POST", "/v1/jobs/batch"),
+        ("HEAD", content_path(sha)),
+        ("PUT", content_path(sha)),
+        ("POST", "/v1/jobs/batch"),
+    ]
+    assert stored_files(cluster) == [sha]
 
 
 def test_a_missing_local_file_is_refused_before_any_request(

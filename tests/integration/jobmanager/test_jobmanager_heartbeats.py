@@ -562,6 +562,31 @@ def test_a_job_waits_for_enough_slots_with_the_reason_shown(cluster: JobManagerC
     assert tms == {"tm-small": 2, "tm-big": 1}
 
 
+def test_a_pass_refusing_a_wide_job_still_places_a_narrower_one_behind_it(
+    cluster: JobManagerCluster,
+) -> None:
+    """A pass remembers the slot counts it found no room for (one search per count, not per
+    waiting job): a narrower job behind a refused wide one is still placed, and the reasons
+    shown after that deployment name the slots it took."""
+    leader = cluster.start_leader("jm-1")
+    for job_id, slots in (("job-wide", 3), ("job-narrow", 1), ("job-mid", 2)):
+        cluster.submitted(leader, job_id, slots=slots)
+    tm = PretendTaskManager(cluster, "tm-small", slots=2).register()
+    start, _ = tm.wait_command(leader, StartAttempt, "job-narrow")
+    assert start.attempt == 1
+    expected = {
+        "job-wide": "waiting for 3 free slot(s) on one TaskManager (free: tm-small=1/2)",
+        "job-mid": "waiting for 2 free slot(s) on one TaskManager (free: tm-small=1/2)",
+    }
+    for job_id, reason in expected.items():
+        wait_until(
+            lambda job_id=job_id, reason=reason: cluster.job(leader, job_id)["reason"] == reason,
+            SETTLE,
+            message=f"{job_id} waits: {reason}",
+        )
+        assert cluster.job(leader, job_id)["state"] == "SCHEDULED"
+
+
 def test_a_result_too_large_to_keep_fails_the_job_with_the_reason(
     cluster: JobManagerCluster,
 ) -> None:

@@ -52,6 +52,8 @@ class Scheduler:
         self._records = records
         self._membership = membership
         self._timeouts = timeouts
+        self._refused: dict[int, str] = {}
+        """This pass's slot counts no TaskManager had room for, with the reason shown."""
 
     def run(self) -> None:
         """Scheduling passes until the term stops; a failed pass is retried, a fence ends it."""
@@ -80,8 +82,10 @@ class Scheduler:
         if self._timeouts is not None:
             self._timeouts.expire()
         waiting: list[JobMaster] = []
-        for master in sorted(self._table.jobs.values(), key=lambda m: m.submitted_at):
+        self._refused.clear()
+        for master in sorted(self._table.jobs.values(), key=_submitted_at):
             if self._membership.expire_awaited_report(master, now):
+                self._refused.clear()  # an attempt given up may have freed its slots
                 continue
             if master.wants_slot(now):
                 self._deploy(master, waiting)
@@ -90,12 +94,17 @@ class Scheduler:
         self._records.persist_many(waiting)
 
     def _deploy(self, master: JobMaster, waiting: list[JobMaster]) -> None:
-        rm = self._table.rm
-        tm_id = rm.allocate(master.spec.slots)
+        rm, slots = self._table.rm, master.spec.slots
+        tm_id = None if self._no_room(slots) else rm.allocate(slots)
         if tm_id is None:
-            if master.waiting(rm.shortage(master.spec.slots)):
+            reason = self._refused.get(slots)
+            if reason is None:
+                reason = self._refused[slots] = rm.shortage(slots)
+            if master.waiting(reason):
                 waiting.append(master)
             return
+        # The reasons name the free slots, which this deployment changes.
+        self._refused.clear()
         # Read before anything changes: if this read fails the pass is retried with the job
         # still waiting; failing after deploy() would strand it with no start command sent.
         latest = self._stores.checkpoints(master.job_id).latest().checkpoint
@@ -115,6 +124,12 @@ class Scheduler:
             self._term.epoch,
         )
 
+    def _no_room(self, slots: int) -> bool:
+        """Whether a pass already found no room for this many slots or fewer: within a pass,
+        under the lock, free slots only shrink, so a burst of waiting jobs costs one search
+        and one reason per slot count, not a search of every TaskManager per job."""
+        return any(refused <= slots for refused in self._refused)
+
     def _start_command(
         self, master: JobMaster, deployment: Deployment, metadata: dict[str, JsonValue] | None
     ) -> StartAttempt:
@@ -130,6 +145,10 @@ class Scheduler:
             last_checkpoint=metadata,
             earlier_spark_apps=earlier_spark_apps(master, deployment.number),
         )
+
+
+def _submitted_at(master: JobMaster) -> float:
+    return master.submitted_at
 
 
 def earlier_spark_apps(master: JobMaster, number: int) -> list[str]:

@@ -30,7 +30,7 @@ from steward.errors import JobRejectedError, StewardError
 from steward.security import audit
 from steward.security.identity import Identity
 from steward.store.contents import ContentStore
-from steward.supervisor.artifacts import check_submission
+from steward.supervisor.artifact_cache import CheckedArtifacts
 from steward.wire import redaction, spark_options
 from steward.wire.jobs import JobGraph, JobSpec
 from steward.wire.rest import JobView, SubmitRequest
@@ -49,6 +49,9 @@ MAX_SUBMISSION_BYTES = MAX_ARTIFACT_BYTES * 4 // 3 + 64 * 1024
 """A submission's body: the artifact in base64 plus room for the spec."""
 MAX_JSON_DEPTH = 32
 """A submission nests objects and arrays at most this deep (a spec needs 4)."""
+CHECKED = CheckedArtifacts()
+"""This JobManager's pipelines already checked: the same file submitted again is not
+compiled and parsed again (:mod:`steward.supervisor.artifact_cache`)."""
 MAX_JSON_CONTAINERS = 50_000
 """A submission holds at most this many objects and arrays (a spec with 1000 dependencies
 needs about 1000)."""
@@ -98,6 +101,18 @@ def _store(
         request = SubmitRequest.model_validate_json(body)
     except ValidationError as exc:
         raise ApiError(400, "bad_request", describe(exc.errors())) from None
+    return store_request(dispatcher, contents, caller, request, digest)
+
+
+def store_request(
+    dispatcher: LeaderTerm,
+    contents: ContentStore,
+    caller: Identity,
+    request: SubmitRequest,
+    digest: str,
+) -> JobView:
+    """The job a parsed submission describes, stored as the submitter ``caller``; ``digest``
+    names the submission for its retries. An ApiError if refused."""
     spec_fields = dict(request.spec)
     spec_fields["submitter"] = caller.name
     if not spec_fields.get("job_id"):
@@ -116,7 +131,7 @@ def _store(
         raise ApiError(413, "too_large", f"artifacts are limited to {MAX_ARTIFACT_BYTES} bytes")
     try:
         redaction.check_conf(spec.spark_conf)
-        artifact, spec = check_submission(request.artifact.filename, data, spec)
+        artifact, spec = CHECKED.check(request.artifact.filename, data, spec)
         graph = JobGraph(
             spec=spec, artifact=artifact, submitted_at=time.time(), submission_sha256=digest
         )

@@ -22,7 +22,6 @@ from steward.jobmanager.errors import JobResultExistsError
 from steward.security.identity import Identity
 from steward.store import sources
 from steward.store.contents import ContentStore
-from steward.supervisor.artifacts import check_submission
 from steward.wire import redaction, spark_options
 from steward.wire.jobs import Artifact, Dependency, DependencyKind, JobGraph, JobSpec, ProgramKind
 from steward.wire.livy import BatchRequest, batch_job_id
@@ -32,7 +31,7 @@ from .archive_checks import check_archives
 from .backend import LeaderTerm
 from .contents import missing_contents
 from .errors import ApiError, describe, raise_for
-from .jobs_submit import MAX_ARTIFACT_BYTES
+from .jobs_submit import CHECKED, MAX_ARTIFACT_BYTES
 
 ID_ATTEMPTS = 3
 """Batch ids tried when ``livy-<n>`` is taken (a job submitted under that name by hand)."""
@@ -81,7 +80,7 @@ def prepare(
         dependencies = _fetch_dependencies(request, contents, allowed)
         spec = _spec(request, dependencies)
         redaction.check_conf(spec.spark_conf)
-        artifact, spec = check_submission(filename, data, spec)
+        artifact, spec = CHECKED.check(filename, data, spec)
         return spec, artifact
     except JobRejectedError as exc:
         raise ApiError(400, "bad_request", str(exc)) from None
