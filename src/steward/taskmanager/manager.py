@@ -6,7 +6,7 @@ This module wires the TaskManager's parts together and owns its reactions:
   execution monitor, self-fencing (SUSPENDED/LOST events *and* the liveness probe), the
   heartbeats;
 - a heartbeat reply: ignore it if its epoch is older than the newest seen; apply its acks;
-  carry out its commands: a start goes to :mod:`.starts` (admitted at once, prepared and
+  carry out its commands: a start goes to :mod:`.launches` (admitted at once, prepared and
   spawned on a launch worker, the lease taken before the spawn, rule 3), a cancel here;
 - runner events and the execution monitor turn into the attempts' reports (progress,
   checkpoints, outcome once the whole group is gone, lease released);
@@ -52,16 +52,16 @@ from steward.security.credentials import internal_credential
 from steward.store.blob import BlobStore
 from steward.store.leases import ExecutionLeases
 from steward.store.log_archive import LogArchive
-from steward.taskmanager.attempts import Attempt, Attempts
-from steward.taskmanager.executions import Executions
-from steward.taskmanager.heartbeater import Heartbeater
+from steward.taskmanager.execution import Executions
+from steward.taskmanager.heartbeat_sender import HeartbeatSender
 from steward.taskmanager.http.port import HttpPort
-from steward.taskmanager.launcher import Launcher
+from steward.taskmanager.launches import Launches
 from steward.taskmanager.log_archiver import LogArchiver
+from steward.taskmanager.preparation import Preparation
 from steward.taskmanager.registration import Registration
+from steward.taskmanager.reporting import Attempt, Attempts
 from steward.taskmanager.self_fencing import SelfFencing
 from steward.taskmanager.spares import SparePool
-from steward.taskmanager.starts import Starts
 from steward.taskmanager.workdir_cleaner import WorkdirCleaner, paths_in_use
 from steward.tls.contexts import client_tls
 from steward.wire.heartbeat import CancelAttempt, HeartbeatReply, StartAttempt
@@ -157,12 +157,12 @@ class TaskManager:
                 on_folder_done=self.cleaner.folder_ended,
                 spark_defaults=event_log_conf(self._event_log_dir),
             )
-        self.starts = Starts(
+        self.launches = Launches(
             tm_id=self.id,
             attempts=self.attempts,
             executions=self.executions,
             leases=self.leases,
-            launcher=Launcher(config, blobs, self.workdir),
+            preparation=Preparation(config, blobs, self.workdir),
             spares=self.spares,
             metrics=self.metrics,
             fenced=lambda: self.fenced,
@@ -175,7 +175,7 @@ class TaskManager:
             TaskManagerInfo(address=self.address, slots=self.slots, http_address=self.http.address),
         )
         self.retrieval = LeaderRetrieval(self.session, self._leader_changed)
-        self.heartbeater = Heartbeater(
+        self.heartbeat_sender = HeartbeatSender(
             tm_id=self.id,
             address=self.address,
             slots=self.slots,
@@ -224,7 +224,7 @@ class TaskManager:
         self.probe.start()
         self.session.add_listener(self._on_connection)
         self.retrieval.start()
-        self.heartbeater.start()
+        self.heartbeat_sender.start()
         log.info(
             "taskmanager started tm=%s address=%s slots=%d workdir=%s fence_after=%.1fs"
             " deadman_timeout=%.1fs",
@@ -242,10 +242,10 @@ class TaskManager:
         gone and leases released, deregistered, session closed."""
         self._stopping = True
         log.info("taskmanager stopping tm=%s attempts=%d", self.id, len(self.attempts.active()))
-        self.heartbeater.stop()
+        self.heartbeat_sender.stop()
         self.retrieval.stop()
         self.executions.refuse_starts("the TaskManager is stopping")
-        self.starts.close()
+        self.launches.close()
         if self.spares is not None:
             self.spares.stop()
         for attempt in self.attempts.active():
@@ -287,7 +287,7 @@ class TaskManager:
             self.attempts.acknowledge(ack)
         for command in reply.commands:
             if isinstance(command, StartAttempt):
-                self.starts.start(command)
+                self.launches.start(command)
             else:
                 self._cancel(command)
 
@@ -413,7 +413,7 @@ class TaskManager:
 
     def _on_connection(self, state: ConnectionState) -> None:
         if state in (ConnectionState.CONNECTED, ConnectionState.RECONNECTED):
-            self.heartbeater.leader_changed()
+            self.heartbeat_sender.leader_changed()
 
     def _leader_changed(self, info: LeaderInfo | None) -> None:
         if info is None:
@@ -426,4 +426,4 @@ class TaskManager:
                 info.address,
                 info.epoch,
             )
-        self.heartbeater.leader_changed()
+        self.heartbeat_sender.leader_changed()

@@ -15,7 +15,7 @@ from steward.errors import FencedError
 from steward.ha.election import Leadership
 from steward.store.leases import ExecutionLeases, LeaseHeldError
 from steward.supervisor.process_group import SpawnError
-from steward.taskmanager.executions import Executions
+from steward.taskmanager.execution import Executions
 from support import wait_until
 
 pytestmark = pytest.mark.zookeeper

@@ -16,7 +16,7 @@ import pytest
 from steward.ha.election import Leadership
 from steward.ha.session import ConnectionState, Session
 from steward.store.leases import ExecutionLeases
-from steward.taskmanager.executions import Executions
+from steward.taskmanager.execution import Executions
 from steward.taskmanager.self_fencing import SelfFencing
 from steward.zookeeper.managed import ManagedEnsemble
 from support import wait_until

@@ -2,8 +2,8 @@
 
 A start is admitted (or rejected: fenced, stale epoch) at once, on the heartbeat's thread;
 the rest runs on a launch worker so heartbeats keep flowing: prepare the launch document
-(:mod:`.launcher`), check the slots, take the lease and only then spawn (rule 3,
-:meth:`~steward.taskmanager.executions.Executions.start_with`): a warm spare when the job can
+(:mod:`.preparation`), check the slots, take the lease and only then spawn (rule 3,
+:meth:`~steward.taskmanager.execution.Executions.start_with`): a warm spare when the job can
 use one, else a cold runner (always for a job with its own ``env``: the runner is spawned
 with it, so its Spark JVM and every process it starts have it too). Every failure ends or
 rejects the attempt with its cause; none escapes the worker.
@@ -21,9 +21,9 @@ from steward.runtime.warm import files_cold_reason
 from steward.store.leases import ExecutionLeases, LeaseHeldError
 from steward.supervisor.process_group import ProcessGroup, SpawnError
 from steward.supervisor.runner_process import RunnerProcess, runner_env
-from steward.taskmanager.attempts import Attempt, Attempts
-from steward.taskmanager.executions import Executions
-from steward.taskmanager.launcher import Launch, Launcher
+from steward.taskmanager.execution import Executions
+from steward.taskmanager.preparation import Launch, Preparation
+from steward.taskmanager.reporting import Attempt, Attempts
 from steward.taskmanager.spares import SparePool
 from steward.wire.heartbeat import Rejection, StartAttempt
 from steward.wire.records import ErrorInfo
@@ -40,7 +40,7 @@ from steward.wire.runner import (
 log = logging.getLogger(__name__)
 
 
-class Starts:
+class Launches:
     """The start commands of one TaskManager; :meth:`close` stops launching."""
 
     def __init__(
@@ -50,7 +50,7 @@ class Starts:
         attempts: Attempts,
         executions: Executions,
         leases: ExecutionLeases,
-        launcher: Launcher,
+        preparation: Preparation,
         spares: SparePool | None,
         metrics: TaskManagerMetrics,
         fenced: Callable[[], bool],
@@ -60,7 +60,7 @@ class Starts:
         self._attempts = attempts
         self._executions = executions
         self._leases = leases
-        self._launcher = launcher
+        self._preparation = preparation
         self._spares = spares
         self._metrics = metrics
         self._fenced = fenced
@@ -103,7 +103,7 @@ class Starts:
     def _launch_or_refuse(self, attempt: Attempt, command: StartAttempt) -> None:
         attempts = self._attempts
         try:
-            launch = self._launcher.prepare(command)
+            launch = self._preparation.prepare(command)
         except StewardError as exc:
             if is_unavailable(exc):
                 # The storage did not answer: nothing ran, so this is a refusal, and the

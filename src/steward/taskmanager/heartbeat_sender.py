@@ -1,4 +1,4 @@
-"""The TaskManager's heartbeats: its attempts' reports to the leader, the leader's reply back.
+"""The sending side of the heartbeat: its attempts' reports to the leader, the reply back.
 
 This module owns the HTTP side of :mod:`steward.wire.heartbeat`. Two threads share one
 ``httpx.Client``:
@@ -32,7 +32,7 @@ import httpx
 
 from steward.errors import StewardError
 from steward.ha.retrieval import LeaderRetrieval
-from steward.taskmanager.attempts import Attempts
+from steward.taskmanager.reporting import Attempts
 from steward.tls.contexts import ClientTls, client_tls
 from steward.wire.heartbeat import HEARTBEAT_PATH, Heartbeat, HeartbeatReply
 from steward.wire.records import LeaderInfo
@@ -46,7 +46,7 @@ REQUEST_SLACK = 5.0
 NOT_LEADER = frozenset({409, 503})
 
 
-class Heartbeater:
+class HeartbeatSender:
     """Sends this TaskManager's heartbeats to the current leader."""
 
     def __init__(
@@ -91,7 +91,7 @@ class Heartbeater:
         self._last_seq = 0
         self._in_flight: set[int] = set()
 
-    def start(self) -> Heartbeater:
+    def start(self) -> HeartbeatSender:
         for name, target in (("poll", self._poll), ("notify", self._notify)):
             thread = threading.Thread(target=target, name=f"{self.tm_id}-hb-{name}", daemon=True)
             thread.start()

@@ -1,4 +1,4 @@
-"""The attempts one TaskManager runs: each an :class:`Execution` (lease + process group).
+"""Executing attempts: each an :class:`Execution` (lease + process group) of this TaskManager.
 
 This module owns the order that makes rule 3 hold on a TaskManager:
 

@@ -1,4 +1,4 @@
-"""What one TaskManager knows about its attempts, as it reports them to the leader.
+"""Reporting: what one TaskManager knows about its attempts, as it reports them to the leader.
 
 This module owns the TaskManager's side of the heartbeat's reliable delivery
 (:mod:`steward.wire.heartbeat`): each attempt's phase, its latest progress, its checkpoint events
