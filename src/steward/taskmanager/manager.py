@@ -34,7 +34,6 @@ import logging
 import os
 import re
 import socket
-import threading
 import time
 
 from steward.config import Configuration
@@ -60,7 +59,7 @@ from steward.taskmanager.log_archiver import LogArchiver
 from steward.taskmanager.preparation import Preparation
 from steward.taskmanager.registration import Registration
 from steward.taskmanager.reporting import Attempt, Attempts
-from steward.taskmanager.self_fencing import SelfFencing
+from steward.taskmanager.self_fencing import Fence, SelfFencing
 from steward.taskmanager.spares import SparePool
 from steward.taskmanager.workdir_cleaner import WorkdirCleaner, paths_in_use
 from steward.tls.contexts import client_tls
@@ -118,6 +117,7 @@ class TaskManager:
             on_log_dropped=self.metrics.attempt_log_dropped.inc,
         )
         self._log_max_size = settings.taskmanager.attempt_log_max_size
+        self.fence = Fence(self.id, self.session, self.attempts, self.executions, self.metrics)
         self.metrics.observe(self._snapshot)
         # Its attempts' logs (and probes): bound now, so its address is in the registration.
         self.http = HttpPort(
@@ -126,7 +126,7 @@ class TaskManager:
             session=self.session,
             attempts=self.attempts,
             workdir=self.workdir,
-            ready=self._not_ready,
+            ready=self.fence.not_ready,
             metrics=self.metrics,
         )
         blobs = BlobStore(settings.storage.storage_dir, on_error=self.metrics.storage_failed)
@@ -165,7 +165,7 @@ class TaskManager:
             preparation=Preparation(config, blobs, self.workdir),
             spares=self.spares,
             metrics=self.metrics,
-            fenced=lambda: self.fenced,
+            fenced=lambda: self.fence.fenced,
             log_max_size=self._log_max_size,
             workers=max(2, self.slots),
         )
@@ -188,13 +188,9 @@ class TaskManager:
             tls=client_tls(settings.tls),
             session=lambda: self.session.session_id,
         )
-        self.self_fencing = SelfFencing(self.session, settings.taskmanager.fence_after, self._fence)
-        self.probe = LivenessProbe(
-            self.session, settings.taskmanager.fence_after, self._fence, self._alive
-        )
-        self._fence_lock = threading.Lock()
-        self._fenced_at: float | None = None
-        self._stopping = False
+        fence_after = settings.taskmanager.fence_after
+        self.self_fencing = SelfFencing(self.session, fence_after, self.fence.fence)
+        self.probe = LivenessProbe(self.session, fence_after, self.fence.fence, self.fence.alive)
 
     # ------------------------------------------------------------------ life cycle
 
@@ -240,7 +236,7 @@ class TaskManager:
     def stop(self, grace: float = 3.0) -> None:
         """Stop gracefully: no more heartbeats, attempts cancelled then killed, their groups
         gone and leases released, deregistered, session closed."""
-        self._stopping = True
+        self.fence.stopping()
         log.info("taskmanager stopping tm=%s attempts=%d", self.id, len(self.attempts.active()))
         self.heartbeat_sender.stop()
         self.retrieval.stop()
@@ -364,7 +360,7 @@ class TaskManager:
 
     @property
     def fenced(self) -> bool:
-        return self._fenced_at is not None
+        return self.fence.fenced
 
     def _snapshot(self) -> TaskManagerSnapshot:
         """What ``/metrics`` reads at each scrape."""
@@ -374,42 +370,6 @@ class TaskManager:
             zookeeper_connected=self.session.connected,
             fenced=self.fenced,
         )
-
-    def _not_ready(self) -> str | None:
-        """Why this TaskManager cannot run attempts now (its readiness probe), or None."""
-        if not self.session.connected:
-            return "not connected to ZooKeeper"
-        return "fencing itself" if self.fenced else None
-
-    def _fence(self, reason: str) -> None:
-        with self._fence_lock:
-            first = self._fenced_at is None
-            if first:
-                self._fenced_at = time.monotonic()
-                self.metrics.self_fencings.inc()
-        self.executions.refuse_starts(f"self-fenced: {reason}")
-        victims = self.attempts.mark_fenced(reason)
-        killed = self.executions.kill_all(reason)
-        if first or killed:
-            log.error(
-                "self-fenced tm=%s reason=%s attempts=%s killed=%d",
-                self.id,
-                reason,
-                [f"{a.job_id}/{a.attempt}" for a in victims],
-                killed,
-            )
-
-    def _alive(self, probe_started: float) -> None:
-        """A ZooKeeper round trip that started at ``probe_started`` succeeded."""
-        self.metrics.zookeeper_round_trip.observe(time.monotonic() - probe_started)
-        with self._fence_lock:
-            if self._fenced_at is None or probe_started <= self._fenced_at:
-                return
-            if not self.session.connected or self._stopping:
-                return
-            self._fenced_at = None
-        self.executions.accept_starts()
-        log.warning("self-fencing lifted: zookeeper answers again tm=%s", self.id)
 
     def _on_connection(self, state: ConnectionState) -> None:
         if state in (ConnectionState.CONNECTED, ConnectionState.RECONNECTED):
