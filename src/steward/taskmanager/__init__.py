@@ -11,7 +11,8 @@ The safety core (rules 3 and 4 of docs/architecture.md), with the execution leas
 The process around it (``steward taskmanager``):
 
 - ``manager.py``: the TaskManager, wiring the parts and reacting to the leader's commands;
-- ``launches.py``: a start command admitted, then prepared and executed on a launch worker;
+- ``admission.py``: a leader's reply applied: acks, a start admitted or refused, a cancel;
+- ``launches.py``: an admitted attempt prepared, then executed, on a launch worker;
 - ``preparation.py``: from a start command to a launch document (job graph, artifact);
 - ``reporting.py``: what is reported to the leader per attempt, until acknowledged;
 - ``heartbeat_sender.py``: the sending side of the heartbeat (reports out, replies in);

@@ -1,7 +1,6 @@
-"""A start command, from its admission to a running attempt.
+"""Launching an admitted attempt (:mod:`.admission`): prepared, then executed, on a worker.
 
-A start is admitted (or rejected: fenced, stale epoch) at once, on the heartbeat's thread;
-the rest runs on a launch worker so heartbeats keep flowing: prepare the launch document
+A launch worker runs the slow steps, so heartbeats keep flowing: prepare the launch document
 (:mod:`.preparation`), check the slots, take the lease and only then spawn (rule 3,
 :meth:`~steward.taskmanager.execution.Executions.start_with`): a warm spare when the job can
 use one, else a cold runner (always for a job with its own ``env``: the runner is spawned
@@ -18,30 +17,23 @@ from concurrent.futures import ThreadPoolExecutor
 from steward.errors import CoordinationError, FencedError, StewardError, is_unavailable
 from steward.metrics import TaskManagerMetrics
 from steward.runtime.warm import files_cold_reason
-from steward.store.leases import ExecutionLeases, LeaseHeldError
+from steward.store.leases import LeaseHeldError
 from steward.supervisor.process_group import ProcessGroup, SpawnError
 from steward.supervisor.runner_process import RunnerProcess, runner_env
 from steward.taskmanager.execution import Executions
 from steward.taskmanager.preparation import Launch, Preparation
 from steward.taskmanager.reporting import Attempt, Attempts
+from steward.taskmanager.self_fencing import Fence
 from steward.taskmanager.spares import SparePool
 from steward.wire.heartbeat import Rejection, StartAttempt
 from steward.wire.records import ErrorInfo
-from steward.wire.runner import (
-    AttemptCancelled,
-    CheckpointEvent,
-    FailedEvent,
-    ProgressEvent,
-    RunnerEvent,
-    SparkAppEvent,
-    error_type_name,
-)
+from steward.wire.runner import AttemptCancelled, FailedEvent, error_type_name
 
 log = logging.getLogger(__name__)
 
 
 class Launches:
-    """The start commands of one TaskManager; :meth:`close` stops launching."""
+    """The launches of one TaskManager's admitted attempts; :meth:`close` stops launching."""
 
     def __init__(
         self,
@@ -49,21 +41,19 @@ class Launches:
         tm_id: str,
         attempts: Attempts,
         executions: Executions,
-        leases: ExecutionLeases,
         preparation: Preparation,
         spares: SparePool | None,
         metrics: TaskManagerMetrics,
-        fenced: Callable[[], bool],
+        fence: Fence,
         log_max_size: int | None,
         workers: int,
     ) -> None:
         self._attempts = attempts
         self._executions = executions
-        self._leases = leases
         self._preparation = preparation
         self._spares = spares
         self._metrics = metrics
-        self._fenced = fenced
+        self._fence = fence
         self._log_max_size = log_max_size
         self._workers = ThreadPoolExecutor(workers, thread_name_prefix=f"{tm_id}-launch")
 
@@ -71,27 +61,9 @@ class Launches:
         """No more launches; those not begun are dropped (their attempts are being stopped)."""
         self._workers.shutdown(wait=False, cancel_futures=True)
 
-    def start(self, command: StartAttempt) -> None:
-        """Admit ``command`` (or reject it) and launch it on a worker."""
-        refusal, message = None, ""
-        if self._fenced():
-            refusal, message = Rejection.FENCED, "the TaskManager is fencing itself"
-        elif not self._leases.observe_epoch(command.epoch):
-            refusal = Rejection.STALE_EPOCH
-            message = f"epoch {command.epoch} is older than epoch {self._leases.newest_epoch}"
-        attempt = self._attempts.admit(command, refusal, message)
-        if attempt is None:
-            log.info("repeated start ignored job=%s attempt=%d", command.job_id, command.attempt)
-            return
-        if attempt.active:
-            log.info(
-                "attempt starting job=%s attempt=%d epoch=%d recovery=%s",
-                command.job_id,
-                command.attempt,
-                command.epoch,
-                command.is_recovery,
-            )
-            self._workers.submit(self._launch, attempt, command)
+    def submit(self, attempt: Attempt, command: StartAttempt) -> None:
+        """Launch an admitted attempt on a worker."""
+        self._workers.submit(self._launch, attempt, command)
 
     def _launch(self, attempt: Attempt, command: StartAttempt) -> None:
         try:
@@ -131,7 +103,7 @@ class Launches:
             launch.document,
             cwd=launch.attempt_dir,
             log_path=launch.log_path,
-            on_event=lambda event: self._on_runner_event(attempt, event),
+            on_event=lambda event: self._attempts.runner_event(attempt, event),
             env=runner_env(launch.spec.env),
             log_max_size=self._log_max_size,
         )
@@ -144,7 +116,7 @@ class Launches:
             attempts.reject(attempt, Rejection.LEASE_HELD, str(exc))
             return
         except FencedError as exc:
-            rejection = Rejection.FENCED if self._fenced() else Rejection.STALE_EPOCH
+            rejection = Rejection.FENCED if self._fence.fenced else Rejection.STALE_EPOCH
             attempts.reject(attempt, rejection, str(exc))
             return
         except CoordinationError as exc:
@@ -176,7 +148,7 @@ class Launches:
                 spare.assign(
                     launch.document,
                     log_path=launch.log_path,
-                    on_event=lambda event: self._on_runner_event(attempt, event),
+                    on_event=lambda event: self._attempts.runner_event(attempt, event),
                 )
             except OSError as exc:  # its log could not move: use a cold runner instead
                 log.warning("warm spare not usable, going cold pid=%s cause=%s", spare.pid, exc)
@@ -194,14 +166,6 @@ class Launches:
             return spare.group
 
         return spawn
-
-    def _on_runner_event(self, attempt: Attempt, event: RunnerEvent) -> None:
-        if isinstance(event, ProgressEvent):
-            self._attempts.progress(attempt, event.progress)
-        elif isinstance(event, CheckpointEvent):
-            self._attempts.checkpoint(attempt, event)
-        elif isinstance(event, SparkAppEvent):
-            self._attempts.spark_app(attempt, event.app)
 
 
 def failed(exc: BaseException) -> FailedEvent:

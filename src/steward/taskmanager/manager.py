@@ -5,13 +5,14 @@ This module wires the TaskManager's parts together and owns its reactions:
 - start: ZooKeeper session, registration (``taskmanagers/<id>``), leader retrieval, the
   execution monitor, self-fencing (SUSPENDED/LOST events *and* the liveness probe), the
   heartbeats;
-- a heartbeat reply: ignore it if its epoch is older than the newest seen; apply its acks;
-  carry out its commands: a start goes to :mod:`.launches` (admitted at once, prepared and
-  spawned on a launch worker, the lease taken before the spawn, rule 3), a cancel here;
+- a heartbeat reply: applied by :mod:`.admission` (a deposed leader's ignored; acks, then
+  starts admitted at once and cancels); an admitted start is prepared and spawned on a launch
+  worker (:mod:`.launches`), the lease taken before the spawn (rule 3);
 - runner events and the execution monitor turn into the attempts' reports (progress,
   checkpoints, outcome once the whole group is gone, lease released);
-- self-fencing (rule 4): kill every attempt, report each ENDED as
-  ``steward.SelfFenced``, refuse starts until a ZooKeeper round trip works again;
+- self-fencing (rule 4, :class:`~steward.taskmanager.self_fencing.Fence`): kill every
+  attempt, report each ENDED as ``steward.SelfFenced``, refuse starts until a ZooKeeper round
+  trip works again;
 - a graceful stop: stop heartbeating, cancel then kill the attempts, wait for their groups and
   leases to go, deregister, close the session;
 - warm spares (``taskmanager.spark.prewarm-runners``, :mod:`steward.taskmanager.spares`): an
@@ -51,6 +52,7 @@ from steward.security.credentials import internal_credential
 from steward.store.blob import BlobStore
 from steward.store.leases import ExecutionLeases
 from steward.store.log_archive import LogArchive
+from steward.taskmanager.admission import Admission
 from steward.taskmanager.execution import Executions
 from steward.taskmanager.heartbeat_sender import HeartbeatSender
 from steward.taskmanager.http.port import HttpPort
@@ -63,7 +65,7 @@ from steward.taskmanager.self_fencing import Fence, SelfFencing
 from steward.taskmanager.spares import SparePool
 from steward.taskmanager.workdir_cleaner import WorkdirCleaner, paths_in_use
 from steward.tls.contexts import client_tls
-from steward.wire.heartbeat import CancelAttempt, HeartbeatReply, StartAttempt
+from steward.wire.heartbeat import HeartbeatReply
 from steward.wire.records import ErrorInfo, LeaderInfo, TaskManagerInfo
 from steward.wire.runner import (
     FailedEvent,
@@ -161,13 +163,15 @@ class TaskManager:
             tm_id=self.id,
             attempts=self.attempts,
             executions=self.executions,
-            leases=self.leases,
             preparation=Preparation(config, blobs, self.workdir),
             spares=self.spares,
             metrics=self.metrics,
-            fenced=lambda: self.fence.fenced,
+            fence=self.fence,
             log_max_size=self._log_max_size,
             workers=max(2, self.slots),
+        )
+        self.admission = Admission(
+            attempts=self.attempts, leases=self.leases, fence=self.fence, launches=self.launches
         )
         self.registration = Registration(
             self.session,
@@ -273,40 +277,8 @@ class TaskManager:
     # ------------------------------------------------------------------ heartbeat replies
 
     def on_reply(self, reply: HeartbeatReply) -> None:
-        """Apply a leader's reply: acks first (they may free an attempt), then commands."""
-        if not self.leases.observe_epoch(reply.epoch):
-            log.warning(
-                "reply of a deposed leader ignored leader=%s epoch=%d", reply.leader, reply.epoch
-            )
-            return
-        for ack in reply.acks:
-            self.attempts.acknowledge(ack)
-        for command in reply.commands:
-            if isinstance(command, StartAttempt):
-                self.launches.start(command)
-            else:
-                self._cancel(command)
-
-    def _cancel(self, command: CancelAttempt) -> None:
-        if not self.leases.observe_epoch(command.epoch):
-            return
-        attempt = self.attempts.get(command.job_id, command.attempt)
-        if attempt is None or attempt.settled:
-            log.info(
-                "cancel of an unknown or ended attempt ignored job=%s attempt=%d",
-                command.job_id,
-                command.attempt,
-            )
-            return
-        log.info(
-            "cancel requested job=%s attempt=%d grace=%.1fs",
-            command.job_id,
-            command.attempt,
-            command.grace,
-        )
-        self.attempts.request_cancel(attempt, command.grace)
-        if attempt.runner is not None and attempt.pid is not None:
-            attempt.runner.cancel(command.grace)
+        """Apply a leader's reply (:mod:`.admission`)."""
+        self.admission.on_reply(reply)
 
     # ------------------------------------------------------------------ attempts
 

@@ -24,7 +24,14 @@ from dataclasses import dataclass, field
 from steward.supervisor.runner_process import RunnerProcess
 from steward.wire.heartbeat import Ack, AttemptReport, Rejection, ReportedCheckpoint, StartAttempt
 from steward.wire.records import SparkApp
-from steward.wire.runner import CheckpointEvent, FailedEvent, FinalEvent
+from steward.wire.runner import (
+    CheckpointEvent,
+    FailedEvent,
+    FinalEvent,
+    ProgressEvent,
+    RunnerEvent,
+    SparkAppEvent,
+)
 from steward.wire.states import AttemptPhase
 from steward.wire.values import JsonValue
 
@@ -261,6 +268,15 @@ class Attempts:
             self._forget_if_done(attempt)
 
     # ------------------------------------------------------------------ runner events
+
+    def runner_event(self, attempt: Attempt, event: RunnerEvent) -> None:
+        """What its runner reported while it runs (its outcome comes with its exit)."""
+        if isinstance(event, ProgressEvent):
+            self.progress(attempt, event.progress)
+        elif isinstance(event, CheckpointEvent):
+            self.checkpoint(attempt, event)
+        elif isinstance(event, SparkAppEvent):
+            self.spark_app(attempt, event.app)
 
     def progress(self, attempt: Attempt, progress: dict[str, JsonValue]) -> None:
         with self._lock:
