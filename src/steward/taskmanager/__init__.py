@@ -8,9 +8,9 @@ The safety core (rules 3 and 4 of docs/architecture.md), with the execution leas
 - the liveness probe (:mod:`steward.ha.liveness`): the same when no ZooKeeper round trip has
   worked for too long (a frozen server or a cut network, which kazoo notices late).
 
-The process around it (``steward taskmanager``):
+The process around it (``steward taskmanager``), a start command's steps in order:
 
-- ``manager.py``: the TaskManager, wiring the parts and reacting to the leader's commands;
+- ``manager.py``: the TaskManager, building the parts and routing their events (``events.py``);
 - ``admission.py``: a leader's reply applied: acks, a start admitted or refused, a cancel;
 - ``launches.py``: an admitted attempt prepared, then executed, on a launch worker;
 - ``preparation.py``: from a start command to a launch document (job graph, artifact);

@@ -1,29 +1,24 @@
 """The TaskManager process (``steward taskmanager``): runs the attempts the leader asks for.
 
-This module wires the TaskManager's parts together and owns its reactions:
+This module is the TaskManager's composition root: it builds the parts, starts and stops them
+in order, and routes the attempts' events (:class:`~steward.taskmanager.events.AttemptEvents`)
+to the parts they concern. A start command goes through the steps, one module each:
 
-- start: ZooKeeper session, registration (``taskmanagers/<id>``), leader retrieval, the
-  execution monitor, self-fencing (SUSPENDED/LOST events *and* the liveness probe), the
-  heartbeats;
-- a heartbeat reply: applied by :mod:`.admission` (a deposed leader's ignored; acks, then
-  starts admitted at once and cancels); an admitted start is prepared and spawned on a launch
-  worker (:mod:`.launches`), the lease taken before the spawn (rule 3);
-- runner events and the execution monitor turn into the attempts' reports (progress,
-  checkpoints, outcome once the whole group is gone, lease released);
-- self-fencing (rule 4, :class:`~steward.taskmanager.self_fencing.Fence`): kill every
-  attempt, report each ENDED as ``steward.SelfFenced``, refuse starts until a ZooKeeper round
-  trip works again;
-- a graceful stop: stop heartbeating, cancel then kill the attempts, wait for their groups and
-  leases to go, deregister, close the session;
-- warm spares (``taskmanager.spark.prewarm-runners``, :mod:`steward.taskmanager.spares`): an
-  attempt whose job can use one is handed a spare where a cold runner would be spawned,
-  after its lease is taken;
-- disk use: each attempt's log is capped (``taskmanager.attempt-log.max-size``,
-  :mod:`steward.supervisor.logcap`), and the folders of forgotten attempts and dead spares are
-  removed after ``taskmanager.workdir.retention`` (:mod:`steward.taskmanager.workdir_cleaner`),
-  never before the log is archived to the HA storage (:mod:`steward.taskmanager.log_archiver`).
-- its HTTP port (:mod:`steward.taskmanager.http`): its attempts' logs, which JobManagers
-  proxy, and its probes; its address is in the registration record.
+1. admission (:mod:`.admission`, on the heartbeat's thread): a deposed leader's reply ignored,
+   acks applied, a start admitted or refused at once, a cancel passed on;
+2. preparation (:mod:`.launches` on a launch worker, :mod:`.preparation`): the job graph, its
+   artifact, files and Python environment, the launch document, the slots of its job;
+3. execution (:mod:`.execution`): the lease taken, then a warm spare (:mod:`.spares`) or a cold
+   runner spawned (rule 3); its end seen once its whole process group is gone, the lease
+   released with the outcome recorded; self-fencing kills it all (rule 4, :mod:`.self_fencing`);
+4. reporting (:mod:`.reporting`, sent by :mod:`.heartbeat_sender`): phases, progress,
+   checkpoints and the outcome until acknowledged; then the attempt is forgotten, its outcome
+   record dropped and its folder removed after ``taskmanager.workdir.retention``
+   (:mod:`.workdir_cleaner`), never before its log is archived (:mod:`.log_archiver`).
+
+Around them: the registration (``taskmanagers/<id>``), the HTTP port (:mod:`.http`: attempts'
+logs and probes), and a graceful stop: stop heartbeating, cancel then kill the attempts, wait
+for their groups and leases to go, deregister, close the session.
 
 A new leader changes nothing for running attempts: they are reported to it, and its reply
 (with a newer epoch) adopts them (rule 8).
@@ -38,13 +33,9 @@ import socket
 import time
 
 from steward.config import Configuration
-from steward.errors import (
-    ConfigurationError,
-    StewardError,
-)
+from steward.errors import ConfigurationError, StewardError
 from steward.ha.liveness import LivenessProbe
-from steward.ha.retrieval import LeaderRetrieval
-from steward.ha.session import ConnectionState, Session
+from steward.ha.session import Session
 from steward.metrics import TaskManagerMetrics, TaskManagerSnapshot
 from steward.runtime import event_log
 from steward.runtime.event_log import event_log_conf
@@ -60,17 +51,14 @@ from steward.taskmanager.launches import Launches
 from steward.taskmanager.log_archiver import LogArchiver
 from steward.taskmanager.preparation import Preparation
 from steward.taskmanager.registration import Registration
-from steward.taskmanager.reporting import Attempt, Attempts
+from steward.taskmanager.reporting import Attempts
 from steward.taskmanager.self_fencing import Fence, SelfFencing
 from steward.taskmanager.spares import SparePool
 from steward.taskmanager.workdir_cleaner import WorkdirCleaner, paths_in_use
 from steward.tls.contexts import client_tls
 from steward.wire.heartbeat import HeartbeatReply
-from steward.wire.records import ErrorInfo, LeaderInfo, TaskManagerInfo
-from steward.wire.runner import (
-    FailedEvent,
-    FinalEvent,
-)
+from steward.wire.records import ErrorInfo, TaskManagerInfo
+from steward.wire.runner import FailedEvent, FinalEvent
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +84,11 @@ def check_id(tm_id: str) -> str:
 
 
 class TaskManager:
-    """One TaskManager: ``start()``, then ``stop()`` (or let it be killed)."""
+    """One TaskManager: ``start()``, then ``stop()`` (or let it be killed).
+
+    It is the :class:`~steward.taskmanager.events.AttemptEvents` its attempts' execution and
+    reporting tell what happened (the ``attempt_*`` methods and :meth:`outcome_of`).
+    """
 
     def __init__(
         self, config: Configuration, tm_id: str | None = None, *, address: str | None = None
@@ -109,92 +101,104 @@ class TaskManager:
         self.workdir = (settings.taskmanager.workdir / self.id).resolve()
         self.session = Session.from_config(config, name=self.id)
         self.leases = ExecutionLeases(self.session, self.id)
-        self.attempts = Attempts(self.slots, on_forgotten=self._forgotten)
         self.metrics = TaskManagerMetrics()
-        self.executions = Executions(
-            self.leases,
-            self._on_exit,
-            on_released=self._released,
-            outcome_of=self._outcome_of,
-            on_log_dropped=self.metrics.attempt_log_dropped.inc,
-        )
-        self._log_max_size = settings.taskmanager.attempt_log_max_size
+        self.attempts = Attempts(self.slots, events=self)
+        self.executions = Executions(self.leases, events=self)
         self.fence = Fence(self.id, self.session, self.attempts, self.executions, self.metrics)
         self.metrics.observe(self._snapshot)
+        blobs = BlobStore(settings.storage.storage_dir, on_error=self.metrics.storage_failed)
         # Its attempts' logs (and probes): bound now, so its address is in the registration.
-        self.http = HttpPort(
+        self.http = self._http_port()
+        self.archiver = self._log_archiver(blobs)
+        self.cleaner = self._workdir_cleaner()
+        self.spares = self._spare_pool()
+        self.launches = self._launches(blobs)
+        self.admission = Admission(
+            attempts=self.attempts, leases=self.leases, fence=self.fence, launches=self.launches
+        )
+        info = TaskManagerInfo(
+            address=self.address, slots=self.slots, http_address=self.http.address
+        )
+        self.registration = Registration(self.session, self.id, info)
+        self.heartbeat_sender = self._heartbeat_sender()
+        fence_after = settings.taskmanager.fence_after
+        self.self_fencing = SelfFencing(self.session, fence_after, self.fence.fence)
+        self.probe = LivenessProbe(self.session, fence_after, self.fence.fence, self.fence.alive)
+
+    # ------------------------------------------------------------------ parts
+
+    def _http_port(self) -> HttpPort:
+        return HttpPort(
             self.id,
-            settings,
+            self.settings,
             session=self.session,
             attempts=self.attempts,
             workdir=self.workdir,
             ready=self.fence.not_ready,
             metrics=self.metrics,
         )
-        blobs = BlobStore(settings.storage.storage_dir, on_error=self.metrics.storage_failed)
-        self.archiver = LogArchiver(
+
+    def _log_archiver(self, blobs: BlobStore) -> LogArchiver:
+        return LogArchiver(
             self.workdir,
             LogArchive(blobs),
             paths_in_use,
             on_failure=self.metrics.attempt_log_archive_failures.inc,
         )
-        self.cleaner = WorkdirCleaner(
+
+    def _workdir_cleaner(self) -> WorkdirCleaner:
+        return WorkdirCleaner(
             self.workdir,
-            settings.taskmanager.workdir_retention,
+            self.settings.taskmanager.workdir_retention,
             self.http.noting_removals(self.attempts.unless_known),
             # A pool clears what earlier spares left when it starts (they died with their TM).
-            include_spares=settings.taskmanager.prewarm_runners == 0,
+            include_spares=self.settings.taskmanager.prewarm_runners == 0,
             keep=self.archiver.holds,
         )
-        self._event_log_dir = event_log.prepare(settings.history, settings.storage.storage_dir)
-        self.spares: SparePool | None = None
-        if settings.taskmanager.prewarm_runners > 0:
-            self.spares = SparePool(
-                limit=settings.taskmanager.prewarm_runners,
-                spark_master=settings.spark.master,
-                deadman_timeout=settings.taskmanager.deadman_timeout,
-                folder=self.workdir / ".spares",
-                free_slots=self._slots_without_runner,
-                log_max_size=self._log_max_size,
-                on_folder_done=self.cleaner.folder_ended,
-                spark_defaults=event_log_conf(self._event_log_dir),
-            )
-        self.launches = Launches(
+
+    def _spare_pool(self) -> SparePool | None:
+        settings = self.settings
+        event_log_dir = event_log.prepare(settings.history, settings.storage.storage_dir)
+        if settings.taskmanager.prewarm_runners == 0:
+            return None
+        return SparePool(
+            limit=settings.taskmanager.prewarm_runners,
+            spark_master=settings.spark.master,
+            deadman_timeout=settings.taskmanager.deadman_timeout,
+            folder=self.workdir / ".spares",
+            free_slots=self.attempts.slots_without_runner,
+            log_max_size=settings.taskmanager.attempt_log_max_size,
+            on_folder_done=self.cleaner.folder_ended,
+            spark_defaults=event_log_conf(event_log_dir),
+        )
+
+    def _launches(self, blobs: BlobStore) -> Launches:
+        return Launches(
             tm_id=self.id,
             attempts=self.attempts,
             executions=self.executions,
-            preparation=Preparation(config, blobs, self.workdir),
+            preparation=Preparation(self.config, blobs, self.workdir),
             spares=self.spares,
             metrics=self.metrics,
             fence=self.fence,
-            log_max_size=self._log_max_size,
+            log_max_size=self.settings.taskmanager.attempt_log_max_size,
             workers=max(2, self.slots),
         )
-        self.admission = Admission(
-            attempts=self.attempts, leases=self.leases, fence=self.fence, launches=self.launches
-        )
-        self.registration = Registration(
-            self.session,
-            self.id,
-            TaskManagerInfo(address=self.address, slots=self.slots, http_address=self.http.address),
-        )
-        self.retrieval = LeaderRetrieval(self.session, self._leader_changed)
-        self.heartbeat_sender = HeartbeatSender(
+
+    def _heartbeat_sender(self) -> HeartbeatSender:
+        settings = self.settings
+        return HeartbeatSender(
             tm_id=self.id,
             address=self.address,
             slots=self.slots,
             interval=settings.taskmanager.heartbeat_interval,
             attempts=self.attempts,
-            retrieval=self.retrieval,
-            newest_epoch=lambda: self.leases.newest_epoch,
-            on_reply=self.on_reply,
+            session=self.session,
+            leases=self.leases,
+            on_reply=self.admission.on_reply,
             credential=internal_credential(settings.security),
             tls=client_tls(settings.tls),
-            session=lambda: self.session.session_id,
         )
-        fence_after = settings.taskmanager.fence_after
-        self.self_fencing = SelfFencing(self.session, fence_after, self.fence.fence)
-        self.probe = LivenessProbe(self.session, fence_after, self.fence.fence, self.fence.alive)
 
     # ------------------------------------------------------------------ life cycle
 
@@ -222,8 +226,6 @@ class TaskManager:
             self.spares.start()
         self.self_fencing.start()
         self.probe.start()
-        self.session.add_listener(self._on_connection)
-        self.retrieval.start()
         self.heartbeat_sender.start()
         log.info(
             "taskmanager started tm=%s address=%s slots=%d workdir=%s fence_after=%.1fs"
@@ -243,7 +245,6 @@ class TaskManager:
         self.fence.stopping()
         log.info("taskmanager stopping tm=%s attempts=%d", self.id, len(self.attempts.active()))
         self.heartbeat_sender.stop()
-        self.retrieval.stop()
         self.executions.refuse_starts("the TaskManager is stopping")
         self.launches.close()
         if self.spares is not None:
@@ -280,55 +281,46 @@ class TaskManager:
         """Apply a leader's reply (:mod:`.admission`)."""
         self.admission.on_reply(reply)
 
-    # ------------------------------------------------------------------ attempts
+    # ------------------------------------------------------------------ AttemptEvents
 
-    def _slots_without_runner(self) -> int:
-        """Free slots, counting a starting attempt as free until its runner process exists:
-        its spare must not be killed for want of a slot just before it is handed over."""
-        taken = sum(
-            a.slots
-            for a in self.attempts.active()
-            if a.runner is not None and a.runner.pid is not None
-        )
-        return self.slots - taken
+    def attempt_exited(self, job_id: str, attempt: int, returncode: int | None) -> None:
+        """Its outcome settled (``steward.SelfFenced`` if fencing killed it before it had one),
+        counted, and its log queued for the archive."""
+        known = self.attempts.get(job_id, attempt)
+        if known is None or known.runner is None:
+            log.warning("exit of an unknown attempt job=%s attempt=%d", job_id, attempt)
+            return
+        runner = known.runner
+        outcome = runner.outcome(returncode)
+        if runner.final is None and known.fenced_reason is not None:
+            outcome = FailedEvent(
+                error=ErrorInfo(type=SELF_FENCED_ERROR, message=known.fenced_reason)
+            )
+        self.metrics.attempt_ended(str(outcome.event))
+        self.attempts.end(known, outcome)
+        self.archiver.attempt_ended(job_id, attempt)
 
-    def _forgotten(self, attempt: Attempt) -> None:
-        """Its outcome is acknowledged and its processes gone: its folder may go (later), and
-        its outcome record (the leader holds the outcome now)."""
-        self.cleaner.attempt_ended(attempt.job_id, attempt.attempt)
-        if attempt.outcome_recorded:
-            self.executions.drop_outcome_record(attempt.job_id, attempt.attempt)
+    def outcome_of(self, job_id: str, attempt: int) -> FinalEvent | None:
+        """The outcome :meth:`attempt_exited` settled, recorded with the lease's release."""
+        known = self.attempts.get(job_id, attempt)
+        return known.outcome if known is not None else None
 
-    def _released(self, job_id: str, attempt_number: int, recorded: bool) -> None:
-        self.attempts.released(job_id, attempt_number, outcome_recorded=recorded)
+    def attempt_released(self, job_id: str, attempt: int, recorded: bool) -> None:
+        self.attempts.released(job_id, attempt, outcome_recorded=recorded)
         if self.spares is not None:
             self.spares.wake()  # a slot is free again: warm its spare now
 
-    # ------------------------------------------------------------------ attempts' ends
+    def attempt_log_dropped(self, size: int) -> None:
+        self.metrics.attempt_log_dropped.inc(size)
 
-    def _outcome_of(self, job_id: str, attempt_number: int) -> FinalEvent | None:
-        """An ended attempt's outcome, recorded with its lease's release (the monitor asks
-        right after ``_on_exit`` settled it)."""
-        attempt = self.attempts.get(job_id, attempt_number)
-        return attempt.outcome if attempt is not None else None
+    def attempt_forgotten(self, job_id: str, attempt: int, outcome_recorded: bool) -> None:
+        """Its outcome is acknowledged and its processes gone: its folder may go (later), and
+        its outcome record (the leader holds the outcome now)."""
+        self.cleaner.attempt_ended(job_id, attempt)
+        if outcome_recorded:
+            self.executions.drop_outcome_record(job_id, attempt)
 
-    def _on_exit(self, job_id: str, attempt_number: int, returncode: int | None) -> None:
-        """The execution monitor saw the attempt's whole process group gone."""
-        attempt = self.attempts.get(job_id, attempt_number)
-        if attempt is None or attempt.runner is None:
-            log.warning("exit of an unknown attempt job=%s attempt=%d", job_id, attempt_number)
-            return
-        runner = attempt.runner
-        outcome = runner.outcome(returncode)
-        if runner.final is None and attempt.fenced_reason is not None:
-            outcome = FailedEvent(
-                error=ErrorInfo(type=SELF_FENCED_ERROR, message=attempt.fenced_reason)
-            )
-        self.metrics.attempt_ended(str(outcome.event))
-        self.attempts.end(attempt, outcome)
-        self.archiver.attempt_ended(job_id, attempt_number)
-
-    # ------------------------------------------------------------------ self-fencing
+    # ------------------------------------------------------------------ state
 
     @property
     def fenced(self) -> bool:
@@ -342,20 +334,3 @@ class TaskManager:
             zookeeper_connected=self.session.connected,
             fenced=self.fenced,
         )
-
-    def _on_connection(self, state: ConnectionState) -> None:
-        if state in (ConnectionState.CONNECTED, ConnectionState.RECONNECTED):
-            self.heartbeat_sender.leader_changed()
-
-    def _leader_changed(self, info: LeaderInfo | None) -> None:
-        if info is None:
-            log.warning("no leader known; attempts keep running tm=%s", self.id)
-        else:
-            log.info(
-                "following leader tm=%s leader=%s address=%s epoch=%d",
-                self.id,
-                info.contender,
-                info.address,
-                info.epoch,
-            )
-        self.heartbeat_sender.leader_changed()

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from steward.supervisor.runner_process import RunnerProcess
+from steward.taskmanager.events import AttemptEvents
 from steward.wire.heartbeat import Ack, AttemptReport, Rejection, ReportedCheckpoint, StartAttempt
 from steward.wire.records import SparkApp
 from steward.wire.runner import (
@@ -107,11 +108,11 @@ class Attempt:
 class Attempts:
     """The attempts of one TaskManager, with its slot count."""
 
-    def __init__(self, slots: int, on_forgotten: Callable[[Attempt], None] | None = None) -> None:
-        """``on_forgotten(attempt)`` is called (under the lock: keep it short) when an attempt
-        is forgotten: settled, its outcome acknowledged and its lease released."""
+    def __init__(self, slots: int, events: AttemptEvents | None = None) -> None:
+        """``events`` is told (under the lock) when an attempt is forgotten: settled, its
+        outcome acknowledged and its lease released."""
         self.slots = slots
-        self._on_forgotten = on_forgotten
+        self._events = events
         self._lock = threading.Lock()
         self._attempts: dict[Key, Attempt] = {}
         self._ended: collections.OrderedDict[Key, None] = collections.OrderedDict()
@@ -135,6 +136,14 @@ class Attempts:
     def used_slots(self) -> int:
         with self._lock:
             return self._used()
+
+    def slots_without_runner(self) -> int:
+        """Free slots, counting a starting attempt as free until its runner process exists:
+        its spare must not be killed for want of a slot just before it is handed over."""
+        taken = sum(
+            a.slots for a in self.active() if a.runner is not None and a.runner.pid is not None
+        )
+        return self.slots - taken
 
     def _used(self) -> int:
         return sum(a.slots for a in self._attempts.values() if a.active)
@@ -325,8 +334,10 @@ class Attempts:
             attempt.attempt,
             attempt.phase,
         )
-        if self._on_forgotten is not None:
+        if self._events is not None:
             try:
-                self._on_forgotten(attempt)
+                self._events.attempt_forgotten(
+                    attempt.job_id, attempt.attempt, attempt.outcome_recorded
+                )
             except Exception:
-                log.exception("on_forgotten callback failed job=%s", attempt.job_id)
+                log.exception("attempt_forgotten failed job=%s", attempt.job_id)

@@ -53,7 +53,7 @@ def start_taskmanager(
 ) -> tuple[Session, ExecutionLeases, Executions, Fences, SelfFencing]:
     session = tm_session("tm-1", session_timeout=session_timeout)
     leases = ExecutionLeases(session, "tm-1")
-    executions = Executions(leases, lambda *_: None, poll_interval=0.05).start_monitor()
+    executions = Executions(leases, poll_interval=0.05).start_monitor()
     fences = Fences(executions)
     fencing = SelfFencing(session, fence_after, fences).start()
     return session, leases, executions, fences, fencing
