@@ -20,7 +20,7 @@ from steward.runtime.warm import files_cold_reason
 from steward.store.leases import LeaseHeldError
 from steward.supervisor.process_group import ProcessGroup, SpawnError
 from steward.supervisor.runner_process import RunnerProcess, runner_env
-from steward.taskmanager.execution import Executions
+from steward.taskmanager.execution import Execution, Executions
 from steward.taskmanager.preparation import Launch, Preparation
 from steward.taskmanager.reporting import Attempt, Attempts
 from steward.taskmanager.self_fencing import Fence
@@ -73,31 +73,8 @@ class Launches:
             self._attempts.end(attempt, failed(exc), lease_released=True)
 
     def _launch_or_refuse(self, attempt: Attempt, command: StartAttempt) -> None:
-        attempts = self._attempts
-        try:
-            launch = self._preparation.prepare(command)
-        except StewardError as exc:
-            if is_unavailable(exc):
-                # The storage did not answer: nothing ran, so this is a refusal, and the
-                # leader tries again after its rejection back-off, spending no restart (rule 9).
-                message = f"blob storage unavailable while preparing the attempt: {exc}"
-                attempts.reject(attempt, Rejection.FENCED, message)
-                return
-            log.warning(
-                "attempt cannot be prepared job=%s attempt=%d cause=%s",
-                attempt.job_id,
-                attempt.attempt,
-                exc,
-            )
-            attempts.end(attempt, failed(exc), lease_released=True)
-            return
-        if not attempts.resize(attempt, launch.spec.slots):
-            message = f"job needs {launch.spec.slots} slot(s); this TaskManager has too few free"
-            attempts.reject(attempt, Rejection.NO_SLOT, message)
-            return
-        if attempt.cancel_grace is not None:
-            cancelled = AttemptCancelled("the attempt was cancelled before it started")
-            attempts.end(attempt, failed(cancelled), lease_released=True)
+        launch = self._prepare(attempt, command)
+        if launch is None:
             return
         runner = RunnerProcess(
             launch.document,
@@ -107,31 +84,67 @@ class Launches:
             env=runner_env(launch.spec.env),
             log_max_size=self._log_max_size,
         )
-        attempts.attach(attempt, runner)
-        try:
-            execution = self._executions.start_with(
-                attempt.job_id, attempt.attempt, attempt.epoch, self._spawner(attempt, launch)
-            )
-        except LeaseHeldError as exc:
-            attempts.reject(attempt, Rejection.LEASE_HELD, str(exc))
-            return
-        except FencedError as exc:
-            rejection = Rejection.FENCED if self._fence.fenced else Rejection.STALE_EPOCH
-            attempts.reject(attempt, rejection, str(exc))
-            return
-        except CoordinationError as exc:
-            message = f"ZooKeeper unreachable while taking the lease: {exc}"
-            attempts.reject(attempt, Rejection.FENCED, message)
-            return
-        except SpawnError as exc:
-            attempts.end(attempt, failed(exc), lease_released=True)
+        self._attempts.attach(attempt, runner)
+        execution = self._execute(attempt, launch)
+        if execution is None:
             return
         runner = attempt.runner or runner  # a warm spare, if one was handed out
         runner.begin()
         self._metrics.attempts_started.inc()
-        grace = attempts.running(attempt, execution.group.pid, execution.started_at)
+        grace = self._attempts.running(attempt, execution.group.pid, execution.started_at)
         if grace is not None:
             runner.cancel(grace)
+
+    def _prepare(self, attempt: Attempt, command: StartAttempt) -> Launch | None:
+        """The launch document, and the attempt sized to its job's slots; None if the attempt
+        was refused or ended instead."""
+        attempts = self._attempts
+        try:
+            launch = self._preparation.prepare(command)
+        except StewardError as exc:
+            if is_unavailable(exc):
+                # The storage did not answer: nothing ran, so this is a refusal, and the
+                # leader tries again after its rejection back-off, spending no restart (rule 9).
+                message = f"blob storage unavailable while preparing the attempt: {exc}"
+                attempts.reject(attempt, Rejection.FENCED, message)
+                return None
+            log.warning(
+                "attempt cannot be prepared job=%s attempt=%d cause=%s",
+                attempt.job_id,
+                attempt.attempt,
+                exc,
+            )
+            attempts.end(attempt, failed(exc), lease_released=True)
+            return None
+        if not attempts.resize(attempt, launch.spec.slots):
+            message = f"job needs {launch.spec.slots} slot(s); this TaskManager has too few free"
+            attempts.reject(attempt, Rejection.NO_SLOT, message)
+            return None
+        if attempt.cancel_grace is not None:
+            cancelled = AttemptCancelled("the attempt was cancelled before it started")
+            attempts.end(attempt, failed(cancelled), lease_released=True)
+            return None
+        return launch
+
+    def _execute(self, attempt: Attempt, launch: Launch) -> Execution | None:
+        """The lease taken, then the process spawned; None if the attempt was refused or ended
+        instead."""
+        attempts = self._attempts
+        try:
+            return self._executions.start_with(
+                attempt.job_id, attempt.attempt, attempt.epoch, self._spawner(attempt, launch)
+            )
+        except LeaseHeldError as exc:
+            attempts.reject(attempt, Rejection.LEASE_HELD, str(exc))
+        except FencedError as exc:
+            rejection = Rejection.FENCED if self._fence.fenced else Rejection.STALE_EPOCH
+            attempts.reject(attempt, rejection, str(exc))
+        except CoordinationError as exc:
+            message = f"ZooKeeper unreachable while taking the lease: {exc}"
+            attempts.reject(attempt, Rejection.FENCED, message)
+        except SpawnError as exc:
+            attempts.end(attempt, failed(exc), lease_released=True)
+        return None
 
     def _spawner(self, attempt: Attempt, launch: Launch) -> Callable[[], ProcessGroup]:
         """What starts the attempt's process once its lease is ours: a warm spare or a cold
