@@ -23,7 +23,7 @@ event callback) and :meth:`RunnerProcess.begin` sends the document, exactly wher
 runner would have been spawned.
 
 ``spawn`` and ``begin`` are separate so a TaskManager can spawn inside
-:meth:`steward.taskmanager.executions.Executions.start_with`, after the execution lease is
+:meth:`steward.taskmanager.execution.Executions.start_with`, after the execution lease is
 taken (rule 3); :meth:`RunnerProcess.start` does both for callers without a lease.
 :func:`steward.supervisor.completion.run_to_completion` runs one runner to its end with a
 deadline (the leader's way of running a job's ``initialize`` hook outside its own process,

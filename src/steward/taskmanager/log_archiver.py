@@ -29,7 +29,7 @@ from pathlib import Path
 
 from steward.errors import StewardError
 from steward.store.log_archive import LogArchive
-from steward.taskmanager.launcher import LOG_FILE
+from steward.taskmanager.preparation import LOG_FILE
 
 log = logging.getLogger(__name__)
 

@@ -1,28 +1,24 @@
 """The TaskManager process (``steward taskmanager``): runs the attempts the leader asks for.
 
-This module wires the TaskManager's parts together and owns its reactions:
+This module is the TaskManager's composition root: it builds the parts, starts and stops them
+in order, and routes the attempts' events (:class:`~steward.taskmanager.events.AttemptEvents`)
+to the parts they concern. A start command goes through the steps, one module each:
 
-- start: ZooKeeper session, registration (``taskmanagers/<id>``), leader retrieval, the
-  execution monitor, self-fencing (SUSPENDED/LOST events *and* the liveness probe), the
-  heartbeats;
-- a heartbeat reply: ignore it if its epoch is older than the newest seen; apply its acks;
-  carry out its commands: a start goes to :mod:`.starts` (admitted at once, prepared and
-  spawned on a launch worker, the lease taken before the spawn, rule 3), a cancel here;
-- runner events and the execution monitor turn into the attempts' reports (progress,
-  checkpoints, outcome once the whole group is gone, lease released);
-- self-fencing (rule 4): kill every attempt, report each ENDED as
-  ``steward.SelfFenced``, refuse starts until a ZooKeeper round trip works again;
-- a graceful stop: stop heartbeating, cancel then kill the attempts, wait for their groups and
-  leases to go, deregister, close the session;
-- warm spares (``taskmanager.spark.prewarm-runners``, :mod:`steward.taskmanager.spares`): an
-  attempt whose job can use one is handed a spare where a cold runner would be spawned,
-  after its lease is taken;
-- disk use: each attempt's log is capped (``taskmanager.attempt-log.max-size``,
-  :mod:`steward.supervisor.logcap`), and the folders of forgotten attempts and dead spares are
-  removed after ``taskmanager.workdir.retention`` (:mod:`steward.taskmanager.workdir_cleaner`),
-  never before the log is archived to the HA storage (:mod:`steward.taskmanager.log_archiver`).
-- its HTTP port (:mod:`steward.taskmanager.http`): its attempts' logs, which JobManagers
-  proxy, and its probes; its address is in the registration record.
+1. admission (:mod:`.admission`, on the heartbeat's thread): a deposed leader's reply ignored,
+   acks applied, a start admitted or refused at once, a cancel passed on;
+2. preparation (:mod:`.launches` on a launch worker, :mod:`.preparation`): the job graph, its
+   artifact, files and Python environment, the launch document, the slots of its job;
+3. execution (:mod:`.execution`): the lease taken, then a warm spare (:mod:`.spares`) or a cold
+   runner spawned (rule 3); its end seen once its whole process group is gone, the lease
+   released with the outcome recorded; self-fencing kills it all (rule 4, :mod:`.self_fencing`);
+4. reporting (:mod:`.reporting`, sent by :mod:`.heartbeat_sender`): phases, progress,
+   checkpoints and the outcome until acknowledged; then the attempt is forgotten, its outcome
+   record dropped and its folder removed after ``taskmanager.workdir.retention``
+   (:mod:`.workdir_cleaner`), never before its log is archived (:mod:`.log_archiver`).
+
+Around them: the registration (``taskmanagers/<id>``), the HTTP port (:mod:`.http`: attempts'
+logs and probes), and a graceful stop: stop heartbeating, cancel then kill the attempts, wait
+for their groups and leases to go, deregister, close the session.
 
 A new leader changes nothing for running attempts: they are reported to it, and its reply
 (with a newer epoch) adopts them (rule 8).
@@ -34,17 +30,12 @@ import logging
 import os
 import re
 import socket
-import threading
 import time
 
 from steward.config import Configuration
-from steward.errors import (
-    ConfigurationError,
-    StewardError,
-)
+from steward.errors import ConfigurationError, StewardError
 from steward.ha.liveness import LivenessProbe
-from steward.ha.retrieval import LeaderRetrieval
-from steward.ha.session import ConnectionState, Session
+from steward.ha.session import Session
 from steward.metrics import TaskManagerMetrics, TaskManagerSnapshot
 from steward.runtime import event_log
 from steward.runtime.event_log import event_log_conf
@@ -52,24 +43,22 @@ from steward.security.credentials import internal_credential
 from steward.store.blob import BlobStore
 from steward.store.leases import ExecutionLeases
 from steward.store.log_archive import LogArchive
-from steward.taskmanager.attempts import Attempt, Attempts
-from steward.taskmanager.executions import Executions
-from steward.taskmanager.heartbeater import Heartbeater
+from steward.taskmanager.admission import Admission
+from steward.taskmanager.execution import Executions
+from steward.taskmanager.heartbeat_sender import HeartbeatSender
 from steward.taskmanager.http.port import HttpPort
-from steward.taskmanager.launcher import Launcher
+from steward.taskmanager.launches import Launches
 from steward.taskmanager.log_archiver import LogArchiver
+from steward.taskmanager.preparation import Preparation
 from steward.taskmanager.registration import Registration
-from steward.taskmanager.self_fencing import SelfFencing
+from steward.taskmanager.reporting import Attempts
+from steward.taskmanager.self_fencing import Fence, SelfFencing
 from steward.taskmanager.spares import SparePool
-from steward.taskmanager.starts import Starts
 from steward.taskmanager.workdir_cleaner import WorkdirCleaner, paths_in_use
 from steward.tls.contexts import client_tls
-from steward.wire.heartbeat import CancelAttempt, HeartbeatReply, StartAttempt
-from steward.wire.records import ErrorInfo, LeaderInfo, TaskManagerInfo
-from steward.wire.runner import (
-    FailedEvent,
-    FinalEvent,
-)
+from steward.wire.heartbeat import HeartbeatReply
+from steward.wire.records import ErrorInfo, TaskManagerInfo
+from steward.wire.runner import FailedEvent, FinalEvent
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +84,11 @@ def check_id(tm_id: str) -> str:
 
 
 class TaskManager:
-    """One TaskManager: ``start()``, then ``stop()`` (or let it be killed)."""
+    """One TaskManager: ``start()``, then ``stop()`` (or let it be killed).
+
+    It is the :class:`~steward.taskmanager.events.AttemptEvents` its attempts' execution and
+    reporting tell what happened (the ``attempt_*`` methods and :meth:`outcome_of`).
+    """
 
     def __init__(
         self, config: Configuration, tm_id: str | None = None, *, address: str | None = None
@@ -108,93 +101,104 @@ class TaskManager:
         self.workdir = (settings.taskmanager.workdir / self.id).resolve()
         self.session = Session.from_config(config, name=self.id)
         self.leases = ExecutionLeases(self.session, self.id)
-        self.attempts = Attempts(self.slots, on_forgotten=self._forgotten)
         self.metrics = TaskManagerMetrics()
-        self.executions = Executions(
-            self.leases,
-            self._on_exit,
-            on_released=self._released,
-            outcome_of=self._outcome_of,
-            on_log_dropped=self.metrics.attempt_log_dropped.inc,
-        )
-        self._log_max_size = settings.taskmanager.attempt_log_max_size
+        self.attempts = Attempts(self.slots, events=self)
+        self.executions = Executions(self.leases, events=self)
+        self.fence = Fence(self.id, self.session, self.attempts, self.executions, self.metrics)
         self.metrics.observe(self._snapshot)
+        blobs = BlobStore(settings.storage.storage_dir, on_error=self.metrics.storage_failed)
         # Its attempts' logs (and probes): bound now, so its address is in the registration.
-        self.http = HttpPort(
+        self.http = self._http_port()
+        self.archiver = self._log_archiver(blobs)
+        self.cleaner = self._workdir_cleaner()
+        self.spares = self._spare_pool()
+        self.launches = self._launches(blobs)
+        self.admission = Admission(
+            attempts=self.attempts, leases=self.leases, fence=self.fence, launches=self.launches
+        )
+        info = TaskManagerInfo(
+            address=self.address, slots=self.slots, http_address=self.http.address
+        )
+        self.registration = Registration(self.session, self.id, info)
+        self.heartbeat_sender = self._heartbeat_sender()
+        fence_after = settings.taskmanager.fence_after
+        self.self_fencing = SelfFencing(self.session, fence_after, self.fence.fence)
+        self.probe = LivenessProbe(self.session, fence_after, self.fence.fence, self.fence.alive)
+
+    # ------------------------------------------------------------------ parts
+
+    def _http_port(self) -> HttpPort:
+        return HttpPort(
             self.id,
-            settings,
+            self.settings,
             session=self.session,
             attempts=self.attempts,
             workdir=self.workdir,
-            ready=self._not_ready,
+            ready=self.fence.not_ready,
             metrics=self.metrics,
         )
-        blobs = BlobStore(settings.storage.storage_dir, on_error=self.metrics.storage_failed)
-        self.archiver = LogArchiver(
+
+    def _log_archiver(self, blobs: BlobStore) -> LogArchiver:
+        return LogArchiver(
             self.workdir,
             LogArchive(blobs),
             paths_in_use,
             on_failure=self.metrics.attempt_log_archive_failures.inc,
         )
-        self.cleaner = WorkdirCleaner(
+
+    def _workdir_cleaner(self) -> WorkdirCleaner:
+        return WorkdirCleaner(
             self.workdir,
-            settings.taskmanager.workdir_retention,
+            self.settings.taskmanager.workdir_retention,
             self.http.noting_removals(self.attempts.unless_known),
             # A pool clears what earlier spares left when it starts (they died with their TM).
-            include_spares=settings.taskmanager.prewarm_runners == 0,
+            include_spares=self.settings.taskmanager.prewarm_runners == 0,
             keep=self.archiver.holds,
         )
-        self._event_log_dir = event_log.prepare(settings.history, settings.storage.storage_dir)
-        self.spares: SparePool | None = None
-        if settings.taskmanager.prewarm_runners > 0:
-            self.spares = SparePool(
-                limit=settings.taskmanager.prewarm_runners,
-                spark_master=settings.spark.master,
-                deadman_timeout=settings.taskmanager.deadman_timeout,
-                folder=self.workdir / ".spares",
-                free_slots=self._slots_without_runner,
-                log_max_size=self._log_max_size,
-                on_folder_done=self.cleaner.folder_ended,
-                spark_defaults=event_log_conf(self._event_log_dir),
-            )
-        self.starts = Starts(
+
+    def _spare_pool(self) -> SparePool | None:
+        settings = self.settings
+        event_log_dir = event_log.prepare(settings.history, settings.storage.storage_dir)
+        if settings.taskmanager.prewarm_runners == 0:
+            return None
+        return SparePool(
+            limit=settings.taskmanager.prewarm_runners,
+            spark_master=settings.spark.master,
+            deadman_timeout=settings.taskmanager.deadman_timeout,
+            folder=self.workdir / ".spares",
+            free_slots=self.attempts.slots_without_runner,
+            log_max_size=settings.taskmanager.attempt_log_max_size,
+            on_folder_done=self.cleaner.folder_ended,
+            spark_defaults=event_log_conf(event_log_dir),
+        )
+
+    def _launches(self, blobs: BlobStore) -> Launches:
+        return Launches(
             tm_id=self.id,
             attempts=self.attempts,
             executions=self.executions,
-            leases=self.leases,
-            launcher=Launcher(config, blobs, self.workdir),
+            preparation=Preparation(self.config, blobs, self.workdir),
             spares=self.spares,
             metrics=self.metrics,
-            fenced=lambda: self.fenced,
-            log_max_size=self._log_max_size,
+            fence=self.fence,
+            log_max_size=self.settings.taskmanager.attempt_log_max_size,
             workers=max(2, self.slots),
         )
-        self.registration = Registration(
-            self.session,
-            self.id,
-            TaskManagerInfo(address=self.address, slots=self.slots, http_address=self.http.address),
-        )
-        self.retrieval = LeaderRetrieval(self.session, self._leader_changed)
-        self.heartbeater = Heartbeater(
+
+    def _heartbeat_sender(self) -> HeartbeatSender:
+        settings = self.settings
+        return HeartbeatSender(
             tm_id=self.id,
             address=self.address,
             slots=self.slots,
             interval=settings.taskmanager.heartbeat_interval,
             attempts=self.attempts,
-            retrieval=self.retrieval,
-            newest_epoch=lambda: self.leases.newest_epoch,
-            on_reply=self.on_reply,
+            session=self.session,
+            leases=self.leases,
+            on_reply=self.admission.on_reply,
             credential=internal_credential(settings.security),
             tls=client_tls(settings.tls),
-            session=lambda: self.session.session_id,
         )
-        self.self_fencing = SelfFencing(self.session, settings.taskmanager.fence_after, self._fence)
-        self.probe = LivenessProbe(
-            self.session, settings.taskmanager.fence_after, self._fence, self._alive
-        )
-        self._fence_lock = threading.Lock()
-        self._fenced_at: float | None = None
-        self._stopping = False
 
     # ------------------------------------------------------------------ life cycle
 
@@ -222,9 +226,7 @@ class TaskManager:
             self.spares.start()
         self.self_fencing.start()
         self.probe.start()
-        self.session.add_listener(self._on_connection)
-        self.retrieval.start()
-        self.heartbeater.start()
+        self.heartbeat_sender.start()
         log.info(
             "taskmanager started tm=%s address=%s slots=%d workdir=%s fence_after=%.1fs"
             " deadman_timeout=%.1fs",
@@ -240,12 +242,11 @@ class TaskManager:
     def stop(self, grace: float = 3.0) -> None:
         """Stop gracefully: no more heartbeats, attempts cancelled then killed, their groups
         gone and leases released, deregistered, session closed."""
-        self._stopping = True
+        self.fence.stopping()
         log.info("taskmanager stopping tm=%s attempts=%d", self.id, len(self.attempts.active()))
-        self.heartbeater.stop()
-        self.retrieval.stop()
+        self.heartbeat_sender.stop()
         self.executions.refuse_starts("the TaskManager is stopping")
-        self.starts.close()
+        self.launches.close()
         if self.spares is not None:
             self.spares.stop()
         for attempt in self.attempts.active():
@@ -277,94 +278,53 @@ class TaskManager:
     # ------------------------------------------------------------------ heartbeat replies
 
     def on_reply(self, reply: HeartbeatReply) -> None:
-        """Apply a leader's reply: acks first (they may free an attempt), then commands."""
-        if not self.leases.observe_epoch(reply.epoch):
-            log.warning(
-                "reply of a deposed leader ignored leader=%s epoch=%d", reply.leader, reply.epoch
+        """Apply a leader's reply (:mod:`.admission`)."""
+        self.admission.on_reply(reply)
+
+    # ------------------------------------------------------------------ AttemptEvents
+
+    def attempt_exited(self, job_id: str, attempt: int, returncode: int | None) -> None:
+        """Its outcome settled (``steward.SelfFenced`` if fencing killed it before it had one),
+        counted, and its log queued for the archive."""
+        known = self.attempts.get(job_id, attempt)
+        if known is None or known.runner is None:
+            log.warning("exit of an unknown attempt job=%s attempt=%d", job_id, attempt)
+            return
+        runner = known.runner
+        outcome = runner.outcome(returncode)
+        if runner.final is None and known.fenced_reason is not None:
+            outcome = FailedEvent(
+                error=ErrorInfo(type=SELF_FENCED_ERROR, message=known.fenced_reason)
             )
-            return
-        for ack in reply.acks:
-            self.attempts.acknowledge(ack)
-        for command in reply.commands:
-            if isinstance(command, StartAttempt):
-                self.starts.start(command)
-            else:
-                self._cancel(command)
+        self.metrics.attempt_ended(str(outcome.event))
+        self.attempts.end(known, outcome)
+        self.archiver.attempt_ended(job_id, attempt)
 
-    def _cancel(self, command: CancelAttempt) -> None:
-        if not self.leases.observe_epoch(command.epoch):
-            return
-        attempt = self.attempts.get(command.job_id, command.attempt)
-        if attempt is None or attempt.settled:
-            log.info(
-                "cancel of an unknown or ended attempt ignored job=%s attempt=%d",
-                command.job_id,
-                command.attempt,
-            )
-            return
-        log.info(
-            "cancel requested job=%s attempt=%d grace=%.1fs",
-            command.job_id,
-            command.attempt,
-            command.grace,
-        )
-        self.attempts.request_cancel(attempt, command.grace)
-        if attempt.runner is not None and attempt.pid is not None:
-            attempt.runner.cancel(command.grace)
+    def outcome_of(self, job_id: str, attempt: int) -> FinalEvent | None:
+        """The outcome :meth:`attempt_exited` settled, recorded with the lease's release."""
+        known = self.attempts.get(job_id, attempt)
+        return known.outcome if known is not None else None
 
-    # ------------------------------------------------------------------ attempts
-
-    def _slots_without_runner(self) -> int:
-        """Free slots, counting a starting attempt as free until its runner process exists:
-        its spare must not be killed for want of a slot just before it is handed over."""
-        taken = sum(
-            a.slots
-            for a in self.attempts.active()
-            if a.runner is not None and a.runner.pid is not None
-        )
-        return self.slots - taken
-
-    def _forgotten(self, attempt: Attempt) -> None:
-        """Its outcome is acknowledged and its processes gone: its folder may go (later), and
-        its outcome record (the leader holds the outcome now)."""
-        self.cleaner.attempt_ended(attempt.job_id, attempt.attempt)
-        if attempt.outcome_recorded:
-            self.executions.drop_outcome_record(attempt.job_id, attempt.attempt)
-
-    def _released(self, job_id: str, attempt_number: int, recorded: bool) -> None:
-        self.attempts.released(job_id, attempt_number, outcome_recorded=recorded)
+    def attempt_released(self, job_id: str, attempt: int, recorded: bool) -> None:
+        self.attempts.released(job_id, attempt, outcome_recorded=recorded)
         if self.spares is not None:
             self.spares.wake()  # a slot is free again: warm its spare now
 
-    # ------------------------------------------------------------------ attempts' ends
+    def attempt_log_dropped(self, size: int) -> None:
+        self.metrics.attempt_log_dropped.inc(size)
 
-    def _outcome_of(self, job_id: str, attempt_number: int) -> FinalEvent | None:
-        """An ended attempt's outcome, recorded with its lease's release (the monitor asks
-        right after ``_on_exit`` settled it)."""
-        attempt = self.attempts.get(job_id, attempt_number)
-        return attempt.outcome if attempt is not None else None
+    def attempt_forgotten(self, job_id: str, attempt: int, outcome_recorded: bool) -> None:
+        """Its outcome is acknowledged and its processes gone: its folder may go (later), and
+        its outcome record (the leader holds the outcome now)."""
+        self.cleaner.attempt_ended(job_id, attempt)
+        if outcome_recorded:
+            self.executions.drop_outcome_record(job_id, attempt)
 
-    def _on_exit(self, job_id: str, attempt_number: int, returncode: int | None) -> None:
-        """The execution monitor saw the attempt's whole process group gone."""
-        attempt = self.attempts.get(job_id, attempt_number)
-        if attempt is None or attempt.runner is None:
-            log.warning("exit of an unknown attempt job=%s attempt=%d", job_id, attempt_number)
-            return
-        runner = attempt.runner
-        outcome = runner.outcome(returncode)
-        if runner.final is None and attempt.fenced_reason is not None:
-            outcome = FailedEvent(
-                error=ErrorInfo(type=SELF_FENCED_ERROR, message=attempt.fenced_reason)
-            )
-        self.metrics.attempt_ended(str(outcome.event))
-        self.attempts.end(attempt, outcome)
-        self.archiver.attempt_ended(job_id, attempt_number)
-
-    # ------------------------------------------------------------------ self-fencing
+    # ------------------------------------------------------------------ state
 
     @property
     def fenced(self) -> bool:
-        return self._fenced_at is not None
+        return self.fence.fenced
 
     def _snapshot(self) -> TaskManagerSnapshot:
         """What ``/metrics`` reads at each scrape."""
@@ -374,56 +334,3 @@ class TaskManager:
             zookeeper_connected=self.session.connected,
             fenced=self.fenced,
         )
-
-    def _not_ready(self) -> str | None:
-        """Why this TaskManager cannot run attempts now (its readiness probe), or None."""
-        if not self.session.connected:
-            return "not connected to ZooKeeper"
-        return "fencing itself" if self.fenced else None
-
-    def _fence(self, reason: str) -> None:
-        with self._fence_lock:
-            first = self._fenced_at is None
-            if first:
-                self._fenced_at = time.monotonic()
-                self.metrics.self_fencings.inc()
-        self.executions.refuse_starts(f"self-fenced: {reason}")
-        victims = self.attempts.mark_fenced(reason)
-        killed = self.executions.kill_all(reason)
-        if first or killed:
-            log.error(
-                "self-fenced tm=%s reason=%s attempts=%s killed=%d",
-                self.id,
-                reason,
-                [f"{a.job_id}/{a.attempt}" for a in victims],
-                killed,
-            )
-
-    def _alive(self, probe_started: float) -> None:
-        """A ZooKeeper round trip that started at ``probe_started`` succeeded."""
-        self.metrics.zookeeper_round_trip.observe(time.monotonic() - probe_started)
-        with self._fence_lock:
-            if self._fenced_at is None or probe_started <= self._fenced_at:
-                return
-            if not self.session.connected or self._stopping:
-                return
-            self._fenced_at = None
-        self.executions.accept_starts()
-        log.warning("self-fencing lifted: zookeeper answers again tm=%s", self.id)
-
-    def _on_connection(self, state: ConnectionState) -> None:
-        if state in (ConnectionState.CONNECTED, ConnectionState.RECONNECTED):
-            self.heartbeater.leader_changed()
-
-    def _leader_changed(self, info: LeaderInfo | None) -> None:
-        if info is None:
-            log.warning("no leader known; attempts keep running tm=%s", self.id)
-        else:
-            log.info(
-                "following leader tm=%s leader=%s address=%s epoch=%d",
-                self.id,
-                info.contender,
-                info.address,
-                info.epoch,
-            )
-        self.heartbeater.leader_changed()

@@ -4,7 +4,7 @@ Each attempt leaves ``<taskmanager.workdir>/<tm-id>/<job-id>/<attempt>/`` (its u
 artifact, ``runner.log``, whatever the pipeline wrote there) and each warm spare a folder
 under ``.spares/``. This module owns when they go: ``taskmanager.workdir.retention`` after
 
-- an attempt was *forgotten* (:mod:`steward.taskmanager.attempts`): its outcome was
+- an attempt was *forgotten* (:mod:`steward.taskmanager.reporting`): its outcome was
   acknowledged by the leader and its lease released, which happens only once its whole
   process group is gone;
 - a spare died, or the attempt it was handed to ended (:mod:`steward.taskmanager.spares`);

@@ -6,8 +6,9 @@ with a stdlib HTTP server. It records every heartbeat, hands out the commands a 
 (holding a long poll until one is queued, like a JobManager), and acknowledges what the test
 says: outcomes and checkpoints, or nothing.
 
-Also here: writing a job graph to blob storage and the start command that names it, and the
-small pipelines the tests run (no Spark, so no JVM).
+Also here: writing a job graph to blob storage and the start command that names it, the
+small pipelines the tests run (no Spark, so no JVM), and :func:`run_gated`: a GATED attempt
+started, seen running, let go and seen ended.
 
 Import as ``from scripted_leader import ...`` from tests in this folder.
 """
@@ -19,6 +20,7 @@ import threading
 import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 from steward.ha.election import LeaderElection, Leadership
@@ -248,3 +250,21 @@ def start_command(
         job_graph_sha256=ref.sha256,
         checkpoint_dir=checkpoint_dir,
     )
+
+
+def run_gated(
+    leader: ScriptedLeader, blobs: BlobStore, gates: Path, job_id: str, *args: str
+) -> AttemptReport:
+    """Run the GATED pipeline as ``job_id`` (attempt 1) to its end: start it, wait until it is
+    reported RUNNING, open its gate (``gates/gate-<job_id>``: one per job, so a next job waits
+    for its own), and return its ENDED report. ``args`` follow the gate's path."""
+    gate = gates / f"gate-{job_id}"
+    leader.command(start_command(blobs, job_id, leader.epoch, args=[str(gate), *args]))
+    leader.wait_phase(job_id, AttemptPhase.RUNNING)
+    return open_gate(leader, gate, job_id)
+
+
+def open_gate(leader: ScriptedLeader, gate: Path, job_id: str) -> AttemptReport:
+    """Let the GATED attempt 1 of ``job_id``, waiting on ``gate``, return; its ENDED report."""
+    gate.touch()
+    return leader.wait_phase(job_id, AttemptPhase.ENDED)

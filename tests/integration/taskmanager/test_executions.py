@@ -15,7 +15,7 @@ from steward.errors import FencedError
 from steward.ha.election import Leadership
 from steward.store.leases import ExecutionLeases, LeaseHeldError
 from steward.supervisor.process_group import SpawnError
-from steward.taskmanager.executions import Executions
+from steward.taskmanager.execution import Executions
 from support import wait_until
 
 pytestmark = pytest.mark.zookeeper
@@ -24,15 +24,27 @@ RUNNER_WITH_GRANDCHILD = ["sh", "-c", "sleep 1000 & sleep 1000"]
 
 
 class Exits:
-    """Records on_exit calls."""
+    """Records the exits the monitor reports (the other attempt events are ignored)."""
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, int, int | None]] = []
         self._lock = threading.Lock()
 
-    def __call__(self, job_id: str, attempt: int, returncode: int | None) -> None:
+    def attempt_exited(self, job_id: str, attempt: int, returncode: int | None) -> None:
         with self._lock:
             self.calls.append((job_id, attempt, returncode))
+
+    def outcome_of(self, job_id: str, attempt: int) -> None:
+        return None
+
+    def attempt_released(self, job_id: str, attempt: int, recorded: bool) -> None:
+        pass
+
+    def attempt_log_dropped(self, size: int) -> None:
+        pass
+
+    def attempt_forgotten(self, job_id: str, attempt: int, outcome_recorded: bool) -> None:
+        pass
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from scripted_leader import ScriptedLeader, start_command
+from scripted_leader import ScriptedLeader, open_gate, start_command
 
 from steward.store.blob import BlobStore
 from steward.store.leases import ExecutionLeases
@@ -70,8 +70,7 @@ def test_a_new_leader_adopts_the_running_attempt(
     )
     assert alive(running.pid)
 
-    gate.touch()
-    ended = new.wait_phase("job-a", AttemptPhase.ENDED)
+    ended = open_gate(new, gate, "job-a")
     assert isinstance(ended.outcome, FinishedEvent)
 
 

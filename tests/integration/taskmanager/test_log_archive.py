@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from scripted_leader import ScriptedLeader, start_command
+from scripted_leader import ScriptedLeader, open_gate, run_gated, start_command
 
 from steward.store.blob import BlobStore
 from steward.store.log_archive import LogArchive
@@ -40,11 +40,7 @@ def test_an_ended_attempts_whole_log_is_archived(
 ) -> None:
     leader = scripted()
     taskmanager("tm-1")
-    gate = tmp_path / "gate"
-    leader.command(start_command(blobs, "job-a", leader.epoch, args=[str(gate)]))
-    leader.wait_phase("job-a", AttemptPhase.RUNNING)
-    gate.touch()
-    leader.wait_phase("job-a", AttemptPhase.ENDED)
+    run_gated(leader, blobs, tmp_path, "job-a")
     local = tmp_path / "work" / "tm-1" / "job-a" / "1" / "runner.log"
 
     copy = wait_until(lambda: archived(blobs, "job-a"), 20, message="the log archived")
@@ -69,8 +65,7 @@ def test_an_archive_failure_is_retried_and_the_log_kept_until_storage_is_back(
     storage.rename(away)
     folder = tmp_path / "work" / "tm-1" / "job-b" / "1"
 
-    gate.touch()
-    leader.wait_phase("job-b", AttemptPhase.ENDED)  # the end report did not wait for it
+    open_gate(leader, gate, "job-b")  # the end report did not wait for it
     registry = manager.metrics.registry
 
     def failures() -> float:

@@ -16,7 +16,7 @@ import pytest
 from steward.ha.election import Leadership
 from steward.ha.session import ConnectionState, Session
 from steward.store.leases import ExecutionLeases
-from steward.taskmanager.executions import Executions
+from steward.taskmanager.execution import Executions
 from steward.taskmanager.self_fencing import SelfFencing
 from steward.zookeeper.managed import ManagedEnsemble
 from support import wait_until
@@ -53,7 +53,7 @@ def start_taskmanager(
 ) -> tuple[Session, ExecutionLeases, Executions, Fences, SelfFencing]:
     session = tm_session("tm-1", session_timeout=session_timeout)
     leases = ExecutionLeases(session, "tm-1")
-    executions = Executions(leases, lambda *_: None, poll_interval=0.05).start_monitor()
+    executions = Executions(leases, poll_interval=0.05).start_monitor()
     fences = Fences(executions)
     fencing = SelfFencing(session, fence_after, fences).start()
     return session, leases, executions, fences, fencing

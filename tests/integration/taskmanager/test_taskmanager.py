@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 from ha_harness import expire_session
-from scripted_leader import ScriptedLeader, start_command
+from scripted_leader import ScriptedLeader, open_gate, start_command
 
 from steward.config import Configuration
 from steward.ha.session import Session
@@ -149,8 +149,7 @@ def test_checkpoints_are_numbered_and_kept_until_acknowledged(
         10,
         message="acknowledged checkpoint dropped",
     )
-    gate.touch()
-    leader.wait_phase("job-c", AttemptPhase.ENDED)
+    open_gate(leader, gate, "job-c")
 
 
 def test_a_start_with_a_stale_epoch_is_refused_and_nothing_runs(
@@ -230,8 +229,7 @@ def test_no_slot_and_repeated_starts(
     report = leader.wait_phase("job-2", AttemptPhase.REJECTED)
     assert report.rejection is Rejection.NO_SLOT
     assert len(manager.executions.running()) == 1
-    gate.touch()
-    leader.wait_phase("job-1", AttemptPhase.ENDED)
+    open_gate(leader, gate, "job-1")
 
 
 def test_a_job_graph_that_cannot_be_fetched_ends_the_attempt_without_a_lease(

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from scripted_leader import ScriptedLeader, start_command
+from scripted_leader import ScriptedLeader, run_gated, start_command
 
 from steward.config import Configuration
 from steward.store.blob import BlobStore
@@ -31,16 +31,6 @@ RETENTION = "taskmanager.workdir.retention"
 
 def attempt_dir(tmp_path: Path, tm_id: str, job_id: str, attempt: int = 1) -> Path:
     return tmp_path / "work" / tm_id / job_id / str(attempt)
-
-
-def run_to_end(
-    leader: ScriptedLeader, blobs: BlobStore, tmp_path: Path, job_id: str
-) -> AttemptPhase:
-    gate = tmp_path / f"gate-{job_id}"
-    leader.command(start_command(blobs, job_id, leader.epoch, args=[str(gate)]))
-    leader.wait_phase(job_id, AttemptPhase.RUNNING)
-    gate.touch()
-    return leader.wait_phase(job_id, AttemptPhase.ENDED).phase
 
 
 def test_with_retention_zero_an_ended_folder_goes_once_acknowledged_a_running_one_stays(
@@ -60,7 +50,7 @@ def test_with_retention_zero_an_ended_folder_goes_once_acknowledged_a_running_on
         attempt_dir(tmp_path, "tm-1", "job-run"),
     )
 
-    assert run_to_end(leader, blobs, tmp_path, "job-end") is AttemptPhase.ENDED
+    assert run_gated(leader, blobs, tmp_path, "job-end").phase is AttemptPhase.ENDED
     leader.wait_report(lambda r: r.lease_released, "job-end")
     # Ended, its group gone, its lease released, but the leader has not acknowledged it: a
     # few more heartbeats (each a chance for the cleaner) and it is still there.
@@ -90,7 +80,7 @@ def test_with_a_long_retention_an_acknowledged_attempts_folder_stays(
     manager = taskmanager("tm-1", **{RETENTION: "1h"})
     folder = attempt_dir(tmp_path, "tm-1", "job-a")
 
-    run_to_end(leader, blobs, tmp_path, "job-a")
+    run_gated(leader, blobs, tmp_path, "job-a")
     wait_until(lambda: manager.attempts.get("job-a", 1) is None, 20, message="forgotten")
 
     assert manager.cleaner.pending() == [folder], "scheduled, an hour from now"
@@ -107,8 +97,8 @@ def test_a_restarted_taskmanager_removes_its_earlier_runs_folders_past_retention
     leader = scripted()
     first = TaskManager(tm_config(**{RETENTION: "10m"}), "tm-r").start()
     try:
-        run_to_end(leader, blobs, tmp_path, "job-old")
-        run_to_end(leader, blobs, tmp_path, "job-recent")
+        run_gated(leader, blobs, tmp_path, "job-old")
+        run_gated(leader, blobs, tmp_path, "job-recent")
         wait_until(lambda: not first.attempts.all(), 20, message="both forgotten")
     finally:
         first.stop()

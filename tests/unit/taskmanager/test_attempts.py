@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from steward.taskmanager.attempts import Attempt, Attempts
+from steward.taskmanager.reporting import Attempt, Attempts
 from steward.wire.heartbeat import Ack, Rejection, StartAttempt
 from steward.wire.runner import CheckpointEvent, FinishedEvent
 from steward.wire.states import AttemptPhase

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from steward.taskmanager.attempts import Attempts
+from steward.taskmanager.reporting import Attempts
 from steward.taskmanager.workdir_cleaner import WorkdirCleaner, paths_in_use
 from steward.wire.heartbeat import StartAttempt
 from support import wait_until

@@ -2,7 +2,7 @@
 bytes as a stream.
 
 The file is ``<taskmanager.workdir>/<tm-id>/<job-id>/<attempt>/runner.log``
-(:func:`steward.taskmanager.launcher.attempt_log`). It stays after the attempt ended until
+(:func:`steward.taskmanager.preparation.attempt_log`). It stays after the attempt ended until
 ``taskmanager.workdir.retention`` removes its folder (:mod:`steward.taskmanager.workdir_cleaner`);
 this module remembers which folders the retention removed and when (:class:`RemovedLogs`), so
 a request for such a log is answered "gone, removed by the retention at ..." (410), and one for
@@ -34,7 +34,7 @@ import anyio
 import anyio.to_thread
 
 from steward.store.log_archive import last_lines_start
-from steward.taskmanager.launcher import LOG_FILE
+from steward.taskmanager.preparation import LOG_FILE
 from steward.wire.logs import MAX_ATTEMPT
 from steward.wire.values import check_job_id
 

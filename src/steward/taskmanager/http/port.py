@@ -14,7 +14,7 @@ from pathlib import Path
 from steward.config import Settings
 from steward.ha.session import Session
 from steward.metrics import TaskManagerMetrics
-from steward.taskmanager.attempts import Attempts
+from steward.taskmanager.reporting import Attempts
 from steward.taskmanager.workdir_cleaner import Guard
 
 from .app import create_app

@@ -1,4 +1,4 @@
-"""What one TaskManager knows about its attempts, as it reports them to the leader.
+"""Reporting: what one TaskManager knows about its attempts, as it reports them to the leader.
 
 This module owns the TaskManager's side of the heartbeat's reliable delivery
 (:mod:`steward.wire.heartbeat`): each attempt's phase, its latest progress, its checkpoint events
@@ -22,9 +22,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from steward.supervisor.runner_process import RunnerProcess
+from steward.taskmanager.events import AttemptEvents
 from steward.wire.heartbeat import Ack, AttemptReport, Rejection, ReportedCheckpoint, StartAttempt
 from steward.wire.records import SparkApp
-from steward.wire.runner import CheckpointEvent, FailedEvent, FinalEvent
+from steward.wire.runner import (
+    CheckpointEvent,
+    FailedEvent,
+    FinalEvent,
+    ProgressEvent,
+    RunnerEvent,
+    SparkAppEvent,
+)
 from steward.wire.states import AttemptPhase
 from steward.wire.values import JsonValue
 
@@ -100,11 +108,11 @@ class Attempt:
 class Attempts:
     """The attempts of one TaskManager, with its slot count."""
 
-    def __init__(self, slots: int, on_forgotten: Callable[[Attempt], None] | None = None) -> None:
-        """``on_forgotten(attempt)`` is called (under the lock: keep it short) when an attempt
-        is forgotten: settled, its outcome acknowledged and its lease released."""
+    def __init__(self, slots: int, events: AttemptEvents | None = None) -> None:
+        """``events`` is told (under the lock) when an attempt is forgotten: settled, its
+        outcome acknowledged and its lease released."""
         self.slots = slots
-        self._on_forgotten = on_forgotten
+        self._events = events
         self._lock = threading.Lock()
         self._attempts: dict[Key, Attempt] = {}
         self._ended: collections.OrderedDict[Key, None] = collections.OrderedDict()
@@ -128,6 +136,14 @@ class Attempts:
     def used_slots(self) -> int:
         with self._lock:
             return self._used()
+
+    def slots_without_runner(self) -> int:
+        """Free slots, counting a starting attempt as free until its runner process exists:
+        its spare must not be killed for want of a slot just before it is handed over."""
+        taken = sum(
+            a.slots for a in self.active() if a.runner is not None and a.runner.pid is not None
+        )
+        return self.slots - taken
 
     def _used(self) -> int:
         return sum(a.slots for a in self._attempts.values() if a.active)
@@ -262,6 +278,15 @@ class Attempts:
 
     # ------------------------------------------------------------------ runner events
 
+    def runner_event(self, attempt: Attempt, event: RunnerEvent) -> None:
+        """What its runner reported while it runs (its outcome comes with its exit)."""
+        if isinstance(event, ProgressEvent):
+            self.progress(attempt, event.progress)
+        elif isinstance(event, CheckpointEvent):
+            self.checkpoint(attempt, event)
+        elif isinstance(event, SparkAppEvent):
+            self.spark_app(attempt, event.app)
+
     def progress(self, attempt: Attempt, progress: dict[str, JsonValue]) -> None:
         with self._lock:
             attempt.progress = progress
@@ -309,8 +334,10 @@ class Attempts:
             attempt.attempt,
             attempt.phase,
         )
-        if self._on_forgotten is not None:
+        if self._events is not None:
             try:
-                self._on_forgotten(attempt)
+                self._events.attempt_forgotten(
+                    attempt.job_id, attempt.attempt, attempt.outcome_recorded
+                )
             except Exception:
-                log.exception("on_forgotten callback failed job=%s", attempt.job_id)
+                log.exception("attempt_forgotten failed job=%s", attempt.job_id)

@@ -1,9 +1,8 @@
-"""A start command, from its admission to a running attempt.
+"""Launching an admitted attempt (:mod:`.admission`): prepared, then executed, on a worker.
 
-A start is admitted (or rejected: fenced, stale epoch) at once, on the heartbeat's thread;
-the rest runs on a launch worker so heartbeats keep flowing: prepare the launch document
-(:mod:`.launcher`), check the slots, take the lease and only then spawn (rule 3,
-:meth:`~steward.taskmanager.executions.Executions.start_with`): a warm spare when the job can
+A launch worker runs the slow steps, so heartbeats keep flowing: prepare the launch document
+(:mod:`.preparation`), check the slots, take the lease and only then spawn (rule 3,
+:meth:`~steward.taskmanager.execution.Executions.start_with`): a warm spare when the job can
 use one, else a cold runner (always for a job with its own ``env``: the runner is spawned
 with it, so its Spark JVM and every process it starts have it too). Every failure ends or
 rejects the attempt with its cause; none escapes the worker.
@@ -18,30 +17,23 @@ from concurrent.futures import ThreadPoolExecutor
 from steward.errors import CoordinationError, FencedError, StewardError, is_unavailable
 from steward.metrics import TaskManagerMetrics
 from steward.runtime.warm import files_cold_reason
-from steward.store.leases import ExecutionLeases, LeaseHeldError
+from steward.store.leases import LeaseHeldError
 from steward.supervisor.process_group import ProcessGroup, SpawnError
 from steward.supervisor.runner_process import RunnerProcess, runner_env
-from steward.taskmanager.attempts import Attempt, Attempts
-from steward.taskmanager.executions import Executions
-from steward.taskmanager.launcher import Launch, Launcher
+from steward.taskmanager.execution import Execution, Executions
+from steward.taskmanager.preparation import Launch, Preparation
+from steward.taskmanager.reporting import Attempt, Attempts
+from steward.taskmanager.self_fencing import Fence
 from steward.taskmanager.spares import SparePool
 from steward.wire.heartbeat import Rejection, StartAttempt
 from steward.wire.records import ErrorInfo
-from steward.wire.runner import (
-    AttemptCancelled,
-    CheckpointEvent,
-    FailedEvent,
-    ProgressEvent,
-    RunnerEvent,
-    SparkAppEvent,
-    error_type_name,
-)
+from steward.wire.runner import AttemptCancelled, FailedEvent, error_type_name
 
 log = logging.getLogger(__name__)
 
 
-class Starts:
-    """The start commands of one TaskManager; :meth:`close` stops launching."""
+class Launches:
+    """The launches of one TaskManager's admitted attempts; :meth:`close` stops launching."""
 
     def __init__(
         self,
@@ -49,21 +41,19 @@ class Starts:
         tm_id: str,
         attempts: Attempts,
         executions: Executions,
-        leases: ExecutionLeases,
-        launcher: Launcher,
+        preparation: Preparation,
         spares: SparePool | None,
         metrics: TaskManagerMetrics,
-        fenced: Callable[[], bool],
+        fence: Fence,
         log_max_size: int | None,
         workers: int,
     ) -> None:
         self._attempts = attempts
         self._executions = executions
-        self._leases = leases
-        self._launcher = launcher
+        self._preparation = preparation
         self._spares = spares
         self._metrics = metrics
-        self._fenced = fenced
+        self._fence = fence
         self._log_max_size = log_max_size
         self._workers = ThreadPoolExecutor(workers, thread_name_prefix=f"{tm_id}-launch")
 
@@ -71,27 +61,9 @@ class Starts:
         """No more launches; those not begun are dropped (their attempts are being stopped)."""
         self._workers.shutdown(wait=False, cancel_futures=True)
 
-    def start(self, command: StartAttempt) -> None:
-        """Admit ``command`` (or reject it) and launch it on a worker."""
-        refusal, message = None, ""
-        if self._fenced():
-            refusal, message = Rejection.FENCED, "the TaskManager is fencing itself"
-        elif not self._leases.observe_epoch(command.epoch):
-            refusal = Rejection.STALE_EPOCH
-            message = f"epoch {command.epoch} is older than epoch {self._leases.newest_epoch}"
-        attempt = self._attempts.admit(command, refusal, message)
-        if attempt is None:
-            log.info("repeated start ignored job=%s attempt=%d", command.job_id, command.attempt)
-            return
-        if attempt.active:
-            log.info(
-                "attempt starting job=%s attempt=%d epoch=%d recovery=%s",
-                command.job_id,
-                command.attempt,
-                command.epoch,
-                command.is_recovery,
-            )
-            self._workers.submit(self._launch, attempt, command)
+    def submit(self, attempt: Attempt, command: StartAttempt) -> None:
+        """Launch an admitted attempt on a worker."""
+        self._workers.submit(self._launch, attempt, command)
 
     def _launch(self, attempt: Attempt, command: StartAttempt) -> None:
         try:
@@ -101,16 +73,41 @@ class Starts:
             self._attempts.end(attempt, failed(exc), lease_released=True)
 
     def _launch_or_refuse(self, attempt: Attempt, command: StartAttempt) -> None:
+        launch = self._prepare(attempt, command)
+        if launch is None:
+            return
+        runner = RunnerProcess(
+            launch.document,
+            cwd=launch.attempt_dir,
+            log_path=launch.log_path,
+            on_event=lambda event: self._attempts.runner_event(attempt, event),
+            env=runner_env(launch.spec.env),
+            log_max_size=self._log_max_size,
+        )
+        self._attempts.attach(attempt, runner)
+        execution = self._execute(attempt, launch)
+        if execution is None:
+            return
+        runner = attempt.runner or runner  # a warm spare, if one was handed out
+        runner.begin()
+        self._metrics.attempts_started.inc()
+        grace = self._attempts.running(attempt, execution.group.pid, execution.started_at)
+        if grace is not None:
+            runner.cancel(grace)
+
+    def _prepare(self, attempt: Attempt, command: StartAttempt) -> Launch | None:
+        """The launch document, and the attempt sized to its job's slots; None if the attempt
+        was refused or ended instead."""
         attempts = self._attempts
         try:
-            launch = self._launcher.prepare(command)
+            launch = self._preparation.prepare(command)
         except StewardError as exc:
             if is_unavailable(exc):
                 # The storage did not answer: nothing ran, so this is a refusal, and the
                 # leader tries again after its rejection back-off, spending no restart (rule 9).
                 message = f"blob storage unavailable while preparing the attempt: {exc}"
                 attempts.reject(attempt, Rejection.FENCED, message)
-                return
+                return None
             log.warning(
                 "attempt cannot be prepared job=%s attempt=%d cause=%s",
                 attempt.job_id,
@@ -118,48 +115,36 @@ class Starts:
                 exc,
             )
             attempts.end(attempt, failed(exc), lease_released=True)
-            return
+            return None
         if not attempts.resize(attempt, launch.spec.slots):
             message = f"job needs {launch.spec.slots} slot(s); this TaskManager has too few free"
             attempts.reject(attempt, Rejection.NO_SLOT, message)
-            return
+            return None
         if attempt.cancel_grace is not None:
             cancelled = AttemptCancelled("the attempt was cancelled before it started")
             attempts.end(attempt, failed(cancelled), lease_released=True)
-            return
-        runner = RunnerProcess(
-            launch.document,
-            cwd=launch.attempt_dir,
-            log_path=launch.log_path,
-            on_event=lambda event: self._on_runner_event(attempt, event),
-            env=runner_env(launch.spec.env),
-            log_max_size=self._log_max_size,
-        )
-        attempts.attach(attempt, runner)
+            return None
+        return launch
+
+    def _execute(self, attempt: Attempt, launch: Launch) -> Execution | None:
+        """The lease taken, then the process spawned; None if the attempt was refused or ended
+        instead."""
+        attempts = self._attempts
         try:
-            execution = self._executions.start_with(
+            return self._executions.start_with(
                 attempt.job_id, attempt.attempt, attempt.epoch, self._spawner(attempt, launch)
             )
         except LeaseHeldError as exc:
             attempts.reject(attempt, Rejection.LEASE_HELD, str(exc))
-            return
         except FencedError as exc:
-            rejection = Rejection.FENCED if self._fenced() else Rejection.STALE_EPOCH
+            rejection = Rejection.FENCED if self._fence.fenced else Rejection.STALE_EPOCH
             attempts.reject(attempt, rejection, str(exc))
-            return
         except CoordinationError as exc:
             message = f"ZooKeeper unreachable while taking the lease: {exc}"
             attempts.reject(attempt, Rejection.FENCED, message)
-            return
         except SpawnError as exc:
             attempts.end(attempt, failed(exc), lease_released=True)
-            return
-        runner = attempt.runner or runner  # a warm spare, if one was handed out
-        runner.begin()
-        self._metrics.attempts_started.inc()
-        grace = attempts.running(attempt, execution.group.pid, execution.started_at)
-        if grace is not None:
-            runner.cancel(grace)
+        return None
 
     def _spawner(self, attempt: Attempt, launch: Launch) -> Callable[[], ProcessGroup]:
         """What starts the attempt's process once its lease is ours: a warm spare or a cold
@@ -176,7 +161,7 @@ class Starts:
                 spare.assign(
                     launch.document,
                     log_path=launch.log_path,
-                    on_event=lambda event: self._on_runner_event(attempt, event),
+                    on_event=lambda event: self._attempts.runner_event(attempt, event),
                 )
             except OSError as exc:  # its log could not move: use a cold runner instead
                 log.warning("warm spare not usable, going cold pid=%s cause=%s", spare.pid, exc)
@@ -194,14 +179,6 @@ class Starts:
             return spare.group
 
         return spawn
-
-    def _on_runner_event(self, attempt: Attempt, event: RunnerEvent) -> None:
-        if isinstance(event, ProgressEvent):
-            self._attempts.progress(attempt, event.progress)
-        elif isinstance(event, CheckpointEvent):
-            self._attempts.checkpoint(attempt, event)
-        elif isinstance(event, SparkAppEvent):
-            self._attempts.spark_app(attempt, event.app)
 
 
 def failed(exc: BaseException) -> FailedEvent:

@@ -1,4 +1,4 @@
-"""From a leader's start command to a runner's launch document.
+"""Preparing an attempt: from a leader's start command to a runner's launch document.
 
 This module owns the slow, fallible half of starting an attempt, which runs on a launch
 worker (never on the heartbeat thread): fetch the job graph blob (checked against the
@@ -52,7 +52,7 @@ class Launch:
     spec: JobSpec
 
 
-class Launcher:
+class Preparation:
     """Prepares attempts of this TaskManager under ``workdir`` (``<taskmanager.workdir>/<id>``)."""
 
     def __init__(self, config: Configuration, blobs: BlobStore, workdir: Path) -> None:

@@ -1,4 +1,4 @@
-"""The TaskManager's heartbeats: its attempts' reports to the leader, the leader's reply back.
+"""The sending side of the heartbeat: its attempts' reports to the leader, the reply back.
 
 This module owns the HTTP side of :mod:`steward.wire.heartbeat`. Two threads share one
 ``httpx.Client``:
@@ -15,10 +15,13 @@ every earlier heartbeat's reply was handled or given up (``settled``): the leade
 start command never taken only by a heartbeat built after the reply that carried it was
 handled (issue 23), never by when a heartbeat happened to arrive.
 
-The leader is whoever :class:`~steward.ha.retrieval.LeaderRetrieval` says. A JobManager that
-answers 409 or 503 is not (or not yet) the leader: retrieval will say who is. While no leader
-is known nothing is sent, and the attempts keep running; their reports are sent to the next
-leader. Replies go to ``on_reply``, which must be thread-safe (both threads call it).
+The leader is whoever its :class:`~steward.ha.retrieval.LeaderRetrieval` says (it follows
+``leader/info`` on the TaskManager's session, and a new session or a new leader is reported to
+at once). A JobManager that answers 409 or 503 is not (or not yet) the leader: retrieval will
+say who is. While no leader is known nothing is sent, and the attempts keep running; their
+reports are sent to the next leader. Replies go to ``on_reply``
+(:meth:`steward.taskmanager.admission.Admission.on_reply`), which must be thread-safe (both
+threads call it).
 """
 
 from __future__ import annotations
@@ -32,7 +35,9 @@ import httpx
 
 from steward.errors import StewardError
 from steward.ha.retrieval import LeaderRetrieval
-from steward.taskmanager.attempts import Attempts
+from steward.ha.session import ConnectionState, Session
+from steward.store.leases import ExecutionLeases
+from steward.taskmanager.reporting import Attempts
 from steward.tls.contexts import ClientTls, client_tls
 from steward.wire.heartbeat import HEARTBEAT_PATH, Heartbeat, HeartbeatReply
 from steward.wire.records import LeaderInfo
@@ -46,7 +51,7 @@ REQUEST_SLACK = 5.0
 NOT_LEADER = frozenset({409, 503})
 
 
-class Heartbeater:
+class HeartbeatSender:
     """Sends this TaskManager's heartbeats to the current leader."""
 
     def __init__(
@@ -57,13 +62,12 @@ class Heartbeater:
         slots: int,
         interval: float,
         attempts: Attempts,
-        retrieval: LeaderRetrieval,
-        newest_epoch: Callable[[], int],
+        session: Session,
+        leases: ExecutionLeases,
         on_reply: Callable[[HeartbeatReply], None],
         client: httpx.Client | None = None,
         credential: str | None = None,
         tls: ClientTls | None = None,
-        session: Callable[[], int | None] = lambda: None,
     ) -> None:
         """``credential``: the cluster's internal credential, sent with every heartbeat
         (``security.internal.token-file``); None sends none (auth off)."""
@@ -72,9 +76,9 @@ class Heartbeater:
         self.slots = slots
         self.interval = interval
         self._attempts = attempts
-        self._retrieval = retrieval
-        self._newest_epoch = newest_epoch
         self._session = session
+        self._leases = leases
+        self.retrieval = LeaderRetrieval(session, self.leader_changed)
         self._on_reply = on_reply
         headers = {"content-type": "application/json"}
         if credential is not None:
@@ -91,7 +95,10 @@ class Heartbeater:
         self._last_seq = 0
         self._in_flight: set[int] = set()
 
-    def start(self) -> Heartbeater:
+    def start(self) -> HeartbeatSender:
+        """Follow the leader and start sending."""
+        self._session.add_listener(self._on_connection)
+        self.retrieval.start()
         for name, target in (("poll", self._poll), ("notify", self._notify)):
             thread = threading.Thread(target=target, name=f"{self.tm_id}-hb-{name}", daemon=True)
             thread.start()
@@ -104,9 +111,28 @@ class Heartbeater:
         self._attempts.changed.set()
         self._leader_changed.set()
         self._client.close()
+        self.retrieval.stop()
+        self._session.remove_listener(self._on_connection)
 
-    def leader_changed(self, _info: LeaderInfo | None = None) -> None:
-        """A retrieval listener: report to the new leader at once."""
+    def leader_changed(self, info: LeaderInfo | None) -> None:
+        """The retrieval's listener: report to the new leader at once."""
+        if info is None:
+            log.warning("no leader known; attempts keep running tm=%s", self.tm_id)
+        else:
+            log.info(
+                "following leader tm=%s leader=%s address=%s epoch=%d",
+                self.tm_id,
+                info.contender,
+                info.address,
+                info.epoch,
+            )
+        self._report_now()
+
+    def _on_connection(self, state: ConnectionState) -> None:
+        if state in (ConnectionState.CONNECTED, ConnectionState.RECONNECTED):
+            self._report_now()
+
+    def _report_now(self) -> None:
         self._leader_changed.set()
         self._attempts.changed.set()
 
@@ -114,7 +140,7 @@ class Heartbeater:
 
     def _poll(self) -> None:
         while not self._stop.is_set():
-            leader = self._retrieval.leader
+            leader = self.retrieval.leader
             if leader is None:
                 self._leader_changed.clear()
                 self._leader_changed.wait(self.interval)
@@ -135,7 +161,7 @@ class Heartbeater:
             changed.clear()
             if self._stop.is_set():
                 return
-            leader = self._retrieval.leader
+            leader = self.retrieval.leader
             if leader is not None:
                 self.send(leader, wait=0.0)
 
@@ -150,10 +176,10 @@ class Heartbeater:
             taskmanager=self.tm_id,
             address=self.address,
             slots=self.slots,
-            epoch=self._newest_epoch(),
+            epoch=self._leases.newest_epoch,
             attempts=self._attempts.reports(),
             wait=wait,
-            session=self._session(),
+            session=self._session.session_id,
             seq=seq,
             settled=settled,
         )

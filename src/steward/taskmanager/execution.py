@@ -1,11 +1,12 @@
-"""The attempts one TaskManager runs: each an :class:`Execution` (lease + process group).
+"""Executing attempts: each an :class:`Execution` (lease + process group) of this TaskManager.
 
 This module owns the order that makes rule 3 hold on a TaskManager:
 
 - start: acquire the lease first, then spawn; if spawning fails, release the lease again;
-- end: a monitor thread reports the exit through ``on_exit`` once the attempt's *whole*
-  process group is gone (runner and Spark JVM), then releases its lease, together with the
-  attempt's outcome record when ``outcome_of`` knows the outcome (one multi-op);
+- end: a monitor thread reports the exit (:meth:`AttemptEvents.attempt_exited`) once the
+  attempt's *whole* process group is gone (runner and Spark JVM), then releases its lease,
+  together with the attempt's outcome record when :meth:`AttemptEvents.outcome_of` knows the
+  outcome (one multi-op);
 - :meth:`Executions.kill_all` (self-fencing, shutdown) kills every group; their leases are
   released by the monitor as usual, once the groups are really gone.
 """
@@ -28,18 +29,11 @@ from steward.errors import (
 )
 from steward.store.leases import ExecutionLeases, LeaseHeldError, Released
 from steward.supervisor.process_group import ProcessGroup
+from steward.taskmanager.events import AttemptEvents
 from steward.wire.records import ExecutionLease
-from steward.wire.runner import FinalEvent
 
 log = logging.getLogger(__name__)
 
-OnExit = Callable[[str, int, int | None], None]
-"""``on_exit(job_id, attempt, returncode)``; returncode is the runner's (negative: signal)."""
-OnReleased = Callable[[str, int, bool], None]
-"""``on_released(job_id, attempt, recorded)``: the attempt is gone and its lease no longer held
-by us; ``recorded``: its outcome record was created with the lease's release."""
-OutcomeOf = Callable[[str, int], FinalEvent | None]
-"""``outcome_of(job_id, attempt)``: the ended attempt's outcome, if known."""
 Spawn = Callable[[], ProcessGroup]
 
 
@@ -52,7 +46,7 @@ class Execution:
     group: ProcessGroup
     started_at: float = field(default_factory=time.time)
     exited: bool = False
-    """The whole group is gone and ``on_exit`` was called; the lease may await release."""
+    """The whole group is gone and its exit was reported; the lease may await release."""
     outcome_recorded: bool = False
 
     @property
@@ -70,20 +64,13 @@ class Executions:
     def __init__(
         self,
         leases: ExecutionLeases,
-        on_exit: OnExit,
+        events: AttemptEvents | None = None,
         *,
         poll_interval: float = 0.1,
-        on_released: OnReleased | None = None,
-        outcome_of: OutcomeOf | None = None,
-        on_log_dropped: Callable[[int], None] | None = None,
     ) -> None:
-        """``on_log_dropped``: told the bytes an ended attempt's log capper dropped, once it
-        has drained (only when it dropped any)."""
+        """``events``: told each attempt's exit, release and dropped log bytes (None: nobody)."""
         self._leases = leases
-        self._on_exit = on_exit
-        self._on_released = on_released
-        self._outcome_of = outcome_of
-        self._on_log_dropped = on_log_dropped
+        self._events = events
         self._draining: list[Execution] = []
         """Released executions whose log capper may still be draining (monitor thread only)."""
         self._orphans: set[tuple[str, int]] = set()
@@ -289,8 +276,8 @@ class Executions:
             dropped = execution.group.log_dropped()
             if dropped is None:
                 still.append(execution)
-            elif dropped and self._on_log_dropped is not None:
-                self._on_log_dropped(dropped)
+            elif dropped and self._events is not None:
+                self._events.attempt_log_dropped(dropped)
         self._draining = still
 
     def drop_outcome_record(self, job_id: str, attempt: int) -> None:
@@ -312,12 +299,14 @@ class Executions:
                 self._records_to_drop.discard((job_id, attempt))
 
     def _report_released(self, execution: Execution) -> None:
-        if self._on_released is None:
+        if self._events is None:
             return
         try:
-            self._on_released(execution.job_id, execution.attempt, execution.outcome_recorded)
+            self._events.attempt_released(
+                execution.job_id, execution.attempt, execution.outcome_recorded
+            )
         except Exception:
-            log.exception("on_released callback failed job=%s", execution.job_id)
+            log.exception("attempt_released failed job=%s", execution.job_id)
 
     def _release_orphans(self) -> None:
         # Leases whose creation may have happened although its reply was lost: release() deletes
@@ -344,16 +333,18 @@ class Executions:
             execution.epoch,
             returncode,
         )
+        if self._events is None:
+            return
         try:
-            self._on_exit(execution.job_id, execution.attempt, returncode)
+            self._events.attempt_exited(execution.job_id, execution.attempt, returncode)
         except Exception:
-            log.exception("on_exit callback failed job=%s", execution.job_id)
+            log.exception("attempt_exited failed job=%s", execution.job_id)
 
     def _try_release(self, execution: Execution) -> bool:
         """Release the lease (with the outcome record if the outcome is known); False (retry
         next pass) if ZooKeeper cannot be reached now."""
         job_id, attempt = execution.job_id, execution.attempt
-        outcome = self._outcome_of(job_id, attempt) if self._outcome_of is not None else None
+        outcome = self._events.outcome_of(job_id, attempt) if self._events is not None else None
         try:
             if outcome is None:
                 self._leases.release(job_id, attempt)
