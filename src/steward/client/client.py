@@ -19,7 +19,6 @@ artifact or size), ``NoLeaderError``, ``ClusterUnreachableError``, otherwise ``A
 from __future__ import annotations
 
 import base64
-import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
@@ -27,9 +26,9 @@ from types import TracebackType
 from typing import Any, Self
 
 import httpx
-from pydantic import BaseModel, ValidationError
 
-from steward.client import job_files, packaging, submission, waiting
+from steward.client import job_files, packaging, specs, submission, waiting
+from steward.client import tokens as admin_tokens
 from steward.client.batches import BatchSender, prepare_many
 from steward.client.discovery import (
     discover_addresses,
@@ -37,7 +36,6 @@ from steward.client.discovery import (
     normalize_address,
     rediscovery,
 )
-from steward.client.errors import MissingContentsError
 from steward.client.failover import (
     DEFAULT_BACKOFF,
     DEFAULT_REQUEST_TIMEOUTS,
@@ -48,47 +46,18 @@ from steward.client.failover import (
 )
 from steward.client.listing import JobFilter, pages
 from steward.client.log_stream import LogStream
-from steward.client.responses import (
-    api_error,
-    checked_spec,
-    decode,
-    first_error,
-    job_path,
-    latest_attempt,
-)
+from steward.client.responses import api_error, decode, job_path, latest_attempt
 from steward.client.uploads import Uploads
 from steward.config import Configuration, load
-from steward.errors import (
-    ApiError,
-    ClusterUnreachableError,
-    JobRejectedError,
-    NoLeaderError,
-    StewardError,
-)
+from steward.errors import StewardError
 from steward.security.credentials import find_token
 from steward.tls.contexts import client_tls
 from steward.wire.doctor import DoctorReport
 from steward.wire.jobs import JobKind, ProgramKind, RestartStrategy
 from steward.wire.logs import LogQuery, job_log_path
-from steward.wire.rest import (
-    ClusterView,
-    JobList,
-    JobView,
-    LeadershipView,
-    LeaderView,
-    ResultView,
-)
+from steward.wire.rest import ClusterView, JobList, JobView, LeadershipView, LeaderView, ResultView
 from steward.wire.submissions import MAX_BATCH
-from steward.wire.tokens import (
-    CreatedToken,
-    CreateTokenRequest,
-    Role,
-    TokenList,
-    TokenView,
-    check_token_id,
-)
-
-log = logging.getLogger(__name__)
+from steward.wire.tokens import CreatedToken, Role, TokenList, TokenView
 
 
 class Client:
@@ -217,14 +186,6 @@ class Client:
         path = Path(pipeline)
         artifact = packaging.package(path)
         local = job_files.collect(py_files=py_files, files=files, archives=archives, jars=jars)
-        spec: dict[str, Any] = {
-            "job_id": job_id if job_id is not None else packaging.default_job_id(path),
-            "args": list(args),
-        }
-        if restart is not None:
-            spec["restart_strategy"] = (
-                restart.model_dump(mode="json") if isinstance(restart, BaseModel) else restart
-            )
         optional = {
             "name": name,
             "slots": slots,
@@ -238,21 +199,10 @@ class Client:
             "timeout": timeout.total_seconds() if isinstance(timeout, timedelta) else timeout,
             "env": dict(env) if env else None,
         }
-        spec.update({key: value for key, value in optional.items() if value is not None})
-        checked = checked_spec(spec)
-        for local_file in local:
-            self.upload(local_file)
-        try:
-            return self.submit_raw(checked, artifact.filename, artifact.data)
-        except MissingContentsError:
-            if not local:
-                raise
-            # Collected since this client asked: nothing was stored; upload and send again.
-            log.info("files gone from the cluster, uploading again job=%s", checked["job_id"])
-            self._uploads.forget(local)
-            for local_file in local:
-                self.upload(local_file)
-            return self.submit_raw(checked, artifact.filename, artifact.data)
+        checked = specs.submit_spec(path, args, job_id, restart, optional)
+        return self._uploads.sent_with(
+            local, lambda: self.submit_raw(checked, artifact.filename, artifact.data)
+        )
 
     def submit_many(
         self,
@@ -303,22 +253,7 @@ class Client:
         spec = dict(spec)
         spec.setdefault("job_id", packaging.default_job_id(filename))
         prepared = submission.prepare(spec, filename, base64.b64encode(data).decode("ascii"))
-        job_id = prepared.job_id
-        try:
-            response, maybe_accepted = self._failover.send("POST", "/v1/jobs", prepared.body)
-        except (NoLeaderError, ClusterUnreachableError) as exc:
-            exc.args = (
-                f"{exc}; job {job_id} may have been submitted: see `steward status"
-                f" {job_id}`, or submit again with --job-id {job_id}",
-            )
-            raise
-        if response.status_code == httpx.codes.CREATED:
-            return decode(JobView, response)
-        error = error_body(response)
-        if submission.is_ours(prepared, error, maybe_accepted=maybe_accepted):
-            log.info("submission was accepted by an earlier attempt job=%s", job_id)
-            return self.job(job_id)
-        raise api_error(response, error, job_id)
+        return submission.send(self._failover, prepared, self.job)
 
     def jobs(self, where: JobFilter | None = None, limit: int | None = None) -> list[JobView]:
         """Every job the cluster knows (matching ``where``), live ones and those with a
@@ -417,14 +352,7 @@ class Client:
         self, name: str, role: Role | str, *, expires_in: float | None = None
     ) -> CreatedToken:
         """A new token for ``name`` with ``role``: its ``token`` is shown this once."""
-        try:
-            body = CreateTokenRequest(name=name, role=Role(role), expires_in=expires_in)
-        except (ValidationError, ValueError) as exc:
-            raise JobRejectedError(f"invalid token request: {first_error(exc)}") from exc
-        response, _ = self._failover.send("POST", "/v1/tokens", body.model_dump(mode="json"))
-        if response.status_code != httpx.codes.CREATED:
-            raise api_error(response, error_body(response), None)
-        return decode(CreatedToken, response)
+        return admin_tokens.create(self._failover, name, role, expires_in)
 
     def tokens(self) -> list[TokenView]:
         """Every token (never its secret)."""
@@ -432,11 +360,7 @@ class Client:
 
     def revoke_token(self, token_id: str) -> None:
         """Revoke the token ``token_id``: refused by every JobManager from now on."""
-        try:
-            check_token_id(token_id)
-        except ValueError as exc:
-            raise ApiError(str(exc), status=404, code="token_not_found") from exc
-        self._call("DELETE", f"/v1/tokens/{token_id}")
+        self._call("DELETE", admin_tokens.path_of(token_id))
 
     def close(self) -> None:
         self._failover.close()

@@ -14,12 +14,19 @@ an earlier try may have reached a JobManager, as before.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+import logging
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from steward.errors import JobExistsError
-from steward.wire.rest import ArtifactUpload, ErrorBody, SubmitRequest
+import httpx
+
+from steward.client.failover import Failover, error_body
+from steward.client.responses import api_error, decode
+from steward.errors import ClusterUnreachableError, JobExistsError, NoLeaderError
+from steward.wire.rest import ArtifactUpload, ErrorBody, JobView, SubmitRequest
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -38,6 +45,27 @@ def prepare(spec: Mapping[str, Any], filename: str, artifact_b64: str) -> Submis
     )
     body = request.model_dump_json().encode()
     return Submission(str(spec["job_id"]), body, hashlib.sha256(body).hexdigest())
+
+
+def send(failover: Failover, prepared: Submission, lookup: Callable[[str], JobView]) -> JobView:
+    """``POST /v1/jobs`` with ``prepared`` until a JobManager answers; the job's view, also when
+    the job exists because an earlier try of this very submission got through (``lookup``)."""
+    job_id = prepared.job_id
+    try:
+        response, maybe_accepted = failover.send("POST", "/v1/jobs", prepared.body)
+    except (NoLeaderError, ClusterUnreachableError) as exc:
+        exc.args = (
+            f"{exc}; job {job_id} may have been submitted: see `steward status"
+            f" {job_id}`, or submit again with --job-id {job_id}",
+        )
+        raise
+    if response.status_code == httpx.codes.CREATED:
+        return decode(JobView, response)
+    error = error_body(response)
+    if is_ours(prepared, error, maybe_accepted=maybe_accepted):
+        log.info("submission was accepted by an earlier attempt job=%s", job_id)
+        return lookup(job_id)
+    raise api_error(response, error, job_id)
 
 
 def is_ours(submission: Submission, error: ErrorBody, *, maybe_accepted: bool) -> bool:

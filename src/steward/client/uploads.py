@@ -17,15 +17,19 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar
 
 import httpx
 
+from steward.client.errors import MissingContentsError
 from steward.client.failover import Failover, error_body
 from steward.client.job_files import LocalFile
 from steward.client.responses import api_error
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 class Uploads:
@@ -46,6 +50,23 @@ class Uploads:
         with self._lock:
             self._stored.add(sha256)
         return sent
+
+    def sent_with(self, files: Sequence[LocalFile], send: Callable[[], T]) -> T:
+        """``send()`` once ``files`` are in the cluster; if the leader says it lost some since
+        this client asked (the content collector took them), upload them again and send once
+        more: nothing was stored the first time."""
+        for local_file in files:
+            self.ensure(local_file)
+        try:
+            return send()
+        except MissingContentsError as exc:
+            if not files:
+                raise
+            log.info("files gone from the cluster, uploading again error=%s", exc)
+            self.forget(files)
+            for local_file in files:
+                self.ensure(local_file)
+            return send()
 
     def forget(self, files: Iterable[LocalFile]) -> None:
         """Ask about these files again next time (the cluster said it lacks one of them)."""
