@@ -66,6 +66,7 @@ from steward.tls.contexts import client_tls
 from steward.wire.doctor import DoctorReport
 from steward.wire.jobs import JobKind, ProgramKind, RestartStrategy
 from steward.wire.logs import LogQuery, job_log_path
+from steward.wire.notifications import target_fields
 from steward.wire.rest import (
     ClusterView,
     JobList,
@@ -192,6 +193,7 @@ class Client:
         requirements: Sequence[str] | str | Path | None = None,
         timeout: float | str | timedelta | None = None,
         env: Mapping[str, str] | None = None,
+        notify: Sequence[str] = (),
     ) -> JobView:
         """Submit the pipeline at ``pipeline`` (a .py file, a folder or a .zip).
 
@@ -200,7 +202,8 @@ class Client:
         requirement lines or a requirements file, built into a venv on the TaskManager.
         ``timeout`` (seconds, a duration such as ``"2h"``, or a timedelta) cancels the job
         that long after its submission (reason TIMEOUT); ``env`` sets environment variables
-        of its driver's process (views show them redacted by the settings' rule). Each
+        of its driver's process (views show them redacted by the settings' rule); ``notify``
+        the job's own webhooks, ``URL`` or ``URL:EVENTS`` (``notifications.allowed-urls``). Each
         file is hashed and uploaded once (skipped when the cluster already has it). Unset
         options take the server's defaults. A bad path or spec is a :class:`JobRejectedError`
         before any request is made.
@@ -228,6 +231,7 @@ class Client:
             "requirements": job_files.requirement_lines(requirements) or None,
             "timeout": timeout.total_seconds() if isinstance(timeout, timedelta) else timeout,
             "env": dict(env) if env else None,
+            "notifications": [target_fields(t) for t in notify] or None,
         }
         spec.update({key: value for key, value in optional.items() if value is not None})
         checked = checked_spec(spec)
