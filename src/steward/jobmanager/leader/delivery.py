@@ -93,10 +93,7 @@ class Delivery:
     def run(self) -> None:
         """The term's delivery: the outbox read once, then workers until the term stops."""
         self._http = httpx.Client(timeout=self._settings.timeout, follow_redirects=False)
-        records = self._load()
-        with self._cond:
-            for record in records:
-                self._admit(record)
+        self._take_loaded(self._load())
         workers = [
             threading.Thread(target=self._work, name=f"notify-{n}", daemon=True)
             for n in range(1, WORKERS)
@@ -110,6 +107,17 @@ class Delivery:
 
     # ------------------------------------------------------------------ queue
 
+    def _take_loaded(self, records: list[NotificationRecord]) -> None:
+        """Queue the events read from the outbox at term start, ahead of those this term
+        added meanwhile: written before this term, they are older, first in line for the cap."""
+        with self._cond:
+            added, self._events = self._events, {}
+            for record in records:
+                if record.event_id not in added:  # queued already: never sent twice
+                    self._admit(record)
+            self._events.update(added)
+            self._cap()
+
     def _admit(self, record: NotificationRecord) -> None:
         """Under the condition: queue the record's sends; the oldest dropped past the cap."""
         if record.event_id in self._events:
@@ -122,6 +130,10 @@ class Delivery:
         if not urls:
             self._dropped.append(record.event_id)  # no webhook left to want it
             del self._events[record.event_id]
+        self._cap()
+
+    def _cap(self) -> None:
+        """Under the condition: the oldest events dropped past ``notifications.outbox-max``."""
         while len(self._events) > self._settings.outbox_max:
             oldest = next(iter(self._events))
             del self._events[oldest]
