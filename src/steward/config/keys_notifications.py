@@ -7,6 +7,7 @@ from steward.config.units import to_duration, to_int, to_str
 
 EVENT_NAMES = ("FINISHED", "FAILED", "CANCELED", "RESTARTED", "TIMEOUT")
 """The events a webhook can ask for (:class:`steward.wire.notifications.NotificationEvent`)."""
+MAX_OUTBOX = 5000
 
 
 def _urls(value: str) -> str | None:
@@ -84,12 +85,13 @@ NOTIFICATION_OPTIONS: tuple[Option, ...] = (
     Option(
         "notifications.outbox-max",
         to_int,
-        10000,
+        MAX_OUTBOX,
         "Most events waiting for delivery in ZooKeeper (`notifications/`, about 1 KB each):"
         " past it the oldest is dropped (a WARNING and"
         ' `steward_notifications_total{outcome="dropped"}`), so a receiver down for long cannot'
-        " grow ZooKeeper for ever.",
-        lambda v: None if v >= 1 else "must be at least 1",
+        f" grow ZooKeeper for ever. At most {MAX_OUTBOX}: a new leader lists the outbox in one"
+        " read, which must stay under ZooKeeper's 1 MB answer limit with 128-character job ids.",
+        lambda v: None if 1 <= v <= MAX_OUTBOX else f"must be 1 to {MAX_OUTBOX}",
         setting="notifications.outbox_max",
     ),
 )
