@@ -4,5 +4,6 @@
 ``term`` holds what every part shares (epoch, fence, settings, the term's events, the clock),
 ``table`` the live jobs under the one lock, ``stores`` the HA stores; then ``recovery``,
 ``submissions``, ``initialization``, ``heartbeats``, ``membership``, ``scheduler``,
-``records`` (status records and results), ``cleanup``, ``commands`` and ``views``.
+``records`` (status records and results), ``cleanup``, ``notifications`` and ``delivery``
+(job webhooks, through the outbox), ``commands`` and ``views``.
 """
