@@ -34,6 +34,7 @@ PIPELINES = {
         "        raise RuntimeError('first attempt fails')\n"
         "    return {'attempt': ctx.attempt}\n"
     ),
+    "slow.py": "import time\n\ndef main(ctx):\n    time.sleep(120)\n",
 }
 
 
@@ -95,13 +96,22 @@ def test_job_events_reach_every_webhook_signed_retried_under_a_stable_id(
             notify=[f"{receiver.url}/job?token=abc:FAILED"],
         )
         client.submit(files["flaky"], job_id="flaky", restart=FixedDelayRestart(delay=0))
+        client.submit(files["slow"], job_id="slow", timeout=2)
         # A job's own webhook outside notifications.allowed-urls is refused, naming the field
         with pytest.raises(StewardError, match=r"spec\.notifications") as refused:
             client.submit(files["ok"], job_id="elsewhere", notify=["http://192.0.2.1/x?t=s3"])
         assert "t=s3" not in str(refused.value)
-        for job_id in ("ok", "bad", "flaky"):
+        for job_id in ("ok", "bad", "flaky", "slow"):
             client.wait(job_id, timeout=60)
-    expected = {"ok:1:FINISHED", "bad:1:FAILED", "flaky:1:RESTARTED", "flaky:2:FINISHED"}
+        # 0 if it timed out before a slot was free for it, else 1
+        slow_attempts = client.job("slow").attempt_count
+    expected = {
+        "ok:1:FINISHED",
+        "bad:1:FAILED",
+        "flaky:1:RESTARTED",
+        "flaky:2:FINISHED",
+        f"slow:{slow_attempts}:TIMEOUT",  # cancelled at its timeout: not also CANCELED
+    }
     wait_until(
         lambda: (
             set(receiver.accepted("/cluster")) == expected
