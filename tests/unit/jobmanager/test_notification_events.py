@@ -6,11 +6,14 @@ real."""
 
 from __future__ import annotations
 
+import pytest
+
 from steward.config import load
+from steward.errors import JobRejectedError
 from steward.jobmanager.jobmaster import JobMaster
 from steward.jobmanager.jobmaster_values import Terminal
 from steward.jobmanager.leader.delivery import INITIAL_DELAY, MAX_DELAY, retry_delay
-from steward.jobmanager.leader.notifications import Notifications
+from steward.jobmanager.leader.notifications import Notifications, check_targets
 from steward.jobmanager.leader.term import Term
 from steward.wire.job_options import TIMEOUT_ERROR_TYPE
 from steward.wire.jobs import JobGraphPointer, JobSpec
@@ -99,3 +102,18 @@ def test_retries_back_off_doubling_up_to_the_cap_jittered_down_by_at_most_half()
     assert retry_delay(4, rng=lambda: 1.0) == INITIAL_DELAY * 8
     assert retry_delay(4, rng=lambda: 0.0) == INITIAL_DELAY * 4
     assert retry_delay(100, rng=lambda: 1.0) == MAX_DELAY
+
+
+def test_a_job_webhook_outside_the_allowlist_is_refused_naming_the_field_not_its_token() -> None:
+    settings = load(
+        environ={}, overrides={"notifications.allowed-urls": "https://hooks.example.com/"}
+    ).settings.notifications
+    allowed = NotificationTarget(url="https://hooks.example.com/a?token=t")
+    check_targets(JobSpec(job_id="j", notifications=[allowed]), settings)
+    elsewhere = NotificationTarget(url="http://10.0.0.1/x?token=t")
+    with pytest.raises(JobRejectedError, match=r"spec\.notifications") as refused:
+        check_targets(JobSpec(job_id="j", notifications=[allowed, elsewhere]), settings)
+    assert "token=t" not in str(refused.value)
+    none_allowed = load(environ={}).settings.notifications
+    with pytest.raises(JobRejectedError, match="none is allowed"):
+        check_targets(JobSpec(job_id="j", notifications=[allowed]), none_allowed)

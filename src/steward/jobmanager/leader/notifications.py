@@ -15,12 +15,16 @@ restart was written with its event). Called under the job table's lock.
 from __future__ import annotations
 
 from steward.config import NotificationSettings
+from steward.errors import JobRejectedError
 from steward.wire.job_options import TIMEOUT_ERROR_TYPE
+from steward.wire.jobs import JobSpec
 from steward.wire.notifications import (
     NotificationEvent,
     NotificationRecord,
     NotificationTarget,
     event_id,
+    redact_url,
+    refused_url,
     short_error,
 )
 from steward.wire.records import ErrorInfo
@@ -113,6 +117,20 @@ class Notifications:
     def _cluster_wants(self, event: NotificationEvent) -> bool:
         settings = self._settings
         return bool(settings.webhook_urls) and event.value in settings.event_names
+
+
+def check_targets(spec: JobSpec, settings: NotificationSettings) -> None:
+    """Refuse a job whose own webhooks are not under ``notifications.allowed-urls``: the
+    leader calls them from its host (a request the submitter aims). Checked by the leader,
+    whichever route the job came by."""
+    refused = refused_url(spec.notifications, settings.allowed_prefixes)
+    if refused is not None:
+        allowed = settings.allowed_prefixes
+        which = "only URLs under notifications.allowed-urls are" if allowed else "none is"
+        raise JobRejectedError(
+            f"spec.notifications: {redact_url(refused)} is refused; {which} allowed by this"
+            " cluster's configuration"
+        )
 
 
 def _end_event(terminal: Terminal) -> NotificationEvent:

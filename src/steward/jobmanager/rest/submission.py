@@ -31,7 +31,6 @@ from steward.store.contents import ContentStore
 from steward.supervisor.artifacts import check_submission
 from steward.wire import redaction, spark_options
 from steward.wire.jobs import JobGraph, JobSpec
-from steward.wire.notifications import redact_url, refused_url
 from steward.wire.rest import JobView, SubmitRequest
 from steward.wire.values import new_job_id
 
@@ -69,8 +68,7 @@ def submit(
         return _noted(backend, forward(backend, forwarder, request, body))
     where = client_address(request)
     try:
-        allowed = backend.config.settings.notifications.allowed_prefixes
-        view = _store(dispatcher, contents, caller, body, allowed)
+        view = _store(dispatcher, contents, caller, body)
     except ApiError as exc:
         audit.record("job.submit", caller, client=where, outcome=str(exc.status))
         raise
@@ -90,11 +88,7 @@ def _noted(backend: ApiBackend, answer: Response) -> Response:
 
 
 def _store(
-    dispatcher: LeaderTerm,
-    contents: ContentStore,
-    caller: Identity,
-    body: bytes,
-    allowed_urls: tuple[str, ...],
+    dispatcher: LeaderTerm, contents: ContentStore, caller: Identity, body: bytes
 ) -> JobView:
     """The job stored by the leader's term, as the submitter ``caller``; or an ApiError."""
     digest = hashlib.sha256(body).hexdigest()  # a retry of these bytes is this submission
@@ -112,7 +106,6 @@ def _store(
         spec = JobSpec.model_validate(spec_fields)
     except ValidationError as exc:
         raise ApiError(400, "bad_request", "bad spec: " + describe(exc.errors())) from None
-    _check_notifications(spec, allowed_urls)
     try:
         data = base64.b64decode(request.artifact.data_b64, validate=True)
     except (binascii.Error, ValueError):
@@ -135,19 +128,6 @@ def _store(
             return dispatcher.submit(spec, graph)
     except StewardError as exc:
         raise_for(exc)
-
-
-def _check_notifications(spec: JobSpec, allowed: tuple[str, ...]) -> None:
-    """A job's own webhooks are called from the leader's host: only under the allowlist."""
-    refused = refused_url(spec.notifications, allowed)
-    if refused is not None:
-        allowlist = "none is" if not allowed else "only URLs under notifications.allowed-urls are"
-        raise ApiError(
-            400,
-            "bad_request",
-            f"spec.notifications: {redact_url(refused)} is refused; {allowlist} allowed"
-            " by this cluster's configuration",
-        )
 
 
 def check_json_shape(body: bytes) -> None:
