@@ -77,6 +77,13 @@ OTHER_VALUES: dict[str, str] = {
     "history.server.enabled": "true",
     "history.server.port": "18081",
     "history.server.url": "https://history.example.com",
+    "notifications.webhooks": "https://hooks.example.com/a, https://hooks.example.com/b?t=1",
+    "notifications.events": "failed,TIMEOUT",
+    "notifications.allowed-urls": "https://hooks.example.com/",
+    "notifications.secret-file": "/etc/steward/webhook.secret",
+    "notifications.timeout": "3s",
+    "notifications.max-age": "2h",
+    "notifications.outbox-max": "50",
     "rest.address": "http://jm1:9090",
     "rest.ssl.enabled": "true",
     "rest.ssl.certificate": "/etc/steward/tls/jm.pem",
@@ -172,6 +179,18 @@ def test_overrides_arrive_parsed_and_typed() -> None:
     assert settings.cluster.ssh_options == "-i /etc/steward/id_ed25519 -o BatchMode=yes"
     assert settings.cluster.remote_python == "/opt/steward/bin/python"
     assert settings.client.rest_address == "http://jm1:9090"
+    notifications = settings.notifications
+    assert notifications.webhook_urls == (
+        "https://hooks.example.com/a",
+        "https://hooks.example.com/b?t=1",
+    )
+    assert notifications.event_names == {"FAILED", "TIMEOUT"}
+    assert notifications.allowed_prefixes == ("https://hooks.example.com/",)
+    assert (notifications.timeout, notifications.max_age, notifications.outbox_max) == (
+        3.0,
+        7200.0,
+        50,
+    )
     assert settings.tls == TlsSettings(
         enabled=True,
         certificate=Path("/etc/steward/tls/jm.pem"),

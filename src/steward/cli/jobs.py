@@ -102,6 +102,7 @@ def _send(client: Client, plan: SubmitPlan) -> JobView:
         labels=plan.labels or None,
         timeout=plan.timeout,
         env=plan.env or None,
+        notify=plan.notify,
         program=plan.program,
         py_files=plan.py_files,
         files=plan.files,

@@ -145,6 +145,13 @@ STEWARD_OPTIONS: tuple[Option, ...] = (
         " its name or value looks secret.",
     ),
     Option(
+        "--notify",
+        "URL[:EVENTS]",
+        "A webhook of the job's own (under the cluster's notifications.allowed-urls), called on"
+        " FINISHED, FAILED, CANCELED, RESTARTED, TIMEOUT or the comma-separated EVENTS; repeat"
+        " it.",
+    ),
+    Option(
         "--requirements",
         "FILE",
         "A pip requirements file: the job runs in a Python environment built from it.",

@@ -32,6 +32,7 @@ from steward.cli.properties import parse_properties
 from steward.cli.spark_submit import SPARK_OPTIONS, CommandLine, read_command_line
 from steward.wire.job_options import describe_timeout
 from steward.wire.jobs import PLAIN_FILENAME_PATTERN, JobKind, ProgramKind, RestartStrategy
+from steward.wire.notifications import redact_url
 from steward.wire.redaction import Redactor
 from steward.wire.spark_options import CLUSTER_MODE_REFUSED
 from steward.wire.spark_options import DEPLOY_MODE_KEY as DEPLOY_MODE
@@ -75,6 +76,7 @@ class SubmitPlan:
     labels: dict[str, str] = field(default_factory=dict)
     timeout: float | None = None
     env: dict[str, str] = field(default_factory=dict)
+    notify: tuple[str, ...] = ()
     detach: bool = False
     as_json: bool = False
     verbose: bool = False
@@ -105,6 +107,7 @@ def parse(words: Sequence[str]) -> SubmitPlan:
         labels=parse_pairs(line.values.get("--label", []), "--label"),
         timeout=_timeout(line.last("--timeout")),
         env=parse_env(line.values.get("--env", [])),
+        notify=tuple(line.values.get("--notify", [])),
         detach=line.given("--detach"),
         as_json=line.given("--json"),
         verbose=line.given("--verbose"),
@@ -294,6 +297,7 @@ def describe(plan: SubmitPlan) -> list[str]:
         "jars": ",".join(map(str, plan.jars)),
         "requirements": plan.requirements,
         "timeout": plan.timeout and describe_timeout(plan.timeout),
+        "notify": ",".join(redact_url(url) for url in plan.notify),
     }
     lines += [f"{key}: {value}" for key, value in optional.items() if value]
     shown = rule.conf(plan.spark_conf)

@@ -55,6 +55,7 @@ from steward.tls.contexts import client_tls
 from steward.wire.doctor import DoctorReport
 from steward.wire.jobs import JobKind, ProgramKind, RestartStrategy
 from steward.wire.logs import LogQuery, job_log_path
+from steward.wire.notifications import target_fields
 from steward.wire.rest import ClusterView, JobList, JobView, LeadershipView, LeaderView, ResultView
 from steward.wire.submissions import MAX_BATCH
 from steward.wire.tokens import CreatedToken, Role, TokenList, TokenView
@@ -168,6 +169,7 @@ class Client:
         requirements: Sequence[str] | str | Path | None = None,
         timeout: float | str | timedelta | None = None,
         env: Mapping[str, str] | None = None,
+        notify: Sequence[str] = (),
     ) -> JobView:
         """Submit the pipeline at ``pipeline`` (a .py file, a folder or a .zip).
 
@@ -176,7 +178,8 @@ class Client:
         requirement lines or a requirements file, built into a venv on the TaskManager.
         ``timeout`` (seconds, a duration such as ``"2h"``, or a timedelta) cancels the job
         that long after its submission (reason TIMEOUT); ``env`` sets environment variables
-        of its driver's process (views show them redacted by the settings' rule). Each
+        of its driver's process (views show them redacted by the settings' rule); ``notify``
+        the job's own webhooks, ``URL`` or ``URL:EVENTS`` (``notifications.allowed-urls``). Each
         file is hashed once until it changes, and asked about and uploaded once per client
         (skipped when the cluster has it; sent again, once, if the leader says it lost it:
         :mod:`steward.client.uploads`). Many jobs of one pipeline: :meth:`submit_many`.
@@ -198,6 +201,7 @@ class Client:
             "requirements": job_files.requirement_lines(requirements) or None,
             "timeout": timeout.total_seconds() if isinstance(timeout, timedelta) else timeout,
             "env": dict(env) if env else None,
+            "notifications": [target_fields(t) for t in notify] or None,
         }
         checked = specs.submit_spec(path, args, job_id, restart, optional)
         return self._uploads.sent_with(

@@ -15,6 +15,7 @@ from __future__ import annotations
 from steward.config.keys_ha import HA_OPTIONS
 from steward.config.keys_history import HISTORY_OPTIONS
 from steward.config.keys_logs import LOG_ARCHIVE_OPTIONS
+from steward.config.keys_notifications import NOTIFICATION_OPTIONS
 from steward.config.keys_processes import PROCESS_OPTIONS
 from steward.config.keys_results import RESULT_OPTIONS
 from steward.config.option import (
@@ -31,6 +32,7 @@ OPTIONS: tuple[Option, ...] = (
     *RESULT_OPTIONS,
     *LOG_ARCHIVE_OPTIONS,
     *HISTORY_OPTIONS,
+    *NOTIFICATION_OPTIONS,
     Option(
         "rest.address",
         to_str,

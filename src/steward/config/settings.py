@@ -15,6 +15,7 @@ processes that read them:
 - :class:`TaskManagerSettings`: ``taskmanager.*`` and ``heartbeat.interval``;
 - :class:`SparkSettings`: ``spark.*``;
 - :class:`HistorySettings`: ``history.*`` (Spark event logs, the History Server);
+- :class:`NotificationSettings`: ``notifications.*`` (the leader's job webhooks);
 - :class:`ClientSettings`: ``rest.address`` and ``client.*`` (the CLI and Client);
 - :class:`SecuritySettings`: ``security.*`` (JobManager, TaskManager);
 - :class:`TlsSettings`: ``rest.ssl.*`` (a JobManager's HTTPS, and every client of it);
@@ -187,6 +188,38 @@ class HistorySettings:
 
 
 @dataclass(frozen=True, slots=True)
+class NotificationSettings:
+    """Webhooks the leader calls on a job's events (``notifications.*``)."""
+
+    webhooks: str
+    """Comma-separated cluster-wide URLs; empty: none."""
+    events: str
+    """Comma-separated events the cluster's webhooks get."""
+    allowed_urls: str
+    """Comma-separated prefixes a job's own webhook URLs must start with; empty: none."""
+    secret_file: str
+    """The HMAC secret's file; empty: unsigned."""
+    timeout: float
+    """One call's limit."""
+    max_age: float
+    """Retry an event this long, then give up."""
+    outbox_max: int
+    """Events kept waiting in ZooKeeper at most."""
+
+    @property
+    def webhook_urls(self) -> tuple[str, ...]:
+        return tuple(u.strip() for u in self.webhooks.split(",") if u.strip())
+
+    @property
+    def event_names(self) -> frozenset[str]:
+        return frozenset(e.strip().upper() for e in self.events.split(",") if e.strip())
+
+    @property
+    def allowed_prefixes(self) -> tuple[str, ...]:
+        return tuple(u.strip() for u in self.allowed_urls.split(",") if u.strip())
+
+
+@dataclass(frozen=True, slots=True)
 class ClientSettings:
     """How the CLI and Client find the JobManagers, and the token they send."""
 
@@ -273,6 +306,7 @@ class Settings:
     taskmanager: TaskManagerSettings
     spark: SparkSettings
     history: HistorySettings
+    notifications: NotificationSettings
     client: ClientSettings
     tls: TlsSettings
     security: SecuritySettings

@@ -102,6 +102,14 @@ class Layout:
         return f"{self.taskmanagers}/{tm_id}"
 
     @property
+    def notifications(self) -> str:
+        """The outbox of job events waiting for their webhooks (``notifications/<event-id>``)."""
+        return f"{self.root}/notifications"
+
+    def notification(self, event_id: str) -> str:
+        return f"{self.notifications}/{event_id}"
+
+    @property
     def auth_tokens(self) -> str:
         """Users' access tokens, hashed (``auth/tokens/<token-id>``, steward.security)."""
         return f"{self.root}/auth/tokens"
@@ -119,4 +127,5 @@ class Layout:
             self.jobs,
             self.executions,
             self.taskmanagers,
+            self.notifications,
         )

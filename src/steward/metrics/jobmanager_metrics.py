@@ -124,6 +124,15 @@ class JobManagerMetrics(ProcessMetrics[JobManagerSnapshot]):
             " cleanup ended): an incident of the ensemble, never expected.",
             registry=r,
         )
+        self.notifications = Counter(
+            "steward_notifications",
+            "Job notifications' webhook calls, by outcome: delivered (2xx), retried (to be tried"
+            " again), given_up (past notifications.max-age), dropped (the outbox was full).",
+            ["outcome"],
+            registry=r,
+        )
+        for outcome in ("delivered", "retried", "given_up", "dropped"):
+            self.notifications.labels(outcome=outcome)
         self.doctor_findings = Gauge(
             "steward_doctor_findings",
             "Findings of the last `steward doctor` examination this JobManager made, by severity.",

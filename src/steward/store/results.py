@@ -18,7 +18,7 @@ migrated by :meth:`JobResultStore.migrate`. A result leaves only through
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -38,6 +38,7 @@ from steward.ha.fencing import Fence
 from steward.ha.session import Session
 from steward.store import zk
 from steward.store.blob import BlobRef, BlobStore, sha256_hex
+from steward.store.group_commit import Create
 from steward.store.result_index import ResultNode, body_key, decode, with_index
 from steward.wire.records import JobResultEntry, JobResultIndex
 from steward.wire.states import CleanupStatus
@@ -65,13 +66,20 @@ class JobResultStore:
 
     # ------------------------------------------------------------------ writes (fenced)
 
-    def create_dirty(self, fence: Fence, entry: JobResultEntry) -> None:
-        """Record that a job is globally terminal. :class:`JobExistsError` if it already is."""
+    def create_dirty(
+        self, fence: Fence, entry: JobResultEntry, also: Sequence[Create] = ()
+    ) -> None:
+        """Record that a job is globally terminal. :class:`JobExistsError` if it already is.
+
+        ``also`` is created in the same transaction (the job's end's notification): all or
+        nothing with the result."""
         if entry.status is not CleanupStatus.DIRTY:
             raise ValueError("a new result entry must be DIRTY")
         digest = self._put_body(entry)
         index, job_id = _index_of(entry, digest), entry.job_id
         transaction = fence.transaction().create(self._layout.result(job_id), index.to_json())
+        for create in also:
+            transaction.create(create.path, create.data)
         try:
             transaction.create(self._layout.dirty_result(job_id), b"").commit()
         except NodeExistsError as exc:

@@ -9,6 +9,7 @@ result): a missing or unreadable record costs history, never a job.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 
 from steward.errors import CorruptStateError, NodeExistsError, NoNodeError
 from steward.ha.fencing import Fence
@@ -48,6 +49,25 @@ class JobStatusStore:
             fence.transaction().create(path, data).commit()
         except NodeExistsError:
             fence.transaction().set_data(path, data).commit()
+
+    def write_with(self, fence: Fence, record: JobStatusRecord, also: Sequence[Create]) -> bool:
+        """Overwrite the job's record and create ``also`` in one transaction (an event's
+        notification with the record that makes it true). False if one of ``also`` exists
+        already (written before, by this leader or an earlier one): the record is then
+        written alone."""
+        path = self._layout.job_status(record.job_id)
+        transaction = fence.transaction().set_data(path, record.to_json())
+        for create in also:
+            transaction.create(create.path, create.data)
+        try:
+            transaction.commit()
+        except NoNodeError:
+            self.write(fence, record)  # no record yet: create it, then the event with it
+            return self.write_with(fence, record, also)
+        except NodeExistsError:
+            self.write(fence, record)
+            return False
+        return True
 
     def first_creates(self, record: JobStatusRecord) -> list[Create]:
         """The creates of a new job's nodes with its first ``record`` (what :meth:`write`

@@ -20,6 +20,7 @@ from pydantic import (
 )
 
 from steward.wire.job_options import MAX_TIMEOUT, check_env, timeout_seconds
+from steward.wire.notifications import MAX_TARGETS, NotificationTarget
 from steward.wire.values import Payload, Value, check_job_id, check_text
 
 
@@ -150,6 +151,12 @@ class JobSpec(Value):
     env: dict[str, str] = Field(
         default_factory=dict,
         description="environment variables of the driver's process; shown redacted",
+    )
+    notifications: list[NotificationTarget] = Field(
+        default_factory=list,
+        max_length=MAX_TARGETS,
+        description="the job's own webhooks (under notifications.allowed-urls), besides the"
+        " cluster's",
     )
 
     @field_validator("job_id")

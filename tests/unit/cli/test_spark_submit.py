@@ -350,3 +350,11 @@ def test_verbose_describes_what_is_submitted() -> None:
         "py-files: lib.py",
         "spark_conf: spark.master=yarn",
     ]
+
+
+def test_notify_repeats_and_verbose_shows_the_urls_without_their_query() -> None:
+    plan = parse(
+        ["-v", "--notify", "https://h/a?token=t:FAILED", "--notify", "https://h:8443/b", "app.py"]
+    )
+    assert plan.notify == ("https://h/a?token=t:FAILED", "https://h:8443/b")
+    assert "notify: https://h/a?***,https://h:8443/b" in describe(plan)

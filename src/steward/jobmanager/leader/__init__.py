@@ -4,7 +4,8 @@
 every part shares (epoch, fence, settings, the term's events, the clock), ``table`` the live
 jobs under the one lock, ``stores`` the HA stores; then ``recovery``, ``submissions``,
 ``initialization``, ``heartbeats``, ``membership``, ``scheduler``, ``records`` (status records
-and results), ``cleanup``, ``commands`` and ``views``. ``jobmaster`` is one job's state machine
+and results), ``cleanup``, ``notifications`` and ``delivery`` (job webhooks, through the
+outbox), ``commands`` and ``views``. ``jobmaster`` is one job's state machine
 (with ``jobmaster_values``, ``jobmaster_records`` and ``restart``), ``resources`` the live
 TaskManagers and their slots, ``content_gc`` the term's collector of unreferenced files.
 """

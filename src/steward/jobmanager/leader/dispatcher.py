@@ -50,6 +50,7 @@ from ..hooks import HookRunner
 from ..log_retention import LogRetention
 from .cleanup import Cleanup
 from .content_gc import ContentCollector
+from .delivery import Delivery
 from .heartbeats import Heartbeats
 from .initialization import Initialization
 from .membership import Membership
@@ -107,7 +108,9 @@ class Dispatcher:
         self._retention = ResultRetention(term, stores, resume=self._cleanup.put)
         term.when_stopped(table.rm.wake_all)
         term.when_stopped(hooks.cancel_all)
-        records = Records(term, table, stores, self._cleanup, hooks)
+        cluster_id = config.settings.zookeeper.cluster_id
+        self._delivery = Delivery(term, stores.outbox, cluster_id)  # notifications hook
+        records = Records(term, table, stores, self._cleanup, hooks, delivery=self._delivery)
         initialization = Initialization(term, table, records, hooks)
         self._membership = Membership(term, table, session, records, initialization)
         self._recovery = Recovery(
@@ -159,6 +162,7 @@ class Dispatcher:
             ("result-retention", self._retention.run),
             ("content-gc", lambda: self.content_gc.run(self.term.stopped)),  # content GC hook
             ("log-retention", lambda: self.log_retention.run(self.term.stopped)),
+            ("notifications", self._delivery.run),
         ):
             thread = threading.Thread(target=target, name=f"{self.id}-{name}", daemon=True)
             thread.start()

@@ -4,8 +4,10 @@ Every transition of a job is persisted to ``jobs/<job-id>/status`` through the f
 so standbys can answer reads and the next leader continues where this one stopped. A
 globally terminal job gets its result entry created DIRTY first and is only then handed to
 cleanup (rule 7); the first result recorded for a job stands. What ZooKeeper refuses is kept
-(``unpersisted``, ``pending_results``) and written again on the next scheduling pass. Called
-under the job table's lock.
+(``unpersisted``, ``pending_results``) and written again on the next scheduling pass. An event
+a webhook wants (:mod:`.notifications`) is written in the same transaction as the write that
+makes it true, and handed to delivery once ZooKeeper took it. Called under the job table's
+lock.
 """
 
 from __future__ import annotations
@@ -14,14 +16,18 @@ import contextlib
 import logging
 
 from steward.errors import FencedError, JobExistsError, StewardError
+from steward.store.group_commit import Create
 from steward.store.results import ResultTooLargeError
+from steward.wire.notifications import NotificationRecord
 from steward.wire.records import ErrorInfo, JobResultEntry, attempts_to_keep
 from steward.wire.states import TerminalState
 
 from ..hooks import HookRunner
 from .cleanup import Cleanup
+from .delivery import Delivery
 from .jobmaster import JobMaster
 from .jobmaster_values import Terminal
+from .notifications import Notifications
 from .stores import LeaderStores
 from .table import JobTable, PendingResult
 from .term import Term
@@ -37,12 +43,16 @@ class Records:
         stores: LeaderStores,
         cleanup: Cleanup,
         hooks: HookRunner,
+        *,
+        delivery: Delivery,
     ) -> None:
         self._term = term
         self._table = table
         self._stores = stores
         self._cleanup = cleanup
         self._hooks = hooks
+        self._delivery = delivery
+        self.notifications = Notifications(term)
 
     def persist(self, master: JobMaster) -> bool:
         """Write the job's status record; False (retried later) if ZooKeeper is unreachable.
@@ -56,7 +66,7 @@ class Records:
             table.deferred.add(master.job_id)
             return True
         try:
-            self._stores.statuses.write(self._term.fence, master.record(self._term.epoch))
+            self._write(master)
         except FencedError as exc:
             self._term.fenced(exc)
             return False
@@ -72,6 +82,11 @@ class Records:
         if table.deferred is not None:
             table.deferred.update(m.job_id for m in masters)
             return
+        restarting = {m.job_id for m in masters if self.notifications.of_restart(m) is not None}
+        for master in masters:
+            if master.job_id in restarting:
+                self.persist(master)  # a restart's event goes with its own record
+        masters = [m for m in masters if m.job_id not in restarting]
         if len(masters) <= 1:
             for master in masters:
                 self.persist(master)
@@ -105,6 +120,10 @@ class Records:
             except StewardError as exc:
                 log.warning("recovered job statuses not persisted yet error=%r", exc)
                 table.unpersisted.update(m.job_id for m in masters)
+                return
+            for master in masters:  # restarts decided in recovery: their event with a record
+                if self.notifications.of_restart(master) is not None:
+                    self.persist(master)
 
     def retry_unwritten(self) -> None:
         """Write again the results and status records ZooKeeper refused before."""
@@ -128,8 +147,9 @@ class Records:
         """Record the job's result (DIRTY), then hand it to cleanup. False: retried later."""
         job_id = master.job_id
         try:
-            self._create_dirty(self._entry(master, terminal))
+            notice = self._create_dirty(master, terminal)
             self._term.metrics.jobs_terminated.labels(state=terminal.state.value).inc()
+            self._delivery.add(notice)
         except JobExistsError:
             pass  # recorded before (by us, or by an earlier leader): the first result stands
         except FencedError as exc:
@@ -154,8 +174,10 @@ class Records:
             finished_at=self._term.wall(),
             epoch=self._term.epoch,
         )
+        notice = self.notifications.of_unrecoverable(job_id, error)
         with contextlib.suppress(JobExistsError):  # recorded before: the first result stands
-            self._stores.results.create_dirty(self._term.fence, entry)
+            self._stores.results.create_dirty(self._term.fence, entry, self._creates(notice))
+            self._delivery.add(notice)
         log.error("job failed in recovery job=%s cause=%s", job_id, error.message)
         self._cleanup.put(job_id)
 
@@ -178,15 +200,36 @@ class Records:
             env=master.shown_env,
         )
 
-    def _create_dirty(self, entry: JobResultEntry) -> None:
+    def recovered(self, master: JobMaster) -> None:
+        """``master`` was recovered from its record (see :mod:`.notifications`)."""
+        self.notifications.recovered(master)
+
+    def _write(self, master: JobMaster) -> None:
+        """Write the job's status record, with the notification of its restart if due."""
+        record, fence = master.record(self._term.epoch), self._term.fence
+        notice = self.notifications.of_restart(master)
+        if notice is None:
+            self._stores.statuses.write(fence, record)
+            return
+        if self._stores.statuses.write_with(fence, record, self._creates(notice)):
+            self._delivery.add(notice)  # else written before: delivered from there
+        self.notifications.restart_written(master)
+
+    def _create_dirty(self, master: JobMaster, terminal: Terminal) -> NotificationRecord | None:
+        """Record the result with its end's notification; the notification written."""
+        results, fence = self._stores.results, self._term.fence
+        notice = self.notifications.of_end(master, terminal)
         try:
-            self._stores.results.create_dirty(self._term.fence, entry)
+            results.create_dirty(fence, self._entry(master, terminal), self._creates(notice))
         except ResultTooLargeError as exc:
             error = ErrorInfo(type="steward.ResultTooLarge", message=str(exc))
-            entry = entry.model_copy(
-                update={"state": TerminalState.FAILED, "value": None, "error": error}
-            )
-            self._stores.results.create_dirty(self._term.fence, entry)
+            failed = Terminal(TerminalState.FAILED, None, error)
+            notice = self.notifications.of_end(master, failed)
+            results.create_dirty(fence, self._entry(master, failed), self._creates(notice))
+        return notice
+
+    def _creates(self, notice: NotificationRecord | None) -> list[Create]:
+        return [] if notice is None else [self._stores.outbox.create_of(notice)]
 
     def _forget(self, master: JobMaster) -> None:
         """The result is recorded: the job leaves the table, its slot is free, cleanup next."""
@@ -195,6 +238,7 @@ class Records:
         self._table.hookless.discard(job_id)
         self._table.deadlines.discard(job_id)
         self._hooks.cancel(job_id)
+        self.notifications.forget(job_id)
         if master.current is not None:
             self._table.rm.release(master.current.taskmanager, job_id, master.current.number)
         self._cleanup.put(job_id)

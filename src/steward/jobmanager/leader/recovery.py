@@ -293,6 +293,7 @@ class Recovery:
         lease = leases.get(job_id)
         with self._table.lock:
             self._table.admit(master)
+            self._records.recovered(master)
             if hookless:
                 self._table.hookless.add(job_id)
             if lease is not None:

@@ -15,6 +15,7 @@ from steward.store.blob import BlobStore
 from steward.store.checkpoints import CheckpointIDCounter, CompletedCheckpointStore
 from steward.store.job_graphs import JobGraphStore
 from steward.store.leases import ExecutionLeases
+from steward.store.outbox import NotificationOutbox
 from steward.store.results import JobResultStore
 from steward.store.statuses import JobStatusStore
 
@@ -33,6 +34,7 @@ class LeaderStores:
     statuses: JobStatusStore
     leases: ExecutionLeases
     checkpoints_retained: int
+    outbox: NotificationOutbox
 
     @classmethod
     def open(
@@ -46,6 +48,7 @@ class LeaderStores:
             statuses=JobStatusStore(session),
             leases=ExecutionLeases(session, tm_id=jobmanager_id),
             checkpoints_retained=config.settings.storage.checkpoints_retained,
+            outbox=NotificationOutbox(session),
         )
 
     def checkpoints(self, job_id: str) -> CompletedCheckpointStore:

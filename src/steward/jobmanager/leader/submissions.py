@@ -31,6 +31,7 @@ from ..hooks import HookRunner
 from .commands import send_cancel
 from .initialization import Initialization
 from .jobmaster import JobMaster
+from .notifications import check_targets
 from .records import Records
 from .recovery import Recovery
 from .stores import LeaderStores
@@ -64,13 +65,15 @@ class Submissions:
     def submit(self, spec: JobSpec, graph: JobGraph) -> JobView:
         """Persist a new job's graph and first status record, then schedule it.
 
-        Raises JobResultExistsError (the id has a result), JobExistsError (it is live, or
-        another submission is being stored) or NotReadyError (this very submission, retried,
-        is still being stored: its outcome is not known yet). No ZooKeeper request is made
+        Raises JobRejectedError (a webhook of its own not allowed), JobResultExistsError
+        (the id has a result), JobExistsError (it is live, or another submission is being
+        stored) or NotReadyError (this very submission, retried, is still being stored: its
+        outcome is not known yet). No ZooKeeper request is made
         under the table's lock: concurrent submissions share their creates' transaction
         (:mod:`steward.store.group_commit`).
         """
         self._term.check_ready()
+        check_targets(spec, self._term.settings.notifications)
         job_id, table = spec.job_id, self._table
         hookless = not may_define_initialize(graph.artifact)
         with table.lock:
