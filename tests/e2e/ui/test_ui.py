@@ -122,25 +122,31 @@ def test_every_page_shows_the_cluster(
 
 
 # Prints a line per tick, so the job page's log, followed, grows while the attempt runs.
+# Ticks, held after the second one until the gate file exists: the test sees the job's log
+# while it runs whatever the machine's load, then lets it finish.
 PRINTING = """
+import os
 import time
 
 def main(ctx):
-    for tick in range(1, int(ctx.args[0]) + 1):
+    ticks, pause, gate = int(ctx.args[0]), float(ctx.args[1]), ctx.args[2]
+    for tick in range(1, ticks + 1):
         print(f"ui tick {tick}", flush=True)
-        time.sleep(float(ctx.args[1]))
-    return {"ticks": int(ctx.args[0])}
+        while tick == 2 and not os.path.exists(gate):
+            time.sleep(0.05)
+        time.sleep(pause)
+    return {"ticks": ticks}
 """
 
 
 def test_a_job_followed_to_finished(
     browser: Browser, ui_cluster: ProcessCluster, standby: Proc, token: str, tmp_path: Path
 ) -> None:
-    pipeline = tmp_path / "printing.py"
+    pipeline, gate = tmp_path / "printing.py", tmp_path / "gate"
     pipeline.write_text(PRINTING)
     with ui_cluster.client() as client:
         client.submit(
-            pipeline, args=["12", "0.5"], job_id="ui-finishes", name="ui finishes",
+            pipeline, args=["12", "0.2", str(gate)], job_id="ui-finishes", name="ui finishes",
             labels={"team": "ui"}, timeout="10m",
             env={"GREETING": "hi", "DB_PASSWORD": "pw-ui-5e1c"},
         )  # fmt: skip
@@ -158,6 +164,7 @@ def test_a_job_followed_to_finished(
     # the last one when it has ended, without a reload.
     expect(page.locator("#log")).to_contain_text("ui tick 2", timeout=30_000)
     assert "ui tick 12" not in page.locator("#log").inner_text()
+    gate.touch()
     expect(page.locator("#job-state")).to_have_text("FINISHED", timeout=60_000)
     expect(page.locator("#log")).to_contain_text("ui tick 12")
     expect(page.locator("#job-result")).to_contain_text('"ticks": 12')

@@ -90,9 +90,11 @@ def test_the_switch_fires_after_silence_and_not_while_fed(pipe: tuple[int, int])
     fired = Fired()
     timeout = 0.5
     stop_feeding = threading.Event()
+    last_fed = [0.0]
 
     def feed() -> None:
         while not stop_feeding.wait(timeout / 5):
+            last_fed[0] = time.monotonic()  # before the write: the switch hears it after
             os.write(write_end, b"\n")
 
     feeder = threading.Thread(target=feed)
@@ -104,8 +106,9 @@ def test_the_switch_fires_after_silence_and_not_while_fed(pipe: tuple[int, int])
 
     stop_feeding.set()
     feeder.join()
-    silent_since = time.monotonic()
 
     wait_until(lambda: fired.reasons, 10.0)
     assert fired.reasons == ["no heartbeat on stdin for 0.5s"]
-    assert fired.at is not None and fired.at - silent_since >= timeout * 0.8
+    # Silence began at the last write (up to timeout/5 before the feeder stopped), not at
+    # the stop: measured from there, the switch waited its whole timeout.
+    assert fired.at is not None and fired.at - last_fed[0] >= timeout * 0.95
