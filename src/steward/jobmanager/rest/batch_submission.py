@@ -25,7 +25,6 @@ from starlette.concurrency import run_in_threadpool
 
 from steward.security import audit
 from steward.security.identity import Identity
-from steward.security.roles import Action
 from steward.store.contents import ContentStore
 from steward.wire.rest import ErrorBody, SubmitRequest
 from steward.wire.submissions import (
@@ -36,12 +35,16 @@ from steward.wire.submissions import (
     ItemOutcome,
 )
 
-from .auth import Caller, client_address, require
+from .auth import Caller, client_address
 from .backend import ApiBackend, LeaderTerm
-from .bodies import bounded_body
 from .errors import ApiError, describe
 from .forwarding import forward, leading
-from .jobs_submit import MAX_ARTIFACT_BYTES, MAX_SUBMISSION_BYTES, check_json_shape, store_request
+from .jobs_submit import (
+    MAX_ARTIFACT_BYTES,
+    check_json_shape,
+    store_request,
+    submission_body,
+)
 from .state import Backend, Contents, Forwarder
 
 router = APIRouter(tags=["jobs"])
@@ -67,13 +70,8 @@ async def submit_batch(
 ) -> Response:
     """Submit up to 100 jobs, each a ``POST /v1/jobs`` body; one result per job, in order
     (201 created, 200 stored before by these very bytes, else the error that route gives)."""
-    if not caller.may(Action.SUBMIT):
-        audit.record("job.submit", caller, client=client_address(request), outcome="denied")
-        require(caller, Action.SUBMIT)
-    body = await bounded_body(
-        request,
-        MAX_SUBMISSION_BYTES,
-        f"a batch is limited to {MAX_ARTIFACT_BYTES} bytes of artifacts in all",
+    body = await submission_body(
+        request, caller, f"a batch is limited to {MAX_ARTIFACT_BYTES} bytes of artifacts in all"
     )
     answer: Response = await run_in_threadpool(
         lambda: _submit(backend, forwarder, contents, request, caller=caller, body=body)

@@ -36,12 +36,11 @@ from steward.wire.values import check_job_id
 
 from .auth import Caller, client_address, require
 from .backend import ApiBackend, LeaderTerm
-from .bodies import bounded_body
 from .errors import ApiError, raise_for
 from .events import Feed, check_wait, long_poll, long_poll_headers
 from .forwarding import forward, leading
 from .history import with_history_links
-from .jobs_submit import MAX_ARTIFACT_BYTES, MAX_SUBMISSION_BYTES
+from .jobs_submit import MAX_ARTIFACT_BYTES, submission_body
 from .jobs_submit import submit as submit_job
 from .state import Backend, Contents, Forwarder
 
@@ -68,13 +67,8 @@ async def submit(
     request: Request, caller: Caller, backend: Backend, forwarder: Forwarder, contents: Contents
 ) -> Response:
     """Submit a job: a spec and the pipeline (a .py file or a zipped folder), base64."""
-    if not caller.may(Action.SUBMIT):
-        audit.record("job.submit", caller, client=client_address(request), outcome="denied")
-        require(caller, Action.SUBMIT)
-    body = await bounded_body(
-        request,
-        MAX_SUBMISSION_BYTES,
-        f"submissions are limited to {MAX_ARTIFACT_BYTES} bytes of artifact",
+    body = await submission_body(
+        request, caller, f"submissions are limited to {MAX_ARTIFACT_BYTES} bytes of artifact"
     )
     return await _run_sync(
         lambda: submit_job(backend, forwarder, contents, request, caller=caller, body=body)

@@ -29,6 +29,7 @@ from pydantic import ValidationError
 from steward.errors import JobRejectedError, StewardError
 from steward.security import audit
 from steward.security.identity import Identity
+from steward.security.roles import Action
 from steward.store.contents import ContentStore
 from steward.supervisor.artifact_cache import CheckedArtifacts
 from steward.wire import redaction, spark_options
@@ -38,8 +39,9 @@ from steward.wire.values import new_job_id
 
 from .. import faults
 from .archive_checks import check_archives
-from .auth import client_address
+from .auth import client_address, require
 from .backend import ApiBackend, LeaderTerm
+from .bodies import bounded_body
 from .contents import missing_contents
 from .errors import ApiError, describe, raise_for
 from .forwarding import forward, leading
@@ -55,6 +57,15 @@ compiled and parsed again (:mod:`steward.supervisor.artifact_cache`)."""
 MAX_JSON_CONTAINERS = 50_000
 """A submission holds at most this many objects and arrays (a spec with 1000 dependencies
 needs about 1000)."""
+
+
+async def submission_body(request: Request, caller: Identity, limit: str) -> bytes:
+    """The body of a submission route (one job or a batch), read up to the submission limit
+    (413 with ``limit`` past it), once the caller is known to be allowed to submit."""
+    if not caller.may(Action.SUBMIT):
+        audit.record("job.submit", caller, client=client_address(request), outcome="denied")
+        require(caller, Action.SUBMIT)
+    return await bounded_body(request, MAX_SUBMISSION_BYTES, limit)
 
 
 def submit(
