@@ -97,20 +97,24 @@ def test_job_events_reach_every_webhook_signed_retried_under_a_stable_id(
         )
         client.submit(files["flaky"], job_id="flaky", restart=FixedDelayRestart(delay=0))
         client.submit(files["slow"], job_id="slow", timeout=2)
+        client.submit(files["slow"], job_id="dropped")
+        client.cancel("dropped")  # by its owner: CANCELED
         # A job's own webhook outside notifications.allowed-urls is refused, naming the field
         with pytest.raises(StewardError, match=r"spec\.notifications") as refused:
             client.submit(files["ok"], job_id="elsewhere", notify=["http://192.0.2.1/x?t=s3"])
         assert "t=s3" not in str(refused.value)
-        for job_id in ("ok", "bad", "flaky", "slow"):
+        for job_id in ("ok", "bad", "flaky", "slow", "dropped"):
             client.wait(job_id, timeout=60)
-        # 0 if it timed out before a slot was free for it, else 1
+        # 0 if it ended before a slot was free for it, else 1
         slow_attempts = client.job("slow").attempt_count
+        dropped_attempts = client.job("dropped").attempt_count
     expected = {
         "ok:1:FINISHED",
         "bad:1:FAILED",
         "flaky:1:RESTARTED",
         "flaky:2:FINISHED",
         f"slow:{slow_attempts}:TIMEOUT",  # cancelled at its timeout: not also CANCELED
+        f"dropped:{dropped_attempts}:CANCELED",
     }
     wait_until(
         lambda: (
