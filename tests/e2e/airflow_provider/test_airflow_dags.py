@@ -1,0 +1,141 @@
+"""The provider in a real Airflow 3 against a real Steward cluster.
+
+- ``airflow dags test`` of the DAG in docs/coming-from.md: the operator submits a PySpark
+  pipeline, defers, its trigger follows the job over ``/v1/events`` to its end, and the job's
+  result comes back as the task's XCom.
+- The task process SIGKILLed while its job runs, and Airflow's own retry: one Steward job,
+  one attempt, the right result (``airflow dags test --use-executor`` with the LocalExecutor
+  and an ``airflow api-server``: the task runs in a process the LocalExecutor's supervisor
+  forks, the supervisor sees it die by SIGKILL and reports the try UP_FOR_RETRY, exactly as a
+  scheduler's worker would, and the DAG run's loop queues try 2).
+- The same pipeline through ``LivyOperator`` against Steward's Livy API.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from e2e.airflow_provider.conftest import Airflow
+from e2e.wordcounts import SAMPLE, count_words
+from steward.testing.ports import free_port
+from steward.testing.processes import ProcessCluster
+from steward.testing.waiting import WaitTimeoutError
+from support import wait_until
+
+pytestmark = [pytest.mark.zookeeper, pytest.mark.spark]
+
+WORDS = sum(count_words(SAMPLE.read_text()).values())
+DEADLINE = 420.0
+TASK_PROCESS = re.compile(r"airflow worker -- [0-9a-f]{8}-[0-9a-f-]{27}$")
+
+
+def xcom(home: Path, key: str) -> Any:
+    with sqlite3.connect(home / "airflow.db") as db:
+        rows = db.execute("SELECT value FROM xcom WHERE key = ?", (key,)).fetchall()
+    assert len(rows) == 1, rows
+    value = rows[0][0]
+    return json.loads(value) if isinstance(value, str | bytes) else value
+
+
+def task_tries(home: Path, dag_id: str) -> list[tuple[int, str]]:
+    with sqlite3.connect(home / "airflow.db") as db:
+        return db.execute(
+            "SELECT try_number, state FROM task_instance WHERE dag_id = ?", (dag_id,)
+        ).fetchall()
+
+
+def only_job(steward: ProcessCluster) -> Any:
+    with steward.client() as client:
+        jobs = client.jobs()
+        assert len(jobs) == 1, [job.job_id for job in jobs]
+        return client.job(jobs[0].job_id)
+
+
+def test_a_deferred_task_follows_its_job_over_events_and_pushes_its_result(
+    airflow_home: Airflow, steward: ProcessCluster, tmp_path: Path
+) -> None:
+    (tmp_path / "gate").touch()
+    done = airflow_home.run("dags", "test", "steward_wordcount")
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    job = only_job(steward)
+    assert job.job_id.startswith("steward_wordcount.count_words.manual__"), job.job_id
+    assert job.state.value == "FINISHED" and job.attempt_count == 1
+    assert job.labels == {"team": "data"}
+    assert job.result is not None and job.result.value == {"words": WORDS}
+    assert xcom(airflow_home.home, "return_value") == {"words": WORDS}
+    assert xcom(airflow_home.home, "steward_job") == {
+        "job_id": job.job_id,
+        "state": "FINISHED",
+        "attempts": 1,
+    }
+    output = done.stdout + done.stderr
+    assert "running trigger in line" in output, output[-4000:]
+    assert f"steward job={job.job_id} state=FINISHED" in output
+
+
+def test_a_task_killed_while_its_job_runs_is_retried_onto_the_same_job(
+    airflow_home: Airflow, steward: ProcessCluster, tmp_path: Path
+) -> None:
+    port = free_port()
+    airflow_home.env.update(
+        STEWARD_TEST_DEFERRABLE="0",
+        AIRFLOW__CORE__EXECUTOR="LocalExecutor",
+        AIRFLOW__CORE__PARALLELISM="1",
+        AIRFLOW__CORE__EXECUTION_API_SERVER_URL=f"http://127.0.0.1:{port}/execution/",
+    )
+    airflow_home.start("api-server", "api-server", "--apps", "execution", "--port", str(port))
+    run = airflow_home.start("dags-test", "dags", "test", "steward_wordcount", "--use-executor")
+    started = tmp_path / "gate.started"
+    waiting(airflow_home, lambda: started.exists() and task_processes(), "job and task running")
+    [first_try] = task_processes()
+    first_try.send_signal(signal.SIGKILL)
+    waiting(
+        airflow_home,
+        lambda: "attached to" in airflow_home.task_logs("steward_wordcount").get(2, ""),
+        "try 2 attached to the running job",
+    )
+    (tmp_path / "gate").touch()
+    assert run.wait(DEADLINE) == 0, airflow_home.log("dags-test")[-4000:]
+    job = only_job(steward)
+    assert job.state.value == "FINISHED" and job.attempt_count == 1
+    assert job.result is not None and job.result.value == {"words": WORDS}
+    assert started.read_text() == "attempt 1\n"
+    assert task_tries(airflow_home.home, "steward_wordcount") == [(2, "success")]
+    assert xcom(airflow_home.home, "return_value") == {"words": WORDS}
+
+
+def waiting(airflow: Airflow, predicate: Callable[[], object], message: str) -> None:
+    try:
+        wait_until(predicate, DEADLINE, message=message)
+    except WaitTimeoutError as exc:
+        raise AssertionError(f"{exc}\n{airflow.log('dags-test')[-4000:]}") from None
+
+
+def task_processes() -> list[psutil.Process]:
+    """Airflow task processes (``airflow worker -- <task instance id>``) on this host."""
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        cmdline = " ".join(proc.info["cmdline"] or [])
+        if TASK_PROCESS.fullmatch(cmdline.strip()):
+            found.append(proc)
+    return found
+
+
+def test_livy_operator_runs_the_pipeline_through_stewards_livy_api(
+    airflow_home: Airflow, steward: ProcessCluster, tmp_path: Path
+) -> None:
+    done = airflow_home.run("dags", "test", "livy_wordcount")
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    assert (tmp_path / "livy-output.txt").read_text() == str(WORDS)
+    job = only_job(steward)
+    assert job.job_id == "livy-0" and job.state.value == "FINISHED"
+    assert job.attempt_count == 1
