@@ -12,6 +12,7 @@ import secrets
 import shutil
 import signal
 import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +26,11 @@ from steward.testing.credentials import kit_admin_token
 from steward.testing.processes import ProcessCluster
 
 HERE = Path(__file__).parent
+# The provider's own modules that need no Airflow (its HTTP client, its event follower) are
+# tested in Steward's venv too (test_provider_api.py).
+PROVIDER_SOURCES = str(HERE.parents[2] / "integrations" / "airflow" / "src")
+if PROVIDER_SOURCES not in sys.path:
+    sys.path.insert(0, PROVIDER_SOURCES)
 
 
 @pytest.fixture(scope="session")

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import httpx
 import psutil
 import pytest
 
@@ -31,7 +32,9 @@ from steward.testing.processes import ProcessCluster
 from steward.testing.waiting import WaitTimeoutError
 from support import wait_until
 
-pytestmark = [pytest.mark.zookeeper, pytest.mark.spark]
+# Airflow's processes start slowly (several CPU-seconds each to import) and the Spark driver
+# takes its own: on a loaded 2-core machine one test takes minutes.
+pytestmark = [pytest.mark.zookeeper, pytest.mark.spark, pytest.mark.timeout(900)]
 
 WORDS = sum(count_words(SAMPLE.read_text()).values())
 DEADLINE = 420.0
@@ -91,8 +94,21 @@ def test_a_task_killed_while_its_job_runs_is_retried_onto_the_same_job(
         AIRFLOW__CORE__EXECUTOR="LocalExecutor",
         AIRFLOW__CORE__PARALLELISM="1",
         AIRFLOW__CORE__EXECUTION_API_SERVER_URL=f"http://127.0.0.1:{port}/execution/",
+        # The task's supervisor tells the api-server the task started; its first answer can
+        # take tens of seconds on a loaded machine, and a retried start is refused (400).
+        AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT="180",
     )
-    airflow_home.start("api-server", "api-server", "--apps", "execution", "--port", str(port))
+    airflow_home.start(
+        "api-server",
+        "api-server",
+        "--apps",
+        "execution",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+    )
+    waiting(airflow_home, lambda: healthy(port), "the api-server serving", log="api-server")
     run = airflow_home.start("dags-test", "dags", "test", "steward_wordcount", "--use-executor")
     started = tmp_path / "gate.started"
     waiting(airflow_home, lambda: started.exists() and task_processes(), "job and task running")
@@ -113,11 +129,20 @@ def test_a_task_killed_while_its_job_runs_is_retried_onto_the_same_job(
     assert xcom(airflow_home.home, "return_value") == {"words": WORDS}
 
 
-def waiting(airflow: Airflow, predicate: Callable[[], object], message: str) -> None:
+def waiting(
+    airflow: Airflow, predicate: Callable[[], object], message: str, log: str = "dags-test"
+) -> None:
     try:
-        wait_until(predicate, DEADLINE, message=message)
+        wait_until(predicate, DEADLINE, message=message, interval=0.2)
     except WaitTimeoutError as exc:
-        raise AssertionError(f"{exc}\n{airflow.log('dags-test')[-4000:]}") from None
+        raise AssertionError(f"{exc}\n{airflow.log(log)[-4000:]}") from None
+
+
+def healthy(port: int) -> bool:
+    try:
+        return httpx.get(f"http://127.0.0.1:{port}/execution/health", timeout=5).is_success
+    except httpx.HTTPError:
+        return False
 
 
 def task_processes() -> list[psutil.Process]:

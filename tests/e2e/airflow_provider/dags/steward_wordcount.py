@@ -8,6 +8,7 @@ import os
 from datetime import datetime, timedelta
 
 from airflow.sdk import DAG
+
 from steward_airflow.operators.steward import StewardSubmitOperator
 
 with DAG(
