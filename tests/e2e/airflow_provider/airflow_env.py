@@ -10,9 +10,10 @@ short is redone. A file lock keeps concurrent test sessions (xdist workers, seve
 from building the same venv twice. uv is taken from the PATH or next to the running Python,
 else installed from PyPI into ``~/.cache/steward-tests/uv-<version>``.
 
-The provider is installed into the venv (``--no-deps``, so its entry point is registered) on
-every session, and the tests also put this checkout's ``integrations/airflow/src`` first on
-``PYTHONPATH``: each checkout runs its own provider code whatever another one installed.
+The provider is installed into the venv (``--no-deps``, so its entry point is registered) once
+per version of its pyproject.toml, and the tests also put this checkout's
+``integrations/airflow/src`` first on ``PYTHONPATH``: each checkout runs its own provider code
+whatever another one installed.
 """
 
 from __future__ import annotations
@@ -92,6 +93,14 @@ def _build(root: Path) -> None:
 
 
 def _install_provider(root: Path) -> None:
+    """Install the provider's distribution (its entry point) once per version of its
+    pyproject.toml: its code comes from ``PYTHONPATH`` anyway."""
+    marker = (
+        root
+        / f".provider-{hashlib.sha256((PROVIDER / 'pyproject.toml').read_bytes()).hexdigest()[:16]}"
+    )
+    if marker.exists():
+        return
     _run(
         [
             find_uv(),
@@ -106,6 +115,7 @@ def _install_provider(root: Path) -> None:
             str(PROVIDER),
         ]
     )
+    marker.touch()
 
 
 def find_uv() -> str:

@@ -155,6 +155,10 @@ def task_processes() -> list[psutil.Process]:
     return found
 
 
+# Slow: a third Airflow run and Spark driver (~3.5 minutes under load) for what the default run
+# shows more cheaply: Steward's Livy API driven by curl as Livy's docs do
+# (tests/e2e/cluster/test_livy.py), and the Airflow tests above.
+@pytest.mark.slow
 def test_livy_operator_runs_the_pipeline_through_stewards_livy_api(
     airflow_home: Airflow, steward: ProcessCluster, tmp_path: Path
 ) -> None:
