@@ -27,7 +27,7 @@ class StewardJobTrigger(BaseTrigger):
     def __init__(
         self, job_id: str, steward_conn_id: str = "steward_default", poll_interval: float = 5.0
     ) -> None:
-        super().__init__()
+        super().__init__()  # type: ignore[no-untyped-call]  # Airflow's is untyped
         self.job_id = job_id
         self.steward_conn_id = steward_conn_id
         self.poll_interval = poll_interval
