@@ -17,6 +17,7 @@ import json
 import re
 import signal
 import sqlite3
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ import httpx
 import psutil
 import pytest
 
+from e2e.airflow_provider.airflow_env import AirflowVenv, base_env
 from e2e.airflow_provider.conftest import Airflow
 from e2e.wordcounts import SAMPLE, count_words
 from steward.testing.ports import free_port
@@ -168,3 +170,33 @@ def test_livy_operator_runs_the_pipeline_through_stewards_livy_api(
     job = only_job(steward)
     assert job.job_id == "livy-0" and job.state.value == "FINISHED"
     assert job.attempt_count == 1
+
+
+PROVIDER_CHECK = """
+import json
+from airflow.providers_manager import ProvidersManager
+
+manager = ProvidersManager()
+hook = manager.hooks.get("steward")
+print(json.dumps({
+    "providers": sorted(manager.providers),
+    "hook": hook.hook_class_name if hook else None,
+    "connection_type": hook.connection_type if hook else None,
+}))
+"""
+
+
+def test_airflow_finds_the_provider_and_its_connection_type(airflow: AirflowVenv) -> None:
+    done = subprocess.run(
+        [str(airflow.bin / "python"), "-c", PROVIDER_CHECK],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=base_env(airflow.root / "template-home"),
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert "steward-airflow-provider" in found["providers"], found
+    assert found["hook"] == "steward_airflow.hooks.steward.StewardHook"
+    assert found["connection_type"] == "steward"
