@@ -45,7 +45,9 @@ TASK_PROCESS = re.compile(r"airflow worker -- [0-9a-f]{8}-[0-9a-f-]{27}$")
 
 def xcom(home: Path, key: str) -> Any:
     with sqlite3.connect(home / "airflow.db") as db:
-        rows = db.execute("SELECT value FROM xcom WHERE key = ?", (key,)).fetchall()
+        rows = db.execute(
+            "SELECT value FROM xcom WHERE key = ? AND task_id = 'count_words'", (key,)
+        ).fetchall()
     assert len(rows) == 1, rows
     value = rows[0][0]
     return json.loads(value) if isinstance(value, str | bytes) else value
@@ -69,6 +71,7 @@ def test_a_deferred_task_follows_its_job_over_events_and_pushes_its_result(
     airflow_home: Airflow, steward: ProcessCluster, tmp_path: Path
 ) -> None:
     (tmp_path / "gate").touch()
+    airflow_home.env["STEWARD_TEST_SENSOR"] = "1"
     done = airflow_home.run("dags", "test", "steward_wordcount")
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
     job = only_job(steward)
@@ -85,6 +88,10 @@ def test_a_deferred_task_follows_its_job_over_events_and_pushes_its_result(
     output = done.stdout + done.stderr
     assert "running trigger in line" in output, output[-4000:]
     assert f"steward job={job.job_id} state=FINISHED" in output
+    assert task_tries(airflow_home.home, "steward_wordcount") == [
+        (1, "success"),
+        (1, "success"),
+    ]  # the submit, then StewardJobSensor on the job id it pushed
 
 
 def test_a_task_killed_while_its_job_runs_is_retried_onto_the_same_job(
@@ -118,9 +125,10 @@ def test_a_task_killed_while_its_job_runs_is_retried_onto_the_same_job(
     first_try.send_signal(signal.SIGKILL)
     waiting(
         airflow_home,
-        lambda: "attached to" in airflow_home.task_logs("steward_wordcount").get(2, ""),
-        "try 2 attached to the running job",
+        lambda: "steward job=" in airflow_home.task_logs("steward_wordcount").get(2, ""),
+        "try 2 found its job",
     )
+    assert "attached to" in airflow_home.task_logs("steward_wordcount")[2]
     (tmp_path / "gate").touch()
     assert run.wait(DEADLINE) == 0, airflow_home.log("dags-test")[-4000:]
     job = only_job(steward)
