@@ -85,6 +85,7 @@ def test_a_deferred_task_follows_its_job_over_events_and_pushes_its_result(
         "state": "FINISHED",
         "attempts": 1,
     }
+    assert f"counted {WORDS} words" in xcom(airflow_home.home, "log_tail")
     output = done.stdout + done.stderr
     assert "running trigger in line" in output, output[-4000:]
     assert f"steward job={job.job_id} state=FINISHED" in output

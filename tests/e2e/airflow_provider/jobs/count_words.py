@@ -16,4 +16,6 @@ def main(ctx):
         time.sleep(0.1)
     lines = ctx.spark.read.text(text)
     words = lines.selectExpr("explode(split(lower(value), '[^a-z]+')) AS word").where("word != ''")
-    return {"words": words.count()}
+    count = words.count()
+    print(f"counted {count} words", flush=True)
+    return {"words": count}
