@@ -5,8 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 export PATH="$PWD/.venv/bin:$PATH"
-echo "[test] ruff format --check";  ruff format --check -q src tests benchmarks
-echo "[test] ruff check";           ruff check -q src tests benchmarks
+echo "[test] ruff format --check";  ruff format --check -q src tests benchmarks integrations
+echo "[test] ruff check";           ruff check -q src tests benchmarks integrations
 echo "[test] mypy --strict src";    mypy
 echo "[test] lint-imports";         lint-imports --no-cache --no-logo  # layer contracts: pyproject.toml
 echo "[test] pytest";               pytest "$@"

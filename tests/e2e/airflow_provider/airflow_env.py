@@ -1,0 +1,162 @@
+"""A real Airflow 3 for the provider's end-to-end tests, in a virtualenv of its own.
+
+Airflow is far too heavy (and too pinned) to share Steward's venv, so the first test that
+needs it builds one with uv from ``integrations/airflow/requirements-airflow.txt`` (every
+package pinned: Airflow's constraint files are on GitHub, out of the tests' reach) under
+``~/.cache/steward-tests/airflow-<sha256 of that file>``, and migrates a SQLite metadata
+database there once, which each test copies into its own ``AIRFLOW_HOME``. A changed
+requirements file is a new folder; a finished build is marked by ``.complete``, so a build cut
+short is redone. A file lock keeps concurrent test sessions (xdist workers, several checkouts)
+from building the same venv twice. uv is taken from the PATH or next to the running Python,
+else installed from PyPI into ``~/.cache/steward-tests/uv-<version>``.
+
+The provider is installed into the venv (``--no-deps``, so its entry point is registered) once
+per version of its pyproject.toml, and the tests also put this checkout's
+``integrations/airflow/src`` first on ``PYTHONPATH``: each checkout runs its own provider code
+whatever another one installed.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[3]
+PROVIDER = REPO / "integrations" / "airflow"
+REQUIREMENTS = PROVIDER / "requirements-airflow.txt"
+UV_VERSION = "0.13.8"
+BUILD_TIMEOUT = 1800.0
+
+
+def cache_root() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "steward-tests"
+
+
+@dataclass(frozen=True)
+class AirflowVenv:
+    root: Path
+    seconds: float
+    """How long making it took in this session (building, or only checking it)."""
+
+    @property
+    def bin(self) -> Path:
+        return self.root / "bin"
+
+    @property
+    def template_db(self) -> Path:
+        return self.root / "template-home" / "airflow.db"
+
+
+def airflow_venv() -> AirflowVenv:
+    """The cached venv, built (and its template database migrated) if missing."""
+    started = time.monotonic()
+    digest = hashlib.sha256(REQUIREMENTS.read_bytes()).hexdigest()[:16]
+    root = cache_root() / f"airflow-{digest}"
+    root.parent.mkdir(parents=True, exist_ok=True)
+    with _locked(root.parent / f"airflow-{digest}.lock"):
+        if not (root / ".complete").exists():
+            _build(root)
+        _install_provider(root)
+    return AirflowVenv(root, time.monotonic() - started)
+
+
+def _build(root: Path) -> None:
+    shutil.rmtree(root, ignore_errors=True)
+    uv = find_uv()
+    _run([uv, "venv", "-q", "--python", sys.executable, str(root)])
+    _run(
+        [
+            uv,
+            "pip",
+            "install",
+            "-q",
+            "--python",
+            str(root / "bin" / "python"),
+            "-r",
+            str(REQUIREMENTS),
+        ]
+    )
+    home = root / "template-home"
+    home.mkdir()
+    _run([str(root / "bin" / "airflow"), "db", "migrate"], env=base_env(home))
+    (root / ".complete").write_text(REQUIREMENTS.read_text())
+
+
+def _install_provider(root: Path) -> None:
+    """Install the provider's distribution (its entry point) once per version of its
+    pyproject.toml: its code comes from ``PYTHONPATH`` anyway."""
+    marker = (
+        root
+        / f".provider-{hashlib.sha256((PROVIDER / 'pyproject.toml').read_bytes()).hexdigest()[:16]}"
+    )
+    if marker.exists():
+        return
+    _run(
+        [
+            find_uv(),
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--reinstall-package",
+            "steward-airflow-provider",
+            "--python",
+            str(root / "bin" / "python"),
+            str(PROVIDER),
+        ]
+    )
+    marker.touch()
+
+
+def find_uv() -> str:
+    for candidate in (shutil.which("uv"), str(Path(sys.executable).with_name("uv"))):
+        if candidate and Path(candidate).is_file():
+            return candidate
+    bootstrap = cache_root() / f"uv-{UV_VERSION}"
+    uv = bootstrap / "bin" / "uv"
+    if not uv.is_file():
+        _run([sys.executable, "-m", "venv", str(bootstrap)])
+        _run([str(bootstrap / "bin" / "pip"), "install", "-q", f"uv=={UV_VERSION}"])
+    return str(uv)
+
+
+def base_env(home: Path) -> dict[str, str]:
+    """The environment of an Airflow process with ``home`` as its AIRFLOW_HOME."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
+    env.pop("PYTHONPATH", None)
+    env.update(
+        AIRFLOW_HOME=str(home),
+        AIRFLOW__CORE__LOAD_EXAMPLES="False",
+        AIRFLOW__CORE__DAGS_FOLDER=str(home / "dags"),
+        AIRFLOW__DATABASE__SQL_ALCHEMY_CONN=f"sqlite:///{home / 'airflow.db'}",
+        PYTHONPATH=str(PROVIDER / "src"),
+    )
+    return env
+
+
+def _run(argv: list[str], env: dict[str, str] | None = None) -> None:
+    done = subprocess.run(
+        argv, check=False, capture_output=True, text=True, timeout=BUILD_TIMEOUT, env=env
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)} failed ({done.returncode}):\n{done.stderr[-4000:]}")
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
