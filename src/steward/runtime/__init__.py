@@ -17,8 +17,9 @@ Modules, by what they own:
   :mod:`~steward.runtime.connect`, :mod:`~steward.runtime.standalone`: the attempt's Spark
   settings, its Spark application, Spark Connect sessions, and earlier attempts'
   applications on a standalone master.
-- :mod:`~steward.runtime.dependencies`, :mod:`~steward.runtime.outcomes`,
-  :mod:`~steward.runtime.warm`: a job's files before user code, its outcome, warm spares.
+- :mod:`~steward.runtime.dependencies`, :mod:`~steward.runtime.outcomes`: a job's files
+  before user code, its outcome. Which jobs may use a warm spare is decided by the TaskManager
+  and applied here by the same rule (:mod:`steward.wire.warm`).
 
 The parent's side (starting and supervising a runner) is :mod:`steward.supervisor`.
 
