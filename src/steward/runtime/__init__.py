@@ -10,7 +10,6 @@ Modules, by what they own:
 - :mod:`~steward.runtime.artifact`: finding and importing a pipeline's code.
 - :mod:`~steward.runtime.context`: :class:`JobContext`, what a pipeline's ``main(ctx)`` gets.
 - :mod:`~steward.runtime.spark`: the SparkSession and micro-batch reports (imports pyspark).
-- :mod:`~steward.runtime.storage`: paths and moves under a job's checkpoint dir.
 - :mod:`~steward.runtime.script`: spark-submit scripts (told from SDK pipelines by
   :mod:`steward.artifacts.programs`).
 - :mod:`~steward.runtime.session_settings`, :mod:`~steward.runtime.app_watch`,
