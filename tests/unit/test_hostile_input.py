@@ -18,6 +18,12 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from steward.artifacts.archives import ArchiveRejectedError, unpack
+from steward.artifacts.pipeline import (
+    ArtifactRejectedError,
+    build_artifact,
+    materialize,
+)
 from steward.errors import CorruptStateError
 from steward.jobmanager.rest.errors import ApiError
 from steward.jobmanager.rest.jobs_submit import (
@@ -28,12 +34,6 @@ from steward.jobmanager.rest.jobs_submit import (
 from steward.runtime.session_settings import DEFAULTS_FILE, export
 from steward.store.blob import BlobStore
 from steward.store.contents import ContentStore
-from steward.supervisor.archives import ArchiveRejectedError, unpack
-from steward.supervisor.artifacts import (
-    ArtifactRejectedError,
-    build_artifact,
-    materialize,
-)
 from steward.taskmanager.dependency_cache import DependencyCache
 from steward.taskmanager.private_dirs import private_dir
 from steward.wire.heartbeat import Heartbeat

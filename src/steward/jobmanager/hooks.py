@@ -31,10 +31,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from steward.artifacts.pipeline import materialize, may_define_initialize
 from steward.config import Configuration
 from steward.errors import StewardError
 from steward.store.blob import BlobRef, BlobStore
-from steward.supervisor.artifacts import materialize, may_define_initialize
 from steward.supervisor.completion import run_to_completion
 from steward.supervisor.runner_process import RunnerProcess, runner_env
 from steward.wire.jobs import JobGraph, JobGraphPointer

@@ -10,15 +10,15 @@ Modules, by what they own:
 - :mod:`~steward.runtime.artifact`: finding and importing a pipeline's code.
 - :mod:`~steward.runtime.context`: :class:`JobContext`, what a pipeline's ``main(ctx)`` gets.
 - :mod:`~steward.runtime.spark`: the SparkSession and micro-batch reports (imports pyspark).
-- :mod:`~steward.runtime.storage`: paths and moves under a job's checkpoint dir.
 - :mod:`~steward.runtime.script`: spark-submit scripts (told from SDK pipelines by
-  :mod:`steward.wire.programs`).
+  :mod:`steward.artifacts.programs`).
 - :mod:`~steward.runtime.session_settings`, :mod:`~steward.runtime.app_watch`,
   :mod:`~steward.runtime.connect`, :mod:`~steward.runtime.standalone`: the attempt's Spark
   settings, its Spark application, Spark Connect sessions, and earlier attempts'
   applications on a standalone master.
-- :mod:`~steward.runtime.dependencies`, :mod:`~steward.runtime.outcomes`,
-  :mod:`~steward.runtime.warm`: a job's files before user code, its outcome, warm spares.
+- :mod:`~steward.runtime.dependencies`, :mod:`~steward.runtime.outcomes`: a job's files
+  before user code, its outcome. Which jobs may use a warm spare is decided by the TaskManager
+  and applied here by the same rule (:mod:`steward.wire.warm`).
 
 The parent's side (starting and supervising a runner) is :mod:`steward.supervisor`.
 

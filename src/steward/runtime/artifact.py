@@ -30,7 +30,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from steward.wire.programs import ENTRY_MODULE_FILES, INITIALIZE_HOOK, module_name_for
+from steward.artifacts.programs import ENTRY_MODULE_FILES, INITIALIZE_HOOK, module_name_for
 from steward.wire.runner import ArtifactError, RunMode
 
 if TYPE_CHECKING:

@@ -40,8 +40,8 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from steward.runtime.warm import CONNECT_SCHEME
 from steward.wire.runner import RunnerError
+from steward.wire.warm import CONNECT_SCHEME
 
 log = logging.getLogger(__name__)
 

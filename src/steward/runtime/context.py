@@ -33,7 +33,7 @@ from collections.abc import Callable, Mapping, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from steward.runtime import storage
+from steward.artifacts import checkpoint_dirs
 from steward.runtime.channel import EventSink
 from steward.wire.jobs import JobSpec
 from steward.wire.runner import (
@@ -192,21 +192,21 @@ class JobContext:
         with self._lock:
             recorded = self._stages.get(name)
         if recorded is not None:
-            if storage.exists(recorded):
+            if checkpoint_dirs.exists(recorded):
                 log.info("stage reused name=%s path=%s", name, recorded)
                 return self.spark.read.parquet(recorded)
             log.warning("stage recorded but gone, rebuilding name=%s path=%s", name, recorded)
         frame = build()
         self._check_dataframe(name, frame)
-        stages_dir = storage.join(self.checkpoint_dir, STAGES_FOLDER)
-        path = storage.join(stages_dir, name)
-        scratch = storage.join(stages_dir, _TMP_FOLDER, name)
+        stages_dir = checkpoint_dirs.join(self.checkpoint_dir, STAGES_FOLDER)
+        path = checkpoint_dirs.join(stages_dir, name)
+        scratch = checkpoint_dirs.join(stages_dir, _TMP_FOLDER, name)
         # Leftovers of attempts killed while writing this stage; only one attempt runs at once.
-        storage.remove(scratch)
-        tmp = storage.join(scratch, f"{self.attempt}-{uuid.uuid4().hex}")
+        checkpoint_dirs.remove(scratch)
+        tmp = checkpoint_dirs.join(scratch, f"{self.attempt}-{uuid.uuid4().hex}")
         frame.write.parquet(tmp)
-        storage.replace(tmp, path)
-        storage.remove(scratch)
+        checkpoint_dirs.replace(tmp, path)
+        checkpoint_dirs.remove(scratch)
         with self._lock:
             self._stages[name] = path
         log.info("stage materialised name=%s path=%s", name, path)
@@ -219,7 +219,9 @@ class JobContext:
         Stable across attempts, so a restarted attempt resumes the query where Spark's
         checkpoint says; use one name per query.
         """
-        return storage.join(self.checkpoint_dir, STREAMING_FOLDER, _check_name("query", name))
+        return checkpoint_dirs.join(
+            self.checkpoint_dir, STREAMING_FOLDER, _check_name("query", name)
+        )
 
     # ------------------------------------------------------------ reporting
 

@@ -5,7 +5,7 @@ folder (Spark refuses to start on a missing one) and hands the folder to every a
 launch document for a cold runner and through the spares' Spark defaults for a warm one, so
 that both write the same event log (:func:`event_log_conf`). A job's own ``spark.eventLog.*``
 wins over both; such a job goes to a cold runner, as any JVM setting does
-(:func:`steward.runtime.warm.cold_reason`).
+(:func:`steward.wire.warm.cold_reason`).
 
 This module does not import pyspark.
 """

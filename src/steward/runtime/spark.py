@@ -45,7 +45,7 @@ from pyspark.sql.streaming.listener import (
 )
 
 from steward.runtime import connect
-from steward.runtime.warm import DEFAULT_CONF, runtime_conf
+from steward.wire.warm import DEFAULT_CONF, runtime_conf
 
 log = logging.getLogger(__name__)
 
@@ -172,7 +172,7 @@ def adopt_warm_session(
     """Give a spare's warm session to the attempt ``name``: its SQL conf, its listener.
 
     The TaskManager hands a spare only to jobs whose ``spark_conf`` a live session can take
-    (:func:`steward.runtime.warm.cold_reason`); a key Spark still refuses is an error of
+    (:func:`steward.wire.warm.cold_reason`); a key Spark still refuses is an error of
     that rule, reported as the attempt's failure rather than silently ignored.
     """
     for key, value in runtime_conf(conf).items():

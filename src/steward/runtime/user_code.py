@@ -23,13 +23,13 @@ from pathlib import Path
 from types import FrameType, ModuleType
 from typing import TYPE_CHECKING
 
+from steward.artifacts.programs import ProgramError
 from steward.runtime import connect, dependencies, script, session_settings, standalone
 from steward.runtime.artifact import entry_file, load_pipeline
 from steward.runtime.channel import EventChannel
 from steward.runtime.context import JobContext
 from steward.runtime.outcomes import describe_error, result_value
 from steward.wire.jobs import ProgramKind
-from steward.wire.programs import ProgramError
 from steward.wire.runner import (
     ArtifactError,
     AttemptCancelled,

@@ -1,6 +1,6 @@
 """The parent's side of running user code, shared by the TaskManager (attempts) and the
 JobManager (``initialize`` hooks): starting a runner and driving it to its end, holding its
-processes together and reaping them, capping its log, and checking and unpacking artifacts.
+processes together and reaping them, capping its log.
 
 - :mod:`~steward.supervisor.runner_process`: :class:`RunnerProcess`, one runner from spawn to
   its final event.
@@ -9,7 +9,6 @@ processes together and reaping them, capping its log, and checking and unpacking
 - :mod:`~steward.supervisor.containment`, :mod:`~steward.supervisor.reaping`: cgroups and the
   subreaper; finding and SIGKILLing every process of an attempt.
 - :mod:`~steward.supervisor.logcap`: the attempt log's size cap.
-- :mod:`~steward.supervisor.artifacts`: artifacts checked on the way in, unpacked on the way out.
 - :mod:`~steward.supervisor.detached`: processes started detached (the managed ZooKeeper, a
   local cluster), signalled only if they are still ours.
 

@@ -32,8 +32,8 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+from steward.artifacts.archives import DEFAULT_MAX_BYTES, unpack
 from steward.store.contents import ContentStore
-from steward.supervisor.archives import DEFAULT_MAX_BYTES, unpack
 from steward.wire.jobs import Dependency, DependencyKind
 from steward.wire.runner import LocalDependency
 

@@ -16,7 +16,6 @@ from concurrent.futures import ThreadPoolExecutor
 
 from steward.errors import CoordinationError, FencedError, StewardError, is_unavailable
 from steward.metrics import TaskManagerMetrics
-from steward.runtime.warm import files_cold_reason
 from steward.store.leases import LeaseHeldError
 from steward.supervisor.process_group import ProcessGroup, SpawnError
 from steward.supervisor.runner_process import RunnerProcess, runner_env
@@ -28,6 +27,7 @@ from steward.taskmanager.spares import SparePool
 from steward.wire.heartbeat import Rejection, StartAttempt
 from steward.wire.records import ErrorInfo
 from steward.wire.runner import AttemptCancelled, FailedEvent, error_type_name
+from steward.wire.warm import files_cold_reason
 
 log = logging.getLogger(__name__)
 

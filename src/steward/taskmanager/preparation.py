@@ -18,12 +18,12 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from steward.artifacts.pipeline import materialize
 from steward.config import Configuration
 from steward.errors import CorruptStateError
 from steward.runtime.event_log import event_log_dir
 from steward.store.blob import BlobRef, BlobStore
 from steward.store.contents import ContentStore
-from steward.supervisor.artifacts import materialize
 from steward.taskmanager.dependency_cache import CACHE_DIR, DependencyCache
 from steward.taskmanager.environments import Environments
 from steward.taskmanager.private_dirs import private_dir

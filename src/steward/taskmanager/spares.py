@@ -10,7 +10,7 @@ slots) started with ``--prewarm`` (see "Warm runners" in :mod:`steward.wire.runn
   TaskManager exactly like an attempt (rule 4).
 - :meth:`SparePool.take` is called by the TaskManager *after* the attempt's lease is taken,
   where a cold runner would be spawned (rule 3 unchanged): it hands out a ready spare
-  if the job can use one (:func:`steward.runtime.warm.cold_reason`), else None (cold runner).
+  if the job can use one (:func:`steward.wire.warm.cold_reason`), else None (cold runner).
   Each spare serves one attempt, then dies with it: attempts stay isolated processes. Its
   replacement starts :data:`REPLACE_DELAY` later, not to compete with the attempt's start.
 - A maintainer thread keeps the pool at its target: replaces spares taken or dead, kills
@@ -34,9 +34,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from steward.runtime.session_settings import CONF_FOLDER, export
-from steward.runtime.warm import cold_reason
 from steward.supervisor.process_group import SpawnError
 from steward.supervisor.runner_process import RunnerProcess
+from steward.wire.warm import cold_reason
 
 log = logging.getLogger(__name__)
 

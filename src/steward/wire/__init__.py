@@ -9,6 +9,7 @@ and persist.
 - :mod:`~steward.wire.heartbeat`: TaskManager <-> leader heartbeats, commands and outcomes.
 - :mod:`~steward.wire.runner`: a TaskManager <-> runner launch document and events.
 - :mod:`~steward.wire.spark_options`: spark-submit's options and the Spark keys they set.
+- :mod:`~steward.wire.warm`: which jobs may run on a warm spare runner (TaskManager and runner).
 
 It depends on pydantic and :mod:`steward.errors` only; every other layer may import it.
 """

@@ -57,7 +57,7 @@ class CheckpointSettings(Value):
 
 
 class ProgramKind(enum.StrEnum):
-    """How the runner runs a job's entry file (the rule: :mod:`steward.wire.programs`)."""
+    """How the runner runs a job's entry file (the rule: :mod:`steward.artifacts.programs`)."""
 
     AUTO = "auto"
     """Decided from the source: a ``__main__`` guard makes a script, else ``main(ctx)``."""

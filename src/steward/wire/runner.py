@@ -68,7 +68,7 @@ Warm runners
     on master M with the default conf, runs a trivial query so the JVM is warm, reports
     ``ready`` and then does nothing until its launch document arrives (empty lines before it
     are heartbeats). From then on it is an ordinary attempt, except that ``ctx.spark`` is the
-    warm session, given the job's runtime-settable SQL conf (:mod:`steward.runtime.warm`
+    warm session, given the job's runtime-settable SQL conf (:mod:`steward.wire.warm`
     says which jobs may use a spare). A spare that cannot warm reports ``failed`` and exits.
     The stream of a spare is: ``ready``, then the attempt's stream from ``started`` on.
 

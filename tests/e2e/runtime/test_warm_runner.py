@@ -3,7 +3,7 @@
 Given a spare (``RunnerProcess.spare``) that reported ``ready``, when it is assigned an
 attempt, then the pipeline runs in the spare's process, in the attempt's folder, with the
 warm session carrying the job's SQL conf; and the static SQL conf list that decides which
-jobs may use a spare (:mod:`steward.runtime.warm`) covers every static key the JVM knows.
+jobs may use a spare (:mod:`steward.wire.warm`) covers every static key the JVM knows.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from runner_harness import launch_document
 
-from steward.runtime.warm import STATIC_SQL_CONFS
 from steward.supervisor.runner_process import RunnerProcess
 from steward.wire.runner import FinishedEvent, RunnerEvent, StartedEvent
+from steward.wire.warm import STATIC_SQL_CONFS
 
 pytestmark = pytest.mark.spark
 
@@ -81,7 +81,7 @@ def test_a_spare_runs_its_attempt_on_the_warm_session(tmp_path: Path) -> None:
         assert value["count"] == 7
         assert value["partitions"] == "3"
         missing = set(value["static"]) - STATIC_SQL_CONFS  # type: ignore[arg-type]
-        assert not missing, f"static SQL confs unknown to steward.runtime.warm: {missing}"
+        assert not missing, f"static SQL confs unknown to steward.wire.warm: {missing}"
         log = (attempt_dir / "runner.log").read_text()
         assert "spare ready" in log and "warm SparkSession adopted" in log
         assert spare.wait_gone(60.0), "the spare and its JVM are gone after the attempt"

@@ -25,8 +25,8 @@ from jobmanager_harness import (
     report,
 )
 
+from steward.artifacts.pipeline import build_artifact
 from steward.store.job_graphs import JobGraphStore
-from steward.supervisor.artifacts import build_artifact
 from steward.wire.heartbeat import StartAttempt
 from steward.wire.jobs import JobGraph, JobSpec
 from steward.wire.records import JobStatusRecord

@@ -23,10 +23,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from steward.artifacts.pipeline import build_artifact
 from steward.ha.election import LeaderElection, Leadership
 from steward.ha.session import Session
 from steward.store.blob import BlobStore
-from steward.supervisor.artifacts import build_artifact
 from steward.wire.heartbeat import (
     HEARTBEAT_PATH,
     Ack,

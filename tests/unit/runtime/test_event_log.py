@@ -21,12 +21,12 @@ from steward.runtime.event_log import (
     history_server_url,
 )
 from steward.runtime.session_settings import settings
-from steward.runtime.warm import cold_reason
 from steward.wire.jobs import JobSpec
 from steward.wire.records import AttemptRecord, SparkApp
 from steward.wire.rest import JobView
 from steward.wire.runner import LaunchDocument
 from steward.wire.states import AttemptState, JobState
+from steward.wire.warm import cold_reason
 
 LOCAL = "file:///srv/steward/storage"
 

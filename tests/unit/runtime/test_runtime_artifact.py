@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from steward.artifacts.programs import module_name_for
 from steward.runtime.artifact import load_pipeline
-from steward.wire.programs import module_name_for
 from steward.wire.runner import ArtifactError, RunMode
 
 

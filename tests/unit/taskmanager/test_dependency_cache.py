@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from steward.artifacts.archives import ArchiveRejectedError, unpack
 from steward.errors import CorruptStateError
 from steward.store.blob import BlobStore
 from steward.store.contents import ContentStore
-from steward.supervisor.archives import ArchiveRejectedError, unpack
 from steward.taskmanager.dependency_cache import DependencyCache
 from steward.wire.jobs import Dependency, DependencyKind
 

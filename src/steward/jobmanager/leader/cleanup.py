@@ -19,8 +19,8 @@ import logging
 import queue
 import threading
 
+from steward.artifacts import checkpoint_dirs
 from steward.errors import FencedError, JobNotFoundError, StewardError
-from steward.runtime import storage
 
 from .stores import LeaderStores, checkpoint_dir
 from .table import JobTable
@@ -75,7 +75,7 @@ class Cleanup:
         self._stores.statuses.remove(fence, job_id)
         self._stores.graphs.remove(fence, job_id)
         self._stores.checkpoints(job_id).remove_all(fence)
-        storage.remove(checkpoint_dir(self._term.config, job_id))
+        checkpoint_dirs.remove(checkpoint_dir(self._term.config, job_id))
         try:
             self._stores.results.mark_clean(fence, job_id)
         except JobNotFoundError:

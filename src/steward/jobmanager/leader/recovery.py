@@ -26,6 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 
+from steward.artifacts.pipeline import may_define_initialize
 from steward.errors import (
     CorruptStateError,
     FencedError,
@@ -33,7 +34,6 @@ from steward.errors import (
     StewardError,
     is_unavailable,
 )
-from steward.supervisor.artifacts import may_define_initialize
 from steward.wire.jobs import JobGraph, JobGraphPointer
 from steward.wire.records import AttemptRecord, ErrorInfo, ExecutionLease, JobStatusRecord
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from steward.artifacts import checkpoint_dirs
 from steward.config import Configuration
 from steward.ha.session import Session
-from steward.runtime import storage
 from steward.store.blob import BlobStore
 from steward.store.checkpoints import CheckpointIDCounter, CompletedCheckpointStore
 from steward.store.job_graphs import JobGraphStore
@@ -22,7 +22,7 @@ from steward.store.statuses import JobStatusStore
 
 def checkpoint_dir(config: Configuration, job_id: str) -> str:
     """The job's own directory for Spark checkpoints and stages (stable across attempts)."""
-    return storage.join(config.settings.storage.storage_dir, "pipelines", job_id)
+    return checkpoint_dirs.join(config.settings.storage.storage_dir, "pipelines", job_id)
 
 
 @dataclass

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 
+from steward.artifacts.pipeline import may_define_initialize
 from steward.errors import (
     CorruptStateError,
     FencedError,
@@ -22,7 +23,6 @@ from steward.errors import (
     ZooKeeperUnavailableError,
 )
 from steward.jobmanager.errors import JobResultExistsError
-from steward.supervisor.artifacts import may_define_initialize
 from steward.wire.jobs import JobGraph, JobSpec
 from steward.wire.records import ExecutionLease
 from steward.wire.rest import JobView

@@ -2,7 +2,7 @@
 hostile one (paths out of its folder, links out, devices, a bomb, not an archive at all) is
 refused with 400 and nothing stored, instead of failing the job on its TaskManager.
 
-:func:`steward.supervisor.archives.inspect` reads each archive once (a zip's directory; a tar's
+:func:`steward.artifacts.archives.inspect` reads each archive once (a zip's directory; a tar's
 headers, decompressing it as a stream: 0.2 s for a 300 MB packed environment here), writing
 nothing. Archives are content-addressed, so one found safe is not read again by this JobManager: the
 second job of a packed environment costs nothing here. The TaskManager applies the same rules
@@ -15,8 +15,8 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable
 
+from steward.artifacts.archives import ArchiveRejectedError, inspect
 from steward.store.contents import ContentStore
-from steward.supervisor.archives import ArchiveRejectedError, inspect
 from steward.wire.jobs import Dependency, DependencyKind
 
 from .errors import ApiError

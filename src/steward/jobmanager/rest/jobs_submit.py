@@ -26,12 +26,12 @@ from fastapi import Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import ValidationError
 
+from steward.artifacts.checked import CheckedArtifacts
 from steward.errors import JobRejectedError, StewardError
 from steward.security import audit
 from steward.security.identity import Identity
 from steward.security.roles import Action
 from steward.store.contents import ContentStore
-from steward.supervisor.artifact_cache import CheckedArtifacts
 from steward.wire import redaction, spark_options
 from steward.wire.jobs import JobGraph, JobSpec
 from steward.wire.rest import JobView, SubmitRequest
@@ -53,7 +53,7 @@ MAX_JSON_DEPTH = 32
 """A submission nests objects and arrays at most this deep (a spec needs 4)."""
 CHECKED = CheckedArtifacts()
 """This JobManager's pipelines already checked: the same file submitted again is not
-compiled and parsed again (:mod:`steward.supervisor.artifact_cache`)."""
+compiled and parsed again (:mod:`steward.artifacts.checked`)."""
 MAX_JSON_CONTAINERS = 50_000
 """A submission holds at most this many objects and arrays (a spec with 1000 dependencies
 needs about 1000)."""

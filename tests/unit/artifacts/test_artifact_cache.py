@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from steward.supervisor import artifact_cache
-from steward.supervisor.artifact_cache import CheckedArtifacts
-from steward.supervisor.artifacts import ArtifactRejectedError, check_submission
+from steward.artifacts import checked
+from steward.artifacts.checked import CheckedArtifacts
+from steward.artifacts.pipeline import ArtifactRejectedError, check_submission
 from steward.wire.jobs import JobSpec, ProgramKind
 
 SCRIPT = b"print('a script')\n"
@@ -27,7 +27,7 @@ def test_the_same_file_is_checked_once_and_answered_as_the_check_answers(
         checks.append(filename)
         return check_submission(filename, data, job)
 
-    monkeypatch.setattr(artifact_cache, "check_submission", counted)
+    monkeypatch.setattr(checked, "check_submission", counted)
     cache = CheckedArtifacts()
     first = cache.check("stw_a.py", SDK, spec())
     again = cache.check("stw_a.py", SDK, spec(job_id="job-2", args=["x"]))

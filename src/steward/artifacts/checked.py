@@ -1,7 +1,7 @@
 """Pipelines already checked, so that the same file submitted again is not checked again.
 
 A platform submits the same pipeline file thousands of times with other arguments. Checking
-it (:func:`~steward.supervisor.artifacts.check_submission`: compile the source, parse it for
+it (:func:`~steward.artifacts.pipeline.check_submission`: compile the source, parse it for
 its program kind, hash and base64 it) is the same work each time, for the same answer. The
 cache keeps the answer of an accepted check per (file name, SHA-256 of the bytes, entrypoint,
 program kind asked for): everything the check reads. A refused pipeline is not kept (its
@@ -17,7 +17,7 @@ from collections import OrderedDict
 
 from steward.wire.jobs import Artifact, JobSpec, ProgramKind
 
-from .artifacts import check_submission
+from .pipeline import check_submission
 
 MAX_ENTRIES = 256
 MAX_BYTES = 64 * 1024 * 1024

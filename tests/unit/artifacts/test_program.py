@@ -10,9 +10,9 @@ import zipfile
 
 import pytest
 
-from steward.supervisor.artifacts import check_submission
+from steward.artifacts.pipeline import check_submission
+from steward.artifacts.programs import ProgramError, parse, resolve
 from steward.wire.jobs import JobSpec, ProgramKind
-from steward.wire.programs import ProgramError, parse, resolve
 
 AUTO, SCRIPT, SDK = ProgramKind.AUTO, ProgramKind.SCRIPT, ProgramKind.SDK
 

@@ -6,7 +6,9 @@ live session change can still be applied at handover: SQL confs that are not sta
 (``spark.conf.set``). Anything read when the SparkContext or its JVM starts (memory, cores,
 jars, packages, extensions, the catalog, ``spark.hadoop.*``, the master) needs a cold runner.
 
-This module decides without a JVM (the TaskManager never imports pyspark), conservatively:
+Both sides read it: the TaskManager picks a spare or a cold runner, the runner applies the
+same defaults and runtime conf at handover. It decides without a JVM (the TaskManager never
+imports pyspark), conservatively:
 a key that is not clearly a runtime SQL conf sends the job to a cold runner, which always
 works. ``STATIC_SQL_CONFS`` is the static SQL conf list of the pinned Spark (4.3);
 ``tests/e2e/runtime/test_warm_runner.py`` checks it against the running JVM's own list.

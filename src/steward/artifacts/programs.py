@@ -2,7 +2,7 @@
 
 The layout: a folder artifact's entry module is the first of :data:`ENTRY_MODULE_FILES` at
 its top; a single file is imported under :func:`module_name_for`; the optional hook is
-:data:`INITIALIZE_HOOK`. Submission checks (:mod:`steward.supervisor.artifacts`) and the runner
+:data:`INITIALIZE_HOOK`. Submission checks (:mod:`steward.artifacts.pipeline`) and the runner
 (:mod:`steward.runtime.artifact`) read the same definitions.
 
 Is a job's entry file a spark-submit script or an SDK pipeline? Decided from its source.

@@ -37,10 +37,10 @@ from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 from typing import IO
 
+from steward.artifacts import programs as program
+from steward.artifacts.programs import ENTRY_MODULE_FILES, INITIALIZE_HOOK, module_name_for
 from steward.errors import CorruptStateError, JobRejectedError
-from steward.wire import programs as program
 from steward.wire.jobs import Artifact, ArtifactKind, JobSpec
-from steward.wire.programs import ENTRY_MODULE_FILES, INITIALIZE_HOOK, module_name_for
 
 log = logging.getLogger(__name__)
 
@@ -238,7 +238,7 @@ def _holds_entry(names: set[str], prefix: str, module: str) -> bool:
 
 def check_submission(filename: str, data: bytes, spec: JobSpec) -> tuple[Artifact, JobSpec]:
     """Check an uploaded pipeline against its spec: the artifact, and the spec with its
-    program kind resolved (:func:`steward.wire.programs.resolve`; never ``auto``).
+    program kind resolved (:func:`steward.artifacts.programs.resolve`; never ``auto``).
 
     Raises :class:`~steward.errors.JobRejectedError` (the REST API answers 400) for anything
     that would fail every attempt: a bad file, a syntax error, a missing entrypoint.

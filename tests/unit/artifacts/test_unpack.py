@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from steward.errors import CorruptStateError
-from steward.runtime.artifact import load_pipeline
-from steward.supervisor.artifacts import (
+from steward.artifacts.pipeline import (
     MAX_UNPACKED_BYTES,
     ArtifactRejectedError,
     build_artifact,
     materialize,
     may_define_initialize,
 )
+from steward.errors import CorruptStateError
+from steward.runtime.artifact import load_pipeline
 from steward.wire.jobs import ArtifactKind
 
 PIPELINE = b"def main(ctx):\n    return 42\n"

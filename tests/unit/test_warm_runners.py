@@ -10,7 +10,6 @@ import threading
 import pytest
 
 from steward.runtime.deadman import DeadmanSwitch, LaunchLineCollector
-from steward.runtime.warm import cold_reason, files_cold_reason, is_runtime_sql_conf, runtime_conf
 from steward.wire.jobs import DependencyKind, JobSpec
 from steward.wire.runner import (
     EXIT_USAGE,
@@ -24,6 +23,7 @@ from steward.wire.runner import (
     runner_command,
     spare_command,
 )
+from steward.wire.warm import cold_reason, files_cold_reason, is_runtime_sql_conf, runtime_conf
 
 MASTER = "local[*]"
 
