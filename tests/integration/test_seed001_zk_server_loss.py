@@ -66,7 +66,10 @@ def leader_on_a(
         server = server_of(jm1, zk3)
         if modes[server] is role:
             made.append(jm1)
-            return jm1.start(), server
+            jm1.start()
+            # Its election contends on a thread of its own: JM1 must lead before JM2 contends.
+            wait_until(lambda c=jm1: c.election.leadership, 15, message="jm-1 leads")
+            return jm1, server
         jm1.session.close()
     raise AssertionError(f"no session of {_PLACEMENT_ATTEMPTS} landed on a {role}")
 

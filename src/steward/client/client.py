@@ -205,7 +205,7 @@ class Client:
         }
         checked = specs.submit_spec(path, args, job_id, restart, optional)
         return self._uploads.sent_with(
-            local, lambda: self.submit_raw(checked, artifact.filename, artifact.data)
+            local, lambda: self.submit_raw(checked, artifact.filename, artifact.data), self.upload
         )
 
     def submit_many(

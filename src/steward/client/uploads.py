@@ -51,12 +51,19 @@ class Uploads:
             self._stored.add(sha256)
         return sent
 
-    def sent_with(self, files: Sequence[LocalFile], send: Callable[[], T]) -> T:
-        """``send()`` once ``files`` are in the cluster; if the leader says it lost some since
-        this client asked (the content collector took them), upload them again and send once
-        more: nothing was stored the first time."""
+    def sent_with(
+        self,
+        files: Sequence[LocalFile],
+        send: Callable[[], T],
+        upload: Callable[[LocalFile], bool] | None = None,
+    ) -> T:
+        """``send()`` once ``files`` are in the cluster (each through ``upload``, default
+        :meth:`ensure`); if the leader says it lost some since this client asked (the content
+        collector took them), upload them again and send once more: nothing was stored the
+        first time."""
+        ensure = upload or self.ensure
         for local_file in files:
-            self.ensure(local_file)
+            ensure(local_file)
         try:
             return send()
         except MissingContentsError as exc:
@@ -65,7 +72,7 @@ class Uploads:
             log.info("files gone from the cluster, uploading again error=%s", exc)
             self.forget(files)
             for local_file in files:
-                self.ensure(local_file)
+                ensure(local_file)
             return send()
 
     def forget(self, files: Iterable[LocalFile]) -> None:
