@@ -16,6 +16,9 @@ class Identity:
     """A :class:`~steward.wire.tokens.Role`, or :data:`~.roles.INTERNAL`."""
     token_id: str | None = None
     """The token's public id (None for the internal credential and with auth off)."""
+    teams: frozenset[str] = frozenset()
+    """The teams the caller belongs to: whose jobs it may see and submit as (an admin sees
+    every team's)."""
 
     def may(self, action: Action) -> bool:
         return allows(self.role, action)
