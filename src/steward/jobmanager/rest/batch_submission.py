@@ -38,10 +38,9 @@ from steward.wire.submissions import (
 from .auth import Caller, client_address
 from .backend import ApiBackend, LeaderTerm
 from .errors import ApiError, describe
-from .forwarding import forward, leading
 from .jobs_submit import (
     MAX_ARTIFACT_BYTES,
-    check_json_shape,
+    leader_or_forward,
     store_request,
     submission_body,
 )
@@ -88,10 +87,9 @@ def _submit(
     caller: Identity,
     body: bytes,
 ) -> Response:
-    check_json_shape(body)
-    dispatcher = leading(backend)
-    if dispatcher is None:
-        return forward(backend, forwarder, request, body)
+    dispatcher = leader_or_forward(backend, forwarder, request, body)
+    if isinstance(dispatcher, Response):
+        return dispatcher
     items = _parse(body)
     where = client_address(request)
     duplicates = _duplicates(items)

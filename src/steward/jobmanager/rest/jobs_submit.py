@@ -78,10 +78,9 @@ def submit(
     body: bytes,
 ) -> Response:
     """Store the job a submission's body describes (201), or forward it to the leader."""
-    check_json_shape(body)
-    dispatcher = leading(backend)
-    if dispatcher is None:
-        return _noted(backend, forward(backend, forwarder, request, body))
+    dispatcher = leader_or_forward(backend, forwarder, request, body)
+    if isinstance(dispatcher, Response):
+        return _noted(backend, dispatcher)
     where = client_address(request)
     try:
         view = _store(dispatcher, contents, caller, body)
@@ -92,6 +91,18 @@ def submit(
     audit.record("job.submit", caller, client=where, job_id=view.job_id)
     backend.reader.note(view)  # listed at once, before its watch fires
     return JSONResponse(view.model_dump(mode="json"), status_code=201)
+
+
+def leader_or_forward(
+    backend: ApiBackend, forwarder: httpx.Client, request: Request, body: bytes
+) -> LeaderTerm | Response:
+    """The leader's term that stores a submission (single or batch), once its body's JSON
+    shape has passed; on a standby, the leader's answer to the forwarded request instead."""
+    check_json_shape(body)
+    dispatcher = leading(backend)
+    if dispatcher is None:
+        return forward(backend, forwarder, request, body)
+    return dispatcher
 
 
 def _noted(backend: ApiBackend, answer: Response) -> Response:
