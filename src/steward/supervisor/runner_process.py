@@ -6,8 +6,8 @@ uses instead of talking to the pipe by hand. It follows :mod:`steward.wire.runne
 - :meth:`RunnerProcess.spawn` creates the events pipe, starts ``runner_command(fd)`` as the
   leader of a new process group (stdin a pipe, stdout/stderr to the log file, cwd the
   attempt's folder, ``pass_fds=(fd,)``), closes the parent's copy of the write end (EOF on the
-  read end then means every writer is gone) and starts reading events on a thread, handing
-  each to ``on_event``;
+  read end then means every writer is gone) and reads its events on a thread
+  (:class:`~steward.supervisor.runner_events.RunnerEvents`), handing each to ``on_event``;
 - :meth:`RunnerProcess.begin` writes the launch document and starts feeding the dead-man's
   switch a byte every ``deadman_timeout / 3`` from a thread;
 - :meth:`RunnerProcess.outcome` is the runner's final event or, when it exited without one,
@@ -37,29 +37,21 @@ import logging
 import os
 import signal
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from typing import IO
 
-from steward.errors import StewardError
 from steward.supervisor.process_group import ProcessGroup
+from steward.supervisor.runner_events import OnEvent, RunnerEvents
 from steward.wire.heartbeat import lost_outcome
 from steward.wire.runner import (
-    FailedEvent,
     FinalEvent,
-    FinishedEvent,
     LaunchDocument,
     ReadyEvent,
-    RunnerEvent,
-    StartedEvent,
-    decode_event,
     runner_command,
     spare_command,
 )
 
 log = logging.getLogger(__name__)
-
-OnEvent = Callable[[RunnerEvent], None]
 
 HEARTBEAT_BYTE = b"\n"
 _EVENTS_DRAIN_TIMEOUT = 5.0
@@ -99,7 +91,6 @@ class RunnerProcess:
         self.launch = launch
         self.cwd = cwd
         self.log_path = log_path
-        self._on_event = on_event
         self._env = env
         self._python = python
         self._spare_of = spare_of
@@ -112,19 +103,13 @@ class RunnerProcess:
         self.heartbeat_interval = (
             heartbeat_interval if heartbeat_interval is not None else deadman / 3
         )
-        self._ready: ReadyEvent | None = None
-        self._ready_set = threading.Event()
         self._group: ProcessGroup | None = None
-        self._final: FinalEvent | None = None
-        self._started: StartedEvent | None = None
-        self._bad_lines = 0
         self._feeding = threading.Event()
-        self._closed = threading.Event()
         self._stdin_lock = threading.Lock()
-        self._reader: threading.Thread | None = None
         self._feeder: threading.Thread | None = None
         self._kill_timer: threading.Timer | None = None
-        self._name = f"{launch.job_id}-{launch.attempt}" if launch is not None else "spare"
+        name = f"{launch.job_id}-{launch.attempt}" if launch is not None else "spare"
+        self._events = RunnerEvents(name, on_event)
 
     @classmethod
     def spare(
@@ -180,10 +165,7 @@ class RunnerProcess:
         finally:
             os.close(write_end)
         self._group = group
-        self._reader = threading.Thread(
-            target=self._read_events, args=(read_end,), name=f"{self._name}-events", daemon=True
-        )
-        self._reader.start()
+        self._events.read(read_end, on_close=self._feeding.clear)
         if self._spare_of is not None:
             self._start_feeding()  # a spare's switch is armed at once: feed it from now
         return group
@@ -201,15 +183,15 @@ class RunnerProcess:
         os.replace(self.log_path, log_path)
         self.launch = launch.model_copy(update={"workdir": str(workdir)})
         self.cwd, self.log_path = workdir, log_path
-        self._name = f"{launch.job_id}-{launch.attempt}"
-        self._on_event = on_event
+        self._events.name = f"{launch.job_id}-{launch.attempt}"
+        self._events.on_event = on_event
 
     def begin(self) -> None:
         """Send the launch document and start feeding the dead-man's switch."""
         if self.launch is None:
             raise RuntimeError("a spare needs an attempt (assign) before begin")
         if not self._write(self.launch.to_json() + b"\n"):
-            log.warning("could not send the launch document job=%s", self._name)
+            log.warning("could not send the launch document job=%s", self._events.name)
             return
         self._start_feeding()
 
@@ -217,7 +199,7 @@ class RunnerProcess:
         self._feeding.set()
         if self._feeder is None:
             self._feeder = threading.Thread(
-                target=self._feed, name=f"{self._name}-feed", daemon=True
+                target=self._feed, name=f"{self._events.name}-feed", daemon=True
             )
             self._feeder.start()
 
@@ -255,23 +237,23 @@ class RunnerProcess:
     @property
     def ready(self) -> ReadyEvent | None:
         """A spare's ``ready`` event, once its SparkSession is warm."""
-        return self._ready
+        return self._events.ready
 
     def wait_ready(self, timeout: float) -> bool:
-        return self._ready_set.wait(timeout) and self._ready is not None
+        return self._events.wait_ready(timeout)
 
     @property
     def final(self) -> FinalEvent | None:
         """The runner's final event, once it arrived."""
-        return self._final
+        return self._events.final
 
     @property
     def events_closed(self) -> bool:
         """Every writer of the events pipe is gone and every event was handed on."""
-        return self._closed.is_set()
+        return self._events.closed.is_set()
 
     def wait_events_closed(self, timeout: float) -> bool:
-        return self._closed.wait(timeout)
+        return self._events.closed.wait(timeout)
 
     def outcome(self, returncode: int | None = None) -> FinalEvent:
         """The final event, or the failed event that stands for a missing one.
@@ -279,8 +261,8 @@ class RunnerProcess:
         Call once the runner has exited; waits (a few seconds at most) for the pipe to drain.
         """
         self.wait_events_closed(_EVENTS_DRAIN_TIMEOUT)
-        if self._final is not None:
-            return self._final
+        if self._events.final is not None:
+            return self._events.final
         if returncode is None and self._group is not None:
             returncode = self._group.wait_exit(_EVENTS_DRAIN_TIMEOUT)
         return lost_outcome(f"runner exited with code {returncode} without a final event")
@@ -299,7 +281,7 @@ class RunnerProcess:
                 self._group.close_stdin()
 
     def _feed(self) -> None:
-        while not self._closed.wait(self.heartbeat_interval):
+        while not self._events.closed.wait(self.heartbeat_interval):
             if not self._feeding.is_set():
                 continue
             if not self._write(HEARTBEAT_BYTE):
@@ -317,45 +299,6 @@ class RunnerProcess:
                 return False
         return True
 
-    # ------------------------------------------------------------------ events
-
-    def _read_events(self, fd: int) -> None:
-        try:
-            with os.fdopen(fd, "rb") as stream:
-                self._consume(stream)
-        except Exception:
-            log.exception("reading runner events failed job=%s", self._name)
-        finally:
-            self._feeding.clear()
-            self._closed.set()
-            self._ready_set.set()  # wake waiters: no ready event can come any more
-
-    def _consume(self, stream: IO[bytes]) -> None:
-        for line in stream:
-            if not line.strip():
-                continue
-            try:
-                event = decode_event(line)
-            except StewardError as exc:
-                self._bad_lines += 1
-                log.warning("malformed runner event ignored job=%s cause=%s", self._name, exc)
-                continue
-            if self._final is not None:
-                log.warning("runner event after the final one ignored job=%s", self._name)
-                continue
-            if isinstance(event, ReadyEvent):
-                self._ready = event
-                self._ready_set.set()
-            elif isinstance(event, StartedEvent):
-                self._started = event
-            elif isinstance(event, FinishedEvent | FailedEvent):
-                self._final = event
-            if self._on_event is not None:
-                try:
-                    self._on_event(event)
-                except Exception:
-                    log.exception("runner event callback failed job=%s", self._name)
-
     # ------------------------------------------------------------------ ending
 
     def cancel(self, grace: float) -> None:
@@ -366,13 +309,13 @@ class RunnerProcess:
         group = self._group
         if group is None or not group.alive():
             return
-        log.info("cancelling runner job=%s pid=%d grace=%.1fs", self._name, group.pid, grace)
+        log.info("cancelling runner job=%s pid=%d grace=%.1fs", self._events.name, group.pid, grace)
         if group.returncode is None:
             # The pid only: signalled as a group, the Spark JVM would stop under the pipeline.
             with contextlib.suppress(ProcessLookupError):
                 os.kill(group.pid, signal.SIGTERM)
         timer = threading.Timer(grace, self._kill_after_grace)
-        timer.name = f"{self._name}-cancel"
+        timer.name = f"{self._events.name}-cancel"
         timer.daemon = True
         if self._kill_timer is not None:
             self._kill_timer.cancel()
@@ -381,7 +324,7 @@ class RunnerProcess:
 
     def _kill_after_grace(self) -> None:
         if self._group is not None and self._group.alive():
-            log.warning("runner outlived its cancel grace; killing job=%s", self._name)
+            log.warning("runner outlived its cancel grace; killing job=%s", self._events.name)
             self._group.kill()
 
     def kill(self) -> None:
