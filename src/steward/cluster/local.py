@@ -14,7 +14,6 @@ while any of its processes is alive is an error. ``stop`` signals exactly the pr
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import secrets
 import shutil
@@ -26,8 +25,8 @@ from pathlib import Path
 
 import httpx
 
-from steward.cluster import history_server, launcher
-from steward.cluster.fleet import TLS_DIR, Fleet, fleet_for, local_entries, remote_entries
+from steward.cluster import history_server, launcher, stopping
+from steward.cluster.fleet import TLS_DIR, Fleet, fleet_for
 from steward.cluster.hosts import Topology, require_shared_zookeeper
 from steward.cluster.managed_zookeeper import start_managed_zookeeper
 from steward.cluster.settings import (
@@ -45,7 +44,6 @@ from steward.cluster.status import (
     probe,
     read_status,
     ready,
-    workers,
 )
 from steward.cluster.status import registered as registered_in
 from steward.cluster.workdir import (
@@ -57,7 +55,7 @@ from steward.cluster.workdir import (
     save_state,
 )
 from steward.config import Configuration, load
-from steward.errors import LocalClusterError, LocalClusterStartError, StewardError
+from steward.errors import LocalClusterError, LocalClusterStartError
 from steward.ha.acl import AclMode, create_digest_file
 from steward.security.credentials import INTERNAL_KEY
 from steward.security.provision import ensure_files, register_admin_token
@@ -65,7 +63,6 @@ from steward.tls.certificates import TlsFiles, ensure_local_tls, local_hosts
 from steward.tls.contexts import ClientTls, client_tls
 from steward.tls.contexts import scheme as tls_scheme
 from steward.zookeeper.layout import LOOPBACK
-from steward.zookeeper.managed import ManagedEnsemble
 
 log = logging.getLogger(__name__)
 
@@ -291,36 +288,10 @@ class LocalCluster:
     def _abort(self, state: ClusterState) -> None:
         """Stop whatever this start started (a failed or interrupted start)."""
         log.info("start failed; stopping what it started cluster=%s", state.cluster_id)
-        with contextlib.suppress(StewardError):
-            launcher.stop(local_entries(workers(state)), timeout=STOP_GRACE)
-            history_server.stop(state, timeout=STOP_GRACE)
-        remote = remote_entries(workers(state))
-        if remote:
-            _stopped, failures = fleet_for(self.state_dir, state).stop(remote, timeout=STOP_GRACE)
-            for failure in failures.values():
-                log.error("could not stop what this start started there: %s", failure)
-        if state.managed_zookeeper:
-            with contextlib.suppress(StewardError):
-                ManagedEnsemble(self.state_dir.zookeeper).stop(timeout=STOP_GRACE)
+        stopping.abort(self.state_dir, state, timeout=STOP_GRACE)
 
     def _refuse_if_running(self, previous: ClusterState) -> None:
-        alive = [
-            entry for entry in local_entries(workers(previous)) if launcher.live_process(entry)
-        ]
-        names = [f"{entry.id} (pid {entry.pid})" for entry in alive]
-        names += history_server.running(previous)
-        remote = remote_entries(workers(previous))
-        if remote:
-            found, failures = fleet_for(self.state_dir, previous).status(remote)
-            if failures:
-                raise LocalClusterError(
-                    "cannot tell whether the cluster's processes still run there: "
-                    + "; ".join(failures.values())
-                )
-            running = {proc_id for proc_id, process in found.items() if process.alive}
-            names += [f"{e.where} (pid {e.pid})" for e in remote if e.id in running]
-        if previous.managed_zookeeper and ManagedEnsemble(self.state_dir.zookeeper).is_running():
-            names.append("ZooKeeper")
+        names = stopping.running(self.state_dir, previous)
         if names:
             raise LocalClusterError(
                 f"the local cluster in {self.state_dir.root} is running: {', '.join(names)};"
@@ -344,18 +315,7 @@ class LocalCluster:
             state = load_state(self.state_dir)
             failures: dict[str, str] = {}
             if state is not None:
-                stopped = launcher.stop(local_entries(workers(state)), timeout=timeout)
-                stopped += history_server.stop(state, timeout=timeout)
-                remote = remote_entries(workers(state))
-                if remote:
-                    elsewhere, failures = fleet_for(self.state_dir, state).stop(
-                        remote, timeout=timeout
-                    )
-                    stopped += elsewhere
-                ensemble = ManagedEnsemble(self.state_dir.zookeeper)
-                if state.managed_zookeeper and ensemble.is_running():
-                    ensemble.stop(timeout=timeout)
-                    stopped += state.of_role(Role.ZOOKEEPER)
+                stopped, failures = stopping.stop(self.state_dir, state, timeout=timeout)
         if failures:
             done = ", ".join(e.where for e in stopped) or "nothing"
             raise LocalClusterError(
