@@ -22,7 +22,7 @@ import psutil
 
 from steward.cluster.workdir import ProcessEntry, Role, StateDir
 from steward.errors import LocalClusterError, ManagedZooKeeperError
-from steward.supervisor.detached import LOG_START_MARKER, find_live, spawn, terminate
+from steward.supervisor.detached import find_live, spawn, terminate
 from steward.zookeeper.layout import LOOPBACK, port_is_free
 
 log = logging.getLogger(__name__)
@@ -30,7 +30,6 @@ log = logging.getLogger(__name__)
 # Below Linux's ephemeral range (32768-60999), so that no outgoing connection takes the port
 # of a stopped JobManager before it starts again.
 _PORT_RANGE = (15000, 32000)
-_LOG_TAIL_LINES = 25
 
 
 _ID_PREFIX = {Role.JOBMANAGER: "jm", Role.TASKMANAGER: "tm", Role.ZOOKEEPER: "zk"}
@@ -126,16 +125,6 @@ def free_port(exclude: Sequence[int] = ()) -> int:
         if _usable(port, exclude):
             return port
     raise LocalClusterError(f"no free port found between {_PORT_RANGE[0]} and {_PORT_RANGE[1]}")
-
-
-def log_tail(path: Path, lines: int = _LOG_TAIL_LINES) -> str:
-    """The last lines a process wrote since its latest start."""
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except FileNotFoundError:
-        return "(no log written)"
-    latest = text[text.rfind(LOG_START_MARKER) :] if LOG_START_MARKER in text else text
-    return "\n".join(latest.splitlines()[-lines:])
 
 
 def _usable(port: int, taken: Sequence[int]) -> bool:

@@ -59,6 +59,7 @@ from steward.errors import LocalClusterError, LocalClusterStartError
 from steward.ha.acl import AclMode, create_digest_file
 from steward.security.credentials import INTERNAL_KEY
 from steward.security.provision import ensure_files, register_admin_token
+from steward.supervisor.detached import log_tail
 from steward.tls.certificates import TlsFiles, ensure_local_tls, local_hosts
 from steward.tls.contexts import ClientTls, client_tls
 from steward.tls.contexts import scheme as tls_scheme
@@ -330,7 +331,7 @@ class LocalCluster:
     def _failure(self, entry: ProcessEntry, what: str) -> str:
         head = f"{entry.role.value} {entry.where} (pid {entry.pid}) {what}"
         if entry.host is None:
-            return f"{head}; last lines of {entry.log}:\n{launcher.log_tail(Path(entry.log))}"
+            return f"{head}; last lines of {entry.log}:\n{log_tail(Path(entry.log))}"
         state = load_state(self.state_dir)
         assert state is not None
         found, failures = fleet_for(self.state_dir, state).status([entry], tail=True)

@@ -34,6 +34,7 @@ from pydantic import Field
 from steward.cluster import launcher
 from steward.cluster.workdir import ProcessEntry, Role, StateDir
 from steward.errors import CorruptStateError, LocalClusterError
+from steward.supervisor.detached import log_tail
 from steward.wire.values import Payload, Value
 
 _LOG_TAIL_LINES = 25
@@ -120,7 +121,7 @@ class Node:
                 pid=entry.pid,
                 alive=launcher.live_process(entry) is not None,
                 log=entry.log,
-                log_tail=launcher.log_tail(Path(entry.log)) if tail else None,
+                log_tail=log_tail(Path(entry.log)) if tail else None,
             )
             for entry in self._load().processes
         ]

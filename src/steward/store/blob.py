@@ -239,7 +239,7 @@ class BlobStore:
         root = self._root.rstrip("/") + "/"
         for path, detail in found.items():
             key = path[len(root) :] if path.startswith(root) else path
-            infos.append(BlobInfo(key, _modified(detail)))
+            infos.append(BlobInfo(key, modified_of(detail)))
         return sorted(infos, key=lambda info: info.key)
 
 
@@ -250,8 +250,14 @@ def _why(exc: OSError) -> str:
     return str(exc)
 
 
-def _modified(detail: dict[str, Any]) -> float:
-    for field in ("mtime", "LastModified", "last_modified", "updated"):
+MODIFIED_FIELDS = ("mtime", "LastModified", "last_modified", "updated")
+"""Where fsspec's file systems put a file's modification time (local, S3, GCS, memory)."""
+
+
+def modified_of(detail: dict[str, Any], fields: tuple[str, ...] = MODIFIED_FIELDS) -> float:
+    """A listed file's modification time (epoch seconds), whichever file system listed it;
+    now when it tells none (so a file of unknown age is young: never removed by age)."""
+    for field in fields:
         value = detail.get(field)
         if isinstance(value, int | float):
             return float(value)

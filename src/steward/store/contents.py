@@ -30,7 +30,6 @@ import hashlib
 import logging
 import os
 import re
-import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,7 +38,7 @@ from typing import IO, Any, Self
 
 from steward.errors import BlobMissingError, BlobStoreError, CorruptStateError, JobRejectedError
 from steward.store import durable
-from steward.store.blob import PRIVATE_FILE_MODE, BlobStore
+from steward.store.blob import MODIFIED_FIELDS, PRIVATE_FILE_MODE, BlobStore, modified_of
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +116,7 @@ class ContentStore:
         detail = self._info(self.key(sha256), f"content {sha256}")
         if detail is None:
             return None
-        return ContentInfo(sha256, int(detail.get("size") or 0), _modified(detail))
+        return ContentInfo(sha256, int(detail.get("size") or 0), _modified_of(detail))
 
     def exists(self, sha256: str) -> bool:
         return self.stat(sha256) is not None
@@ -142,7 +141,7 @@ class ContentStore:
         marker = self._info(self._touched_key(sha256), f"content {sha256}'s last touch")
         if marker is None:
             return info
-        return ContentInfo(sha256, info.size, max(info.modified, _modified(marker)))
+        return ContentInfo(sha256, info.size, max(info.modified, _modified_of(marker)))
 
     def upload(self, sha256: str) -> Upload:
         """Start an upload of the blob ``sha256`` (see :class:`Upload`)."""
@@ -216,9 +215,9 @@ class ContentStore:
         infos = []
         for name, detail in self._find(PREFIX):
             if _SHA256.fullmatch(name):
-                modified = _modified(detail)
+                modified = _modified_of(detail)
                 if name in touched:
-                    modified = max(modified, _modified(touched[name]))
+                    modified = max(modified, _modified_of(touched[name]))
                 infos.append(ContentInfo(name, int(detail.get("size") or 0), modified))
         return infos
 
@@ -227,7 +226,7 @@ class ContentStore:
         return [
             f"{UPLOADS}/{name}"
             for name, detail in self._find(UPLOADS)
-            if _modified(detail) < older_than
+            if _modified_of(detail) < older_than
         ]
 
     def discard_upload(self, key: str) -> None:
@@ -368,12 +367,5 @@ class Upload:
         self.abort()
 
 
-def _modified(detail: dict[str, Any]) -> float:
-    for field in ("mtime", "LastModified", "last_modified", "updated", "created"):
-        value = detail.get(field)
-        if isinstance(value, int | float):
-            return float(value)
-        timestamp = getattr(value, "timestamp", None)
-        if callable(timestamp):
-            return float(timestamp())
-    return time.time()
+def _modified_of(detail: dict[str, Any]) -> float:
+    return modified_of(detail, (*MODIFIED_FIELDS, "created"))

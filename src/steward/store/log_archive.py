@@ -28,7 +28,6 @@ import contextlib
 import os
 import re
 import shutil
-import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -37,7 +36,7 @@ from typing import IO, Any, BinaryIO
 
 from steward.errors import BlobStoreError
 from steward.store import durable
-from steward.store.blob import OPERATION_TIMEOUT, PRIVATE_FILE_MODE, BlobStore
+from steward.store.blob import OPERATION_TIMEOUT, PRIVATE_FILE_MODE, BlobStore, modified_of
 
 PREFIX = "logs"
 BLOCK = 256 * 1024
@@ -201,18 +200,7 @@ def _entry(path: str, detail: dict[str, Any], base: str) -> ArchivedLog | None:
     if found is None:
         return None
     size = int(detail.get("size") or 0)
-    return ArchivedLog(found[0], size, _modified(detail), found[1])
-
-
-def _modified(detail: dict[str, Any]) -> float:
-    for field in ("mtime", "LastModified", "last_modified", "updated"):
-        value = detail.get(field)
-        if isinstance(value, int | float):
-            return float(value)
-        timestamp = getattr(value, "timestamp", None)
-        if callable(timestamp):
-            return float(timestamp())
-    return time.time()  # unknown: young, so never removed by age
+    return ArchivedLog(found[0], size, modified_of(detail), found[1])
 
 
 def last_lines_start(log: BinaryIO, lines: int) -> int:

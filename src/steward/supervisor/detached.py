@@ -26,6 +26,17 @@ _CREATE_TIME_TOLERANCE = 1.0
 _POLL_INTERVAL = 0.05
 # First line of each start in a server's log; readers show what follows the latest one.
 LOG_START_MARKER = "--- steward: starting"
+LOG_TAIL_LINES = 25
+
+
+def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
+    """The last lines a detached process wrote to its log since its latest start."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return "(no log written)"
+    latest = text[text.rfind(LOG_START_MARKER) :] if LOG_START_MARKER in text else text
+    return "\n".join(latest.splitlines()[-lines:])
 
 
 @dataclass(frozen=True)

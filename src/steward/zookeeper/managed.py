@@ -31,7 +31,7 @@ from pathlib import Path
 import psutil
 
 from steward.errors import ManagedZooKeeperError
-from steward.supervisor.detached import LOG_START_MARKER, find_live, is_frozen, spawn, terminate
+from steward.supervisor.detached import find_live, is_frozen, log_tail, spawn, terminate
 from steward.zookeeper.fourletter import ServerMode, connected_clients, serving_mode
 from steward.zookeeper.install import ZooKeeperInstall, locate_install
 from steward.zookeeper.layout import (
@@ -48,7 +48,6 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_CLIENT_PORT = 2181
 _POLL_INTERVAL = 0.1
-_LOG_TAIL_LINES = 25
 
 
 @dataclass(frozen=True)
@@ -292,7 +291,7 @@ class ManagedEnsemble:
 
     def _failure(self, server_id: int, what: str) -> str:
         path = self.log_path(server_id)
-        return f"ZooKeeper server {server_id} {what}; last lines of {path}:\n{_tail(path)}"
+        return f"ZooKeeper server {server_id} {what}; last lines of {path}:\n{log_tail(path)}"
 
     def _stop_servers(
         self, state: EnsembleState, ids: list[int], *, graceful: bool, timeout: float
@@ -368,13 +367,3 @@ def _roles_settled(statuses: list[ServerStatus], *, standalone: bool, whole: boo
     leaders = sum(status.mode is ServerMode.LEADER for status in statuses)
     followers = sum(status.mode is ServerMode.FOLLOWER for status in statuses)
     return leaders == 1 and followers == len(statuses) - 1
-
-
-def _tail(path: Path, lines: int = _LOG_TAIL_LINES) -> str:
-    """The last lines the server wrote since its latest start."""
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except FileNotFoundError:
-        return "(no log written)"
-    latest = text[text.rfind(LOG_START_MARKER) :] if LOG_START_MARKER in text else text
-    return "\n".join(latest.splitlines()[-lines:])
