@@ -31,7 +31,7 @@ from steward.jobmanager.rest.jobs_submit import (
     MAX_JSON_DEPTH,
     check_json_shape,
 )
-from steward.runtime.session_settings import DEFAULTS_FILE, export
+from steward.sparkconf.session_settings import DEFAULTS_FILE, export
 from steward.store.blob import BlobStore
 from steward.store.contents import ContentStore
 from steward.taskmanager.dependency_cache import DependencyCache

@@ -17,6 +17,7 @@ SOURCE = ROOT / "src" / "steward"
 MAY_IMPORT: dict[str, set[str]] = {
     "The runner (the attempt's child process) imports no control-plane code": {
         "artifacts",
+        "sparkconf",
         "config",
         "supervisor",
         "wire",

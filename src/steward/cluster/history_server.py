@@ -3,7 +3,7 @@
 ``steward cluster start`` runs ``<pyspark>/bin/spark-class
 org.apache.spark.deploy.history.HistoryServer --properties-file
 .steward/history-server.properties`` when ``history.server.enabled``, reading the folder the
-TaskManagers' attempts write their event logs to (:mod:`steward.runtime.event_log`), and
+TaskManagers' attempts write their event logs to (:mod:`steward.sparkconf.event_log`), and
 records it in ``cluster.json`` like the other processes, so that ``steward cluster stop`` stops
 exactly it. The properties file's path is the marker checked before a signal.
 
@@ -23,7 +23,7 @@ from steward.cluster import launcher
 from steward.cluster.workdir import ClusterState, ProcessEntry, Role, StateDir
 from steward.config import Configuration
 from steward.errors import LocalClusterError
-from steward.runtime.event_log import ensure_folder, event_log_dir
+from steward.sparkconf.event_log import ensure_folder, event_log_dir
 from steward.supervisor.detached import spawn
 from steward.zookeeper.layout import LOOPBACK, port_is_free
 

@@ -12,7 +12,7 @@ Modules, by what they own:
 - :mod:`~steward.runtime.spark`: the SparkSession and micro-batch reports (imports pyspark).
 - :mod:`~steward.runtime.script`: spark-submit scripts (told from SDK pipelines by
   :mod:`steward.artifacts.programs`).
-- :mod:`~steward.runtime.session_settings`, :mod:`~steward.runtime.app_watch`,
+- :mod:`~steward.sparkconf.session_settings`, :mod:`~steward.runtime.app_watch`,
   :mod:`~steward.runtime.connect`, :mod:`~steward.runtime.standalone`: the attempt's Spark
   settings, its Spark application, Spark Connect sessions, and earlier attempts'
   applications on a standalone master.

@@ -15,7 +15,7 @@ Started by a TaskManager as ``python -m steward.runtime.runner --events-fd N``; 
    Spark Connect, stop what earlier attempts left running on the server
    (:mod:`~steward.runtime.connect`), on a standalone master kill their applications
    (:mod:`~steward.runtime.standalone`); export the attempt's Spark settings for any session
-   the code builds (:mod:`~steward.runtime.session_settings`); then run the script as
+   the code builds (:mod:`~steward.sparkconf.session_settings`); then run the script as
    ``__main__`` (:mod:`~steward.runtime.script`) or call ``main(ctx)`` or, in initialize
    mode, the optional ``initialize(ctx)``, with SIGTERM raising :class:`AttemptCancelled`
    (all of step 4: :mod:`~steward.runtime.user_code`);

@@ -72,7 +72,7 @@ def ui_urls(master: str, conf: Mapping[str, str]) -> list[str]:
 
 def earlier_app_names(job_id: str, attempt: int) -> set[str]:
     """The names Steward gives attempts 1..``attempt``-1 of ``job_id`` (a job without its own
-    name; see :func:`steward.runtime.session_settings.app_name`)."""
+    name; see :func:`steward.sparkconf.session_settings.app_name`)."""
     return {f"steward-{job_id}-{earlier}" for earlier in range(1, attempt)}
 
 

@@ -6,7 +6,7 @@ running it (a script compiled, a pipeline imported; code that cannot load fails 
 good: ``ErrorInfo.permanent``); on Spark Connect what earlier attempts left running on the
 server is stopped (:mod:`~steward.runtime.connect`), on a standalone master their
 applications are killed (:mod:`~steward.runtime.standalone`); the attempt's Spark settings
-are exported for any session the code builds (:mod:`~steward.runtime.session_settings`);
+are exported for any session the code builds (:mod:`~steward.sparkconf.session_settings`);
 then the script runs as ``__main__`` (:mod:`~steward.runtime.script`), or ``main(ctx)`` or
 ``initialize(ctx)`` is called, with SIGTERM raising
 :class:`~steward.wire.runner.AttemptCancelled`. Whatever the code raises (BaseException
@@ -24,11 +24,12 @@ from types import FrameType, ModuleType
 from typing import TYPE_CHECKING
 
 from steward.artifacts.programs import ProgramError
-from steward.runtime import connect, dependencies, script, session_settings, standalone
+from steward.runtime import connect, dependencies, script, standalone
 from steward.runtime.artifact import entry_file, load_pipeline
 from steward.runtime.channel import EventChannel
 from steward.runtime.context import JobContext
 from steward.runtime.outcomes import describe_error, result_value
+from steward.sparkconf import session_settings
 from steward.wire.jobs import ProgramKind
 from steward.wire.runner import (
     ArtifactError,

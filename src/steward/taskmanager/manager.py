@@ -37,9 +37,9 @@ from steward.errors import ConfigurationError, StewardError
 from steward.ha.liveness import LivenessProbe
 from steward.ha.session import Session
 from steward.metrics import TaskManagerMetrics, TaskManagerSnapshot
-from steward.runtime import event_log
-from steward.runtime.event_log import event_log_conf
 from steward.security.credentials import internal_credential
+from steward.sparkconf import event_log
+from steward.sparkconf.event_log import event_log_conf
 from steward.store.blob import BlobStore
 from steward.store.leases import ExecutionLeases
 from steward.store.log_archive import LogArchive

@@ -21,7 +21,7 @@ from pydantic import ValidationError
 from steward.artifacts.pipeline import materialize
 from steward.config import Configuration
 from steward.errors import CorruptStateError
-from steward.runtime.event_log import event_log_dir
+from steward.sparkconf.event_log import event_log_dir
 from steward.store.blob import BlobRef, BlobStore
 from steward.store.contents import ContentStore
 from steward.taskmanager.dependency_cache import CACHE_DIR, DependencyCache

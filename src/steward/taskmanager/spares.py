@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from steward.runtime.session_settings import CONF_FOLDER, export
+from steward.sparkconf.session_settings import CONF_FOLDER, export
 from steward.supervisor.process_group import SpawnError
 from steward.supervisor.runner_process import RunnerProcess
 from steward.wire.warm import cold_reason

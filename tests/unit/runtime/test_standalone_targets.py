@@ -9,7 +9,7 @@ import pytest
 from steward.jobmanager.leader.jobmaster import JobMaster
 from steward.jobmanager.leader.scheduler import earlier_spark_apps
 from steward.runtime import standalone
-from steward.runtime.session_settings import app_name
+from steward.sparkconf.session_settings import app_name
 from steward.wire.jobs import JobGraphPointer, JobSpec
 from steward.wire.records import MAX_EARLIER_APPS, AttemptRecord, JobStatusRecord, SparkApp
 from steward.wire.states import AttemptState, JobState

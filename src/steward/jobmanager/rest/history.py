@@ -7,7 +7,7 @@ link stored with the attempt would go stale when the History Server moves.
 
 from __future__ import annotations
 
-from steward.runtime.event_log import history_link
+from steward.sparkconf.event_log import history_link
 from steward.wire.records import AttemptRecord
 from steward.wire.rest import JobView
 

@@ -27,10 +27,10 @@ from steward.jobmanager.job_index import (
     JobQuery,
     decode_cursor,
 )
-from steward.runtime.event_log import history_server_url
 from steward.security import audit
 from steward.security.identity import Identity
 from steward.security.roles import Action
+from steward.sparkconf.event_log import history_server_url
 from steward.wire.rest import ErrorBody, JobList, JobsQuery, JobView, ResultView, WaitQuery
 from steward.wire.values import check_job_id
 

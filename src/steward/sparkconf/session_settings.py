@@ -27,7 +27,7 @@ import re
 from collections.abc import Mapping, MutableMapping
 from pathlib import Path
 
-from steward.runtime.event_log import event_log_conf
+from steward.sparkconf.event_log import event_log_conf
 from steward.wire.redaction import DEFAULT as DEFAULT_RULE
 from steward.wire.runner import LaunchDocument
 from steward.wire.warm import APP_NAME, CONNECT_SCHEME, DEFAULT_CONF, SPARK_MASTER

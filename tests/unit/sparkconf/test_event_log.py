@@ -1,5 +1,5 @@
 """Spark event logs of an attempt: where they go, what the session is built with, the
-History Server link (steward.runtime.event_log, session_settings, the job view's links)."""
+History Server link (steward.sparkconf.event_log, session_settings, the job view's links)."""
 
 from __future__ import annotations
 
@@ -12,15 +12,15 @@ from steward.config import load
 from steward.config.settings import HistorySettings
 from steward.errors import ConfigurationError
 from steward.jobmanager.rest.history import with_history_links
-from steward.runtime import event_log
-from steward.runtime.event_log import (
+from steward.sparkconf import event_log
+from steward.sparkconf.event_log import (
     EVENT_LOG_DIR,
     EVENT_LOG_ENABLED,
     event_log_conf,
     event_log_dir,
     history_server_url,
 )
-from steward.runtime.session_settings import settings
+from steward.sparkconf.session_settings import settings
 from steward.wire.jobs import JobSpec
 from steward.wire.records import AttemptRecord, SparkApp
 from steward.wire.rest import JobView
