@@ -7,6 +7,7 @@ and at least one group mapped to a role) is checked when a JobManager starts
 
 from __future__ import annotations
 
+import re
 from urllib.parse import urlsplit
 
 from steward.config.option import Option, optional_path
@@ -31,6 +32,10 @@ def group_map(value: object) -> tuple[tuple[str, str], ...]:
     return tuple(pairs)
 
 
+TEAM_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@\-]{0,63}")
+"""A team's name: what a token's name may be (it travels in headers, logs and URLs)."""
+
+
 def _pairs_problem(
     pairs: tuple[tuple[str, str], ...], allowed: tuple[str, ...] | None
 ) -> str | None:
@@ -39,6 +44,8 @@ def _pairs_problem(
             return f"{group}={mapped!r} is not group=value (e.g. steward-admins=admin)"
         if allowed is not None and mapped not in allowed:
             return f"{group}={mapped}: the role must be one of {', '.join(allowed)}"
+        if allowed is None and not TEAM_PATTERN.fullmatch(mapped):
+            return f"{group}={mapped}: a team is 1-64 letters, digits, '.', '_', '@' or '-'"
     return None
 
 
