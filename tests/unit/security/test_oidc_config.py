@@ -55,15 +55,15 @@ def _settings(**changes: str) -> OidcSettings:
 
 
 def test_an_issuer_without_a_client_id_or_any_role_mapping_stops_the_start() -> None:
-    with pytest.raises(ConfigurationError, match="security.oidc.client-id is not set"):
+    with pytest.raises(ConfigurationError, match=r"security\.oidc\.client-id is not set"):
         sign_on(_settings(**{"security.oidc.client-id": ""}))
-    with pytest.raises(ConfigurationError, match="security.oidc.group-roles is empty"):
+    with pytest.raises(ConfigurationError, match=r"security\.oidc\.group-roles is empty"):
         sign_on(_settings(**{"security.oidc.group-roles": ""}))
 
 
 def test_the_client_secret_file_must_be_readable(tmp_path: Path) -> None:
     missing = str(tmp_path / "nope")
-    with pytest.raises(ConfigurationError, match="security.oidc.client-secret-file"):
+    with pytest.raises(ConfigurationError, match=r"security\.oidc\.client-secret-file"):
         sign_on(_settings(**{"security.oidc.client-secret-file": missing}))
 
 
