@@ -5,8 +5,9 @@ need (a JobManager starts even while the provider is down; sign-on answers 503 u
 back), and must name the configured issuer. The keys (its ``jwks_uri``) are cached and read
 again every :data:`MAX_AGE` seconds, or at once when a token names a key id the cache lacks,
 but never twice within ``refresh_floor`` seconds: a rotated key is taken without a restart,
-and a stream of forged key ids costs the provider one request per floor. A failed fetch is
-:class:`~steward.errors.IdentityProviderError` (503: retry), never a verdict on a token.
+and a stream of forged key ids costs the provider one request per floor. A failed fetch of a
+key that is needed is :class:`~steward.errors.IdentityProviderError` (503: retry), never a
+verdict on a token; a failed hourly refresh keeps the keys already known.
 """
 
 from __future__ import annotations
@@ -114,9 +115,21 @@ class SigningKeys:
             stale = self._fetched_at is None or now - self._fetched_at >= MAX_AGE
             may_refetch = self._fetched_at is None or now - self._fetched_at >= self._floor
             if stale or (self._find(kid) is None and may_refetch):
-                self._keys = self._fetch()
-                self._fetched_at = now
+                self._refresh(now, needed=self._find(kid) is None)
             return self._find(kid)
+
+    def _refresh(self, now: float, *, needed: bool) -> None:
+        """Fetch the keys; a failed hourly refresh keeps the keys in hand (a provider's outage
+        does not lock out tokens of keys already known) and is tried again after the floor."""
+        try:
+            self._keys = self._fetch()
+        except IdentityProviderError as exc:
+            if needed or not self._keys:
+                raise
+            log.warning("sign-on keys kept: their refresh failed error=%s", exc)
+            self._fetched_at = now - MAX_AGE + self._floor
+            return
+        self._fetched_at = now
 
     def _find(self, kid: str | None) -> PyJWK | None:
         if kid is None and len(self._keys) == 1:

@@ -165,3 +165,16 @@ def test_a_rotated_key_is_accepted_without_a_restart(sign_on: SignOnCluster) -> 
         "the JobManager takes a token signed with the provider's new key",
     )
     assert _get(leader, "/v1/jobs", before).status_code == 200  # key-1 is still published
+
+
+def test_a_callback_this_browser_did_not_start_is_refused(sign_on: SignOnCluster) -> None:
+    callback = sign_on.leader.address + "/ui/login/callback"
+    # No attempt cookie (a login CSRF: an attacker's code sent to a victim's browser)
+    stranger = httpx.get(callback, params={"code": "c", "state": "s" * 43}, timeout=10)
+    assert stranger.status_code == 400
+    assert "was not started in this browser" in stranger.text
+    assert "steward_token" not in stranger.headers.get("set-cookie", "")
+    # An attempt cookie whose state is not the one sent back
+    cookie = {"steward_sign_on": ".".join(["a" * 43, "b" * 43, "c" * 43])}
+    wrong = httpx.get(callback, params={"code": "c", "state": "d" * 43}, cookies=cookie)
+    assert wrong.status_code == 400

@@ -165,3 +165,15 @@ def test_the_authenticator_sends_jwts_to_sign_on_and_stw_tokens_to_zookeeper(
     assert looked_up == ["0123456789ab"]
     without = Authenticator(lookup, "internal-secret")
     assert without.verify(provider.token()) is None  # sign-on off: a JWT is no credential
+
+
+def test_a_failed_hourly_refresh_keeps_the_keys_already_known(provider: Provider) -> None:
+    clock = Clock()
+    verifier = _verifier(provider, clock)
+    assert verifier.identity(provider.token()) is not None
+    provider.up = False
+    clock.now += 3600  # the keys are due for their hourly refresh, and it fails
+    assert verifier.identity(provider.token()) is not None
+    provider.keys["k2"] = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    with pytest.raises(IdentityProviderError):  # a key it does not know: it cannot tell
+        verifier.identity(provider.token(kid="k2"))
