@@ -115,6 +115,8 @@ class SignOn:
         answer does not verify; raises UnmappedIdentityError (no role) or
         IdentityProviderError (the provider failed: retry)."""
         tokens = self._redeem(code, attempt, redirect_uri)
+        if tokens is None:
+            return None
         access, id_token = tokens.get("access_token"), tokens.get("id_token")
         if not isinstance(access, str) or not isinstance(id_token, str):
             raise IdentityProviderError(
@@ -128,7 +130,11 @@ class SignOn:
         identity = self.verifier.identity(access)
         return None if identity is None else (access, identity)
 
-    def _redeem(self, code: str, attempt: LoginAttempt, redirect_uri: str) -> dict[str, object]:
+    def _redeem(
+        self, code: str, attempt: LoginAttempt, redirect_uri: str
+    ) -> dict[str, object] | None:
+        """The token endpoint's answer; None when it refused the code (a verdict, not an
+        outage: an expired, reused or forged code)."""
         form = {
             "grant_type": "authorization_code",
             "code": code,
@@ -149,7 +155,7 @@ class SignOn:
         if answer.status_code != 200 or not isinstance(body, dict):
             error = body.get("error") if isinstance(body, dict) else None
             log.warning("sign-on code refused status=%s error=%.80r", answer.status_code, error)
-            return {}
+            return None
         return body
 
     def close(self) -> None:

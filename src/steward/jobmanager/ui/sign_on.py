@@ -37,6 +37,9 @@ log = logging.getLogger(__name__)
 ATTEMPT_COOKIE: Final = "steward_sign_on"
 ATTEMPT_AGE: Final = 600
 """Seconds a browser may take at the provider before its sign-in must start again."""
+MAX_COOKIE_TOKEN: Final = 3800
+"""Browsers drop a cookie over 4096 bytes silently (a sign-in loop): say so instead. A token
+with hundreds of groups in it gets there."""
 SIGNED_IN: Final = (
     '<!doctype html><html lang="en"><head><meta charset="utf-8">'
     f'<meta http-equiv="refresh" content="0;url={PREFIX}/"><title>Signed in · Steward</title>'
@@ -109,6 +112,12 @@ async def callback(request: Request) -> Response:
     if result is None:
         return refused(f"{provider.name}'s answer did not verify; try again", 401)
     token, identity = result
+    if len(token) > MAX_COOKIE_TOKEN:
+        return refused(
+            f"{provider.name}'s access token is {len(token)} bytes, too large for a browser"
+            " cookie: have the provider put fewer groups in it (only Steward's)",
+            400,
+        )
     log.info("signed in user=%s role=%s via=%s", identity.name, identity.role, provider.name)
     return _signed_in(token, request)
 
