@@ -9,12 +9,15 @@ a file lock as the Airflow venv (concurrent sessions, xdist workers). Node and n
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import shutil
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-from e2e.airflow_provider.airflow_env import _locked, cache_root
+from e2e.airflow_provider.airflow_env import cache_root
 
 PROVIDER = Path(__file__).resolve().parent / "provider"
 SCRIPT = PROVIDER / "provider.mjs"
@@ -56,3 +59,13 @@ def _install(root: Path) -> None:
         raise RuntimeError(f"npm ci of oidc-provider failed:\n{done.stderr[-4000:]}")
     shutil.rmtree(root / ".npm", ignore_errors=True)
     (root / ".complete").touch()
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
