@@ -106,7 +106,9 @@ class SignOn:
             "code_challenge": attempt.challenge,
             "code_challenge_method": "S256",
         }
-        return f"{self.discovery.metadata().authorization_endpoint}?{urlencode(query)}", attempt
+        endpoint = self.discovery.metadata().authorization_endpoint
+        joiner = "&" if "?" in endpoint else "?"  # some providers name a policy in its query
+        return f"{endpoint}{joiner}{urlencode(query)}", attempt
 
     def finish(
         self, code: str, attempt: LoginAttempt, redirect_uri: str
