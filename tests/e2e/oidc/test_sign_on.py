@@ -64,10 +64,19 @@ def test_browser_signs_in_with_the_provider_and_lands_on_the_jobs_page(
     assert session["httpOnly"] and session["sameSite"] == "Strict"
     assert page.request.get(address + "/v1/jobs").status == 200
     wait_until(
-        lambda: "signed in user=alice role=submitter" in sign_on.standby.log_text(),
+        lambda: _audited_sign_in(sign_on.standby.log_text(), "alice", "submitter"),
         10,
-        "the JobManager logs alice's sign-in",
+        "the JobManager audits alice's sign-in",
     )
+
+
+def _audited_sign_in(log_text: str, who: str, role: str) -> bool:
+    for line in log_text.splitlines():
+        if '"audit": "sign-in"' in line:
+            entry = json.loads(line[line.index("{") :])
+            if (entry["who"], entry["role"], entry["outcome"]) == (who, role, "ok"):
+                return True
+    return False
 
 
 def test_login_page_offers_the_provider_beside_tokens(sign_on: SignOnCluster) -> None:

@@ -24,9 +24,10 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from steward.errors import StewardError, UnmappedIdentityError
-from steward.jobmanager.rest.auth import SIGN_ON_CALLBACK, SIGN_ON_PAGE
+from steward.jobmanager.rest.auth import SIGN_ON_CALLBACK, SIGN_ON_PAGE, client_address
 from steward.jobmanager.rest.errors import ApiError
 from steward.jobmanager.rest.state import services_of
+from steward.security import audit
 from steward.security.sign_on import LoginAttempt, SignOn
 
 from .login import LOGIN_POLICY, login_form, set_session
@@ -118,7 +119,7 @@ async def callback(request: Request) -> Response:
             " cookie: have the provider put fewer groups in it (only Steward's)",
             400,
         )
-    log.info("signed in user=%s role=%s via=%s", identity.name, identity.role, provider.name)
+    audit.record("sign-in", identity, client=client_address(request), via=provider.name)
     return _signed_in(token, request)
 
 
