@@ -2,8 +2,10 @@
 # Set up everything Steward needs on a Debian machine, idempotently:
 #   - Debian packages: a Java 17 runtime (for Spark and for ZooKeeper, whose jars come with the
 #     pyspark package), Chromium for the web UI's browser tests (tests/e2e/ui, driven by
-#     playwright), and Prometheus and Alertmanager for the alert rules' tests (promtool, and
-#     the servers tests/e2e/alerts starts itself: their packages' services need systemd);
+#     playwright), Node and npm for the sign-on tests' OpenID provider (tests/e2e/oidc installs
+#     the npm package oidc-provider into ~/.cache/steward-tests itself), and Prometheus and
+#     Alertmanager for the alert rules' tests (promtool, and the servers tests/e2e/alerts
+#     starts itself: their packages' services need systemd);
 #   - a virtual environment in .venv with Steward and its Python dependencies.
 # Safe to run again: it installs only what is missing.
 set -euo pipefail
@@ -16,6 +18,10 @@ for pkg in openjdk-17-jre-headless python3-venv iproute2 nftables chromium opens
     prometheus prometheus-alertmanager; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need_packages+=("$pkg")
 done
+# Node and npm by command, not by package: a Node from elsewhere (NodeSource's nodejs bundles
+# npm, and conflicts with Debian's npm package) serves as well.
+command -v node >/dev/null 2>&1 || need_packages+=(nodejs)
+command -v npm >/dev/null 2>&1 || need_packages+=(npm)
 if [ ${#need_packages[@]} -gt 0 ]; then
     sudo=""
     [ "$(id -u)" -eq 0 ] || sudo="sudo"
@@ -23,7 +29,7 @@ if [ ${#need_packages[@]} -gt 0 ]; then
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need_packages[@]}" >/dev/null
 else
-    log "Debian packages present (Java 17, Chromium, OpenSSH, Prometheus, Alertmanager)"
+    log "Debian packages present (Java 17, Chromium, OpenSSH, Prometheus, Alertmanager, Node)"
 fi
 
 python=${PYTHON:-python3}

@@ -32,6 +32,8 @@ these, keeping the original as ``__cause__``::
     │   ├── JobTerminatedError **     the job already has a result (carried as .result)
     │   └── NoLeaderError             no leader was elected (503 no_leader) until the deadline
     ├── ClusterUnreachableError       no JobManager answered within the client's deadline
+    ├── IdentityProviderError         the sign-on provider could not be reached or answered oddly
+    ├── UnmappedIdentityError         a verified sign-on token whose groups map to no role (403)
     ├── WaitTimeoutError              a job did not terminate within the time waited for it
     └── LocalClusterError             the local cluster (steward cluster) cannot start or stop
         └── LocalClusterStartError    a process failed to come up; what was started is stopped
@@ -191,6 +193,15 @@ class NoLeaderError(ApiError):
 
 class ClusterUnreachableError(StewardError):
     """No JobManager could be found or answered within the client's deadline."""
+
+
+class IdentityProviderError(StewardError):
+    """The OpenID Connect provider (discovery document, keys, token endpoint) could not be
+    reached or answered something unusable: nothing about the caller is concluded (retry)."""
+
+
+class UnmappedIdentityError(StewardError):
+    """A sign-on token verified, but none of its groups maps to a role: refused (403)."""
 
 
 class WaitTimeoutError(StewardError):

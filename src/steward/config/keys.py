@@ -16,6 +16,7 @@ from steward.config.keys_ha import HA_OPTIONS
 from steward.config.keys_history import HISTORY_OPTIONS
 from steward.config.keys_logs import LOG_ARCHIVE_OPTIONS
 from steward.config.keys_notifications import NOTIFICATION_OPTIONS
+from steward.config.keys_oidc import OIDC_OPTIONS
 from steward.config.keys_processes import PROCESS_OPTIONS
 from steward.config.keys_results import RESULT_OPTIONS
 from steward.config.option import (
@@ -33,6 +34,7 @@ OPTIONS: tuple[Option, ...] = (
     *LOG_ARCHIVE_OPTIONS,
     *HISTORY_OPTIONS,
     *NOTIFICATION_OPTIONS,
+    *OIDC_OPTIONS,
     Option(
         "rest.address",
         to_str,

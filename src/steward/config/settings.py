@@ -18,6 +18,7 @@ processes that read them:
 - :class:`NotificationSettings`: ``notifications.*`` (the leader's job webhooks);
 - :class:`ClientSettings`: ``rest.address`` and ``client.*`` (the CLI and Client);
 - :class:`SecuritySettings`: ``security.*`` (JobManager, TaskManager);
+- :class:`OidcSettings`: ``security.oidc.*`` (a JobManager's sign-on);
 - :class:`TlsSettings`: ``rest.ssl.*`` (a JobManager's HTTPS, and every client of it);
 - :class:`LogSettings` and :class:`ClusterHostSettings`: ``log.*`` and ``cluster.*``.
 
@@ -244,6 +245,34 @@ class SecuritySettings:
 
 
 @dataclass(frozen=True, slots=True)
+class OidcSettings:
+    """Sign-on with an OpenID Connect provider (steward.security.oidc); off without an issuer."""
+
+    issuer: str
+    client_id: str
+    client_secret_file: Path | None
+    audience: str
+    """Empty: the client id."""
+    user_claim: str
+    groups_claim: str
+    group_roles: tuple[tuple[str, str], ...]
+    """(group, role) pairs."""
+    group_teams: tuple[tuple[str, str], ...]
+    """(group, team) pairs; a group may appear more than once."""
+    algorithms: tuple[str, ...]
+    leeway: float
+    jwks_refresh_floor: float
+    scopes: str
+    redirect_uri: str
+    display_name: str
+    ca: Path | None
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.issuer)
+
+
+@dataclass(frozen=True, slots=True)
 class TlsSettings:
     """HTTPS on the REST API: what a JobManager serves, what every client verifies with
     (:mod:`steward.tls.contexts`)."""
@@ -310,6 +339,7 @@ class Settings:
     client: ClientSettings
     tls: TlsSettings
     security: SecuritySettings
+    oidc: OidcSettings
     log: LogSettings
     cluster: ClusterHostSettings
 

@@ -73,7 +73,9 @@ class JobManager:
         """How this JobManager verifies the leader it forwards writes to."""
         self.id = jobmanager_id
         self.session = Session.from_config(config, name=jobmanager_id)
-        self.security: ApiSecurity = api_security(settings.security, self.session, settings.tls)
+        self.security: ApiSecurity = api_security(
+            settings.security, self.session, settings.tls, settings.oidc
+        )
         self.metrics = JobManagerMetrics()
         self.blobs = BlobStore(settings.storage.storage_dir, on_error=self.metrics.storage_failed)
         self._socket = bind_listener(

@@ -4,7 +4,7 @@ ZooKeeper, the internal credential from its file) and the audit log's file.
 With ``security.auth.enabled`` (the default) a JobManager without an internal credential
 refuses to start, naming ``security.internal.token-file``: its TaskManagers could not heartbeat;
 one told to take client certificates as credentials refuses to start unless its TLS asks for
-them.
+them. Sign-on (``security.oidc.*``) is checked here too: a bad combination stops the start.
 """
 
 from __future__ import annotations
@@ -12,12 +12,13 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from steward.config import SecuritySettings, TlsSettings
+from steward.config import OidcSettings, SecuritySettings, TlsSettings
 from steward.errors import ConfigurationError
 from steward.ha.session import Session
 from steward.security import audit
 from steward.security.authenticator import Authenticator
 from steward.security.credentials import INTERNAL_KEY, read_secret
+from steward.security.sign_on import sign_on
 from steward.store.tokens import TokenStore
 
 from .rest.auth import ApiSecurity
@@ -26,7 +27,10 @@ log = logging.getLogger(__name__)
 
 
 def api_security(
-    settings: SecuritySettings, session: Session, tls: TlsSettings | None = None
+    settings: SecuritySettings,
+    session: Session,
+    tls: TlsSettings | None = None,
+    oidc: OidcSettings | None = None,
 ) -> ApiSecurity:
     store = TokenStore(session)
     certificates = settings.client_certificates and settings.auth_enabled
@@ -52,4 +56,8 @@ def api_security(
             key=INTERNAL_KEY,
         )
     internal = read_secret(Path(settings.internal_token_file), INTERNAL_KEY)
-    return ApiSecurity(Authenticator(store.find, internal), store, client_certificates=certificates)
+    provider = sign_on(oidc) if oidc is not None else None
+    authenticator = Authenticator(
+        store.find, internal, sign_on=provider.verifier.identity if provider else None
+    )
+    return ApiSecurity(authenticator, store, client_certificates=certificates, sign_on=provider)

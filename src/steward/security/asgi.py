@@ -5,8 +5,9 @@ Every request but the server's public paths (the probes ``GET /healthz`` and ``G
 must carry ``Authorization: Bearer <token>``, or ``Basic`` with the token as the password (what
 Livy's clients send); the OpenAPI document and ``/docs`` too, and paths that exist nowhere (a
 stranger learns nothing, not even which job ids exist). A missing, unknown, revoked or expired
-token is answered 401 with ``WWW-Authenticate: Bearer`` before any
-route runs. ``/internal/*`` takes only the cluster's internal credential, which no other route
+token (a Steward token, or a sign-on provider's JWT: :mod:`.oidc`) is answered 401 with
+``WWW-Authenticate: Bearer`` before any route runs; a sign-on token whose groups map to no
+role, 403. ``/internal/*`` takes only the cluster's internal credential, which no other route
 takes (403 either way). What a verified caller may do is each route's own check (403): see
 :mod:`steward.security.roles`. The caller reaches routes as ``request.state.identity``.
 
@@ -36,7 +37,7 @@ import anyio.to_thread
 from starlette.responses import JSONResponse, RedirectResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from steward.errors import StewardError
+from steward.errors import StewardError, UnmappedIdentityError
 from steward.wire.rest import ErrorBody
 
 from . import delegation
@@ -86,6 +87,11 @@ class AuthMiddleware:
         token, from_cookie = self._token(scope)
         try:
             identity = await self._identify(scope, token, internal_route=internal_route)
+        except UnmappedIdentityError as exc:  # a sign-on token whose groups grant nothing
+            await answer(403, ErrorBody(code="forbidden", message=str(exc)), {})(
+                scope, receive, send
+            )
+            return
         except StewardError as exc:
             log.warning("cannot verify a token: %s", exc)
             body = ErrorBody(code="unavailable", message="cannot verify credentials; retry")

@@ -1,4 +1,5 @@
-"""The audit log: one JSON line per submit, cancel, token create and revoke.
+"""The audit log: one JSON line per submit, cancel, token create and revoke, and UI sign-in
+through the sign-on provider.
 
 Each line says what was done (``action``), to what (``target``), by whom (``who``, ``role``,
 ``token_id``: the token's public id, never the token), from where (``from``: the client's

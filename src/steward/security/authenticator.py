@@ -8,6 +8,9 @@ refused on every JobManager within that time (expiry is checked on every request
 on the JobManager that revoked it (:meth:`Authenticator.forget`). A lookup whose read
 overlapped a ``forget`` (its answer may be the record from before the revoke) is neither
 cached nor believed: it reads again. A generation counter, moved by every ``forget``, tells.
+
+With sign-on configured (``security.oidc.*``), a token shaped like a JWT goes to the provider's
+verifier instead (:mod:`.oidc`): no ZooKeeper read, the provider's keys decide.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from steward.wire.tokens import TokenRecord
 
 from . import tokens
 from .identity import ANONYMOUS_ADMIN, INTERNAL_IDENTITY, Identity
+from .oidc import looks_like_jwt
 
 CACHE_TTL = 2.0
 """Seconds a token's record (or its absence) is trusted before it is read again."""
@@ -33,6 +37,8 @@ _READS = 3
 
 Lookup = Callable[[str], TokenRecord | None]
 """A token id's record, or None; raises :class:`~steward.errors.CoordinationError`."""
+SignOnVerifier = Callable[[str], Identity | None]
+"""A sign-on JWT's caller, or None (:meth:`steward.security.oidc.TokenVerifier.identity`)."""
 
 
 class Verdict(enum.Enum):
@@ -60,8 +66,10 @@ class Authenticator:
         enabled: bool = True,
         cache_ttl: float = CACHE_TTL,
         clock: Callable[[], float] = time.monotonic,
+        sign_on: SignOnVerifier | None = None,
     ) -> None:
         self.enabled = enabled
+        self._sign_on = sign_on
         self._lookup = lookup
         self._internal = internal_secret
         self._ttl = cache_ttl
@@ -91,6 +99,8 @@ class Authenticator:
             token.encode("utf-8", "surrogateescape"), self._internal.encode()
         ):
             return INTERNAL_IDENTITY
+        if self._is_sign_on(token):
+            return LOOKUP  # the provider's keys may need fetching: off the event loop
         parsed = tokens.parse(token)
         if parsed is None:
             return None
@@ -105,9 +115,14 @@ class Authenticator:
         quick = self.cached(token)
         if quick is not LOOKUP:
             return quick
+        if self._sign_on is not None and self._is_sign_on(token):
+            return self._sign_on(token)
         parsed = tokens.parse(token)
         assert parsed is not None  # cached() said it is shaped like a token
         return _identity(self._read(parsed.id), parsed)
+
+    def _is_sign_on(self, token: str) -> bool:
+        return self._sign_on is not None and looks_like_jwt(token)
 
     def _read(self, token_id: str) -> TokenRecord | None:
         """The token's record, read and cached; read again if a revoke ran meanwhile (and

@@ -10,6 +10,8 @@ internal credential, only on a non-internal route, only where client certificate
 credentials at all, and only from a peer whose verified certificate is a cluster member's (the
 CA's, naming no user role): a stolen internal credential alone vouches for nobody. Anything
 else with the internal credential is refused as before (403: it is for ``/internal/`` only).
+The caller's teams travel beside its name and role (a sign-on caller's are the leader's own
+reading of the token the standby forwards, like a Steward token's).
 """
 
 from __future__ import annotations
@@ -25,13 +27,20 @@ from .identity import Identity
 
 ON_BEHALF_NAME = "x-steward-on-behalf-of"
 ON_BEHALF_ROLE = "x-steward-on-behalf-role"
+ON_BEHALF_TEAMS = "x-steward-on-behalf-teams"
+"""The caller's teams, comma-separated: they travel with the caller as its name and role do."""
 _NAME = re.compile(TOKEN_NAME_PATTERN)
+_MAX_TEAMS = 64
 _ROLES = frozenset(role.value for role in Role)
 
 
 def headers_for(identity: Identity) -> dict[str, str]:
     """What a standby sends, beside the internal credential, for a certificate's caller."""
-    return {ON_BEHALF_NAME: identity.name, ON_BEHALF_ROLE: str(identity.role)}
+    return {
+        ON_BEHALF_NAME: identity.name,
+        ON_BEHALF_ROLE: str(identity.role),
+        ON_BEHALF_TEAMS: ",".join(sorted(identity.teams)),
+    }
 
 
 def asserted(scope: Scope) -> Identity | None:
@@ -40,9 +49,18 @@ def asserted(scope: Scope) -> Identity | None:
     name, role = _header(scope, ON_BEHALF_NAME), _header(scope, ON_BEHALF_ROLE)
     if name is None or role not in _ROLES or not _NAME.fullmatch(name):
         return None
-    if not _from_member(scope):
+    teams = _teams(_header(scope, ON_BEHALF_TEAMS))
+    if teams is None or not _from_member(scope):
         return None
-    return Identity(name=name, role=Role(role))
+    return Identity(name=name, role=Role(role), teams=teams)
+
+
+def _teams(header: str | None) -> frozenset[str] | None:
+    """The vouched teams (none when the header is absent), or None if any is not a name."""
+    teams = [team for team in (header or "").split(",") if team]
+    if len(teams) > _MAX_TEAMS or not all(_NAME.fullmatch(team) for team in teams):
+        return None
+    return frozenset(teams)
 
 
 def _from_member(scope: Scope) -> bool:

@@ -15,14 +15,18 @@ from steward.security.asgi import PROBES, cookie_token
 from steward.security.authenticator import Authenticator
 from steward.security.identity import Identity
 from steward.security.roles import Action
+from steward.security.sign_on import SignOn
 from steward.wire.tokens import TokenRecord
 
 from .errors import ApiError
 
 LOGIN_PAGE = "/ui/login"
-PUBLIC_PATHS = PROBES | {LOGIN_PAGE}
+SIGN_ON_PAGE = LOGIN_PAGE + "/oidc"
+SIGN_ON_CALLBACK = LOGIN_PAGE + "/callback"
+PUBLIC_PATHS = PROBES | {LOGIN_PAGE, SIGN_ON_PAGE, SIGN_ON_CALLBACK}
 """The only routes that answer without credentials: liveness and readiness probes, and the web
-UI's login form (a fixed page; it tells nothing about the cluster)."""
+UI's login form (a fixed page; it tells nothing about the cluster) and the two legs of its
+sign-in with the OpenID Connect provider (they answer 404 when none is configured)."""
 FORWARDED_FOR = "x-steward-forwarded-for"
 """Set by a standby that forwards a write: the address of the client it came from (audit)."""
 
@@ -45,6 +49,8 @@ class ApiSecurity:
     tokens: TokenRecords
     client_certificates: bool = False
     """A verified client certificate is a credential (:mod:`steward.security.certificates`)."""
+    sign_on: SignOn | None = None
+    """The OpenID Connect provider, when ``security.oidc.issuer`` is set."""
 
 
 async def _caller(request: Request) -> Identity:
@@ -96,7 +102,8 @@ def document(app: FastAPI) -> None:
         components.setdefault("securitySchemes", {})["bearer"] = {
             "type": "http",
             "scheme": "bearer",
-            "description": "a Steward token (stw_...); /internal/ takes the cluster's own",
+            "description": "a Steward token (stw_...), or the sign-on provider's JWT access"
+            " token when security.oidc.issuer is set; /internal/ takes the cluster's own",
         }
         error = {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}
         for path, operations in schema.get("paths", {}).items():

@@ -1,7 +1,8 @@
 """``/ui/login`` and ``/ui/logout``: the UI signs in with the same tokens as the API.
 
-``GET /ui/login`` is public (the only route besides the probes): a fixed form that tells
-nothing about the cluster. ``POST /ui/login`` verifies the token it is given and stores it in
+``GET /ui/login`` is public (with the probes and the sign-on's two legs, :mod:`.sign_on`): a
+fixed form that tells nothing about the cluster, topped by "Sign in with <provider>" when
+``security.oidc.issuer`` is set. ``POST /ui/login`` verifies the token it is given and stores it in
 the cookie ``steward_token`` (HttpOnly: no script reads it; SameSite=Strict: no other site's
 page sends it; Secure over https), which the auth middleware (:mod:`steward.security.asgi`)
 takes as a credential. A cookie-authenticated request that changes something must carry
@@ -25,8 +26,8 @@ import anyio.to_thread
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from steward.errors import StewardError
-from steward.jobmanager.rest.auth import LOGIN_PAGE
+from steward.errors import StewardError, UnmappedIdentityError
+from steward.jobmanager.rest.auth import LOGIN_PAGE, SIGN_ON_PAGE
 from steward.jobmanager.rest.state import services_of
 from steward.security.asgi import COOKIE
 
@@ -51,10 +52,23 @@ LOGIN_POLICY: Final = (
 router = APIRouter(include_in_schema=False)
 
 
-def login_form(message: str = "", status_code: int = 200) -> HTMLResponse:
-    """The form, with ``message`` (escaped) above it when there is one."""
+def login_form(
+    message: str = "", status_code: int = 200, *, sign_on: str | None = None
+) -> HTMLResponse:
+    """The form, with ``message`` (escaped) above it when there is one, and a link to sign in
+    with the provider named ``sign_on`` when there is one."""
     notice = f'<p class="notice error" role="alert">{html.escape(message)}</p>' if message else ""
-    body = _TEMPLATE.replace("{{style}}", _STYLE).replace("{{message}}", notice)
+    link = (
+        f'<a class="sign-on" href="{SIGN_ON_PAGE}">Sign in with {html.escape(sign_on)}</a>'
+        '<p class="muted or">or with a token:</p>'
+        if sign_on
+        else ""
+    )
+    body = (
+        _TEMPLATE.replace("{{style}}", _STYLE)
+        .replace("{{message}}", notice)
+        .replace("{{sign_on}}", link)
+    )
     headers = {
         **SECURITY_HEADERS,
         "Content-Security-Policy": LOGIN_POLICY,
@@ -64,32 +78,50 @@ def login_form(message: str = "", status_code: int = 200) -> HTMLResponse:
 
 
 @router.get(LOGIN_PAGE)
-async def login_page() -> HTMLResponse:
-    return login_form()
+async def login_page(request: Request) -> HTMLResponse:
+    return login_form(sign_on=provider_name(request))
+
+
+def provider_name(request: Request) -> str | None:
+    """The sign-on provider's name for the form's link, None when there is none."""
+    provider = services_of(request).security.sign_on
+    return provider.name if provider is not None else None
 
 
 @router.post(LOGIN_PAGE)
 async def login(request: Request) -> Response:
     """Verify the form's ``token``; on success store it in the cookie and go to the overview."""
+
+    def refused(message: str, status_code: int) -> HTMLResponse:
+        return login_form(message, status_code, sign_on=provider_name(request))
+
     if not _same_origin(request):
-        return login_form("this form must be sent from this JobManager's own page", 403)
+        return refused("this form must be sent from this JobManager's own page", 403)
     body = b""
     async for chunk in request.stream():
         body += chunk
         if len(body) > MAX_FORM_BYTES:
-            return login_form(INVALID, 401)
+            return refused(INVALID, 401)
     token = _form_token(body)
     if not token:
-        return login_form("enter a token", 401)
+        return refused("enter a token", 401)
     authenticator = services_of(request).security.authenticator
     try:
         identity = await anyio.to_thread.run_sync(authenticator.verify, token)
+    except UnmappedIdentityError as exc:
+        return refused(str(exc), 403)
     except StewardError as exc:
         log.warning("cannot verify a token at login: %s", exc)
-        return login_form("cannot verify tokens right now (ZooKeeper); try again", 503)
+        return refused("cannot verify tokens right now (ZooKeeper); try again", 503)
     if identity is None or identity.internal:
-        return login_form(INVALID, 401)
+        return refused(INVALID, 401)
     answer = RedirectResponse(PREFIX + "/", status_code=303)
+    set_session(answer, token, request)
+    return answer
+
+
+def set_session(answer: Response, token: str, request: Request) -> None:
+    """The UI's session: the credential in the cookie the auth middleware takes."""
     answer.set_cookie(
         COOKIE,
         token,
@@ -98,7 +130,6 @@ async def login(request: Request) -> Response:
         secure=request.url.scheme == "https",
         path="/",
     )
-    return answer
 
 
 @router.post(LOGOUT_PAGE)

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from . import login, pages
+from . import login, pages, sign_on
 
 router = APIRouter(include_in_schema=False)
 router.include_router(login.router)
+router.include_router(sign_on.router)
 router.include_router(pages.router)
