@@ -105,7 +105,6 @@ SPARK_OPTIONS: tuple[Option, ...] = (
     Option("--executor-cores", "N", "Cores per executor."),
     Option("--num-executors", "N", "Executors to start (YARN, Kubernetes)."),
     Option("--total-executor-cores", "N", "Cores of all executors (standalone)."),
-    Option("--queue", "QUEUE", "The YARN queue."),
     Option(
         "--verbose",
         None,
@@ -156,6 +155,14 @@ STEWARD_OPTIONS: tuple[Option, ...] = (
         "FILE",
         "A pip requirements file: the job runs in a Python environment built from it.",
     ),
+    Option(
+        "--queue",
+        "QUEUE",
+        "The Steward queue (scheduling.queues) the job waits in for slots (default: default)."
+        " Not YARN's: set that with --conf spark.yarn.queue=NAME.",
+    ),
+    Option("--priority", "N", "Within its queue, a higher priority starts first (default 0)."),
+    Option("--max-concurrent", "N", "At most N jobs of this --name have an attempt at once."),
 )
 """Steward's own options."""
 
