@@ -36,8 +36,8 @@ from steward.testing.credentials import MemorySecurity, auth_headers
 from steward.wire.doctor import DoctorReport
 from steward.wire.heartbeat import HEARTBEAT_PATH, Heartbeat, HeartbeatReply
 from steward.wire.jobs import JobGraph, JobSpec
-from steward.wire.records import JobResultEntry, LeaderInfo
 from steward.wire.queues import QueueList, QueueView
+from steward.wire.records import JobResultEntry, LeaderInfo
 from steward.wire.rest import JobManagerView, JobView, TaskManagerView
 from steward.wire.states import JobState
 
