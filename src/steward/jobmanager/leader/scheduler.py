@@ -142,7 +142,9 @@ class Scheduler:
         held = plan.concurrency.held(master)
         if held is not None:
             return held
-        if queue.at_maximum(plan.capacity, master.spec.slots):
+        # A maximum of every slot holds nothing back: then the want is of a free slot.
+        capped = queue.max_slots(plan.capacity) < plan.capacity
+        if capped and queue.at_maximum(plan.capacity, master.spec.slots):
             return queue.full_reason(plan.capacity)
         return self._shortage(master.spec.slots)
 
