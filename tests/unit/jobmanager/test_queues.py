@@ -89,7 +89,7 @@ def test_a_queue_at_its_maximum_gets_no_slot_even_when_slots_are_free() -> None:
     placed = fill(plan)
     assert len(placed) == 2  # 25 % of 8
     capped = plan.queues["capped"]
-    assert capped.at_maximum(8)
+    assert capped.at_maximum()
     assert "queue 'capped' is at its maximum share" in capped.full_reason(8)
     assert capped.view(8).waiting == 3
 

@@ -17,10 +17,9 @@ over its share only stops getting slots until its attempts end.
 from __future__ import annotations
 
 import heapq
-import itertools
 import math
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from steward.config import DEFAULT_QUEUE, LabelLimit, QueueSpec, SchedulingSettings
@@ -30,8 +29,9 @@ from steward.wire.queues import QueueView
 
 from .jobmaster import JobMaster
 
-_Entry = tuple[int, float, int, JobMaster]
-"""A waiting job in its queue's heap: (-priority, submitted_at, tie-break, master)."""
+_Entry = tuple[int, float, str, JobMaster]
+"""A waiting job in its queue's heap: (-priority, submitted_at, job id, master); ids are
+unique, so two masters are never compared."""
 
 
 def check_queue(spec: JobSpec, settings: SchedulingSettings) -> None:
@@ -46,6 +46,10 @@ class QueueUse:
     """One queue during a pass: the slots it holds and the jobs it has waiting."""
 
     spec: QueueSpec
+    capacity: int = 0
+    """All registered slots, this pass."""
+    cap: int = field(init=False, default=1)
+    """The slots it may hold this pass (:meth:`max_slots`)."""
     used: int = 0
     """Slots held by its jobs' attempts in flight."""
     running: int = 0
@@ -61,6 +65,9 @@ class QueueUse:
     def name(self) -> str:
         return self.spec.name
 
+    def __post_init__(self) -> None:
+        self.cap = self.max_slots(self.capacity)
+
     def max_slots(self, capacity: int) -> int:
         """Slots it may hold: its maximum share, at least one slot so no queue is shut."""
         return max(1, math.floor(self.spec.maximum * capacity + 1e-9))
@@ -71,9 +78,9 @@ class QueueUse:
     def head(self) -> JobMaster:
         return self.waiting[0][3]
 
-    def at_maximum(self, capacity: int, slots: int = 1) -> bool:
+    def at_maximum(self, slots: int = 1) -> bool:
         """Whether ``slots`` more would put it past its maximum."""
-        return self.used + slots > self.max_slots(capacity)
+        return self.used + slots > self.cap
 
     def rank(self, capacity: int) -> tuple[int, float, str]:
         """Lower is needier: owed a whole slot of its guarantee first (the furthest below it
@@ -111,6 +118,8 @@ class Concurrency:
 
     def __init__(self, limits: tuple[LabelLimit, ...]) -> None:
         self._limits = limits
+        self.active = bool(limits)
+        """Whether any job this pass may be held back (asked of every waiting job if so)."""
         self._names: Counter[str] = Counter()
         self._labels: Counter[str] = Counter()
 
@@ -124,6 +133,8 @@ class Concurrency:
     def held(self, master: JobMaster) -> str | None:
         """Why ``master`` may not start now, or None."""
         spec = master.spec
+        if spec.max_concurrent is None and not self._limits:
+            return None  # the common case, asked of every waiting job each pass
         if spec.max_concurrent is not None and self._names[spec.name] >= spec.max_concurrent:
             return (
                 f"held by max_concurrent={spec.max_concurrent}: that many jobs named"
@@ -149,13 +160,13 @@ class QueuePass:
         self, queues: tuple[QueueSpec, ...], limits: tuple[LabelLimit, ...], capacity: int
     ) -> None:
         self.capacity = capacity
-        self.queues = {spec.name: QueueUse(spec) for spec in queues}
+        self.queues = {spec.name: QueueUse(spec, capacity) for spec in queues}
+        self._default = self.queues[DEFAULT_QUEUE]
         self.concurrency = Concurrency(limits)
-        self._tie = itertools.count()
 
     def queue_of(self, master: JobMaster) -> QueueUse:
         """Its queue; a queue no longer configured is the default one's (nothing strands)."""
-        return self.queues.get(master.spec.queue) or self.queues[DEFAULT_QUEUE]
+        return self.queues.get(master.spec.queue) or self._default
 
     def holding(self, master: JobMaster) -> None:
         """``master`` has an attempt in flight: its slots count against its queue."""
@@ -166,8 +177,10 @@ class QueuePass:
 
     def wants(self, master: JobMaster) -> None:
         spec = master.spec
-        entry = (-spec.priority, master.submitted_at, next(self._tie), master)
-        self.queue_of(master).waiting.append(entry)
+        queue = self.queues.get(spec.queue) or self._default
+        queue.waiting.append((-spec.priority, master.submitted_at, spec.job_id, master))
+        if spec.max_concurrent is not None:
+            self.concurrency.active = True
 
     def ready(self) -> None:
         """Every job is in: order each queue's heap."""
@@ -181,7 +194,7 @@ class QueuePass:
         candidates = [
             queue
             for queue in self.queues.values()
-            if queue.waiting and not queue.at_maximum(capacity, queue.head().spec.slots)
+            if queue.waiting and not queue.at_maximum(queue.head().spec.slots)
         ]
         return min(candidates, key=lambda queue: queue.rank(capacity), default=None)
 
@@ -192,11 +205,27 @@ class QueuePass:
         self.queue_of(master).placed += 1
         self.holding(master)
 
-    def left_waiting(self) -> Iterator[tuple[QueueUse, JobMaster]]:
-        """The jobs no slot went to this pass, with their queue."""
+    def reasons(self, shortage: Callable[[int], str]) -> Iterator[tuple[JobMaster, str]]:
+        """Each job no slot went to this pass, with why: its limit, its queue's maximum, or
+        ``shortage(slots)`` (no room). Asked of every waiting job each pass, so a queue's
+        reason is made once per slot count."""
+        limited = self.concurrency.active
         for queue in self.queues.values():
-            for entry in queue.waiting:
-                yield queue, entry[3]
+            made: dict[int, str] = {}
+            for _priority, _at, _id, master in queue.waiting:
+                reason = self.concurrency.held(master) if limited else None
+                if reason is None:
+                    slots = master.spec.slots
+                    reason = made.get(slots)
+                    if reason is None:
+                        reason = made[slots] = self._reason(queue, slots, shortage)
+                yield master, reason
+
+    def _reason(self, queue: QueueUse, slots: int, shortage: Callable[[int], str]) -> str:
+        # A maximum of every slot holds nothing back: then the want is of a free slot.
+        if queue.cap < self.capacity and queue.at_maximum(slots):
+            return queue.full_reason(self.capacity)
+        return shortage(slots)
 
     def views(self) -> list[QueueView]:
         return [queue.view(self.capacity) for queue in self.queues.values()]

@@ -27,7 +27,7 @@ from steward.wire.runner import completed_stages_of
 from .jobmaster import JobMaster
 from .jobmaster_values import Deployment
 from .membership import Membership
-from .queues import QueuePass, QueueUse
+from .queues import QueuePass
 from .records import Records
 from .stores import LeaderStores, checkpoint_dir
 from .table import JobTable
@@ -134,19 +134,9 @@ class Scheduler:
                 return  # not one free slot: everything left waits
 
     def _explain(self, plan: QueuePass, waiting: list[JobMaster]) -> None:
-        """Every job no slot went to says why: its limit, its queue's maximum, or no room."""
-        for queue, master in plan.left_waiting():
-            _wait(master, self._reason(plan, queue, master), waiting)
-
-    def _reason(self, plan: QueuePass, queue: QueueUse, master: JobMaster) -> str:
-        held = plan.concurrency.held(master)
-        if held is not None:
-            return held
-        # A maximum of every slot holds nothing back: then the want is of a free slot.
-        capped = queue.max_slots(plan.capacity) < plan.capacity
-        if capped and queue.at_maximum(plan.capacity, master.spec.slots):
-            return queue.full_reason(plan.capacity)
-        return self._shortage(master.spec.slots)
+        """Every job no slot went to says why (:meth:`QueuePass.reasons`)."""
+        for master, reason in plan.reasons(self._shortage):
+            _wait(master, reason, waiting)
 
     def _shortage(self, slots: int) -> str:
         reason = self._refused.get(slots)
