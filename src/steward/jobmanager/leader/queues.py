@@ -161,7 +161,10 @@ class QueuePass:
     ) -> None:
         self.capacity = capacity
         self.queues = {spec.name: QueueUse(spec, capacity) for spec in queues}
-        self._default = self.queues[DEFAULT_QUEUE]
+        # Configured queues always hold it (to_queues); a hand-built list gets one at 0 %.
+        self._default = self.queues.setdefault(
+            DEFAULT_QUEUE, QueueUse(QueueSpec(DEFAULT_QUEUE, 0.0), capacity)
+        )
         self.concurrency = Concurrency(limits)
 
     def queue_of(self, master: JobMaster) -> QueueUse:
