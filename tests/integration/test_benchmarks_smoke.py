@@ -27,4 +27,4 @@ def test_quick_fair_share_run_starts_the_second_team_s_jobs_and_prints_the_figur
     assert len(results["b_wait_turnovers"]) == results["b_jobs"]
     assert results["a_started"] < results["a_jobs"]
     assert 0.0 < results["shares"]["b"] < 1.0
-    assert {row["unit"] for row in doc["summary"]} == {"slot turnovers", "points"}
+    assert {row["unit"] for row in doc["summary"]} == {"slot turnovers", "points", "ms CPU"}
