@@ -13,7 +13,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from steward.cli.jobs import open_client
+from steward.cli import jobs
 from steward.config import Configuration
 from steward.wire.queues import QueueList
 
@@ -23,7 +23,7 @@ from steward.wire.queues import QueueList
 @click.pass_obj
 def queues(config: Configuration, as_json: bool) -> None:
     """Show each queue: its shares, jobs running and waiting, slots used."""
-    with open_client(config) as client:
+    with jobs.open_client(config) as client:
         answer = client.queues()
     if as_json:
         click.echo(json.dumps(answer.model_dump(mode="json"), indent=2))
