@@ -6,8 +6,8 @@ slots its attempts in flight hold and a heap of its jobs that want a slot, order
 :meth:`QueuePass.neediest`: among the queues with a job waiting and room under their maximum,
 the one furthest below its guarantee (used / guaranteed slots, among those owed a whole slot);
 once every such queue has its guarantee, the one with the least use beyond it per unit of
-weight. A pass costs one walk, one
-heapify per queue and a pop per placement, never a sort of every waiting job.
+weight. A pass costs one walk, one heapify per queue and a pop per placement, never a sort of
+every waiting job; each job left waiting is then given its reason (:meth:`QueuePass.reasons`).
 
 Limits that hold a job back whatever its queue (its name's ``max_concurrent``, a label's
 ``scheduling.max-concurrent``) are :class:`Concurrency`'s. Nothing here preempts: a queue
