@@ -50,8 +50,9 @@ class Option:
     @property
     def spark_key(self) -> str | None:
         """The Spark key the option sets (:data:`steward.wire.spark_options.SPARK_OPTION_KEYS`);
-        ``--name`` is resolved with the job's name instead."""
-        if self.name == "--name":
+        ``--name`` is resolved with the job's name instead, and ``--queue`` is Steward's queue
+        (the API's ``options.queue`` stays YARN's, as Livy's ``queue``)."""
+        if self.name in ("--name", "--queue"):
             return None
         return SPARK_OPTION_KEYS.get(self.name.removeprefix("--"))
 
