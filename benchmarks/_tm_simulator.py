@@ -10,7 +10,10 @@ real processes and cannot tell these TaskManagers from real ones.
 
 What it leaves out: attempts are entries in a dict, not runner processes (no Spark, no process
 group, no dead-man's switch, no self-fencing); a start command is counted, not run (the
-benchmarks that use it expect none: every attempt is adopted); heartbeats of all simulated
+benchmarks that use it expect none: every attempt is adopted), unless ``run_for`` is given:
+then each start takes the job's execution lease (fenced by the command's epoch, as rule 3
+wants), runs for that many seconds, releases the lease with its outcome record and reports
+ENDED, FINISHED (``fair_share.py``: slots turning over); heartbeats of all simulated
 TaskManagers come from one asyncio loop in one process; ``tms_per_session`` TaskManagers share
 one ZooKeeper session (1 = one session each, as real TaskManagers; more, to spare this machine's
 threads: the leader's work does not depend on it, ZooKeeper's session count does).
@@ -41,8 +44,10 @@ from steward.wire.heartbeat import (
     CancelAttempt,
     Heartbeat,
     HeartbeatReply,
+    StartAttempt,
 )
 from steward.wire.records import TaskManagerInfo
+from steward.wire.runner import FinishedEvent
 from steward.wire.states import AttemptPhase
 
 NOT_LEADER = (409, 421, 503)
@@ -58,6 +63,8 @@ class SimulatedTaskManager:
     attempts: dict[str, AttemptReport] = field(default_factory=dict)
     epoch: int = 0
     seq: int = 0
+    ends: dict[str, float] = field(default_factory=dict)
+    """Monotonic time each simulated attempt ends (``run_for``), by job id."""
 
     @property
     def address(self) -> str:
@@ -86,6 +93,9 @@ class Tally:
     refused: int = 0
     failed: int = 0
     commands: Counter[str] = field(default_factory=Counter)
+    started: dict[str, float] = field(default_factory=dict)
+    """``run_for``: monotonic time each job's attempt took its lease, by job id."""
+    ended: dict[str, float] = field(default_factory=dict)
 
 
 class TaskManagerSimulator:
@@ -108,8 +118,10 @@ class TaskManagerSimulator:
         interval: float = 1.0,
         tms_per_session: int = 1,
         session_timeout: float = 10.0,
+        run_for: float | None = None,
     ) -> None:
         self._quorum, self._root, self._access = quorum, root, access
+        self.run_for = run_for
         self._session_timeout = session_timeout
         self.interval = interval
         self._headers = {
@@ -247,6 +259,7 @@ class TaskManagerSimulator:
     async def _exchange(
         self, http: httpx.AsyncClient, tm: SimulatedTaskManager
     ) -> HeartbeatReply | None:
+        self._end_due(tm)
         leader = self._leader
         url = self.addresses[leader] + HEARTBEAT_PATH
         try:
@@ -276,6 +289,50 @@ class TaskManagerSimulator:
             self.tally.commands[command.command] += 1
             if isinstance(command, CancelAttempt):
                 tm.attempts.pop(command.job_id, None)
+            elif self.run_for is not None:
+                self._run(tm, command)
+        for ack in reply.acks:
+            report = tm.attempts.get(ack.job_id)
+            if ack.outcome and report is not None and report.phase is AttemptPhase.ENDED:
+                del tm.attempts[ack.job_id]  # the leader holds the outcome: forget it
+
+    # ------------------------------------------------------------------ run_for
+
+    def _leases(self, tm: SimulatedTaskManager) -> ExecutionLeases:
+        return ExecutionLeases(tm.session, tm.tm_id)
+
+    def _run(self, tm: SimulatedTaskManager, command: StartAttempt) -> None:
+        """Take the lease (one blocking round trip: a benchmark's few slots) and run."""
+        self._leases(tm).acquire(command.job_id, command.attempt, command.epoch)
+        now = time.monotonic()
+        self.tally.started[command.job_id] = now
+        tm.ends[command.job_id] = now + (self.run_for or 0.0)
+        tm.attempts[command.job_id] = AttemptReport(
+            job_id=command.job_id,
+            attempt=command.attempt,
+            epoch=command.epoch,
+            phase=AttemptPhase.RUNNING,
+            pid=1,
+            started_at=time.time(),
+        )
+
+    def _end_due(self, tm: SimulatedTaskManager) -> None:
+        """Attempts past their time: lease released with the outcome, reported ENDED."""
+        now = time.monotonic()
+        for job_id in [j for j, at in tm.ends.items() if at <= now]:
+            del tm.ends[job_id]
+            report = tm.attempts[job_id]
+            outcome = FinishedEvent(value=None)
+            self._leases(tm).release_recording(job_id, report.attempt, outcome)
+            self.tally.ended[job_id] = now
+            tm.attempts[job_id] = report.model_copy(
+                update={
+                    "phase": AttemptPhase.ENDED,
+                    "ended_at": time.time(),
+                    "outcome": outcome,
+                    "lease_released": True,
+                }
+            )
 
 
 @contextlib.contextmanager

@@ -78,6 +78,7 @@ CLUSTER_SUITE = (
     Benchmark("wait_cost", "wait_cost"),
     Benchmark("log_stream", "log_stream"),
     Benchmark("ui_cost", "ui_cost"),
+    Benchmark("fair_share", "fair_share"),
     Benchmark("content_gc", "content_gc"),
     Benchmark("log_retention", "log_retention"),
     Benchmark("result_store", "result_store"),

@@ -16,3 +16,15 @@ from support import run_benchmark
 def test_quick_benchmark_run_prints_every_figure(tmp_path: Path) -> None:
     figures = run_benchmark("run_all.py", "--quick", "--out-dir", str(tmp_path), timeout=240)
     assert {"leader_failover", "fenced_writes", "job_graph_store"} <= set(figures["benchmarks"])
+
+
+@pytest.mark.zookeeper
+def test_quick_fair_share_run_starts_the_second_team_s_jobs_and_prints_the_figures() -> None:
+    # A real JobManager, simulated TaskManagers whose attempts hold a slot 1.5 s: the second
+    # queue's jobs all start while the first queue's backlog still waits.
+    doc = run_benchmark("fair_share.py", "--quick", timeout=240)
+    results = doc["results"]
+    assert len(results["b_wait_turnovers"]) == results["b_jobs"]
+    assert results["a_started"] < results["a_jobs"]
+    assert 0.0 < results["shares"]["b"] < 1.0
+    assert {row["unit"] for row in doc["summary"]} == {"slot turnovers", "points", "ms CPU"}

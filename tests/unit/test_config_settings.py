@@ -84,6 +84,8 @@ OTHER_VALUES: dict[str, str] = {
     "notifications.timeout": "3s",
     "notifications.max-age": "2h",
     "notifications.outbox-max": "50",
+    "scheduling.queues": "etl:guarantee=0.6,maximum=1,weight=2",
+    "scheduling.max-concurrent": "team=ml:4",
     "rest.address": "http://jm1:9090",
     "rest.ssl.enabled": "true",
     "rest.ssl.certificate": "/etc/steward/tls/jm.pem",

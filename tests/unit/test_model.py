@@ -420,7 +420,7 @@ def test_an_unknown_nested_field_is_ignored_too() -> None:
         submitted_at=1.0,
     )
     raw = json.loads(graph.to_json())
-    raw["spec"]["priority"] = 5
+    raw["spec"]["preemptible"] = True
     # When decoding / Then it reads as the graph without it; a wrong known field still fails
     assert JobGraph.from_json(json.dumps(raw)) == graph
     raw["spec"]["name"] = 5

@@ -35,6 +35,7 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "cancel": ("steward.cli.jobs", "cancel"),
     "result": ("steward.cli.jobs", "result"),
     "leader": ("steward.cli.jobs", "leader"),
+    "queues": ("steward.cli.queues", "queues"),
     "logs": ("steward.cli.logs", "logs"),
     "cluster": ("steward.cli.cluster", "cluster"),
     "jobmanager": ("steward.cli.jobmanager", "jobmanager"),

@@ -50,8 +50,9 @@ class Option:
     @property
     def spark_key(self) -> str | None:
         """The Spark key the option sets (:data:`steward.wire.spark_options.SPARK_OPTION_KEYS`);
-        ``--name`` is resolved with the job's name instead."""
-        if self.name == "--name":
+        ``--name`` is resolved with the job's name instead, and ``--queue`` is Steward's queue
+        (the API's ``options.queue`` stays YARN's, as Livy's ``queue``)."""
+        if self.name in ("--name", "--queue"):
             return None
         return SPARK_OPTION_KEYS.get(self.name.removeprefix("--"))
 
@@ -105,7 +106,6 @@ SPARK_OPTIONS: tuple[Option, ...] = (
     Option("--executor-cores", "N", "Cores per executor."),
     Option("--num-executors", "N", "Executors to start (YARN, Kubernetes)."),
     Option("--total-executor-cores", "N", "Cores of all executors (standalone)."),
-    Option("--queue", "QUEUE", "The YARN queue."),
     Option(
         "--verbose",
         None,
@@ -156,6 +156,14 @@ STEWARD_OPTIONS: tuple[Option, ...] = (
         "FILE",
         "A pip requirements file: the job runs in a Python environment built from it.",
     ),
+    Option(
+        "--queue",
+        "QUEUE",
+        "The Steward queue (scheduling.queues) the job waits in for slots (default: default)."
+        " Not YARN's: set that with --conf spark.yarn.queue=NAME.",
+    ),
+    Option("--priority", "N", "Within its queue, a higher priority starts first (default 0)."),
+    Option("--max-concurrent", "N", "At most N jobs of this --name have an attempt at once."),
 )
 """Steward's own options."""
 

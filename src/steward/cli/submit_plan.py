@@ -31,7 +31,13 @@ from steward.cli.options import parse_env, parse_pairs, parse_restart, parse_tim
 from steward.cli.properties import parse_properties
 from steward.cli.spark_submit import SPARK_OPTIONS, CommandLine, read_command_line
 from steward.wire.job_options import describe_timeout
-from steward.wire.jobs import PLAIN_FILENAME_PATTERN, JobKind, ProgramKind, RestartStrategy
+from steward.wire.jobs import (
+    MAX_PRIORITY,
+    PLAIN_FILENAME_PATTERN,
+    JobKind,
+    ProgramKind,
+    RestartStrategy,
+)
 from steward.wire.notifications import redact_url
 from steward.wire.redaction import Redactor
 from steward.wire.spark_options import CLUSTER_MODE_REFUSED
@@ -77,6 +83,9 @@ class SubmitPlan:
     timeout: float | None = None
     env: dict[str, str] = field(default_factory=dict)
     notify: tuple[str, ...] = ()
+    queue: str | None = None
+    priority: int | None = None
+    max_concurrent: int | None = None
     detach: bool = False
     as_json: bool = False
     verbose: bool = False
@@ -108,6 +117,9 @@ def parse(words: Sequence[str]) -> SubmitPlan:
         timeout=_timeout(line.last("--timeout")),
         env=parse_env(line.values.get("--env", [])),
         notify=tuple(line.values.get("--notify", [])),
+        queue=line.last("--queue"),
+        priority=_integer(line.last("--priority"), "--priority", -MAX_PRIORITY, MAX_PRIORITY),
+        max_concurrent=_integer(line.last("--max-concurrent"), "--max-concurrent", 1, 10_000),
         detach=line.given("--detach"),
         as_json=line.given("--json"),
         verbose=line.given("--verbose"),
@@ -260,6 +272,16 @@ def _slots(value: str | None) -> int | None:
     return int(value)
 
 
+def _integer(value: str | None, option: str, low: int, high: int) -> int | None:
+    if value is None:
+        return None
+    if not re.fullmatch(r"-?\d+", value) or not low <= int(value) <= high:
+        raise click.BadParameter(
+            f"expected a whole number from {low} to {high}, got {value!r}", param_hint=option
+        )
+    return int(value)
+
+
 def _timeout(value: str | None) -> float | None:
     return None if value is None else parse_timeout(value)
 
@@ -298,6 +320,8 @@ def describe(plan: SubmitPlan) -> list[str]:
         "requirements": plan.requirements,
         "timeout": plan.timeout and describe_timeout(plan.timeout),
         "notify": ",".join(redact_url(url) for url in plan.notify),
+        "queue": plan.queue,
+        "priority": plan.priority,
     }
     lines += [f"{key}: {value}" for key, value in optional.items() if value]
     shown = rule.conf(plan.spark_conf)

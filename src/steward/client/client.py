@@ -56,6 +56,7 @@ from steward.wire.doctor import DoctorReport
 from steward.wire.jobs import JobKind, ProgramKind, RestartStrategy
 from steward.wire.logs import LogQuery, job_log_path
 from steward.wire.notifications import target_fields
+from steward.wire.queues import QueueList
 from steward.wire.rest import ClusterView, JobList, JobView, LeadershipView, LeaderView, ResultView
 from steward.wire.submissions import MAX_BATCH
 from steward.wire.tokens import CreatedToken, Role, TokenList, TokenView
@@ -170,6 +171,9 @@ class Client:
         timeout: float | str | timedelta | None = None,
         env: Mapping[str, str] | None = None,
         notify: Sequence[str] = (),
+        queue: str | None = None,
+        priority: int | None = None,
+        max_concurrent: int | None = None,
     ) -> JobView:
         """Submit the pipeline at ``pipeline`` (a .py file, a folder or a .zip).
 
@@ -182,7 +186,8 @@ class Client:
         the job's own webhooks, ``URL`` or ``URL:EVENTS`` (``notifications.allowed-urls``). Each
         file is hashed once until it changes, and asked about and uploaded once per client
         (skipped when the cluster has it; sent again, once, if the leader says it lost it:
-        :mod:`steward.client.uploads`). Many jobs of one pipeline: :meth:`submit_many`.
+        :mod:`steward.client.uploads`). ``queue``, ``priority`` and ``max_concurrent`` (jobs
+        of its name at once): how it waits for slots. Many jobs: :meth:`submit_many`.
         Unset options take the server's defaults. A bad path or spec is a :class:`JobRejectedError`
         before any request is made.
         """
@@ -202,6 +207,9 @@ class Client:
             "timeout": timeout.total_seconds() if isinstance(timeout, timedelta) else timeout,
             "env": dict(env) if env else None,
             "notifications": [target_fields(t) for t in notify] or None,
+            "queue": queue,
+            "priority": priority,
+            "max_concurrent": max_concurrent,
         }
         checked = specs.submit_spec(path, args, job_id, restart, optional)
         return self._uploads.sent_with(
@@ -335,6 +343,10 @@ class Client:
 
     def cluster(self) -> ClusterView:
         return decode(ClusterView, self._call("GET", "/v1/cluster"))
+
+    def queues(self) -> QueueList:
+        """The queues, their shares and use, as the leader's latest scheduling pass found them."""
+        return decode(QueueList, self._call("GET", "/v1/queues"))
 
     def leader(self) -> LeaderView | None:
         """The leading JobManager, or None while there is none."""

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from steward.config.configuration import Configuration
 from steward.config.keys import FENCE_AFTER_SHARE, MIN_ATTEMPT_LOG_SIZE, OPTIONS, Option
+from steward.config.keys_scheduling import DEFAULT_QUEUE, LabelLimit, QueueSpec
 from steward.config.loading import LOCAL_CLUSTER_CONFIG, load, parse_overrides, read_toml
 from steward.config.settings import (
     ClientSettings,
@@ -29,6 +30,7 @@ from steward.config.settings import (
     NotificationSettings,
     OidcSettings,
     ResultSettings,
+    SchedulingSettings,
     SecuritySettings,
     Settings,
     SparkSettings,
@@ -40,6 +42,7 @@ from steward.config.settings import (
 from steward.config.units import format_duration, parse_duration, parse_size
 
 __all__ = [
+    "DEFAULT_QUEUE",
     "FENCE_AFTER_SHARE",
     "LOCAL_CLUSTER_CONFIG",
     "MIN_ATTEMPT_LOG_SIZE",
@@ -47,11 +50,14 @@ __all__ = [
     "ClientSettings",
     "Configuration",
     "JobManagerSettings",
+    "LabelLimit",
     "LogArchiveSettings",
     "NotificationSettings",
     "OidcSettings",
     "Option",
+    "QueueSpec",
     "ResultSettings",
+    "SchedulingSettings",
     "SecuritySettings",
     "Settings",
     "SparkSettings",

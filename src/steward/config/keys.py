@@ -19,6 +19,7 @@ from steward.config.keys_notifications import NOTIFICATION_OPTIONS
 from steward.config.keys_oidc import OIDC_OPTIONS
 from steward.config.keys_processes import PROCESS_OPTIONS
 from steward.config.keys_results import RESULT_OPTIONS
+from steward.config.keys_scheduling import SCHEDULING_OPTIONS
 from steward.config.option import (
     FENCE_AFTER_SHARE,
     MIN_ATTEMPT_LOG_SIZE,
@@ -35,6 +36,7 @@ OPTIONS: tuple[Option, ...] = (
     *HISTORY_OPTIONS,
     *NOTIFICATION_OPTIONS,
     *OIDC_OPTIONS,
+    *SCHEDULING_OPTIONS,
     Option(
         "rest.address",
         to_str,

@@ -16,6 +16,7 @@ processes that read them:
 - :class:`SparkSettings`: ``spark.*``;
 - :class:`HistorySettings`: ``history.*`` (Spark event logs, the History Server);
 - :class:`NotificationSettings`: ``notifications.*`` (the leader's job webhooks);
+- :class:`SchedulingSettings`: ``scheduling.*`` (the leader's queues and concurrency limits);
 - :class:`ClientSettings`: ``rest.address`` and ``client.*`` (the CLI and Client);
 - :class:`SecuritySettings`: ``security.*`` (JobManager, TaskManager);
 - :class:`OidcSettings`: ``security.oidc.*`` (a JobManager's sign-on);
@@ -36,6 +37,7 @@ from pathlib import Path
 from typing import Any, get_type_hints
 
 from steward.config.keys import OPTIONS
+from steward.config.keys_scheduling import DEFAULT_QUEUE, LabelLimit, QueueSpec
 from steward.timing import TimingChain
 
 
@@ -221,6 +223,19 @@ class NotificationSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class SchedulingSettings:
+    """The leader's queues and concurrency limits (``scheduling.*``)."""
+
+    queues: tuple[QueueSpec, ...] = (QueueSpec(DEFAULT_QUEUE, guarantee=1.0),)
+    """Every queue, ``default`` among them."""
+    label_limits: tuple[LabelLimit, ...] = ()
+    """At most N jobs with a label at once."""
+
+    def queue(self, name: str) -> QueueSpec | None:
+        return next((queue for queue in self.queues if queue.name == name), None)
+
+
+@dataclass(frozen=True, slots=True)
 class ClientSettings:
     """How the CLI and Client find the JobManagers, and the token they send."""
 
@@ -336,6 +351,7 @@ class Settings:
     spark: SparkSettings
     history: HistorySettings
     notifications: NotificationSettings
+    scheduling: SchedulingSettings
     client: ClientSettings
     tls: TlsSettings
     security: SecuritySettings

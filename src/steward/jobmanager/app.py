@@ -33,6 +33,7 @@ from .rest import (
     livy,
     logs,
     metrics,
+    queues,
     tokens,
 )
 from .rest.auth import LOGIN_PAGE, PUBLIC_PATHS, ApiSecurity, document
@@ -93,6 +94,7 @@ def create_app(
         health.router,
         contents.router,
         cluster.router,
+        queues.router,
         doctor.router,
         jobs.router,
         batch_submission.router,

@@ -35,6 +35,17 @@ class TaskManagerSlots:
 
 
 @dataclass(frozen=True)
+class QueueUse:
+    """One queue as the leader's latest scheduling pass found it."""
+
+    running: int
+    waiting: int
+    slots_used: int
+    share: float
+    """slots_used / all registered slots."""
+
+
+@dataclass(frozen=True)
 class JobManagerSnapshot:
     """What a JobManager knows at one scrape."""
 
@@ -45,6 +56,7 @@ class JobManagerSnapshot:
     jobs: Mapping[str, int] | None = None
     """Live jobs by state; None on a standby (or a leader still recovering)."""
     taskmanagers: Mapping[str, TaskManagerSlots] = field(default_factory=dict)
+    queues: Mapping[str, QueueUse] = field(default_factory=dict)
 
 
 class JobManagerMetrics(ProcessMetrics[JobManagerSnapshot]):
@@ -219,6 +231,23 @@ def render_jobmanager(snapshot: JobManagerSnapshot) -> Iterable[Metric]:
             jobs.add_metric([state], count)
         yield jobs
         yield from _slots(snapshot.taskmanagers)
+        yield from _queues(snapshot.queues)
+
+
+_QUEUE_GAUGES = (
+    ("steward_queue_running", "Jobs of each queue with an attempt in flight.", "running"),
+    ("steward_queue_waiting", "Jobs of each queue that want a slot and have none.", "waiting"),
+    ("steward_queue_slots_used", "Slots held by each queue's attempts.", "slots_used"),
+    ("steward_queue_share", "Each queue's share of all registered slots (0 to 1).", "share"),
+)
+
+
+def _queues(queues: Mapping[str, QueueUse]) -> Iterable[Metric]:
+    for name, text, attribute in _QUEUE_GAUGES:
+        gauge = GaugeMetricFamily(name, text, labels=["queue"])
+        for queue, use in sorted(queues.items()):
+            gauge.add_metric([queue], getattr(use, attribute))
+        yield gauge
 
 
 def _slots(taskmanagers: Mapping[str, TaskManagerSlots]) -> Iterable[Metric]:

@@ -84,6 +84,8 @@ class DependencyKind(enum.StrEnum):
 PLAIN_FILENAME_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,254}$"
 
 MAX_LABELS = 64
+QUEUE_PATTERN = r"^[a-z0-9][a-z0-9_.\-]{0,62}$"
+MAX_PRIORITY = 1_000_000
 MAX_LABEL_LENGTH = 256
 
 
@@ -158,6 +160,24 @@ class JobSpec(Value):
         description="the job's own webhooks (under notifications.allowed-urls), besides the"
         " cluster's",
     )
+    queue: str = Field(
+        default="default",
+        pattern=QUEUE_PATTERN,
+        description="the queue (scheduling.queues) the job waits in for slots",
+    )
+    priority: int = Field(
+        default=0,
+        ge=-MAX_PRIORITY,
+        le=MAX_PRIORITY,
+        description="within its queue, a higher priority starts first (then the older job)",
+    )
+    max_concurrent: int | None = Field(
+        default=None,
+        ge=1,
+        le=10_000,
+        description="at most this many jobs of this name have an attempt at once (as"
+        " Databricks' max_concurrent_runs); None: no limit",
+    )
 
     @field_validator("job_id")
     @classmethod
@@ -201,6 +221,12 @@ class JobSpec(Value):
             if not line.strip() or len(line) > 1000 or any(c in line for c in "\r\n\0"):
                 raise ValueError(f"requirement {line[:100]!r} is not one non-empty line")
         return value
+
+    @model_validator(mode="after")
+    def _named_if_limited(self) -> Self:
+        if self.max_concurrent is not None and not self.name:
+            raise ValueError("max_concurrent limits the jobs of one name: give the job a name")
+        return self
 
     @model_validator(mode="after")
     def _distinct_link_names(self) -> Self:

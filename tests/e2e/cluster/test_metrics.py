@@ -135,12 +135,14 @@ def test_leader_standby_and_taskmanager_count_a_finished_job(
     assert _value(worked, "steward_taskmanager_attempts_started_total") >= 1
     assert _value(worked, "steward_taskmanager_attempts_ended_total", outcome="finished") >= 1
     assert _value(worked, "steward_zookeeper_connected") == 1
-    # Bounded labels: never a job id.
+    assert _value(led, "steward_queue_waiting", queue="default") == 0
+    # Bounded labels: never a job id (queues are the configured ones).
     for families in (led, stood, worked):
         assert _labels(families) <= {
             "state",
             "outcome",
             "taskmanager",
+            "queue",
             "le",
             "operation",
             "severity",

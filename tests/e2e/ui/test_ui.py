@@ -94,6 +94,7 @@ def test_every_page_shows_the_cluster(
     page.click("nav >> text=TaskManagers")
     expect(page.locator("#tm-list")).to_contain_text("tm-1")
     expect(page.locator("#tm-list")).to_contain_text("2")
+    expect(page.locator("#queue-list")).to_contain_text("default")  # the leader's, forwarded
 
     # Heartbeats are the leader's figure (the cookie is the host's: signed in there too).
     page.goto(leader.address + "/ui/taskmanagers")

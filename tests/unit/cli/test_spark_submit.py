@@ -46,7 +46,6 @@ def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         ("--executor-cores", "4", "spark.executor.cores"),
         ("--num-executors", "10", "spark.executor.instances"),
         ("--total-executor-cores", "16", "spark.cores.max"),
-        ("--queue", "etl", "spark.yarn.queue"),
     ],
 )
 def test_each_option_sets_the_spark_key_spark_submit_sets(
@@ -54,6 +53,17 @@ def test_each_option_sets_the_spark_key_spark_submit_sets(
 ) -> None:
     assert parse([option, value, "app.py"]).spark_conf == {key: value}
     assert parse([f"{option}={value}", "app.py"]).spark_conf == {key: value}
+
+
+def test_queue_names_the_steward_queue_not_yarn_s() -> None:
+    plan = parse(["--queue", "etl", "--priority", "-3", "--max-concurrent", "2", "app.py"])
+    assert (plan.queue, plan.priority, plan.max_concurrent, plan.spark_conf) == ("etl", -3, 2, {})
+
+
+def test_a_priority_that_is_not_a_whole_number_is_refused() -> None:
+    with pytest.raises(click.BadParameter, match="whole number") as refused:
+        parse(["--priority", "high", "app.py"])
+    assert refused.value.param_hint == "--priority"
 
 
 def test_conf_pairs_accumulate_and_split_at_the_first_equals_sign() -> None:

@@ -36,6 +36,7 @@ from steward.testing.credentials import MemorySecurity, auth_headers
 from steward.wire.doctor import DoctorReport
 from steward.wire.heartbeat import HEARTBEAT_PATH, Heartbeat, HeartbeatReply
 from steward.wire.jobs import JobGraph, JobSpec
+from steward.wire.queues import QueueList, QueueView
 from steward.wire.records import JobResultEntry, LeaderInfo
 from steward.wire.rest import JobManagerView, JobView, TaskManagerView
 from steward.wire.states import JobState
@@ -141,6 +142,10 @@ class InMemoryTerm:
 
     def taskmanagers(self) -> list[TaskManagerView]:
         return []
+
+    def queues(self) -> QueueList:
+        etl = QueueView(name="etl", guarantee=0.5, maximum=1.0, weight=1.0, running=2, waiting=3)
+        return QueueList(queues=[etl], slots=4)
 
 
 @dataclass

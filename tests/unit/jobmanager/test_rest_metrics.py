@@ -50,6 +50,8 @@ def test_a_viewer_reads_the_metrics_of_the_leader_then_of_a_standby(tmp_path: Pa
     assert led["steward_leadership_grants_total[]"] == 1
     assert sum(v for k, v in led.items() if k.startswith("steward_jobs[")) == 1
     assert "counted" not in str(led)
+    assert led["steward_queue_waiting[('queue', 'etl')]"] == 3
+    assert led["steward_queue_running[('queue', 'etl')]"] == 2
 
     manager.dispatcher = None  # the term ended: a standby now
     stood = scrape(viewer)
@@ -68,3 +70,17 @@ def test_no_token_is_401_and_the_internal_credential_403(tmp_path: Path) -> None
     internal = TestClient(app, headers=auth_headers(security.internal)).get("/metrics")
     assert internal.status_code == 403
     assert "steward_" not in internal.text
+
+
+def test_a_viewer_reads_the_queues_of_the_leader_and_no_token_is_401(tmp_path: Path) -> None:
+    security = MemorySecurity()
+    manager = InMemoryJobManager(
+        blobs=BlobStore(str(tmp_path)), dispatcher=InMemoryTerm(), known_leader=LEADER
+    )
+    app = create_app(manager, security.api)
+    assert TestClient(app).get("/v1/queues").status_code == 401
+    viewer = TestClient(app, headers=auth_headers(security.token("v", Role.VIEWER)))
+    answer = viewer.get("/v1/queues")
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["queues"][0] | {"name": "etl", "waiting": 3} == answer.json()["queues"][0]
+    assert answer.json()["served_by"] == "jm-1"

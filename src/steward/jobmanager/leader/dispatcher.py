@@ -10,7 +10,8 @@ answers for the term to the REST API and the JobManager process:
   initialize hook round, in a child process;
 - ``leader/heartbeats.py``: the TaskManagers' reports in, acknowledgements and commands out;
 - ``leader/membership.py``: which TaskManagers are members, and lost TaskManagers and attempts;
-- ``leader/scheduler.py``: the scheduling loop (no free slot means SCHEDULED, rule 9);
+- ``leader/scheduler.py``: the scheduling loop (no free slot means SCHEDULED, rule 9), fair
+  between queues (``leader/queues.py``);
   ``leader/timeouts.py`` and ``leader/deadlines.py``: jobs past their timeout cancelled;
 - ``leader/records.py`` and ``leader/cleanup.py``: status records, results (DIRTY first), then
   cleanup and CLEAN (rule 7); ``leader/retention.py``: results' retention and their
@@ -43,6 +44,7 @@ from steward.store.leadership import LeadershipHistoryStore
 from steward.store.log_archive import LogArchive
 from steward.wire.heartbeat import Heartbeat, HeartbeatReply
 from steward.wire.jobs import JobGraph, JobSpec
+from steward.wire.queues import QueueList
 from steward.wire.records import LeadershipTerm
 from steward.wire.rest import JobView, TaskManagerView
 
@@ -245,3 +247,6 @@ class Dispatcher:
 
     def taskmanagers(self) -> list[TaskManagerView]:
         return self._views.taskmanagers()
+
+    def queues(self) -> QueueList:
+        return self._scheduler.queues()

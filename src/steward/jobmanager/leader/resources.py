@@ -126,6 +126,10 @@ class ResourceManager:
                 best = state
         return best.id if best else None
 
+    def capacity(self) -> int:
+        """Slots of every registered TaskManager: what the queues' shares are shares of."""
+        return sum(s.slots for s in self._tms.values() if s.registered)
+
     def assign(self, tm_id: str, job_id: str, attempt: int, slots: int) -> None:
         state = self._tms.get(tm_id)
         if state is not None:

@@ -3,8 +3,10 @@
 A pass runs every ``TICK`` or as soon as something wakes it (a submission, an outcome, a member
 change). Each pass, under the job table's lock: write again what ZooKeeper refused before,
 cancel the jobs past their timeout (:mod:`.timeouts`), give up attempts whose awaited report
-never came, then deploy every job that wants a slot, oldest submission first. A job that finds
-no free slot waits in SCHEDULED with the reason shown; it spends no restart (rule 9). A
+never came, then hand out the free slots fairly between queues, by priority then age within
+one (:mod:`.queues`). A job that finds no free slot, whose queue is at its maximum or that a
+``max_concurrent`` holds back waits in SCHEDULED with the reason shown; it spends no restart
+(rule 9). A
 deployment is persisted before its start command is queued, and the command carries the
 term's epoch, which the TaskManager's lease checks (rule 3).
 """
@@ -15,14 +17,17 @@ import logging
 
 from pydantic import JsonValue
 
+from steward.config import SchedulingSettings
 from steward.errors import FencedError, StewardError
 from steward.wire.heartbeat import StartAttempt
+from steward.wire.queues import QueueList, QueueView
 from steward.wire.records import MAX_EARLIER_APPS
 from steward.wire.runner import completed_stages_of
 
 from .jobmaster import JobMaster
 from .jobmaster_values import Deployment
 from .membership import Membership
+from .queues import QueuePass
 from .records import Records
 from .stores import LeaderStores, checkpoint_dir
 from .table import JobTable
@@ -54,6 +59,8 @@ class Scheduler:
         self._timeouts = timeouts
         self._refused: dict[int, str] = {}
         """This pass's slot counts no TaskManager had room for, with the reason shown."""
+        self._queues: list[QueueView] = []
+        self._capacity = 0
 
     def run(self) -> None:
         """Scheduling passes until the term stops; a failed pass is retried, a fence ends it."""
@@ -77,32 +84,72 @@ class Scheduler:
 
     def schedule_once(self) -> None:
         """One pass; called under the job table's lock."""
-        now = self._term.monotonic()
         self._records.retry_unwritten()
         if self._timeouts is not None:
             self._timeouts.expire()
-        waiting: list[JobMaster] = []
         self._refused.clear()
-        for master in sorted(self._table.jobs.values(), key=_submitted_at):
-            if self._membership.expire_awaited_report(master, now):
-                self._refused.clear()  # an attempt given up may have freed its slots
-                continue
-            if master.wants_slot(now):
-                self._deploy(master, waiting)
+        plan = self._plan(self._term.monotonic())
+        waiting: list[JobMaster] = []
+        self._place(plan, waiting)
+        self._explain(plan, waiting)
+        self._queues, self._capacity = plan.views(), plan.capacity
         # A burst of submissions waits for slots: their new reasons are written in batched
         # transactions, not one round trip each under the lock.
         self._records.persist_many(waiting)
 
-    def _deploy(self, master: JobMaster, waiting: list[JobMaster]) -> None:
+    def queues(self) -> QueueList:
+        """The queues as the latest pass found them (any thread: the list is replaced whole)."""
+        views = self._queues or QueuePass(self._settings.queues, (), 0).views()
+        return QueueList(queues=views, slots=self._capacity)
+
+    @property
+    def _settings(self) -> SchedulingSettings:
+        return self._term.settings.scheduling
+
+    def _plan(self, now: float) -> QueuePass:
+        """One walk over the table: each job's slots held, or its place in its queue."""
+        settings = self._settings
+        plan = QueuePass(settings.queues, settings.label_limits, self._table.rm.capacity())
+        # A copy: giving up an awaited attempt may end its job, which leaves the table.
+        for master in list(self._table.jobs.values()):
+            # True: dealt with this pass (given up, or its outcome not read yet).
+            expired = self._membership.expire_awaited_report(master, now)
+            if master.current is not None:
+                plan.holding(master)
+            elif not expired and master.wants_slot(now):
+                plan.wants(master)
+        plan.ready()
+        return plan
+
+    def _place(self, plan: QueuePass, waiting: list[JobMaster]) -> None:
+        """Free slots to the neediest queue's first job until none is left or wanted."""
+        while (queue := plan.neediest()) is not None:
+            master = plan.pop(queue)
+            held = plan.concurrency.held(master)
+            if held is not None:
+                _wait(master, held, waiting)
+            elif self._deploy(master, waiting):
+                plan.started(master)
+            elif self._no_room(1):
+                return  # not one free slot: everything left waits
+
+    def _explain(self, plan: QueuePass, waiting: list[JobMaster]) -> None:
+        """Every job no slot went to says why (:meth:`QueuePass.reasons`)."""
+        for master, reason in plan.reasons(self._shortage):
+            _wait(master, reason, waiting)
+
+    def _shortage(self, slots: int) -> str:
+        reason = self._refused.get(slots)
+        if reason is None:
+            reason = self._refused[slots] = self._table.rm.shortage(slots)
+        return reason
+
+    def _deploy(self, master: JobMaster, waiting: list[JobMaster]) -> bool:
         rm, slots = self._table.rm, master.spec.slots
         tm_id = None if self._no_room(slots) else rm.allocate(slots)
         if tm_id is None:
-            reason = self._refused.get(slots)
-            if reason is None:
-                reason = self._refused[slots] = rm.shortage(slots)
-            if master.waiting(reason):
-                waiting.append(master)
-            return
+            _wait(master, self._shortage(slots), waiting)
+            return False
         # The reasons name the free slots, which this deployment changes.
         self._refused.clear()
         # Read before anything changes: if this read fails the pass is retried with the job
@@ -117,12 +164,14 @@ class Scheduler:
             deployment.number, self._term.wall() - master.submitted_at
         )
         log.info(
-            "attempt deployed job=%s attempt=%d tm=%s epoch=%d",
+            "attempt deployed job=%s attempt=%d tm=%s epoch=%d queue=%s",
             master.job_id,
             deployment.number,
             tm_id,
             self._term.epoch,
+            master.spec.queue,
         )
+        return True
 
     def _no_room(self, slots: int) -> bool:
         """Whether a pass already found no room for this many slots or fewer: within a pass,
@@ -147,8 +196,9 @@ class Scheduler:
         )
 
 
-def _submitted_at(master: JobMaster) -> float:
-    return master.submitted_at
+def _wait(master: JobMaster, reason: str, waiting: list[JobMaster]) -> None:
+    if master.waiting(reason):
+        waiting.append(master)
 
 
 def earlier_spark_apps(master: JobMaster, number: int) -> list[str]:

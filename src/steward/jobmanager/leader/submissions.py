@@ -32,6 +32,7 @@ from .commands import send_cancel
 from .initialization import Initialization
 from .jobmaster import JobMaster
 from .notifications import check_targets
+from .queues import check_queue
 from .records import Records
 from .recovery import Recovery
 from .stores import LeaderStores
@@ -65,7 +66,8 @@ class Submissions:
     def submit(self, spec: JobSpec, graph: JobGraph) -> JobView:
         """Persist a new job's graph and first status record, then schedule it.
 
-        Raises JobRejectedError (a webhook of its own not allowed), JobResultExistsError
+        Raises JobRejectedError (a webhook of its own not allowed, an unknown queue),
+        JobResultExistsError
         (the id has a result), JobExistsError (it is live, or another submission is being
         stored) or NotReadyError (this very submission, retried, is still being stored: its
         outcome is not known yet). No ZooKeeper request is made
@@ -74,6 +76,7 @@ class Submissions:
         """
         self._term.check_ready()
         check_targets(spec, self._term.settings.notifications)
+        check_queue(spec, self._term.settings.scheduling)
         job_id, table = spec.job_id, self._table
         hookless = not may_define_initialize(graph.artifact)
         with table.lock:

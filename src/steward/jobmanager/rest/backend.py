@@ -20,6 +20,7 @@ from steward.store.blob import BlobStore
 from steward.wire.doctor import DoctorReport
 from steward.wire.heartbeat import Heartbeat, HeartbeatReply
 from steward.wire.jobs import JobGraph, JobSpec
+from steward.wire.queues import QueueList
 from steward.wire.records import JobResultEntry, LeaderInfo, LeadershipTerm
 from steward.wire.rest import JobManagerView, JobView, TaskManagerView
 
@@ -101,6 +102,10 @@ class LeaderTerm(Protocol):
     def views(self) -> list[JobView]: ...
 
     def taskmanagers(self) -> list[TaskManagerView]: ...
+
+    def queues(self) -> QueueList:
+        """The queues as the scheduler's latest pass found them."""
+        ...
 
 
 class ApiBackend(Protocol):

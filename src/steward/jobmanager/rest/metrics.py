@@ -14,7 +14,7 @@ from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import Response
 
 from steward.metrics import CONTENT_TYPE, JobManagerMetrics, JobManagerSnapshot, exposition
-from steward.metrics.jobmanager_metrics import TaskManagerSlots
+from steward.metrics.jobmanager_metrics import QueueUse, TaskManagerSlots
 from steward.security.roles import Action
 from steward.wire.rest import ErrorBody
 from steward.wire.states import JobState
@@ -70,4 +70,8 @@ def snapshot_of(backend: ApiBackend, metrics: JobManagerMetrics) -> JobManagerSn
         zookeeper_connected=backend.session.connected,
         jobs=jobs,
         taskmanagers=taskmanagers,
+        queues={
+            q.name: QueueUse(q.running, q.waiting, q.slots_used, q.share)
+            for q in dispatcher.queues().queues
+        },
     )

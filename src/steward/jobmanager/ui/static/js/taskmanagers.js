@@ -1,15 +1,41 @@
 // The TaskManagers: their slots (free ones as the leader counts them), the attempts running
-// there, and their last heartbeat when this JobManager knows it.
+// there, and their last heartbeat when this JobManager knows it. Below, the queues their slots
+// are shared by (GET /v1/queues: the leader's latest scheduling pass).
 import { api, duration, fill, frame, h, jobLink, table, watchCluster, watchJobs, when } from "./common.js";
 
 const main = frame("TaskManagers");
 const count = h("span", { class: "sub", id: "tm-count" });
 const list = h("div", { id: "tm-list" });
+const queueList = h("div", { id: "queue-list" });
 main.append(
   h("div", { class: "page-head" }, h("h1", {}, "TaskManagers"), count),
   h("section", { class: "panel" }, list),
   h("p", { class: "muted" }, "Free slots and heartbeats are the leader's figures: a standby shows \"?\" and \"—\"."),
+  h("h2", {}, "Queues"),
+  h("section", { class: "panel" }, queueList),
 );
+
+const share = (x) => `${Math.round(x * 100)}%`;
+
+async function loadQueues() {
+  let answer;
+  try {
+    answer = await api("/v1/queues");
+  } catch (error) {
+    return; // the cluster's banner already says this JobManager is not answering
+  }
+  if (answer.status !== 200) return;
+  fill(queueList, table([
+    ["Queue", (q) => h("span", { class: "mono" }, q.name)],
+    ["Guarantee", (q) => `${share(q.guarantee)} (${q.guaranteed_slots})`, "num"],
+    ["Maximum", (q) => `${share(q.maximum)} (${q.max_slots})`, "num"],
+    ["Weight", (q) => String(q.weight), "num"],
+    ["Running", (q) => String(q.running), "num"],
+    ["Waiting", (q) => String(q.waiting), "num"],
+    ["Slots used", (q) => `${q.slots_used}/${q.max_slots}`, "num"],
+    ["Share", (q) => share(q.share), "num"],
+  ], answer.body.queues, "No queue known yet."));
+}
 
 let cluster = null;
 const names = new Map();
@@ -48,6 +74,7 @@ async function loadNames() {
 watchCluster((view) => {
   if (view) cluster = view;
   render();
+  loadQueues();
 });
 loadNames();
 watchJobs(loadNames);
