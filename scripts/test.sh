@@ -8,5 +8,6 @@ export PATH="$PWD/.venv/bin:$PATH"
 echo "[test] ruff format --check";  ruff format --check -q src tests benchmarks integrations
 echo "[test] ruff check";           ruff check -q src tests benchmarks integrations
 echo "[test] mypy --strict src";    mypy
+echo "[test] mypy --strict integrations/airflow (against Airflow)"; scripts/check-airflow-provider.sh
 echo "[test] lint-imports";         lint-imports --no-cache --no-logo  # layer contracts: pyproject.toml
 echo "[test] pytest";               pytest "$@"

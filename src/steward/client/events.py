@@ -81,7 +81,7 @@ class EventStream:
                 time.sleep(min(_RETRY_DELAY, max(deadline - time.monotonic(), 0)))
                 continue
             try:
-                for event in parse(response.iter_lines()):
+                for event in parse(_until(response.iter_lines(), deadline)):
                     if event.id is not None:
                         self.cursor = event.id
                     if event.name in (JOB_EVENT, RESET_EVENT):
@@ -149,3 +149,12 @@ def parse(lines: Iterator[str]) -> Iterator[Event]:
             data.append(value)
         elif field == "id":
             event_id = value
+
+
+def _until(lines: Iterator[str], deadline: float) -> Iterator[str]:
+    """``lines`` until ``deadline``: a quiet job's stream never times out (its keep-alives
+    come well within the read timeout), so the wait's deadline is checked at each line."""
+    for line in lines:
+        yield line
+        if time.monotonic() >= deadline:
+            return

@@ -127,6 +127,10 @@ class JobResultEntry(Payload):
     env: dict[str, str] = Field(
         default_factory=dict, description="the job's environment variables, as shown (redacted)"
     )
+    submission_sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
+    """The sha256 of the body that submitted the job (None: recorded before it was kept, or a
+    job failed in recovery): a submission of its id with another body is refused as one of a
+    live job is. In the body, not the index: no ZooKeeper byte is spent on it."""
 
 
 class JobResultIndex(Payload):

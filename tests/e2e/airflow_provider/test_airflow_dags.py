@@ -8,6 +8,10 @@
   and an ``airflow api-server``: the task runs in a process the LocalExecutor's supervisor
   forks, the supervisor sees it die by SIGKILL and reports the try UP_FOR_RETRY, exactly as a
   scheduler's worker would, and the DAG run's loop queues try 2).
+- A deferred task marked failed by a user (Airflow's REST API) while a real ``airflow
+  triggerer`` runs its trigger: the trigger's ``on_kill`` cancels the Steward job.
+- A deferrable ``StewardJobSensor`` waits in its trigger for a job submitted outside Airflow
+  (in the first test's DAG run).
 - The same pipeline through ``LivyOperator`` against Steward's Livy API.
 """
 
@@ -40,7 +44,20 @@ pytestmark = [pytest.mark.zookeeper, pytest.mark.spark, pytest.mark.timeout(900)
 
 WORDS = sum(count_words(SAMPLE.read_text()).values())
 DEADLINE = 420.0
+CANCEL_DEADLINE = 120.0
+"""Seconds from a user's mark-failed to the job's end: the triggerer's next loop (about one
+second) and the cancel (the job never got past its gate: no Spark to stop)."""
 TASK_PROCESS = re.compile(r"airflow worker -- [0-9a-f]{8}-[0-9a-f-]{27}$")
+
+
+GATED = """
+import os
+import sys
+import time
+
+while not os.path.exists(sys.argv[1]):
+    time.sleep(0.1)
+"""
 
 
 def xcom(home: Path, key: str) -> Any:
@@ -60,9 +77,9 @@ def task_tries(home: Path, dag_id: str) -> list[tuple[int, str]]:
         ).fetchall()
 
 
-def only_job(steward: ProcessCluster) -> Any:
+def only_job(steward: ProcessCluster, besides: tuple[str, ...] = ()) -> Any:
     with steward.client() as client:
-        jobs = client.jobs()
+        jobs = [job for job in client.jobs() if job.job_id not in besides]
         assert len(jobs) == 1, [job.job_id for job in jobs]
         return client.job(jobs[0].job_id)
 
@@ -70,11 +87,26 @@ def only_job(steward: ProcessCluster) -> Any:
 def test_a_deferred_task_follows_its_job_over_events_and_pushes_its_result(
     airflow_home: Airflow, steward: ProcessCluster, tmp_path: Path
 ) -> None:
+    """Also both sensors: a deferrable one first, waiting in its trigger for a job submitted
+    outside Airflow (``upstream``), and one on the job the operator submitted."""
+    script, upstream_gate = tmp_path / "gated.py", tmp_path / "upstream-gate"
+    script.write_text(GATED)
+    with steward.client() as client:
+        client.submit(script, args=[str(upstream_gate)], job_id="upstream", program="script")
     (tmp_path / "gate").touch()
-    airflow_home.env["STEWARD_TEST_SENSOR"] = "1"
-    done = airflow_home.run("dags", "test", "steward_wordcount")
-    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
-    job = only_job(steward)
+    airflow_home.env.update(STEWARD_TEST_SENSOR="1", STEWARD_TEST_UPSTREAM="upstream")
+    run = airflow_home.start("dags-test", "dags", "test", "steward_wordcount")
+    waiting(
+        airflow_home,
+        lambda: "running trigger in line" in airflow_home.log("dags-test"),
+        "the sensor deferred",
+    )
+    upstream_gate.touch()
+    assert run.wait(DEADLINE) == 0, airflow_home.log("dags-test")[-4000:]
+    output = airflow_home.log("dags-test")
+    assert output.count("running trigger in line") == 2, output[-4000:]  # sensor, operator
+    assert "steward job=upstream state=FINISHED" in output
+    job = only_job(steward, besides=("upstream",))
     assert job.job_id.startswith("steward_wordcount.count_words.manual__"), job.job_id
     assert job.state.value == "FINISHED" and job.attempt_count == 1
     assert job.labels == {"team": "data"}
@@ -86,13 +118,12 @@ def test_a_deferred_task_follows_its_job_over_events_and_pushes_its_result(
         "attempts": 1,
     }
     assert f"counted {WORDS} words" in xcom(airflow_home.home, "log_tail")
-    output = done.stdout + done.stderr
-    assert "running trigger in line" in output, output[-4000:]
     assert f"steward job={job.job_id} state=FINISHED" in output
     assert task_tries(airflow_home.home, "steward_wordcount") == [
         (1, "success"),
         (1, "success"),
-    ]  # the submit, then StewardJobSensor on the job id it pushed
+        (1, "success"),
+    ]  # the deferrable sensor, the submit, then StewardJobSensor on the job id it pushed
 
 
 def test_a_task_killed_while_its_job_runs_is_retried_onto_the_same_job(
@@ -140,11 +171,112 @@ def test_a_task_killed_while_its_job_runs_is_retried_onto_the_same_job(
     assert xcom(airflow_home.home, "return_value") == {"words": WORDS}
 
 
+ON_KILL = """
+import asyncio
+import sys
+
+from steward_airflow.triggers.steward import StewardJobTrigger
+
+asyncio.run(StewardJobTrigger(job_id=sys.argv[1], cancel_on_kill=sys.argv[2] == "1").on_kill())
+"""
+
+
+def test_the_triggers_on_kill_cancels_its_job_unless_told_not_to(
+    airflow_home: Airflow, steward: ProcessCluster, tmp_path: Path
+) -> None:
+    script = tmp_path / "gated.py"
+    script.write_text(GATED)
+    with steward.client() as client:
+        for job_id in ("kept", "killed"):
+            client.submit(script, args=[str(tmp_path / "never")], job_id=job_id, program="script")
+        for job_id, cancel in (("kept", "0"), ("killed", "1")):
+            done = subprocess.run(
+                [str(airflow_home.venv.bin / "python"), "-c", ON_KILL, job_id, cancel],
+                check=False,
+                env=airflow_home.env,
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+            assert done.returncode == 0, done.stderr[-4000:]
+        wait_until(
+            lambda: client.job("killed").state.value == "CANCELED",
+            CANCEL_DEADLINE,
+            message="the job cancelled",
+        )
+        assert client.job("kept").state.value not in ("CANCELLING", "CANCELED")
+        client.cancel("kept")
+
+
+# Slow: three Airflow processes (an api-server, a triggerer, a LocalExecutor's worker; ~3 min
+# under load) to show that Airflow calls the trigger's on_kill when a user marks a deferred
+# task failed; the default run has the trigger's on_kill cancelling the job (above).
+@pytest.mark.slow
+def test_a_deferred_task_marked_failed_cancels_its_job_from_the_triggerer(
+    airflow_home: Airflow, steward: ProcessCluster, tmp_path: Path
+) -> None:
+    port = free_port()
+    airflow_home.env.update(
+        AIRFLOW__CORE__EXECUTOR="LocalExecutor",
+        AIRFLOW__CORE__PARALLELISM="1",
+        AIRFLOW__CORE__EXECUTION_API_SERVER_URL=f"http://127.0.0.1:{port}/execution/",
+        AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT="180",
+        AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS="True",  # the REST call below
+    )
+    airflow_home.start("api-server", "api-server", "--host", "127.0.0.1", "--port", str(port))
+    waiting(airflow_home, lambda: healthy(port), "the api-server serving", log="api-server")
+    airflow_home.start("triggerer", "triggerer")
+    airflow_home.start("dags-test", "dags", "test", "steward_wordcount", "--use-executor")
+    started = tmp_path / "gate.started"
+    waiting(
+        airflow_home,
+        lambda: started.exists() and trigger_running(airflow_home),
+        "the job running and its trigger in the triggerer",
+        log="triggerer",
+    )
+    [run_id] = run_ids(airflow_home.home, "steward_wordcount")
+    url = f"http://127.0.0.1:{port}/api/v2/dags/steward_wordcount/dagRuns/{run_id}"
+    marked = httpx.patch(
+        f"{url}/taskInstances/count_words", json={"new_state": "failed"}, timeout=60
+    )
+    assert marked.is_success, marked.text
+    with steward.client() as client:
+        [job] = client.jobs()
+
+        def cancelled() -> bool:
+            return client.job(job.job_id).state.value == "CANCELED"
+
+        waiting(airflow_home, cancelled, "the job cancelled", "triggerer", CANCEL_DEADLINE)
+    assert "task killed while deferred: cancelling steward job=" in trigger_log(airflow_home)
+    assert not started.with_name("gate").exists()  # the job never got past its gate
+
+
+def trigger_log(airflow: Airflow) -> str:
+    """What the task's trigger logged in the triggerer (Airflow keeps it beside the task's)."""
+    logs = (airflow.home / "logs").glob("dag_id=steward_wordcount/**/*.trigger.*")
+    return "".join(path.read_text(errors="replace") for path in logs)
+
+
+def trigger_running(airflow: Airflow) -> bool:
+    """Whether the triggerer runs the task's trigger (it logged the job's state)."""
+    return "steward job=" in trigger_log(airflow)
+
+
+def run_ids(home: Path, dag_id: str) -> list[str]:
+    with sqlite3.connect(home / "airflow.db") as db:
+        rows = db.execute("SELECT run_id FROM dag_run WHERE dag_id = ?", (dag_id,)).fetchall()
+    return [row[0] for row in rows]
+
+
 def waiting(
-    airflow: Airflow, predicate: Callable[[], object], message: str, log: str = "dags-test"
+    airflow: Airflow,
+    predicate: Callable[[], object],
+    message: str,
+    log: str = "dags-test",
+    deadline: float = DEADLINE,
 ) -> None:
     try:
-        wait_until(predicate, DEADLINE, message=message, interval=0.2)
+        wait_until(predicate, deadline, message=message, interval=0.2)
     except WaitTimeoutError as exc:
         raise AssertionError(f"{exc}\n{airflow.log(log)[-4000:]}") from None
 

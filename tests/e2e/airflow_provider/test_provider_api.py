@@ -54,7 +54,7 @@ def gated(tmp_path: Path) -> Path:
     return script
 
 
-def test_a_repeated_submission_attaches_and_a_changed_one_is_refused(
+def test_a_repeated_submission_attaches_and_a_changed_one_is_refused_before_and_after_the_end(
     process_cluster: ProcessCluster, gated: Path, tmp_path: Path
 ) -> None:
     process_cluster.start_jobmanager("jm-1")
@@ -78,6 +78,10 @@ def test_a_repeated_submission_attaches_and_a_changed_one_is_refused(
     assert final["state"] == "FINISHED" and final["attempt_count"] == 1
     view, how = run(process_cluster, lambda api: api.submit(again))
     assert (view["state"], how) == ("FINISHED", "finished")
+    # Ended, the job still tells its own submission from a changed one (its result keeps the
+    # digest): the changed spec fails the task instead of taking the old result.
+    with pytest.raises(JobConflictError, match="submitted with another spec"):
+        run(process_cluster, lambda api: api.submit(changed))
     with process_cluster.client() as client:
         assert [job.job_id for job in client.jobs()] == ["retried"]
 

@@ -19,6 +19,7 @@ import pytest
 
 from steward.client import Client
 from steward.client.events import Event, parse
+from steward.errors import WaitTimeoutError
 from steward.testing.credentials import auth_headers, kit_admin_token
 from steward.testing.processes import Proc, ProcessCluster
 from steward.wire.events import JOB_EVENT, LONG_POLL_HEADER, RESET_EVENT, JobEvent, ResetEvent
@@ -306,6 +307,28 @@ def test_client_wait_follows_events_without_polling(
     assert transport.count("/v1/events") == 1
     # One read after the stream's reset, one at the end: no poll.
     assert transport.count("/v1/jobs/awaited") <= 2, transport.sent
+
+
+def test_client_wait_gives_up_at_its_timeout_while_the_job_stays_quiet(
+    cluster: ProcessCluster, tmp_path: Path
+) -> None:
+    gate = _submit_gated(cluster, tmp_path, "quiet")
+    outcome: list[object] = []
+
+    def run() -> None:
+        with cluster.client() as client:
+            try:
+                outcome.append(client.wait("quiet", timeout=2, poll=0.05))
+            except Exception as exc:  # handed to the test's thread
+                outcome.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    # The stream's keep-alives (every second here) must not keep the wait past its timeout.
+    thread.join(30)
+    gate.touch()
+    assert not thread.is_alive(), "Client.wait(timeout=2) still waiting after 30 s"
+    assert outcome and isinstance(outcome[0], WaitTimeoutError), outcome
 
 
 @pytest.mark.slow  # about 8 s: a failover; the default suite stays within its budget

@@ -58,6 +58,7 @@ import sys
 import time
 
 gate, output = sys.argv[1], sys.argv[2]
+print("greeting", os.environ.get("GREETING"), flush=True)
 print("waiting for", gate, flush=True)
 while not os.path.exists(gate):
     time.sleep(0.1)
@@ -168,6 +169,10 @@ def test_batches_list_by_offset_and_answer_state_and_log(
     ids, gates = [], []
     for name in ("first", "second", "third"):
         body, gate, _output = gated(jobs_dir, tmp_path, name)
+        body["conf"] = {
+            "spark.executorEnv.GREETING": "hi",
+            "spark.yarn.appMasterEnv.GREETING": name,
+        }
         ids.append(submit(jm, body)["id"])
         gates.append(gate)
     assert ids == [0, 1, 2]
@@ -185,6 +190,10 @@ def test_batches_list_by_offset_and_answer_state_and_log(
     assert status == 200 and logged["from"] == 0
     assert any("waiting for" in line for line in logged["log"]), logged
     assert any(line == "done" for line in logged["log"]), logged
+    assert "greeting first" in logged["log"], logged  # the driver's own setting wins
+    paged = [curl(f"{jm.address}/batches/0/log?from={n}&size=1")[1] for n in range(logged["total"])]
+    assert [line for page in paged for line in page["log"]] == logged["log"]
+    assert {page["total"] for page in paged} == {logged["total"]}
     status, tail = curl(f"{jm.address}/batches/0/log?size=1")
     assert tail["total"] == logged["total"] and tail["from"] == logged["total"] - 1
     assert len(tail["log"]) == 1

@@ -148,6 +148,31 @@ def test_sizing_fields_and_conf_become_spark_settings_and_the_file_runs_as_a_scr
     assert spec.program is ProgramKind.SCRIPT
 
 
+def test_spark_env_settings_set_the_drivers_environment_its_own_over_the_executors() -> None:
+    conf = {
+        "spark.executorEnv.TZ": "UTC",
+        "spark.executorEnv.MODE": "executor",
+        "spark.yarn.appMasterEnv.MODE": "yarn-driver",
+        "spark.kubernetes.driverEnv.REGION": "eu",
+        "spark.executor.memory": "2g",
+    }
+    request = livy_submit.parse(json.dumps({"file": "/jobs/etl.py", "conf": conf}).encode())
+    spec = livy_submit._spec(request, [])
+    assert spec.env == {"TZ": "UTC", "MODE": "yarn-driver", "REGION": "eu"}
+    assert spec.spark_conf == conf  # still there for the executors Spark starts
+
+
+@pytest.mark.parametrize(
+    "key", ["spark.executorEnv.", "spark.executorEnv.1X", "spark.yarn.appMasterEnv.STEWARD_X"]
+)
+def test_a_spark_env_setting_that_names_no_variable_is_refused_naming_it(key: str) -> None:
+    request = livy_submit.parse(json.dumps({"file": "/a.py", "conf": {key: "v"}}).encode())
+    with pytest.raises(ApiError) as refused:
+        livy_submit._spec(request, [])
+    assert refused.value.status == 400
+    assert f"conf: {key}:" in refused.value.body.message
+
+
 @pytest.mark.parametrize(
     ("body", "named"),
     [

@@ -198,6 +198,7 @@ class Records:
             submitter=master.spec.submitter,
             timeout=master.spec.timeout,
             env=master.shown_env,
+            submission_sha256=master.pointer.submission_sha256,
         )
 
     def recovered(self, master: JobMaster) -> None:

@@ -83,7 +83,7 @@ class Submissions:
             self._refuse_live(job_id, graph.submission_sha256)
             table.submitting[job_id] = graph.submission_sha256
         try:
-            self._refuse_result(job_id)
+            self._refuse_result(job_id, graph.submission_sha256)
             master, recorded = self._store(spec, graph, hookless)
         except FencedError as exc:
             self._term.fenced(exc)
@@ -164,13 +164,23 @@ class Submissions:
             raise NotReadyError(f"the submission of job {job_id!r} is still being stored")
         raise JobExistsError(job_id, "running submission")
 
-    def _refuse_result(self, job_id: str) -> None:
+    def _refuse_result(self, job_id: str, digest: str | None) -> None:
         """Refuse an id that has a result (rule 7). Read outside the lock, once the id is
         marked submitting: a job leaves the table only after its result is written, so a job
-        of this id that ended before the mark has a result this (later) read sees."""
+        of this id that ended before the mark has a result this (later) read sees.
+
+        Another body than the one that submitted the ended job is refused as for a live job
+        (JobExistsError with the stored digest): a task re-run with a changed spec must not
+        take the old job's result as its own. The same body, or a result that kept no
+        digest, is answered with the result."""
         existing = self._stores.results.find(job_id)
-        if existing is not None:
-            raise JobResultExistsError(existing)
+        if existing is None:
+            return
+        stored = existing.submission_sha256
+        if stored is not None and digest is not None and stored != digest:
+            what = f"{existing.state.value} job submitted with another body"
+            raise JobExistsError(job_id, what, submission_sha256=stored)
+        raise JobResultExistsError(existing)
 
     def cancel(self, job_id: str) -> JobView:
         self._term.check_ready()

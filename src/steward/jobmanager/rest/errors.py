@@ -106,7 +106,13 @@ def add_error_handlers(app: FastAPI) -> None:
 def raise_for(exc: StewardError) -> NoReturn:
     """The answer to a JobManager's refusal: its status and code, raised as an ApiError."""
     if isinstance(exc, JobResultExistsError):
-        raise ApiError(409, "job_terminated", str(exc), result=ResultView.of(exc.result)) from None
+        raise ApiError(
+            409,
+            "job_terminated",
+            str(exc),
+            result=ResultView.of(exc.result),
+            submission_sha256=exc.result.submission_sha256,
+        ) from None
     if isinstance(exc, JobExistsError):
         raise ApiError(
             409, "job_exists", str(exc), submission_sha256=exc.submission_sha256

@@ -6,6 +6,12 @@ removes them). Then the id comes from the fenced counter (:mod:`steward.store.ba
 the job is stored as a ``POST /v1/jobs`` would store it, its files pinned meanwhile. A Livy
 ``file`` is a spark-submit script: it runs as ``__main__``. What Steward cannot do
 (``className``, ``proxyUser``) is a 400 naming the field, never silently ignored.
+
+Livy has no field for environment variables: its users set them in ``conf``, as
+``spark.executorEnv.X``, ``spark.yarn.appMasterEnv.X`` (YARN's driver in cluster mode) or
+``spark.kubernetes.driverEnv.X``. Each also becomes ``X`` in the job's ``env`` (the driver's
+environment, which Steward runs in client mode; shown redacted), the driver's own settings
+over the executors'; the settings stay in ``spark_conf`` for the executors Spark starts.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from steward.security.identity import Identity
 from steward.store import sources
 from steward.store.contents import ContentStore
 from steward.wire import redaction, spark_options
+from steward.wire.job_options import check_env
 from steward.wire.jobs import Artifact, Dependency, DependencyKind, JobGraph, JobSpec, ProgramKind
 from steward.wire.livy import BatchRequest, batch_job_id
 from steward.wire.rest import JobView
@@ -41,6 +48,8 @@ REFUSED = {
     "proxyUser": "Steward does not impersonate users: a batch runs as its TaskManager's user,"
     " and its owner is the name of the token that submitted it (leave proxyUser out)",
 }
+ENV_PREFIXES = ("spark.executorEnv.", "spark.yarn.appMasterEnv.", "spark.kubernetes.driverEnv.")
+"""Spark settings of an environment variable; a later prefix wins (the driver's own)."""
 _DEPENDENCY_FIELDS = {
     "pyFiles": DependencyKind.PY_FILE,
     "files": DependencyKind.FILE,
@@ -135,6 +144,7 @@ def _spec(request: BatchRequest, dependencies: list[Dependency]) -> JobSpec:
         "name": request.name or "",
         "args": request.arguments(),
         "spark_conf": conf,
+        "env": driver_env(conf),
         "program": ProgramKind.SCRIPT,
         "dependencies": dependencies,
     }
@@ -142,6 +152,22 @@ def _spec(request: BatchRequest, dependencies: list[Dependency]) -> JobSpec:
         return JobSpec.model_validate(fields)
     except ValidationError as exc:
         raise ApiError(400, "bad_request", describe(exc.errors())) from None
+
+
+def driver_env(conf: dict[str, str]) -> dict[str, str]:
+    """The environment variables ``conf`` sets (:data:`ENV_PREFIXES`), or a 400 naming the
+    setting whose name cannot be one."""
+    env = {}
+    for prefix in ENV_PREFIXES:
+        for key, value in conf.items():
+            if key.startswith(prefix):
+                name = key.removeprefix(prefix)
+                try:
+                    check_env({name: value})
+                except ValueError as exc:
+                    raise ApiError(400, "bad_request", f"conf: {key}: {exc}") from None
+                env[name] = value
+    return env
 
 
 def _fetch_dependencies(

@@ -2,7 +2,8 @@
 
 ``STEWARD_TEST_DEFERRABLE``: 1 defers to the trigger (the default of the operator), 0 follows
 the job in the task process (the SIGKILL test kills that process). ``STEWARD_TEST_SENSOR``: 1
-adds a ``StewardJobSensor`` on the submitted job.
+adds a deferrable ``StewardJobSensor`` before the submit, on job ``STEWARD_TEST_UPSTREAM``
+(submitted outside Airflow), and a ``StewardJobSensor`` after it, on the job it submitted.
 """
 
 import os
@@ -32,8 +33,16 @@ with DAG(
         poll_interval=2.0,
     )
     if os.environ.get("STEWARD_TEST_SENSOR") == "1":
-        submit >> StewardJobSensor(
+        upstream = StewardJobSensor(
+            task_id="wait_for_upstream",
+            job_id=os.environ["STEWARD_TEST_UPSTREAM"],
+            deferrable=True,
+            poll_interval=1.0,
+            timeout=600,
+        )
+        check = StewardJobSensor(
             task_id="check",
             job_id="{{ ti.xcom_pull(task_ids='count_words', key='job_id') }}",
             poke_interval=1,
         )
+        upstream >> submit >> check

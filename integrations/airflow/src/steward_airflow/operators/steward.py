@@ -11,7 +11,9 @@ Deferrable by default: once the job is accepted the task defers to :class:`Stewa
 and frees its worker slot; ``deferrable=False`` follows the job in the task process. At the
 end the job's outcome is in XCom (``return_value``: its result value; ``steward_job``: id,
 state, attempts; ``log_tail``: the last lines of its latest attempt's log) and in the task's
-log. ``on_kill`` (the task stopped by Airflow, not a dead worker) cancels the job.
+log. ``on_kill`` (the task stopped by Airflow, not a dead worker) cancels the job; while the
+task is deferred the trigger's ``on_kill`` does (:class:`StewardJobTrigger`).
+``cancel_on_kill=False`` leaves the job running in both cases.
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ class StewardSubmitOperator(BaseOperator):
     lines, built into a venv on the TaskManager), ``labels``, ``restart`` (``"none"``,
     ``"fixed-delay"``, ``"exponential-delay"`` or Steward's JSON form), ``timeout`` (seconds
     or ``"2h"``, over all attempts), ``env`` (the driver's environment), ``slots``, ``job_id``.
+    ``cancel_on_kill``: whether stopping the task from Airflow (mark failed or successful,
+    clear, a task timeout) cancels the job, deferred or not.
     """
 
     template_fields: Sequence[str] = (
@@ -75,6 +79,7 @@ class StewardSubmitOperator(BaseOperator):
         deferrable: bool = True,
         poll_interval: float = 5.0,
         log_tail_lines: int = 50,
+        cancel_on_kill: bool = True,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -96,6 +101,7 @@ class StewardSubmitOperator(BaseOperator):
         self.deferrable = deferrable
         self.poll_interval = poll_interval
         self.log_tail_lines = log_tail_lines
+        self.cancel_on_kill = cancel_on_kill
         self._submitted: str | None = None
 
     def execute(self, context: Any) -> Any:
@@ -121,6 +127,7 @@ class StewardSubmitOperator(BaseOperator):
                         job_id=prepared.job_id,
                         steward_conn_id=self.steward_conn_id,
                         poll_interval=self.poll_interval,
+                        cancel_on_kill=self.cancel_on_kill,
                     ),
                     method_name="execute_complete",
                 )
@@ -141,7 +148,7 @@ class StewardSubmitOperator(BaseOperator):
 
     def on_kill(self) -> None:
         job_id = self._submitted
-        if job_id is None:
+        if job_id is None or not self.cancel_on_kill:
             return
         self.log.info("task killed: cancelling steward job=%s", job_id)
         StewardHook(self.steward_conn_id).run(lambda api: api.cancel(job_id))
