@@ -99,6 +99,7 @@ OTHER_VALUES: dict[str, str] = {
     "security.auth.client-certificates": "true",
     "security.internal.token-file": "/etc/steward/internal.token",
     "security.audit.file": "/var/log/steward/audit.jsonl",
+    "security.teams.default": "everyone",
     "client.token-file": "/home/me/.steward.token",
 }
 

@@ -100,6 +100,7 @@ def _send(client: Client, plan: SubmitPlan) -> JobView:
         entrypoint=plan.entrypoint,
         kind=plan.kind,
         labels=plan.labels or None,
+        team=plan.team,
         timeout=plan.timeout,
         env=plan.env or None,
         notify=plan.notify,

@@ -28,7 +28,7 @@ from steward.errors import (
     ZooKeeperUnavailableError,
 )
 from steward.jobmanager.app import create_app
-from steward.jobmanager.job_index import JobQuery, Page
+from steward.jobmanager.job_index import JobIndex, JobQuery, Page
 from steward.jobmanager.rest.backend import ApiBackend
 from steward.jobmanager.rest.internal import MAX_HEARTBEAT_BYTES
 from steward.store.blob import BlobStore
@@ -61,6 +61,7 @@ class InMemoryReads:
 
     known_leader: LeaderInfo | None = None
     views: dict[str, JobView] = field(default_factory=dict)
+    index: JobIndex = field(default_factory=JobIndex)
 
     def leader(self) -> LeaderInfo | None:
         return self.known_leader
