@@ -121,6 +121,7 @@ class InMemoryTerm:
             state=JobState.SCHEDULED,
             submitted_at=1.0,
             submitter=spec.submitter,
+            team=spec.team,
         )
         self.live[spec.job_id] = view
         return view

@@ -39,6 +39,7 @@ from steward.store.contents import ContentStore
 from steward.wire import redaction, spark_options
 from steward.wire.jobs import JobGraph, JobSpec
 from steward.wire.rest import JobView, SubmitRequest
+from steward.wire.tokens import TEAM_PATTERN
 from steward.wire.values import new_job_id
 
 from .. import faults
@@ -59,6 +60,7 @@ MAX_JSON_DEPTH = 32
 CHECKED = CheckedArtifacts()
 """This JobManager's pipelines already checked: the same file submitted again is not
 compiled and parsed again (:mod:`steward.artifacts.checked`)."""
+_TEAM = re.compile(TEAM_PATTERN)
 MAX_JSON_CONTAINERS = 50_000
 """A submission holds at most this many objects and arrays (a spec with 1000 dependencies
 needs about 1000)."""
@@ -168,8 +170,8 @@ def store_request(
 
 def _team(caller: Identity, named: object, default: str) -> object:
     """The team the job is stored as (403 if ``caller`` may not submit as the one it names);
-    a ``team`` that is no string is left for the spec's validation to refuse."""
-    if named is not None and not isinstance(named, str):
+    a ``team`` that could name none is left for the spec's validation to refuse (400)."""
+    if named is not None and not (isinstance(named, str) and _TEAM.fullmatch(named)):
         return named
     try:
         return submission_team(caller, named, default)
