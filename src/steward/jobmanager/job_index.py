@@ -260,9 +260,10 @@ class JobIndex:
             elif (batch := batch_id_of(job.job_id)) is not None:
                 bisect.insort(self._batches, batch)
             self._jobs[job.job_id] = job
-            bisect.insort(self._order, job.key)
-            bisect.insort(self._by_state[job.state], job.key)
-            self._teams.add(job)
+            key = job.key  # one tuple, in every list
+            bisect.insort(self._order, key)
+            bisect.insort(self._by_state[job.state], key)
+            self._teams.add(job, key)
 
     def remove(self, job_id: str) -> bool:
         """Forget a job (its result was removed by a retention policy); False if unknown."""
@@ -280,14 +281,15 @@ class JobIndex:
     def replace_all(self, jobs: Iterable[IndexedJob]) -> None:
         """Swap in a full read (the start, or a re-read after missed events)."""
         by_id = {job.job_id: job for job in jobs}
+        keyed = [(job.key, job) for job in by_id.values()]  # one key tuple, in every list
         by_state: dict[JobState, list[Key]] = {state: [] for state in JobState}
-        for job in by_id.values():
-            by_state[job.state].append(job.key)
+        for key, job in keyed:
+            by_state[job.state].append(key)
         for keys in by_state.values():
             keys.sort()
-        order = sorted(job.key for job in by_id.values())
+        order = sorted(key for key, _ in keyed)
         batches = sorted(b for b in map(batch_id_of, by_id) if b is not None)
-        teams = TeamKeys.of(by_id.values())
+        teams = TeamKeys.of(keyed)
         with self._lock:
             self._jobs, self._order, self._by_state = by_id, order, by_state
             self._batches, self._teams = batches, teams

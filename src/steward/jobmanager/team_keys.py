@@ -34,10 +34,11 @@ class TeamKeys:
         self.counts: defaultdict[str | None, Counter[JobState]] = defaultdict(Counter)
 
     @classmethod
-    def of(cls, jobs: Iterable[IndexedJob]) -> TeamKeys:
+    def of(cls, jobs: Iterable[tuple[Key, IndexedJob]]) -> TeamKeys:
+        """The lists of ``jobs``, each with its key (the tuple the index's own lists hold)."""
         teams = cls()
-        for job in jobs:
-            teams.keys[job.team].append(job.key)
+        for key, job in jobs:
+            teams.keys[job.team].append(key)
             teams.counts[job.team][job.state] += 1
             if (batch := batch_id_of(job.job_id)) is not None:
                 teams.batches[job.team].append(batch)
@@ -47,8 +48,8 @@ class TeamKeys:
             numbers.sort()
         return teams
 
-    def add(self, job: IndexedJob) -> None:
-        bisect.insort(self.keys[job.team], job.key)
+    def add(self, job: IndexedJob, key: Key) -> None:
+        bisect.insort(self.keys[job.team], key)
         self.counts[job.team][job.state] += 1
         if (batch := batch_id_of(job.job_id)) is not None:
             bisect.insort(self.batches[job.team], batch)
