@@ -116,6 +116,7 @@ OTHER_VALUES: dict[str, str] = {
     "security.oidc.redirect-uri": "https://steward.example.com/ui/login/callback",
     "security.oidc.display-name": "Keycloak",
     "security.oidc.ca": "/etc/steward/idp-ca.pem",
+    "security.teams.default": "everyone",
     "client.token-file": "/home/me/.steward.token",
 }
 

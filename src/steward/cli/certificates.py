@@ -2,9 +2,9 @@
 the local cluster's private CA (``steward cluster start --tls`` made it in .steward/tls).
 
 Under ``security.auth.client-certificates`` (with ``rest.ssl.client-auth`` optional or require)
-a JobManager takes such a certificate as the machine's credential: its CN names the caller and
-its O is the role. With real certificates, your own CA issues them the same way
-(docs/security.md).
+a JobManager takes such a certificate as the machine's credential: its CN names the caller,
+its O is the role and each OU a team it is in. With real certificates, your own CA issues
+them the same way (docs/security.md).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from steward.cluster.local import TLS_DIR
 from steward.cluster.workdir import StateDir
 from steward.errors import ConfigurationError
 from steward.tls.certificates import issue_client_certificate
-from steward.wire.tokens import TOKEN_NAME_PATTERN, Role
+from steward.wire.tokens import TOKEN_NAME_PATTERN, Role, check_teams
 
 _NAME = re.compile(TOKEN_NAME_PATTERN)
 
@@ -42,6 +42,13 @@ def certificate() -> None:
     "--days", type=click.IntRange(1, 397), default=90, show_default=True, help="Validity."
 )
 @click.option(
+    "--team",
+    "teams",
+    multiple=True,
+    metavar="TEAM",
+    help="A team it is in (an OU of its subject); repeat it (default: the default team).",
+)
+@click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
     default=Path("."),
@@ -55,17 +62,28 @@ def certificate() -> None:
     show_default=True,
     help="The local cluster's folder (the one holding .steward/tls).",
 )
-def create(name: str, role: str, days: int, out: Path, cluster_dir: Path) -> None:
+def create(
+    name: str, *, role: str, days: int, teams: tuple[str, ...], out: Path, cluster_dir: Path
+) -> None:
     """Issue a client certificate for NAME with ROLE, signed by the cluster's CA."""
     if not _NAME.fullmatch(name):
         raise click.BadParameter(
             "letters, digits, . _ - @ (at most 64, starting with a letter or digit)",
             param_hint="NAME",
         )
+    try:
+        units = check_teams(list(teams))
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--team") from None
     folder = StateDir.of(cluster_dir).root / TLS_DIR
     try:
         issued = issue_client_certificate(
-            folder, name, role, out.absolute(), validity=datetime.timedelta(days=days)
+            folder,
+            name,
+            role,
+            out.absolute(),
+            validity=datetime.timedelta(days=days),
+            teams=units,
         )
     except ValueError as exc:
         raise ConfigurationError(

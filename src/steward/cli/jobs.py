@@ -100,6 +100,7 @@ def _send(client: Client, plan: SubmitPlan) -> JobView:
         entrypoint=plan.entrypoint,
         kind=plan.kind,
         labels=plan.labels or None,
+        team=plan.team,
         timeout=plan.timeout,
         env=plan.env or None,
         notify=plan.notify,
@@ -168,6 +169,7 @@ LIST_DEFAULT = 50
 @click.option("--label", metavar="KEY=VALUE", callback=_check_label, help="Jobs with this label.")
 @click.option("--name", metavar="PREFIX", help="Jobs whose name starts with PREFIX.")
 @click.option("--submitter", help="Jobs this token's name submitted.")
+@click.option("--team", help="One team's jobs (you see only your teams' unless an admin).")
 @click.pass_obj
 def list_jobs(
     config: Configuration,
@@ -179,10 +181,13 @@ def list_jobs(
     label: str | None,
     name: str | None,
     submitter: str | None,
+    team: str | None,
 ) -> None:
     """List jobs, newest last: running ones and those with a result (the newest 50 unless
     --all or --limit)."""
-    where = JobFilter(state=state and state.upper(), label=label, name=name, submitter=submitter)
+    where = JobFilter(
+        state=state and state.upper(), label=label, name=name, submitter=submitter, team=team
+    )
     wanted = None if every else (limit or LIST_DEFAULT)
     with open_client(config) as client:
         views = client.jobs(where, None if wanted is None else wanted + 1)

@@ -133,6 +133,9 @@ STEWARD_OPTIONS: tuple[Option, ...] = (
     Option("--kind", "KIND", "batch | streaming (default batch)."),
     Option("--label", "KEY=VALUE", "A label; repeat it."),
     Option(
+        "--team", "TEAM", "The team that owns the job, one you are in (default: your only one)."
+    ),
+    Option(
         "--timeout",
         "DURATION",
         "Cancel the job (reason TIMEOUT) this long after its submission, over all its"

@@ -80,6 +80,7 @@ class SubmitPlan:
     entrypoint: str | None = None
     kind: JobKind | None = None
     labels: dict[str, str] = field(default_factory=dict)
+    team: str | None = None
     timeout: float | None = None
     env: dict[str, str] = field(default_factory=dict)
     notify: tuple[str, ...] = ()
@@ -114,6 +115,7 @@ def parse(words: Sequence[str]) -> SubmitPlan:
         entrypoint=line.last("--entrypoint"),
         kind=_choice(line.last("--kind"), JobKind, "--kind"),
         labels=parse_pairs(line.values.get("--label", []), "--label"),
+        team=line.last("--team"),
         timeout=_timeout(line.last("--timeout")),
         env=parse_env(line.values.get("--env", [])),
         notify=tuple(line.values.get("--notify", [])),

@@ -33,21 +33,39 @@ def token() -> None:
     help="viewer: read; submitter: also submit and cancel its own jobs; admin: everything.",
 )
 @click.option("--expires", metavar="DURATION", help="Lifetime, e.g. 12h, 30d (default: never).")
+@click.option(
+    "--team",
+    "teams",
+    multiple=True,
+    metavar="TEAM",
+    help="A team whose jobs it sees and submits as; repeat it (default: the cluster's default"
+    " team).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @click.pass_context
-def create(ctx: click.Context, name: str, role: str, expires: str | None, as_json: bool) -> None:
+def create(
+    ctx: click.Context,
+    *,
+    name: str,
+    role: str,
+    expires: str | None,
+    teams: tuple[str, ...],
+    as_json: bool,
+) -> None:
     """Create a token and print it, this once."""
     expires_in = _duration(expires) if expires else None
     with open_client(ctx.obj) as client:
-        created = client.create_token(name, role, expires_in=expires_in)
+        created = client.create_token(name, role, expires_in=expires_in, teams=teams)
     if as_json:
         click.echo(json.dumps(created.model_dump(mode="json"), indent=2))
         return
     info = created.info
     until = "never" if info.expires_at is None else _when(info.expires_at)
     click.echo(created.token)
+    in_teams = ", ".join(info.teams) or "the default team"
     click.echo(
-        f"token {info.id} for {info.name}, role {info.role.value}, expires {until}."
+        f"token {info.id} for {info.name}, role {info.role.value}, teams {in_teams}, expires"
+        f" {until}."
         " It is shown only now: store it (e.g. in a file of mode 0600 named by"
         " client.token-file, or in $STEWARD_TOKEN).",
         err=True,
@@ -64,12 +82,12 @@ def list_tokens(ctx: click.Context, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps([t.model_dump(mode="json") for t in tokens], indent=2))
         return
-    click.echo(f"{'ID':<14}{'NAME':<24}{'ROLE':<11}{'CREATED':<21}EXPIRES")
+    click.echo(f"{'ID':<14}{'NAME':<24}{'ROLE':<11}{'CREATED':<21}{'EXPIRES':<21}TEAMS")
     for view in tokens:
         expires = "never" if view.expires_at is None else _when(view.expires_at)
         click.echo(
             f"{view.id:<14}{view.name:<24}{view.role.value:<11}{_when(view.created_at):<21}"
-            f"{expires}"
+            f"{expires:<21}{','.join(view.teams) or '-'}"
         )
 
 

@@ -162,6 +162,7 @@ class Client:
         entrypoint: str | None = None,
         kind: JobKind | str | None = None,
         labels: Mapping[str, str] | None = None,
+        team: str | None = None,
         program: ProgramKind | str | None = None,
         py_files: Sequence[str | Path] = (),
         files: Sequence[str | Path] = (),
@@ -183,7 +184,8 @@ class Client:
         ``timeout`` (seconds, a duration such as ``"2h"``, or a timedelta) cancels the job
         that long after its submission (reason TIMEOUT); ``env`` sets environment variables
         of its driver's process (views show them redacted by the settings' rule); ``notify``
-        the job's own webhooks, ``URL`` or ``URL:EVENTS`` (``notifications.allowed-urls``). Each
+        the job's own webhooks, ``URL`` or ``URL:EVENTS`` (``notifications.allowed-urls``);
+        ``team`` the team that owns the job (one the token is in; default: its only one). Each
         file is hashed once until it changes, and asked about and uploaded once per client
         (skipped when the cluster has it; sent again, once, if the leader says it lost it:
         :mod:`steward.client.uploads`). ``queue``, ``priority`` and ``max_concurrent`` (jobs
@@ -201,6 +203,7 @@ class Client:
             "entrypoint": entrypoint,
             "kind": kind,
             "labels": labels,
+            "team": team,
             "program": program,
             "dependencies": [f.dependency.model_dump(mode="json") for f in local] or None,
             "requirements": job_files.requirement_lines(requirements) or None,
@@ -365,10 +368,16 @@ class Client:
     # ------------------------------------------------------------------ tokens (admin)
 
     def create_token(
-        self, name: str, role: Role | str, *, expires_in: float | None = None
+        self,
+        name: str,
+        role: Role | str,
+        *,
+        expires_in: float | None = None,
+        teams: Sequence[str] = (),
     ) -> CreatedToken:
-        """A new token for ``name`` with ``role``: its ``token`` is shown this once."""
-        return admin_tokens.create(self._failover, name, role, expires_in)
+        """A new token for ``name`` with ``role`` in ``teams`` (none: the cluster's default
+        team): its ``token`` is shown this once."""
+        return admin_tokens.create(self._failover, name, role, expires_in, teams)
 
     def tokens(self) -> list[TokenView]:
         """Every token (never its secret)."""

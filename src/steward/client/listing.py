@@ -26,12 +26,14 @@ class JobFilter:
     name: str | None = None
     """A prefix of the job's name."""
     submitter: str | None = None
+    team: str | None = None
+    """One team's jobs (among those the caller sees)."""
 
     def path(self, limit: int, cursor: str | None = None) -> str:
         params: dict[str, str | int] = {"limit": limit}
         if cursor is not None:
             params["cursor"] = cursor
-        for key in ("state", "label", "name", "submitter"):
+        for key in ("state", "label", "name", "submitter", "team"):
             value = getattr(self, key)
             if value is not None:
                 params[key] = str(value)

@@ -3,6 +3,8 @@ path, kept out of :class:`steward.client.Client`."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import httpx
 from pydantic import ValidationError
 
@@ -13,11 +15,18 @@ from steward.wire.tokens import CreatedToken, CreateTokenRequest, Role, check_to
 
 
 def create(
-    failover: Failover, name: str, role: Role | str, expires_in: float | None
+    failover: Failover,
+    name: str,
+    role: Role | str,
+    expires_in: float | None,
+    teams: Sequence[str] = (),
 ) -> CreatedToken:
-    """A new token for ``name`` with ``role``; a bad request is refused before it is sent."""
+    """A new token for ``name`` with ``role`` in ``teams``; a bad request is refused before it
+    is sent."""
     try:
-        body = CreateTokenRequest(name=name, role=Role(role), expires_in=expires_in)
+        body = CreateTokenRequest(
+            name=name, role=Role(role), expires_in=expires_in, teams=list(teams)
+        )
     except (ValidationError, ValueError) as exc:
         raise JobRejectedError(f"invalid token request: {first_error(exc)}") from exc
     response, _ = failover.send("POST", "/v1/tokens", body.model_dump(mode="json"))

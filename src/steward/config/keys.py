@@ -20,6 +20,7 @@ from steward.config.keys_oidc import OIDC_OPTIONS
 from steward.config.keys_processes import PROCESS_OPTIONS
 from steward.config.keys_results import RESULT_OPTIONS
 from steward.config.keys_scheduling import SCHEDULING_OPTIONS
+from steward.config.keys_teams import TEAM_OPTIONS
 from steward.config.option import (
     FENCE_AFTER_SHARE,
     MIN_ATTEMPT_LOG_SIZE,
@@ -37,6 +38,7 @@ OPTIONS: tuple[Option, ...] = (
     *NOTIFICATION_OPTIONS,
     *OIDC_OPTIONS,
     *SCHEDULING_OPTIONS,
+    *TEAM_OPTIONS,
     Option(
         "rest.address",
         to_str,

@@ -257,6 +257,8 @@ class SecuritySettings:
     """Where the audit log is appended too; empty: the log only."""
     client_certificates: bool = False
     """A verified client certificate is a credential."""
+    default_team: str = "default"
+    """The team of callers in none, and of jobs stored before teams (steward.security.teams)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,9 @@ Invariants:
   jobs repeat them.
 - One page walks at most :data:`SCAN_BUDGET` jobs: a filter that matches rarely answers
   fewer than ``limit`` jobs and a ``next`` cursor to go on from. A state filter walks only
-  that state's jobs (each state has its own key list).
+  that state's jobs (each state has its own key list); a caller who sees only some teams'
+  jobs (:mod:`steward.security.teams`) walks only those teams' keys, merged (each team has
+  its own key list, batch list and counts), so another team's 10,000 jobs cost it nothing.
 """
 
 from __future__ import annotations
@@ -25,13 +27,16 @@ from __future__ import annotations
 import base64
 import binascii
 import bisect
+import heapq
+import itertools
 import json
 import sys
 import threading
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import TypeVar
 
+from steward.security.teams import TeamScope
 from steward.wire.events import JobEvent
 from steward.wire.job_options import deadline
 from steward.wire.livy import batch_id_of, batch_job_id
@@ -39,11 +44,10 @@ from steward.wire.records import AttemptRecord
 from steward.wire.rest import JobView
 from steward.wire.states import AttemptState, JobState
 
+from .team_keys import Key, TeamKeys, newest_first, remove_sorted
+
 MAX_REASON = 500
 SCAN_BUDGET = 20_000
-
-Key = tuple[float, str]
-_Sorted = TypeVar("_Sorted", Key, int)
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +104,7 @@ class IndexedJob:
     submitter: str | None
     latest_attempt: LatestAttempt | None
     timeout: float | None = None
+    team: str | None = None
 
     @property
     def key(self) -> Key:
@@ -120,6 +125,7 @@ class IndexedJob:
             submitter=None if view.submitter is None else sys.intern(view.submitter),
             latest_attempt=LatestAttempt.of(view.attempts[-1]) if view.attempts else None,
             timeout=view.timeout,
+            team=None if view.team is None else sys.intern(view.team),
         )
 
     def changed_by(self, event: JobEvent) -> IndexedJob:
@@ -151,6 +157,7 @@ class IndexedJob:
             "progress": None,
             "result": None,
             "submitter": self.submitter,
+            "team": self.team,
             "timeout": self.timeout,
             "deadline": deadline(self.submitted_at or None, self.timeout),
             "env": None,
@@ -172,9 +179,13 @@ class JobQuery:
     label: tuple[str, str] | None = None
     name_prefix: str | None = None
     submitter: str | None = None
+    teams: TeamScope | None = None
+    """Only these teams' jobs (None: every team's)."""
 
     def matches(self, job: IndexedJob) -> bool:
         if self.state is not None and job.state is not self.state:
+            return False
+        if self.teams is not None and not self.teams.sees(job.team):
             return False
         if self.name_prefix is not None and not job.name.startswith(self.name_prefix):
             return False
@@ -224,6 +235,7 @@ class JobIndex:
         self._order: list[Key] = []
         self._by_state: dict[JobState, list[Key]] = {state: [] for state in JobState}
         self._batches: list[int] = []
+        self._teams = TeamKeys()
         self.ready = False
 
     @classmethod
@@ -242,13 +254,16 @@ class JobIndex:
         with self._lock:
             before = self._jobs.get(job.job_id)
             if before is not None:
-                _remove(self._order, before.key)
-                _remove(self._by_state[before.state], before.key)
+                remove_sorted(self._order, before.key)
+                remove_sorted(self._by_state[before.state], before.key)
+                self._teams.remove(before)
             elif (batch := batch_id_of(job.job_id)) is not None:
                 bisect.insort(self._batches, batch)
             self._jobs[job.job_id] = job
-            bisect.insort(self._order, job.key)
-            bisect.insort(self._by_state[job.state], job.key)
+            key = job.key  # one tuple, in every list
+            bisect.insort(self._order, key)
+            bisect.insort(self._by_state[job.state], key)
+            self._teams.add(job, key)
 
     def remove(self, job_id: str) -> bool:
         """Forget a job (its result was removed by a retention policy); False if unknown."""
@@ -256,62 +271,84 @@ class JobIndex:
             job = self._jobs.pop(job_id, None)
             if job is None:
                 return False
-            _remove(self._order, job.key)
-            _remove(self._by_state[job.state], job.key)
+            remove_sorted(self._order, job.key)
+            remove_sorted(self._by_state[job.state], job.key)
             if (batch := batch_id_of(job_id)) is not None:
-                _remove(self._batches, batch)
+                remove_sorted(self._batches, batch)
+            self._teams.remove(job)
             return True
 
     def replace_all(self, jobs: Iterable[IndexedJob]) -> None:
         """Swap in a full read (the start, or a re-read after missed events)."""
         by_id = {job.job_id: job for job in jobs}
+        keyed = [(job.key, job) for job in by_id.values()]  # one key tuple, in every list
         by_state: dict[JobState, list[Key]] = {state: [] for state in JobState}
-        for job in by_id.values():
-            by_state[job.state].append(job.key)
+        for key, job in keyed:
+            by_state[job.state].append(key)
         for keys in by_state.values():
             keys.sort()
-        order = sorted(job.key for job in by_id.values())
+        order = sorted(key for key, _ in keyed)
         batches = sorted(b for b in map(batch_id_of, by_id) if b is not None)
+        teams = TeamKeys.of(keyed)
         with self._lock:
             self._jobs, self._order, self._by_state = by_id, order, by_state
-            self._batches = batches
+            self._batches, self._teams = batches, teams
             self.ready = True
 
-    def batches(self, offset: int, size: int) -> tuple[int, list[IndexedJob]]:
-        """Livy batches ``offset`` to ``offset + size`` by batch id, and how many there are."""
+    def batches(
+        self, offset: int, size: int, teams: TeamScope | None = None
+    ) -> tuple[int, list[IndexedJob]]:
+        """Livy batches ``offset`` to ``offset + size`` by batch id, and how many there are
+        (of ``teams`` only, if given)."""
         with self._lock:
-            numbers = self._batches[offset : offset + size]
-            return len(self._batches), [self._jobs[batch_job_id(n)] for n in numbers]
+            if teams is None:
+                numbers, total = self._batches[offset : offset + size], len(self._batches)
+            else:
+                lists = [self._teams.batches.get(team, []) for team in teams.stored_as()]
+                total = sum(map(len, lists))
+                numbers = list(itertools.islice(heapq.merge(*lists), offset, offset + size))
+            return total, [self._jobs[batch_job_id(n)] for n in numbers]
 
     def page(self, query: JobQuery) -> Page:
         with self._lock:
-            keys = self._order if query.state is None else self._by_state[query.state]
-            start = len(keys) if query.after is None else bisect.bisect_left(keys, query.after)
-            found, last = self._walk(keys, start, query)
-            next_key = keys[last] if last else None
-            counts = {state.value: len(k) for state, k in self._by_state.items() if k}
-        # ``last`` > 0: jobs older than the last one walked are left for the next page.
+            keys = newest_first(self._lists(query), query.after)
+            found, next_key = self._walk(keys, query)
+            counts = self._counts(query.teams)
         return Page(found, None if next_key is None else encode_cursor(next_key), counts)
 
-    def _walk(
-        self, keys: list[Key], start: int, query: JobQuery
-    ) -> tuple[list[IndexedJob], int | None]:
-        """Jobs matching ``query`` from ``keys[start - 1]`` down, and the position it stopped at."""
+    def _lists(self, query: JobQuery) -> list[list[Key]]:
+        """The key lists that hold every job ``query`` may match (the shortest way there)."""
+        if query.state is not None:
+            return [self._by_state[query.state]]
+        if query.teams is not None:
+            return [self._teams.keys.get(team, []) for team in query.teams.stored_as()]
+        return [self._order]
+
+    def _counts(self, teams: TeamScope | None) -> dict[str, int]:
+        """Jobs by state: every job known, or only ``teams``' (another team's are no one
+        else's business, not even how many)."""
+        if teams is None:
+            return {state.value: len(k) for state, k in self._by_state.items() if k}
+        total: Counter[JobState] = Counter()
+        for team in teams.stored_as():
+            total.update(self._teams.counts.get(team, Counter()))
+        return {state.value: n for state, n in total.items() if n}
+
+    def _walk(self, keys: Iterator[Key], query: JobQuery) -> tuple[list[IndexedJob], Key | None]:
+        """Jobs matching ``query`` from ``keys`` (newest first), and the key of the last job
+        walked if older ones are left (the next page's cursor)."""
         found: list[IndexedJob] = []
-        position = None
-        for position in range(start - 1, max(start - 1 - SCAN_BUDGET, -1), -1):
-            job = self._jobs[keys[position][1]]
+        last = None
+        for walked, key in enumerate(keys):
+            if walked == SCAN_BUDGET:
+                return found, last
+            last = key
+            job = self._jobs[key[1]]
             if query.matches(job):
                 found.append(job)
                 if len(found) == query.limit:
-                    break
-        return found, position
-
-
-def _remove(keys: list[_Sorted], key: _Sorted) -> None:
-    at = bisect.bisect_left(keys, key)
-    if at < len(keys) and keys[at] == key:
-        del keys[at]
+                    return found, key if next(keys, None) is not None else None
+        return found, None
 
 
 _LABEL_SETS: dict[tuple[tuple[str, str], ...], dict[str, str]] = {}

@@ -13,6 +13,7 @@ import logging
 from steward.errors import StewardError
 from steward.ha.election import LATCH_PREFIX
 from steward.ha.session import Session
+from steward.security.teams import TeamScope
 from steward.store import zk
 from steward.store.blob import BlobStore
 from steward.store.leadership import LeadershipHistoryStore
@@ -55,6 +56,7 @@ def result_view(entry: JobResultEntry, served_by: str) -> JobView:
         labels=entry.labels,
         result=ResultView.of(entry),
         submitter=entry.submitter,
+        team=entry.team,
         timeout=entry.timeout,
         deadline=deadline(entry.submitted_at, entry.timeout),
         env=entry.env,
@@ -75,6 +77,7 @@ def status_view(record: JobStatusRecord, served_by: str) -> JobView:
         failures=record.failures,
         labels=record.labels,
         submitter=record.submitter,
+        team=record.team,
         timeout=record.timeout,
         deadline=deadline(record.submitted_at, record.timeout),
         env=record.env,
@@ -95,9 +98,12 @@ class ClusterReader:
         """One page of the jobs known, newest first; None until the index has been filled."""
         return self.index.page(query) if self.index.ready else None
 
-    def batches(self, offset: int, size: int) -> tuple[int, list[IndexedJob]] | None:
-        """Livy batches by offset, oldest first; None until the index has been filled."""
-        return self.index.batches(offset, size) if self.index.ready else None
+    def batches(
+        self, offset: int, size: int, teams: TeamScope | None = None
+    ) -> tuple[int, list[IndexedJob]] | None:
+        """Livy batches by offset, oldest first (``teams``' only, if given); None until the
+        index has been filled."""
+        return self.index.batches(offset, size, teams) if self.index.ready else None
 
     def note(self, view: JobView) -> None:
         """List ``view`` at once: this JobManager has just answered a write with it."""

@@ -152,4 +152,6 @@ class Authenticator:
 def _identity(record: TokenRecord | None, parsed: tokens.ParsedToken) -> Identity | None:
     if record is None or not tokens.matches(record, parsed):
         return None
-    return Identity(name=record.name, role=record.role, token_id=record.id)
+    return Identity(
+        name=record.name, role=record.role, token_id=record.id, teams=frozenset(record.teams)
+    )

@@ -4,6 +4,8 @@ With ``security.auth.client-certificates`` on, a JobManager whose TLS handshake 
 client's certificate against ``rest.ssl.ca`` takes that certificate as a credential: its
 subject's common name (CN) names the caller, its organization (O) is the role, ``viewer``,
 ``submitter`` or ``admin``, as Kubernetes reads a client certificate's user (CN) and groups (O).
+Each organizational unit (OU) that could name a team is a team the caller is in (none: the
+default team, :mod:`.teams`).
 A certificate without such an O, or with a CN that could not name a token, is no credential
 (401), so the JobManagers' own certificates, which carry no role, never become one.
 
@@ -22,11 +24,12 @@ from cryptography import x509
 from cryptography.x509.oid import NameOID
 from starlette.types import Scope
 
-from steward.wire.tokens import TOKEN_NAME_PATTERN, Role
+from steward.wire.tokens import TEAM_PATTERN, TOKEN_NAME_PATTERN, Role
 
 from .identity import Identity
 
 _NAME = re.compile(TOKEN_NAME_PATTERN)
+_TEAM = re.compile(TEAM_PATTERN)
 
 
 def certificate_identity(scope: Scope) -> Identity | None:
@@ -49,7 +52,10 @@ def identity_of(pem: str) -> Identity | None:
     roles = {value for value in _values(subject, NameOID.ORGANIZATION_NAME) if value in _ROLES}
     if len(names) != 1 or len(roles) != 1 or not _NAME.fullmatch(names[0]):
         return None
-    return Identity(name=names[0], role=Role(roles.pop()))
+    teams = frozenset(
+        unit for unit in _values(subject, NameOID.ORGANIZATIONAL_UNIT_NAME) if _TEAM.fullmatch(unit)
+    )
+    return Identity(name=names[0], role=Role(roles.pop()), teams=teams)
 
 
 _ROLES = frozenset(role.value for role in Role)

@@ -4,12 +4,13 @@ A standby that forwards a write (``jobmanager/rest/forwarding.py``) sends a toke
 ``Authorization``, which the leader verifies again. A caller that a client certificate named
 has nothing the leader could verify: the certificate was the standby's TLS handshake's. For
 that caller alone the standby vouches: it sends the cluster's internal credential with the
-identity it verified (:func:`headers_for`), over the TLS connection on which it presents its own
-certificate. The leader's middleware takes that identity (:func:`asserted`) only with the
-internal credential, only on a non-internal route, only where client certificates are
-credentials at all, and only from a peer whose verified certificate is a cluster member's (the
-CA's, naming no user role): a stolen internal credential alone vouches for nobody. Anything
-else with the internal credential is refused as before (403: it is for ``/internal/`` only).
+identity it verified (:func:`headers_for`: name, role and teams), over the TLS connection on
+which it presents its own certificate. The leader's middleware takes that identity
+(:func:`asserted`) only with the internal credential, only on a non-internal route, only where
+client certificates are credentials at all, and only from a peer whose verified certificate is
+a cluster member's (the CA's, naming no user role): a stolen internal credential alone vouches
+for nobody. Anything else with the internal credential is refused as before (403: it is for
+``/internal/`` only).
 The caller's teams travel beside its name and role (a sign-on caller's are the leader's own
 reading of the token the standby forwards, like a Steward token's).
 """
@@ -20,7 +21,7 @@ import re
 
 from starlette.types import Scope
 
-from steward.wire.tokens import TOKEN_NAME_PATTERN, Role
+from steward.wire.tokens import MAX_TEAMS, TEAM_PATTERN, TOKEN_NAME_PATTERN, Role
 
 from .certificates import identity_of
 from .identity import Identity
@@ -28,19 +29,18 @@ from .identity import Identity
 ON_BEHALF_NAME = "x-steward-on-behalf-of"
 ON_BEHALF_ROLE = "x-steward-on-behalf-role"
 ON_BEHALF_TEAMS = "x-steward-on-behalf-teams"
-"""The caller's teams, comma-separated: they travel with the caller as its name and role do."""
+"""The caller's teams, comma-separated (absent: none, the default team's)."""
 _NAME = re.compile(TOKEN_NAME_PATTERN)
-_MAX_TEAMS = 64
+_TEAM = re.compile(TEAM_PATTERN)
 _ROLES = frozenset(role.value for role in Role)
 
 
 def headers_for(identity: Identity) -> dict[str, str]:
     """What a standby sends, beside the internal credential, for a certificate's caller."""
-    return {
-        ON_BEHALF_NAME: identity.name,
-        ON_BEHALF_ROLE: str(identity.role),
-        ON_BEHALF_TEAMS: ",".join(sorted(identity.teams)),
-    }
+    headers = {ON_BEHALF_NAME: identity.name, ON_BEHALF_ROLE: str(identity.role)}
+    if identity.teams:
+        headers[ON_BEHALF_TEAMS] = ",".join(sorted(identity.teams))
+    return headers
 
 
 def asserted(scope: Scope) -> Identity | None:
@@ -56,9 +56,11 @@ def asserted(scope: Scope) -> Identity | None:
 
 
 def _teams(header: str | None) -> frozenset[str] | None:
-    """The vouched teams (none when the header is absent), or None if any is not a name."""
-    teams = [team for team in (header or "").split(",") if team]
-    if len(teams) > _MAX_TEAMS or not all(_NAME.fullmatch(team) for team in teams):
+    """The teams a header lists, or None if one could not name a team."""
+    if not header:
+        return frozenset()
+    teams = header.split(",")
+    if len(teams) > MAX_TEAMS or not all(_TEAM.fullmatch(team) for team in teams):
         return None
     return frozenset(teams)
 

@@ -45,7 +45,9 @@ def digest(secret: str) -> str:
     return hashlib.sha256(secret.encode("utf-8", "surrogateescape")).hexdigest()
 
 
-def mint(name: str, role: Role, *, expires_in: float | None = None) -> tuple[str, TokenRecord]:
+def mint(
+    name: str, role: Role, *, expires_in: float | None = None, teams: list[str] | None = None
+) -> tuple[str, TokenRecord]:
     """A new token and its record (to be stored): the token is shown once, never stored."""
     token_id = secrets.token_hex(ID_LENGTH // 2)
     secret = secrets.token_urlsafe(SECRET_BYTES)
@@ -57,6 +59,7 @@ def mint(name: str, role: Role, *, expires_in: float | None = None) -> tuple[str
         sha256=digest(secret),
         created_at=now,
         expires_at=None if expires_in is None else now + expires_in,
+        teams=teams or [],
     )
     return f"{PREFIX}{token_id}_{secret}", record
 

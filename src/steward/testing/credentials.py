@@ -93,7 +93,14 @@ class MemorySecurity:
         self.api = ApiSecurity(Authenticator(self.tokens.find, self.internal), self.tokens)
         self.tokens.create(admin_record(kit_admin_token()))
 
-    def token(self, name: str, role: Role, *, expires_in: float | None = None) -> str:
-        token, record = tokens.mint(name, role, expires_in=expires_in)
+    def token(
+        self,
+        name: str,
+        role: Role,
+        *,
+        expires_in: float | None = None,
+        teams: list[str] | None = None,
+    ) -> str:
+        token, record = tokens.mint(name, role, expires_in=expires_in, teams=teams)
         self.tokens.create(record)
         return token

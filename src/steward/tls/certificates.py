@@ -233,11 +233,12 @@ def issue_client_certificate(
     *,
     validity: datetime.timedelta = CERTIFICATE_VALIDITY,
     now: datetime.datetime | None = None,
+    teams: Sequence[str] = (),
 ) -> ClientCertificate:
-    """A certificate for the client ``name`` with ``role`` (its subject's CN and O, what
-    ``security.auth.client-certificates`` reads), signed by the CA in ``ca_folder`` (a local
-    cluster's ``.steward/tls``), written to ``out`` as ``<name>.pem`` and ``<name>-key.pem``
-    (0600). ValueError when the folder holds no usable CA."""
+    """A certificate for the client ``name`` with ``role`` in ``teams`` (its subject's CN, O
+    and OUs, what ``security.auth.client-certificates`` reads), signed by the CA in
+    ``ca_folder`` (a local cluster's ``.steward/tls``), written to ``out`` as ``<name>.pem``
+    and ``<name>-key.pem`` (0600). ValueError when the folder holds no usable CA."""
     now = now or datetime.datetime.now(datetime.UTC)
     ca_files = TlsFiles(ca_folder)
     loaded = _load_ca(ca_files, now)
@@ -251,6 +252,7 @@ def issue_client_certificate(
         [
             x509.NameAttribute(NameOID.COMMON_NAME, name),
             x509.NameAttribute(NameOID.ORGANIZATION_NAME, role),
+            *(x509.NameAttribute(NameOID.ORGANIZATIONAL_UNIT_NAME, team) for team in teams),
         ]
     )
     certificate = _signed_leaf(

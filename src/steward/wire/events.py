@@ -54,6 +54,7 @@ class JobEvent(Value):
     at: float = Field(description="when the leader recorded it (Unix seconds)")
     submitter: str | None = None
     attempt_count: int = 0
+    team: str | None = Field(default=None, description="the team that owns the job")
 
 
 class ResetEvent(Value):

@@ -21,6 +21,7 @@ from pydantic import (
 
 from steward.wire.job_options import MAX_TIMEOUT, check_env, timeout_seconds
 from steward.wire.notifications import MAX_TARGETS, NotificationTarget
+from steward.wire.tokens import TEAM_PATTERN
 from steward.wire.values import Payload, Value, check_job_id, check_text
 
 
@@ -142,6 +143,12 @@ class JobSpec(Value):
         max_length=64,
         description="who submitted it: set by the JobManager from the caller's token (what a"
         " client sends is replaced); None in jobs stored before authentication",
+    )
+    team: str | None = Field(
+        default=None,
+        pattern=f"^{TEAM_PATTERN}$",
+        description="the team that owns it: one the submitter is in (its only one, or the"
+        " default team, when not named); None in jobs stored before teams (the default team)",
     )
     timeout: Annotated[float | None, BeforeValidator(timeout_seconds)] = Field(
         default=None,

@@ -123,6 +123,8 @@ class JobResultEntry(Payload):
     epoch: int = Field(ge=1)
     submitter: str | None = None
     """Who submitted the job (None: recorded before authentication)."""
+    team: str | None = None
+    """The team that owns the job (None: recorded before teams, the default team)."""
     timeout: float | None = Field(default=None, description="the job's timeout (seconds)")
     env: dict[str, str] = Field(
         default_factory=dict, description="the job's environment variables, as shown (redacted)"
@@ -228,6 +230,8 @@ class JobStatusRecord(Payload):
     epoch: int = Field(ge=1, description="epoch of the leader that wrote this record")
     submitter: str | None = None
     """Who submitted the job (None: recorded before authentication)."""
+    team: str | None = None
+    """The team that owns the job (None: recorded before teams, the default team)."""
     labels: dict[str, str] = Field(default_factory=dict, description="the job's labels")
     timeout: float | None = Field(default=None, description="the job's timeout (seconds)")
     timed_out: bool = Field(

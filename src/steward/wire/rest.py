@@ -65,6 +65,9 @@ class JobView(Value):
     submitter: str | None = Field(
         default=None, description="name of the token that submitted it (None: before auth)"
     )
+    team: str | None = Field(
+        default=None, description="the team that owns it (None: stored before teams: the default)"
+    )
     timeout: float | None = Field(
         default=None, description="seconds the job may take from its submission (None: no limit)"
     )
@@ -109,6 +112,7 @@ class JobsQuery(Value):
     )
     name: str | None = Field(default=None, max_length=200, description="a prefix of the name")
     submitter: str | None = Field(default=None, max_length=200)
+    team: str | None = Field(default=None, max_length=64, description="one team's jobs")
 
 
 class LeaderView(Value):

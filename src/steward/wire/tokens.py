@@ -18,6 +18,11 @@ from steward.wire.values import Payload, Value
 TOKEN_ID_PATTERN = r"[0-9a-f]{12}"
 _TOKEN_ID = re.compile(TOKEN_ID_PATTERN)
 TOKEN_NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_.@\-]{0,63}"
+TEAM_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}"
+"""A team's name (docs/security.md, "Teams"): what a job belongs to and a token is in."""
+_TEAM = re.compile(TEAM_PATTERN)
+MAX_TEAMS = 64
+"""Teams one token may be in."""
 
 
 class Role(enum.StrEnum):
@@ -29,6 +34,16 @@ class Role(enum.StrEnum):
     """A viewer that may also submit jobs, upload their files and cancel its own jobs."""
     ADMIN = "admin"
     """Everything: any job, tokens, the cluster."""
+
+
+def check_teams(teams: list[str]) -> list[str]:
+    """``teams`` sorted without repeats, if each could name a team; else ValueError."""
+    for team in teams:
+        if not _TEAM.fullmatch(team):
+            raise ValueError(
+                f"invalid team {team[:70]!r}: 1 to 64 letters, digits, '.', '_' or '-'"
+            )
+    return sorted(set(teams))
 
 
 def check_token_id(token_id: str) -> str:
@@ -48,6 +63,9 @@ class TokenRecord(Payload):
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
     created_at: float
     expires_at: float | None = None
+    teams: list[str] = Field(default_factory=list, max_length=MAX_TEAMS)
+    """The teams whose jobs the token's caller sees and submits as (none in records written
+    before teams: the default team)."""
 
 
 class TokenView(Value):
@@ -58,6 +76,7 @@ class TokenView(Value):
     role: Role
     created_at: float
     expires_at: float | None = None
+    teams: list[str] = Field(default_factory=list, description="its teams (none: the default)")
 
     @classmethod
     def of(cls, record: TokenRecord) -> TokenView:
@@ -67,6 +86,7 @@ class TokenView(Value):
             role=record.role,
             created_at=record.created_at,
             expires_at=record.expires_at,
+            teams=record.teams,
         )
 
 
@@ -82,6 +102,16 @@ class CreateTokenRequest(Value):
     expires_in: float | None = Field(
         default=None, gt=0, le=10 * 365 * 86400, description="seconds; none: never expires"
     )
+    teams: list[str] = Field(
+        default_factory=list,
+        max_length=MAX_TEAMS,
+        description="the teams whose jobs its caller sees and submits as; none: the default team",
+    )
+
+    @field_validator("teams")
+    @classmethod
+    def _valid_teams(cls, value: list[str]) -> list[str]:
+        return check_teams(value)
 
     @field_validator("name")
     @classmethod

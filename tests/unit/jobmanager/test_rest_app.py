@@ -28,7 +28,7 @@ from steward.errors import (
     ZooKeeperUnavailableError,
 )
 from steward.jobmanager.app import create_app
-from steward.jobmanager.job_index import JobQuery, Page
+from steward.jobmanager.job_index import JobIndex, JobQuery, Page
 from steward.jobmanager.rest.backend import ApiBackend
 from steward.jobmanager.rest.internal import MAX_HEARTBEAT_BYTES
 from steward.store.blob import BlobStore
@@ -62,6 +62,7 @@ class InMemoryReads:
 
     known_leader: LeaderInfo | None = None
     views: dict[str, JobView] = field(default_factory=dict)
+    index: JobIndex = field(default_factory=JobIndex)
 
     def leader(self) -> LeaderInfo | None:
         return self.known_leader
@@ -121,6 +122,7 @@ class InMemoryTerm:
             state=JobState.SCHEDULED,
             submitted_at=1.0,
             submitter=spec.submitter,
+            team=spec.team,
         )
         self.live[spec.job_id] = view
         return view

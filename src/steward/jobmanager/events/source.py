@@ -160,6 +160,7 @@ def _status_event(record: JobStatusRecord) -> JobEvent:
         epoch=record.epoch,
         at=record.updated_at,
         submitter=record.submitter,
+        team=record.team,
         attempt_count=record.attempt_count,
     )
 
@@ -173,5 +174,6 @@ def _result_event(entry: JobResultEntry) -> JobEvent:
         epoch=entry.epoch,
         at=entry.finished_at,
         submitter=entry.submitter,
+        team=entry.team,
         attempt_count=entry.attempt_count,
     )

@@ -33,6 +33,7 @@ def status_record(master: JobMaster, epoch: int) -> JobStatusRecord:
         restart_at=master.restart_at if master.state is JobState.RESTARTING else None,
         epoch=epoch,
         submitter=spec.submitter,
+        team=spec.team,
         labels=spec.labels,
         timeout=spec.timeout,
         timed_out=master.timed_out,

@@ -165,14 +165,16 @@ class Records:
         )
         return True
 
-    def fail_unrecoverable(self, job_id: str, error: ErrorInfo) -> None:
-        """Record FAILED for a job that has no JobMaster (its recovery failed, rule 6)."""
+    def fail_unrecoverable(self, job_id: str, error: ErrorInfo, team: str | None = None) -> None:
+        """Record FAILED for a job that has no JobMaster (its recovery failed, rule 6);
+        ``team``: its owner, if its status record still says."""
         entry = JobResultEntry(
             job_id=job_id,
             state=TerminalState.FAILED,
             error=error,
             finished_at=self._term.wall(),
             epoch=self._term.epoch,
+            team=team,
         )
         notice = self.notifications.of_unrecoverable(job_id, error)
         with contextlib.suppress(JobExistsError):  # recorded before: the first result stands
@@ -196,6 +198,7 @@ class Records:
             labels=master.spec.labels,
             epoch=self._term.epoch,
             submitter=master.spec.submitter,
+            team=master.spec.team,
             timeout=master.spec.timeout,
             env=master.shown_env,
             submission_sha256=master.pointer.submission_sha256,

@@ -21,6 +21,7 @@ heartbeat is taken and no attempt is cancelled as a stray (issue 23).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -267,7 +268,7 @@ class Recovery:
         raises, as a read would: nothing is concluded until the verdict is recorded."""
         error = ErrorInfo(type="steward.RecoveryError", message=message)
         try:
-            self._records.fail_unrecoverable(job_id, error)
+            self._records.fail_unrecoverable(job_id, error, self._team_of(job_id))
         except FencedError:
             raise
         except (StewardError, ValueError) as exc:
@@ -275,6 +276,13 @@ class Recovery:
                 raise
             log.error("recovery verdict not recorded job=%s error=%r", job_id, exc)
         return "failed"
+
+    def _team_of(self, job_id: str) -> str | None:
+        """The team its status record names: its result stays that team's (teams' reads)."""
+        with contextlib.suppress(StewardError):
+            record = self._stores.statuses.find_quietly(job_id)
+            return None if record is None else record.team
+        return None
 
     def _unload(self, job_id: str) -> None:
         """Forget a half-recovered job (its master was put in the table before a read failed)."""

@@ -15,7 +15,8 @@ from contextlib import AbstractContextManager
 from typing import Protocol
 
 from steward.config import Configuration
-from steward.jobmanager.job_index import IndexedJob, JobQuery, Page
+from steward.jobmanager.job_index import IndexedJob, JobIndex, JobQuery, Page
+from steward.security.teams import TeamScope
 from steward.store.blob import BlobStore
 from steward.wire.doctor import DoctorReport
 from steward.wire.heartbeat import Heartbeat, HeartbeatReply
@@ -49,13 +50,20 @@ class ClusterReads(Protocol):
         """A page of the in-memory job index; None while it is being filled."""
         ...
 
-    def batches(self, offset: int, size: int) -> tuple[int, list[IndexedJob]] | None:
-        """Livy batches ``offset`` to ``offset + size``, oldest first, and how many there are;
-        None while the index is being filled."""
+    def batches(
+        self, offset: int, size: int, teams: TeamScope | None = None
+    ) -> tuple[int, list[IndexedJob]] | None:
+        """Livy batches ``offset`` to ``offset + size``, oldest first, and how many there are
+        (``teams``' only, if given); None while the index is being filled."""
         ...
 
     def note(self, view: JobView) -> None:
         """Index a view this JobManager has just answered a write with."""
+        ...
+
+    @property
+    def index(self) -> JobIndex:
+        """The jobs this JobManager knows (a job's team, without a read)."""
         ...
 
     def terminated(self) -> list[JobView]: ...

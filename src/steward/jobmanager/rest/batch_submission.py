@@ -45,6 +45,7 @@ from .jobs_submit import (
     submission_body,
 )
 from .state import Backend, Contents, Forwarder
+from .teams import default_team
 
 router = APIRouter(tags=["jobs"])
 
@@ -133,13 +134,15 @@ def _storer(
     caller: Identity,
     where: str | None,
 ) -> Callable[[dict[str, JsonValue], bool], BatchItemResult]:
+    team = default_team(backend)
+
     def store(item: dict[str, JsonValue], duplicate: bool) -> BatchItemResult:
         job_id = _job_id(item)
         digest = None
         try:
             request = _item(item, job_id, duplicate=duplicate)
             digest = hashlib.sha256(request.model_dump_json().encode()).hexdigest()
-            view = store_request(dispatcher, contents, caller, request, digest)
+            view = store_request(dispatcher, contents, caller, request, digest, default=team)
         except ApiError as exc:
             audit.record("job.submit", caller, client=where, outcome=str(exc.status))
             return _known(dispatcher, job_id, digest, exc) or _refused(job_id, exc)

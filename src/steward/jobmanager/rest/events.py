@@ -5,9 +5,10 @@ changes without polling.
 Every JobManager serves both, standbys too, from its own :class:`Journal` (fed by ZooKeeper
 watches, :mod:`steward.jobmanager.events.source`). The framing and the reset rule are
 :mod:`steward.wire.events`'s. Any authenticated caller may read (viewer and up, like every
-read). A stream outlives the request that authenticated it, so the token is verified again at
-every keep-alive (the authenticator's cache, then ZooKeeper): a revoked or expired token ends
-the stream within ``jobmanager.events.keep-alive`` plus the token cache's lifetime. A client
+read), and is streamed its teams' jobs' events only (an admin every job's: :mod:`.teams`). A
+stream outlives the request that authenticated it, so the token is verified again at every
+keep-alive (the authenticator's cache, then ZooKeeper): a revoked or expired token ends the
+stream within ``jobmanager.events.keep-alive`` plus the token cache's lifetime. A client
 certificate is checked once, by the TLS handshake.
 """
 
@@ -28,6 +29,7 @@ from steward.errors import StewardError
 from steward.jobmanager.events.journal import Journal
 from steward.security.asgi import bearer_token, cookie_token
 from steward.security.identity import Identity
+from steward.security.teams import TeamScope
 from steward.wire.events import (
     JOB_EVENT,
     LONG_POLL_HEADER,
@@ -46,7 +48,8 @@ from steward.wire.values import check_job_id
 
 from .auth import Caller
 from .errors import ApiError
-from .state import Security
+from .state import Backend, Security
+from .teams import scope
 
 log = logging.getLogger(__name__)
 router = APIRouter(tags=["events"])
@@ -88,13 +91,14 @@ async def events(
     caller: Caller,
     feed: Feed,
     security: Security,
+    backend: Backend,
     query: Annotated[EventsQuery, Query()],
     last_event_id: Annotated[str | None, Header(alias="last-event-id")] = None,
 ) -> StreamingResponse:
     """Job state changes as server-sent events: ``event: job`` with a JobEvent, ``event:
     reset`` when the consumer must re-read with a GET (at the start of a stream that does not
     resume), and a comment line every ``jobmanager.events.keep-alive``."""
-    matches = _filter(query.job, query.state)
+    matches = _filter(query.job, query.state, scope(caller, backend))
 
     async def still_allowed() -> bool:
         return await _still_allowed(request, caller, security.authenticator.verify)
@@ -150,8 +154,11 @@ async def _still_allowed(
     return identity is not None and identity.token_id == caller.token_id
 
 
-def _filter(job: str | None, states: list[str] | None) -> Callable[[JobEvent], bool]:
-    """The stream's filter; 400 for a job id or a state that cannot exist."""
+def _filter(
+    job: str | None, states: list[str] | None, teams: TeamScope | None
+) -> Callable[[JobEvent], bool]:
+    """The stream's filter (only ``teams``' jobs, if given); 400 for a job id or a state that
+    cannot exist."""
     if job is not None:
         try:
             check_job_id(job)
@@ -170,6 +177,8 @@ def _filter(job: str | None, states: list[str] | None) -> Callable[[JobEvent], b
             ) from None
 
     def matches(event: JobEvent) -> bool:
+        if teams is not None and not teams.sees(event.team):
+            return False
         return (job is None or event.job_id == job) and (not wanted or event.state in wanted)
 
     return matches

@@ -1,12 +1,13 @@
 """``/v1/jobs``: submit, list, look up, cancel, and a terminated job's result.
 
-Reads come from the leader's memory while it leads and has recovered, else from ZooKeeper
-(:class:`~.backend.ClusterReads`). A listing pages through the JobManager's in-memory index
-(:mod:`steward.jobmanager.job_index`); the leader brings the live jobs of a page up to date
-from its memory, so its answer is exact, a standby's trails by its watches' delay. Writes
-are the leader's, a standby forwards them. Any caller reads; a submitter submits and cancels
-its own jobs, an admin cancels any (:mod:`steward.security.roles`); each submit and cancel is
-a line of the audit log.
+Every route shows a caller only its teams' jobs (an admin every job; :mod:`.teams`): another
+team's job is answered as an unknown id. Reads come from the leader's memory while it leads and
+has recovered, else from ZooKeeper (:class:`~.backend.ClusterReads`). A listing pages through
+the JobManager's in-memory index (:mod:`steward.jobmanager.job_index`); the leader brings the
+live jobs of a page up to date from its memory, so its answer is exact, a standby's trails by
+its watches' delay. Writes are the leader's, a standby forwards them. Any caller reads; a
+submitter submits and cancels its own jobs, an admin cancels any
+(:mod:`steward.security.roles`); each submit and cancel is a line of the audit log.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from steward.jobmanager.job_index import (
 from steward.security import audit
 from steward.security.identity import Identity
 from steward.security.roles import Action
+from steward.security.teams import TeamScope
 from steward.sparkconf.event_log import history_server_url
 from steward.wire.rest import ErrorBody, JobList, JobsQuery, JobView, ResultView, WaitQuery
 from steward.wire.values import check_job_id
@@ -43,6 +45,7 @@ from .history import with_history_links
 from .jobs_submit import MAX_ARTIFACT_BYTES, submission_body
 from .jobs_submit import submit as submit_job
 from .state import Backend, Contents, Forwarder
+from .teams import job_not_found, scope, sees, visible
 
 router = APIRouter(tags=["jobs"])
 
@@ -76,15 +79,16 @@ async def submit(
 
 
 @router.get("/v1/jobs", response_model=JobList, responses={400: {"model": ErrorBody}})
-def jobs(backend: Backend, params: Annotated[JobsQuery, Query()]) -> Response:
+def jobs(caller: Caller, backend: Backend, params: Annotated[JobsQuery, Query()]) -> Response:
     """A page of jobs, newest first: live ones and those with a result.
 
     Without ``limit``, the newest 100 (at most 1000); ``next`` is the cursor of the following
     page (null on the last). Filters: ``state``, ``label`` (key=value), ``name`` (a prefix),
-    ``submitter``. A page may hold fewer jobs than ``limit`` and still have a ``next`` (a filter
+    ``submitter``, ``team``; a caller who is not an admin sees its teams' jobs only. A page
+    may hold fewer jobs than ``limit`` and still have a ``next`` (a filter
     that rarely matches); in a listing, ``attempts`` holds only the latest attempt and
     ``env`` is null."""
-    query = _job_query(params)
+    query = _job_query(params, scope(caller, backend, params.team))
     page = backend.reader.page(query) or JobIndex.of(_every_job(backend)).page(query)
     dispatcher = backend.dispatcher
     if dispatcher is not None and dispatcher.ready:
@@ -97,7 +101,7 @@ def jobs(backend: Backend, params: Annotated[JobsQuery, Query()]) -> Response:
     return Response(to_json(answer), media_type="application/json")
 
 
-def _job_query(params: JobsQuery) -> JobQuery:
+def _job_query(params: JobsQuery, teams: TeamScope | None) -> JobQuery:
     try:
         after = None if params.cursor is None else decode_cursor(params.cursor)
     except BadCursorError as exc:
@@ -113,6 +117,7 @@ def _job_query(params: JobsQuery) -> JobQuery:
         label=label,
         name_prefix=params.name,
         submitter=params.submitter,
+        teams=teams,
     )
 
 
@@ -157,6 +162,7 @@ def _current(
 @router.get("/v1/jobs/{job_id}", response_model=JobView, responses={404: {"model": ErrorBody}})
 async def job(
     job_id: str,
+    caller: Caller,
     backend: Backend,
     feed: Feed,
     query: Annotated[WaitQuery, Query()],
@@ -168,11 +174,11 @@ async def job(
     job_id = _known_form(job_id)
     wait, since = query.wait, query.since
     if check_wait(wait) is None:
-        view = await run_in_threadpool(_job_view, backend, job_id)
+        view = await run_in_threadpool(_job_view, backend, job_id, caller)
         view = with_history_links(view, history_server_url(backend.config.settings.history))
         return JSONResponse(view.model_dump(mode="json"))
     view, waited = await long_poll(
-        feed, job_id, wait or 0.0, since, lambda: _job_view(backend, job_id)
+        feed, job_id, wait or 0.0, since, lambda: _job_view(backend, job_id, caller)
     )
     view = with_history_links(view, history_server_url(backend.config.settings.history))
     return JSONResponse(view.model_dump(mode="json"), headers=long_poll_headers(waited))
@@ -198,7 +204,7 @@ def cancel(
     if dispatcher is None:
         return forward(backend, forwarder, request, b"")
     if not caller.may(Action.CANCEL_ANY):
-        _check_owner(caller, _job_view(backend, job_id), where)
+        _check_owner(caller, _job_view(backend, job_id, caller), where)
     try:
         try:
             view = dispatcher.cancel(job_id)
@@ -229,12 +235,14 @@ def _check_owner(caller: Identity, view: JobView, where: str | None) -> None:
     "/v1/jobs/{job_id}/result",
     responses={404: {"model": ErrorBody}, 409: {"model": ErrorBody}},
 )
-def result(job_id: str, backend: Backend) -> ResultView:
+def result(job_id: str, caller: Caller, backend: Backend) -> ResultView:
     """A terminated job's outcome, from the JobResultStore (outlives the job's cleanup)."""
     entry = backend.reader.result(_known_form(job_id))
     if entry is not None:
+        if not sees(caller, backend, entry.team):
+            raise job_not_found(job_id)
         return ResultView.of(entry)
-    view = _job_view(backend, job_id)
+    view = _job_view(backend, job_id, caller)
     raise ApiError(
         409,
         "job_not_terminated",
@@ -255,13 +263,14 @@ def _known_form(job_id: str) -> str:
         raise ApiError(404, "job_not_found", f"no job {job_id[:200]!r}") from None
 
 
-def _job_view(backend: ApiBackend, job_id: str) -> JobView:
+def _job_view(backend: ApiBackend, job_id: str, caller: Identity) -> JobView:
+    """The job's view, if ``caller`` may see it; else the 404 of an unknown id."""
     dispatcher = backend.dispatcher
     if dispatcher is not None and dispatcher.ready:
         view = dispatcher.view(job_id)
         if view is not None:
-            return view
+            return visible(caller, backend, view)
     found = backend.reader.job(job_id)
     if found is None:
-        raise ApiError(404, "job_not_found", f"no job {job_id!r}")
-    return found
+        raise job_not_found(job_id)
+    return visible(caller, backend, found)

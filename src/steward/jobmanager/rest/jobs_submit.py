@@ -4,7 +4,9 @@
 The body is read within :data:`MAX_SUBMISSION_BYTES`; on a standby it is forwarded to the
 leader as it came; on the leader the spec is completed (a job id, spark-submit's options),
 validated, the artifact checked, and the job stored with every file it names pinned. The job
-records its submitter (the caller's name, whatever the spec says); each outcome is audited.
+records its submitter (the caller's name, whatever the spec says) and its team (one the caller
+is in: :mod:`steward.security.teams`; 403 and nothing stored otherwise); each outcome is
+audited. A job id another team's job took is refused without that job's result.
 This is the route's side of a submission (beside :mod:`.jobs`); the leader's side, which
 stores the job, is :mod:`steward.jobmanager.leader.submissions`.
 """
@@ -27,14 +29,17 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import ValidationError
 
 from steward.artifacts.checked import CheckedArtifacts
-from steward.errors import JobRejectedError, StewardError
+from steward.errors import JobExistsError, JobRejectedError, StewardError
+from steward.jobmanager.errors import JobResultExistsError
 from steward.security import audit
 from steward.security.identity import Identity
 from steward.security.roles import Action
+from steward.security.teams import TeamRefusedError, scope_of, submission_team
 from steward.store.contents import ContentStore
 from steward.wire import redaction, spark_options
 from steward.wire.jobs import JobGraph, JobSpec
 from steward.wire.rest import JobView, SubmitRequest
+from steward.wire.tokens import TEAM_PATTERN
 from steward.wire.values import new_job_id
 
 from .. import faults
@@ -45,6 +50,7 @@ from .bodies import bounded_body
 from .contents import missing_contents
 from .errors import ApiError, describe, raise_for
 from .forwarding import forward, leading
+from .teams import default_team
 
 MAX_ARTIFACT_BYTES = 64 * 1024 * 1024
 MAX_SUBMISSION_BYTES = MAX_ARTIFACT_BYTES * 4 // 3 + 64 * 1024
@@ -54,6 +60,7 @@ MAX_JSON_DEPTH = 32
 CHECKED = CheckedArtifacts()
 """This JobManager's pipelines already checked: the same file submitted again is not
 compiled and parsed again (:mod:`steward.artifacts.checked`)."""
+_TEAM = re.compile(TEAM_PATTERN)
 MAX_JSON_CONTAINERS = 50_000
 """A submission holds at most this many objects and arrays (a spec with 1000 dependencies
 needs about 1000)."""
@@ -83,7 +90,7 @@ def submit(
         return _noted(backend, dispatcher)
     where = client_address(request)
     try:
-        view = _store(dispatcher, contents, caller, body)
+        view = _store(dispatcher, contents, caller, body, default_team(backend))
     except ApiError as exc:
         audit.record("job.submit", caller, client=where, outcome=str(exc.status))
         raise
@@ -115,7 +122,7 @@ def _noted(backend: ApiBackend, answer: Response) -> Response:
 
 
 def _store(
-    dispatcher: LeaderTerm, contents: ContentStore, caller: Identity, body: bytes
+    dispatcher: LeaderTerm, contents: ContentStore, caller: Identity, body: bytes, team: str
 ) -> JobView:
     """The job stored by the leader's term, as the submitter ``caller``; or an ApiError."""
     digest = hashlib.sha256(body).hexdigest()  # a retry of these bytes is this submission
@@ -123,7 +130,7 @@ def _store(
         request = SubmitRequest.model_validate_json(body)
     except ValidationError as exc:
         raise ApiError(400, "bad_request", describe(exc.errors())) from None
-    return store_request(dispatcher, contents, caller, request, digest)
+    return store_request(dispatcher, contents, caller, request, digest, default=team)
 
 
 def store_request(
@@ -132,11 +139,14 @@ def store_request(
     caller: Identity,
     request: SubmitRequest,
     digest: str,
+    *,
+    default: str,
 ) -> JobView:
     """The job a parsed submission describes, stored as the submitter ``caller``; ``digest``
     names the submission for its retries. An ApiError if refused."""
     spec_fields = dict(request.spec)
     spec_fields["submitter"] = caller.name
+    spec_fields["team"] = _team(caller, spec_fields.get("team"), default)
     if not spec_fields.get("job_id"):
         spec_fields["job_id"] = new_job_id(request.artifact.filename.rsplit(".", 1)[0])
     if request.options:
@@ -166,7 +176,35 @@ def store_request(
             check_archives(contents, spec.dependencies)
             return dispatcher.submit(spec, graph)
     except StewardError as exc:
-        raise_for(exc)
+        raise_for(hidden_if_foreign(exc, dispatcher, caller, default))
+
+
+def _team(caller: Identity, named: object, default: str) -> object:
+    """The team the job is stored as (403 if ``caller`` may not submit as the one it names);
+    a ``team`` that could name none is left for the spec's validation to refuse (400)."""
+    if named is not None and not (isinstance(named, str) and _TEAM.fullmatch(named)):
+        return named
+    try:
+        return submission_team(caller, named, default)
+    except TeamRefusedError as exc:
+        raise ApiError(403, "forbidden", str(exc)) from None
+
+
+def hidden_if_foreign(
+    exc: StewardError, dispatcher: LeaderTerm, caller: Identity, default: str
+) -> StewardError:
+    """``exc``, or, when it says that a job of a team ``caller`` does not see exists (its id
+    was taken), the same refusal without that job's result or submission digest."""
+    scope = scope_of(caller, default)
+    if scope is None:
+        return exc
+    if isinstance(exc, JobResultExistsError) and not scope.sees(exc.result.team):
+        return JobExistsError(exc.result.job_id)
+    if isinstance(exc, JobExistsError) and exc.submission_sha256 is not None:
+        view = dispatcher.view(exc.job_id, with_checkpoints=False)
+        if view is None or not scope.sees(view.team):
+            return JobExistsError(exc.job_id)
+    return exc
 
 
 def check_json_shape(body: bytes) -> None:

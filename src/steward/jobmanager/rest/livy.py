@@ -5,8 +5,9 @@ unchanged: the same paths, field names, states and JSON shapes, errors as Livy's
 (with Steward's ``code`` beside it). Batch ``n`` is job ``livy-<n>`` (:mod:`steward.wire.livy`);
 a standby forwards ``POST`` and ``DELETE`` to the leader like every write, and answers reads
 itself. Authentication is every route's (a bearer token, or HTTP basic with the token as the
-password: :mod:`steward.security.asgi`); roles as on ``/v1/jobs``. What maps and what is
-refused: docs/coming-from.md, "Livy".
+password: :mod:`steward.security.asgi`); roles and teams as on ``/v1/jobs`` (a batch is its
+submitter's team's, which must be its only one; another team's batch is Livy's 404). What
+maps and what is refused: docs/coming-from.md, "Livy".
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from steward.jobmanager.job_index import IndexedJob
 from steward.security import audit
 from steward.security.identity import Identity
 from steward.security.roles import Action
+from steward.security.teams import TeamRefusedError, submission_team
 from steward.store.contents import ContentStore
 from steward.store.sources import allowed_prefixes
 from steward.wire.livy import (
@@ -54,6 +56,7 @@ from .errors import ApiError, no_leader, raise_for
 from .forwarding import forward, leading
 from .jobs_submit import check_json_shape
 from .state import Backend, Contents, Forwarder
+from .teams import default_team, scope, sees
 
 router = APIRouter(tags=["livy"])
 
@@ -118,8 +121,12 @@ async def _stored(
     dispatcher = leading(backend)
     if dispatcher is None:
         raise no_leader()
+    try:
+        team = submission_team(caller, None, default_team(backend))
+    except TeamRefusedError as exc:
+        raise ApiError(403, "forbidden", str(exc)) from None
     return await run_in_threadpool(
-        livy_submit.store, dispatcher, contents, prepared, caller=caller, body=body
+        livy_submit.store, dispatcher, contents, prepared, caller=caller, body=body, team=team
     )
 
 
@@ -145,7 +152,7 @@ async def batches(request: Request, caller: Caller, backend: Backend) -> Respons
     first, and ``total``. A listed batch's ``log`` is empty (each batch's view has its tail)."""
     require(caller, Action.READ)
     start, size = _int_param(request, "from") or 0, _size(request)
-    found = backend.reader.batches(start, size)
+    found = backend.reader.batches(start, size, scope(caller, backend))
     if found is None:
         raise ApiError(
             503, "not_ready", "the job index is being filled", headers={"Retry-After": "1"}
@@ -161,7 +168,7 @@ async def batches(request: Request, caller: Caller, backend: Backend) -> Respons
 async def batch(batch_id: str, request: Request, caller: Caller, backend: Backend) -> Response:
     """Livy's ``GET /batches/{id}``: its state, application and last 10 log lines."""
     require(caller, Action.READ)
-    view = await run_in_threadpool(_view, backend, batch_id)
+    view = await run_in_threadpool(_view, backend, batch_id, caller)
     lines = await livy_logs.tail(request, backend, view, LOG_TAIL)
     return JSONResponse(_batch(request, view, lines).model_dump(mode="json"))
 
@@ -171,7 +178,7 @@ async def batch(batch_id: str, request: Request, caller: Caller, backend: Backen
 async def state(batch_id: str, caller: Caller, backend: Backend) -> Response:
     """Livy's ``GET /batches/{id}/state``: ``{"id", "state"}``."""
     require(caller, Action.READ)
-    view = await run_in_threadpool(_view, backend, batch_id)
+    view = await run_in_threadpool(_view, backend, batch_id, caller)
     answer = BatchStateView(id=_number(batch_id), state=BATCH_STATES[view.state])
     return JSONResponse(answer.model_dump(mode="json"))
 
@@ -183,7 +190,7 @@ async def batch_log(batch_id: str, request: Request, caller: Caller, backend: Ba
     attempt's log (default: the last 100), and ``total``, the log's line count."""
     require(caller, Action.READ)
     start, size = _int_param(request, "from"), _size(request)
-    view = await run_in_threadpool(_view, backend, batch_id)
+    view = await run_in_threadpool(_view, backend, batch_id, caller)
     lines = await livy_logs.page(request, backend, view, start, size)
     found = {"id": _number(batch_id), "from": lines.start, "total": lines.total, "log": lines.lines}
     answer = BatchLog.model_validate(found)
@@ -207,7 +214,7 @@ def _delete(
     if not caller.may(Action.CANCEL_OWN):
         audit.record("job.cancel", caller, client=where, outcome="denied")
         require(caller, Action.CANCEL_OWN)
-    view = _view(backend, batch_id)
+    view = _view(backend, batch_id, caller)
     dispatcher = leading(backend)
     if dispatcher is None:
         return forward(backend, forwarder, request, b"")
@@ -270,15 +277,16 @@ def _listed(request: Request, backend: ApiBackend, job: IndexedJob) -> Batch:
     )
 
 
-def _view(backend: ApiBackend, batch_id: str) -> JobView:
+def _view(backend: ApiBackend, batch_id: str, caller: Identity) -> JobView:
+    """The batch's job, if ``caller`` sees its team; else Livy's 404, as for no batch."""
     job_id = batch_job_id(_number(batch_id))
     dispatcher = backend.dispatcher
+    found = None
     if dispatcher is not None and dispatcher.ready:
-        view = dispatcher.view(job_id)
-        if view is not None:
-            return view
-    found = backend.reader.job(job_id)
+        found = dispatcher.view(job_id)
     if found is None:
+        found = backend.reader.job(job_id)
+    if found is None or not sees(caller, backend, found.team):
         raise _not_found(batch_id)
     return found
 

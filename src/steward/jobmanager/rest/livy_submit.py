@@ -104,8 +104,9 @@ def store(
     *,
     caller: Identity,
     body: bytes,
+    team: str,
 ) -> JobView:
-    """The batch stored under the next free batch id."""
+    """The batch stored under the next free batch id, as ``team``'s."""
     spec, artifact = prepared
     digest = hashlib.sha256(body).hexdigest()
     try:
@@ -116,7 +117,8 @@ def store(
             check_archives(contents, spec.dependencies)
             for _ in range(ID_ATTEMPTS):
                 job_id = batch_job_id(dispatcher.next_batch_id())
-                named = spec.model_copy(update={"job_id": job_id, "submitter": caller.name})
+                update = {"job_id": job_id, "submitter": caller.name, "team": team}
+                named = spec.model_copy(update=update)
                 graph = JobGraph(
                     spec=named,
                     artifact=artifact,

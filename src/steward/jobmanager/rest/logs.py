@@ -5,8 +5,9 @@ The log is on the TaskManager that ran the attempt. This route finds it from the
 HTTP address from its registration in ZooKeeper, then streams the TaskManager's answer through
 as it comes (never holding the log), with the cluster's internal credential, verifying its TLS
 certificate as the JobManager verifies the leader (``rest.ssl.ca``). Standbys answer it too:
-it needs no leader. The caller needs the role viewer or above (the JobManager verified it; the
-TaskManager trusts the JobManager).
+it needs no leader. The caller needs the role viewer or above and to see the job's team
+(another team's job is an unknown id, 404, before any TaskManager or the archive is asked; the
+JobManager verified the caller, the TaskManager trusts the JobManager).
 
 What the caller gets: the TaskManager's bytes and its ``x-steward-log-start``. When the
 TaskManager no longer serves the log (not registered: stopped or lost with its host; it
@@ -33,6 +34,7 @@ from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from steward.security.credentials import internal_credential
+from steward.security.identity import Identity
 from steward.security.roles import Action
 from steward.store.log_archive import LogArchive
 from steward.tls.contexts import ClientTls, client_tls
@@ -54,6 +56,7 @@ from .auth import Caller, require
 from .backend import ApiBackend
 from .errors import ApiError
 from .state import Backend
+from .teams import job_not_found, visible
 
 log = logging.getLogger(__name__)
 
@@ -120,7 +123,7 @@ async def attempt_log(
     """An attempt's runner.log (the runner's, the pipeline's and Spark's output), streamed
     from the TaskManager that ran it; ``follow`` keeps it open until the attempt ends."""
     require(caller, Action.READ)
-    record, taskmanager = await run_in_threadpool(_where, backend, job_id, attempt)
+    record, taskmanager = await run_in_threadpool(_where, backend, job_id, attempt, caller)
     archive: LogArchive = request.app.state.log_archive
 
     async def archived_or(error: ApiError) -> Response:
@@ -197,10 +200,10 @@ async def _relay(upstream: httpx.Response) -> AsyncIterator[bytes]:
 
 
 def _where(
-    backend: ApiBackend, job_id: str, attempt: int
+    backend: ApiBackend, job_id: str, attempt: int, caller: Identity
 ) -> tuple[AttemptRecord, TaskManagerView | None]:
     """The attempt's record and its TaskManager's registration (None: not registered); 404
-    for an unknown job or attempt."""
+    for an unknown job or attempt, and for a job of a team ``caller`` is not in."""
     try:
         check_job_id(job_id)
     except ValueError:
@@ -212,7 +215,8 @@ def _where(
     if view is None:
         view = backend.reader.job(job_id)
     if view is None:
-        raise ApiError(404, "job_not_found", f"no job {job_id!r}")
+        raise job_not_found(job_id)
+    visible(caller, backend, view)
     record = next((a for a in view.attempts if a.number == attempt), None)
     if record is None:
         kept = ", ".join(str(a.number) for a in view.attempts) or "none yet"

@@ -35,9 +35,10 @@ _ERRORS: dict[int | str, dict[str, object]] = {403: {"model": ErrorBody}}
 def create_token(
     body: CreateTokenRequest, request: Request, caller: Caller, security: Security
 ) -> CreatedToken:
-    """A new token for ``name`` with ``role`` (admin only); the answer holds it, once."""
+    """A new token for ``name`` with ``role`` in ``teams`` (admin only); the answer holds it,
+    once."""
     require(caller, Action.MANAGE_TOKENS)
-    token, record = tokens.mint(body.name, body.role, expires_in=body.expires_in)
+    token, record = tokens.mint(body.name, body.role, expires_in=body.expires_in, teams=body.teams)
     try:
         security.tokens.create(record)
     except StewardError as exc:
@@ -50,6 +51,7 @@ def create_token(
         name=record.name,
         role=record.role.value,
         expires_at=record.expires_at,
+        teams=record.teams,
     )
     return CreatedToken(token=token, info=TokenView.of(record))
 

@@ -39,6 +39,7 @@ function render() {
     fact("State", badge(job.state)),
     fact("Reason", job.reason || "—"),
     fact("Submitter", job.submitter || "—"),
+    fact("Team", job.team || "—"),
     fact("Submitted", when(job.submitted_at)),
     fact("Updated", `${when(job.updated_at)} (${ago(job.updated_at)})`),
     fact("Attempts", `${job.attempt_count} (${job.failures} failure(s))`),

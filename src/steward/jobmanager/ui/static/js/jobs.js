@@ -1,5 +1,5 @@
-// The jobs, a page at a time (newest first), searched by the API: state, name prefix, label and
-// submitter. The filters and the page size live in the address (?state=RUNNING&name=...&limit=
+// The jobs, a page at a time (newest first), searched by the API: state, name prefix, label,
+// submitter and team (the API shows a viewer its teams' jobs only). The filters and the page size live in the address (?state=RUNNING&name=...&limit=
 // 20), so a search can be linked to and reloaded; the page's cursor does not (a reload shows
 // the newest again).
 import {
@@ -7,7 +7,7 @@ import {
   watchJobs, when,
 } from "./common.js";
 
-const FILTERS = ["state", "name", "label", "submitter"];
+const FILTERS = ["state", "name", "label", "submitter", "team"];
 
 const main = frame("Jobs");
 const params = new URLSearchParams(window.location.search);
@@ -24,6 +24,7 @@ const form = h("form", { class: "filters", id: "filters" },
   h("label", {}, "State", stateSelect),
   field("label", "Label", "team=data"),
   field("submitter", "Submitter", "alice"),
+  field("team", "Team", "data-eng"),
   h("button", { type: "reset" }, "Clear"));
 const count = h("span", { class: "sub", id: "job-count" });
 const list = h("div", { id: "job-list" });
@@ -67,6 +68,7 @@ function render(body, f) {
     ["Name", (j) => j.name || "—"],
     ["State", (j) => badge(j.state)],
     ["Submitter", (j) => j.submitter || "—"],
+    ["Team", (j) => j.team || "—"],
     ["Submitted", (j) => h("span", { title: when(j.submitted_at) }, ago(j.submitted_at))],
     ["Attempts", (j) => String(j.attempt_count), "num"],
     ["Reason", (j) => j.reason ? h("span", { class: "muted" }, j.reason) : ""],
