@@ -16,8 +16,10 @@ standby: its index is the one measured).
 - **Events.** ``--sse-jobs`` status records written straight to ``jobs/<id>/status`` with
   kazoo (what the leader writes, unfenced: the writer simulates a leader's write rate), each
   write a new state of one job, at ``--rate`` a second for ``--seconds``; one
-  ``GET /v1/events`` stream on the leader process counts what arrives and how late (its
-  receipt minus the record's ``updated_at``).
+  ``GET /v1/events`` stream on a standby JobManager process counts what arrives and how late
+  (its receipt minus the record's ``updated_at``). A standby, since it is the one that follows
+  the records through ZooKeeper watches: the leader's events come from its own writes, and
+  these records are not its writes.
 
     .venv/bin/python benchmarks/job_listing.py [--quick] [--jobs 1000,10000,100000]
 """
@@ -27,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import json
 import multiprocessing
+import signal
 import sys
 import time
 import tracemalloc
@@ -308,7 +311,7 @@ def write_paced(
 
 
 def measure_events(
-    cluster: BenchCluster, leader_address: str, jobs: int, rate: int, seconds: float
+    cluster: BenchCluster, standby_address: str, jobs: int, rate: int, seconds: float
 ) -> Json:
     config = validate(cluster.settings, dict.fromkeys(cluster.settings, "benchmark"))
     session = Session.from_config(config, name="bench-setup").start()
@@ -321,8 +324,8 @@ def measure_events(
             )
     finally:
         session.close()
-    wait_watched(cluster, leader_address, jobs)
-    stream = Stream(cluster, leader_address, prefix, cluster.workdir).start()
+    wait_watched(cluster, standby_address, jobs)
+    stream = Stream(cluster, standby_address, prefix, cluster.workdir).start()
     try:
         writes, took, final = write_paced(cluster.settings, ids, rate, seconds)
         with contextlib.suppress(TimeoutError):  # what arrived by then is the figure
@@ -343,15 +346,15 @@ def measure_events(
     }
 
 
-def wait_watched(cluster: BenchCluster, leader_address: str, jobs: int) -> None:
-    """Until the leader lists every job (so it watches each one)."""
+def wait_watched(cluster: BenchCluster, address: str, jobs: int) -> None:
+    """Until the standby at ``address`` lists every job (so it watches each one)."""
     with httpx.Client(headers=cluster.headers, verify=cluster.tls.context) as http:
 
         def watched() -> bool | None:
-            body = http.get(f"{leader_address}/v1/jobs?limit=1").json()
+            body = http.get(f"{address}/v1/jobs?limit=1").json()
             return sum(body["counts"].values()) >= jobs or None
 
-        wait_until(watched, 120, f"the leader watches {jobs} jobs", interval=0.1)
+        wait_until(watched, 120, f"the standby watches {jobs} jobs", interval=0.1)
 
 
 # ------------------------------------------------------------------------------ report
@@ -427,11 +430,14 @@ def main() -> int:
                 zookeeper.workdir, zookeeper.connect_string, "job-listing", 10.0, verbose=False
             ) as cluster:
                 cluster.register_admin_token()
-                leader = cluster.start_jobmanager("jm-1")
+                cluster.start_jobmanager("jm-1")
                 cluster.wait_leader(120)
                 events = listing = None
                 if options.only in (None, "events"):
-                    events = measure_events(cluster, leader.address, sse_jobs, rate, seconds)
+                    standby = cluster.start_jobmanager("jm-2")
+                    cluster.wait_jobmanagers(2, 120)
+                    events = measure_events(cluster, standby.address, sse_jobs, rate, seconds)
+                    standby.signal(signal.SIGTERM)  # not a load on the listing's figures
                 if options.only in (None, "listing"):
                     listing = measure_listing(cluster, sizes, requests)
             result = {"listing": listing, "events": events}

@@ -46,6 +46,7 @@ from steward.ha.kazoo_connection import (
     shut_connection,
 )
 from steward.ha.kazoo_errors import translate
+from steward.ha.kazoo_handler import PollHandler
 from steward.ha.layout import Layout
 from steward.timing import TimingChain
 
@@ -103,6 +104,7 @@ class Session:
             connection_retry=KazooRetry(
                 max_tries=-1, delay=0.05, max_delay=0.5, ignore_expire=False
             ),
+            handler=PollHandler(),
             **access.kazoo_options(),
         )
         self._listeners: list[Listener] = []

@@ -3,12 +3,11 @@ watches (:mod:`.events`): the leader and every standby alike.
 
 A full read of ZooKeeper fills the index once at start, and again only when the event journal
 cannot say what it missed (a lost session, or this follower fell further behind than the
-journal keeps); meanwhile the old index keeps answering. Between full reads each event costs:
-
-- a change of state within an attempt: nothing read, the event carries it;
-- a job new to the index, a new attempt, or the job's end: one read of that job (its
-  submission time, labels, latest attempt or result are not in the event), so a job costs a
-  few reads in its whole life, never one per listing.
+journal keeps); meanwhile the old index keeps answering. Between full reads an event
+costs nothing read when it carries the job's entry (:attr:`.events.journal.Entry.job`: every
+event of :mod:`.events.source` does, built from the record it came from). One that does not
+(a test's, or a tool's) costs: nothing read for a change of state within an attempt; one read
+of the job when it is new to the index, starts a new attempt, or ends.
 
 A terminated job's entry is final: a late status event never brings it back to life. The
 journal's cursor is taken before the full read, so nothing that changes during it is lost
@@ -107,14 +106,18 @@ class IndexFollower:
     def _apply(self, replay: Replay) -> None:
         for entry in replay.entries:
             try:
-                self.apply(entry.event)
+                self.apply(entry.event, entry.job)
             except StewardError as exc:
                 log.warning("job index missed a change job=%s error=%r", entry.event.job_id, exc)
 
-    def apply(self, event: JobEvent) -> None:
-        """Bring the event's job up to date in the index."""
+    def apply(self, event: JobEvent, job: IndexedJob | None = None) -> None:
+        """Bring the event's job up to date in the index (``job``: as the event's record
+        shows it, so nothing is read)."""
         known = self.index.get(event.job_id)
         if known is not None and known.state.is_terminal:
+            return
+        if job is not None:
+            self.index.put(job)
             return
         if known is None or known.attempt_count != event.attempt_count or event.state.is_terminal:
             view = self._read_one(event.job_id)

@@ -40,7 +40,8 @@ from steward.security.teams import TeamScope
 from steward.wire.events import JobEvent
 from steward.wire.job_options import deadline
 from steward.wire.livy import batch_id_of, batch_job_id
-from steward.wire.records import AttemptRecord
+from steward.wire.records import AttemptRecord, JobResultEntry, JobStatusRecord
+from steward.wire.redaction import DEFAULT as SECRETS
 from steward.wire.rest import JobView
 from steward.wire.states import AttemptState, JobState
 
@@ -126,6 +127,45 @@ class IndexedJob:
             latest_attempt=LatestAttempt.of(view.attempts[-1]) if view.attempts else None,
             timeout=view.timeout,
             team=None if view.team is None else sys.intern(view.team),
+        )
+
+    @classmethod
+    def of_status(cls, record: JobStatusRecord) -> IndexedJob:
+        """What :meth:`of` makes of the record's view (``reads.status_view``), built without
+        one: the leader indexes every record it writes."""
+        return cls(
+            job_id=record.job_id,
+            name=sys.intern(record.name),
+            state=record.state,
+            submitted_at=record.submitted_at or 0.0,
+            updated_at=record.updated_at,
+            reason=_cut(None if record.reason is None else SECRETS.text(record.reason)),
+            attempt_count=record.attempt_count,
+            failures=record.failures,
+            labels=_shared(record.labels),
+            submitter=None if record.submitter is None else sys.intern(record.submitter),
+            latest_attempt=LatestAttempt.of(record.attempts[-1]) if record.attempts else None,
+            timeout=record.timeout,
+            team=None if record.team is None else sys.intern(record.team),
+        )
+
+    @classmethod
+    def of_result(cls, entry: JobResultEntry) -> IndexedJob:
+        """What :meth:`of` makes of the result's view (``reads.result_view``)."""
+        return cls(
+            job_id=entry.job_id,
+            name=sys.intern(entry.name),
+            state=JobState.of(entry.state),
+            submitted_at=entry.submitted_at or 0.0,
+            updated_at=entry.finished_at,
+            reason=_cut(SECRETS.text(entry.error.message) if entry.error else None),
+            attempt_count=entry.attempt_count,
+            failures=entry.failures,
+            labels=_shared(entry.labels),
+            submitter=None if entry.submitter is None else sys.intern(entry.submitter),
+            latest_attempt=LatestAttempt.of(entry.attempts[-1]) if entry.attempts else None,
+            timeout=entry.timeout,
+            team=None if entry.team is None else sys.intern(entry.team),
         )
 
     def changed_by(self, event: JobEvent) -> IndexedJob:

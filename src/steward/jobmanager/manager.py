@@ -101,7 +101,7 @@ class JobManager:
         self.events = JobEventSource(
             self.session, self.blobs, Journal(settings.jobmanager.events_buffer)
         )
-        """Live job events, from watches on the records the leader writes (standbys too)."""
+        """Live job events: from watches (a standby), or from this leader's own writes."""
         self.index_follower = IndexFollower(
             self.reader.index, self.events.journal, self.reader.jobs, self.reader.job
         )
@@ -259,7 +259,9 @@ class JobManager:
             on_fenced=self._fenced,
             metrics=self.metrics,
             address=self.address,
+            feed=self.events,
         )
+        self.events.lead()
         self.metrics.leadership_grants.inc()
         with self._lock:
             previous, self._dispatcher = self._dispatcher, dispatcher
@@ -309,6 +311,7 @@ class JobManager:
                 dispatcher = None
         if dispatcher is not None:
             dispatcher.stop()
+            self.events.follow()
 
     def _fenced(self) -> None:
         """The Dispatcher stopped itself (a fenced write, or recovery failed): step down.
@@ -320,6 +323,7 @@ class JobManager:
             dispatcher = self._dispatcher
             if dispatcher is not None and dispatcher.stopped:
                 self._dispatcher = None
+                self.events.follow()
         threading.Thread(target=self._rejoin, name=f"{self.id}-rejoin", daemon=True).start()
 
     def _rejoin(self) -> None:

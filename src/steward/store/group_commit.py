@@ -39,11 +39,33 @@ class Create:
     path: str
     data: bytes
 
+    @property
+    def ops(self) -> int:
+        return 1
+
+
+@dataclass(frozen=True)
+class Absent:
+    """A znode that must not exist for the writer's creates to apply: created and deleted
+    again in the same transaction (ZooKeeper has a check for a version, none for absence),
+    so it fails with NodeExistsError if the node exists, and leaves nothing behind if not.
+    Put it first: the first operation that fails is the one reported."""
+
+    path: str
+    data: bytes = b""
+
+    @property
+    def ops(self) -> int:
+        return 2
+
+
+Op = Create | Absent
+
 
 @dataclass
 class _Writer:
     fence: Fence
-    creates: Sequence[Create]
+    creates: Sequence[Op]
     woken: threading.Event = field(default_factory=threading.Event)
     """Set once answered, or once handed the committer's role."""
     answered: bool = False
@@ -52,7 +74,11 @@ class _Writer:
 
     @property
     def size(self) -> int:
-        return sum(len(c.data) + len(c.path) for c in self.creates)
+        return sum(len(c.data) + len(c.path) * c.ops for c in self.creates)
+
+    @property
+    def ops(self) -> int:
+        return sum(c.ops for c in self.creates)
 
 
 class GroupCommit:
@@ -69,8 +95,9 @@ class GroupCommit:
         self._queue: list[_Writer] = []
         self._committing = False
 
-    def create(self, fence: Fence, creates: Sequence[Create]) -> None:
-        """Create every znode of ``creates`` in one fenced transaction, or none.
+    def create(self, fence: Fence, creates: Sequence[Op]) -> None:
+        """Create every znode of ``creates`` in one fenced transaction, or none (none either
+        if a node named :class:`Absent` exists).
 
         Raises what :meth:`FencedTransaction.commit` raises for these creates: FencedError,
         NodeExistsError (and the other errors of one operation), or ZooKeeperUnavailableError.
@@ -112,12 +139,10 @@ class GroupCommit:
         for writer in self._queue:
             if writer.fence != first.fence:
                 break
-            if batch and (
-                ops + len(writer.creates) > self._max_ops or size + writer.size > self._max_bytes
-            ):
+            if batch and (ops + writer.ops > self._max_ops or size + writer.size > self._max_bytes):
                 break
             batch.append(writer)
-            ops += len(writer.creates)
+            ops += writer.ops
             size += writer.size
         del self._queue[: len(batch)]
         return batch
@@ -151,7 +176,9 @@ class GroupCommit:
         for writer in batch:
             for create in writer.creates:
                 transaction.create(create.path, create.data)
-                owners.append(writer)
+                if isinstance(create, Absent):
+                    transaction.delete(create.path)
+                owners.extend([writer] * create.ops)
         _results, failure = transaction.commit_or_failure()
         if failure is None:
             return None

@@ -41,7 +41,7 @@ from steward.ha.fencing import Fence
 from steward.ha.session import Session
 from steward.store import zk
 from steward.store.blob import BlobRef, BlobStore
-from steward.store.group_commit import Create, GroupCommit
+from steward.store.group_commit import Absent, Create, GroupCommit
 from steward.wire.jobs import JobGraph, JobGraphPointer
 from steward.wire.values import check_job_id
 
@@ -124,23 +124,37 @@ class JobGraphStore:
         return _pointer_to(self._blobs.put(key, graph.to_json()), fence, graph)
 
     def add(
-        self, fence: Fence, job_id: str, pointer: JobGraphPointer, also: Sequence[Create] = ()
+        self,
+        fence: Fence,
+        job_id: str,
+        pointer: JobGraphPointer,
+        also: Sequence[Create] = (),
+        *,
+        unless: Sequence[str] = (),
     ) -> None:
         """The second half of :meth:`put`: create the pointer, with ``also`` in the same
-        fenced transaction, group-committed with concurrent adds (:mod:`group_commit`).
+        fenced transaction, group-committed with concurrent adds (:mod:`group_commit`),
+        unless a node of ``unless`` exists (checked in the same transaction, before the rest).
 
         :class:`JobExistsError` if the job already has a pointer; the NodeExistsError of a
-        node of ``also`` that exists (nothing created either way; the blob is discarded).
+        node of ``unless`` or ``also`` that exists (nothing created either way; the blob is
+        discarded).
         """
         with self._noted(job_id):
-            self._add(fence, job_id, pointer, also)
+            self._add(fence, job_id, pointer, also, unless)
 
     def _add(
-        self, fence: Fence, job_id: str, pointer: JobGraphPointer, also: Sequence[Create]
+        self,
+        fence: Fence,
+        job_id: str,
+        pointer: JobGraphPointer,
+        also: Sequence[Create],
+        unless: Sequence[str],
     ) -> None:
         path = self._layout.jobgraph(job_id)
+        guards = [Absent(node) for node in unless]  # first: the first failure is reported
         try:
-            self._commits.create(fence, [Create(path, pointer.to_json()), *also])
+            self._commits.create(fence, [*guards, Create(path, pointer.to_json()), *also])
         except NodeExistsError as exc:
             self._discard(pointer.blob)
             if exc.path != path:

@@ -39,6 +39,7 @@ from steward.ha.session import Session
 from steward.store import zk
 from steward.store.blob import BlobRef, BlobStore, sha256_hex
 from steward.store.group_commit import Create
+from steward.store.record_feed import NO_FEED, RecordFeed
 from steward.store.result_index import ResultNode, body_key, decode, with_index
 from steward.wire.records import JobResultEntry, JobResultIndex
 from steward.wire.states import CleanupStatus
@@ -57,12 +58,14 @@ class ResultTooLargeError(StoreError):
 
 
 class JobResultStore:
-    """Results of globally terminal jobs: indexes in ``results/<job-id>``, bodies in blobs."""
+    """Results of globally terminal jobs: indexes in ``results/<job-id>``, bodies in blobs;
+    ``feed`` hears of every result created, and of the results :meth:`with_result` finds."""
 
-    def __init__(self, session: Session, blobs: BlobStore) -> None:
+    def __init__(self, session: Session, blobs: BlobStore, feed: RecordFeed = NO_FEED) -> None:
         self._client = session.client
         self._layout = session.layout
         self._blobs = blobs
+        self.feed = feed
 
     # ------------------------------------------------------------------ writes (fenced)
 
@@ -88,6 +91,7 @@ class JobResultStore:
         except FencedError:
             self._discard_unnamed(entry.job_id, digest)
             raise
+        self.feed.ended(entry)
         log.info("result recorded job=%s state=%s status=DIRTY", entry.job_id, entry.state)
 
     def mark_clean(self, fence: Fence, job_id: str) -> JobResultEntry:
@@ -146,6 +150,11 @@ class JobResultStore:
             raise JobNotFoundError(job_id, "result")
         return entry
 
+    def path(self, job_id: str) -> str:
+        """The job's index node: a transaction that must not run once the job has a result
+        names it (:class:`~steward.store.group_commit.Absent`)."""
+        return self._layout.result(job_id)
+
     def has_result(self, job_id: str) -> bool:
         return zk.read(self._client, self._layout.result(job_id)) is not None
 
@@ -160,7 +169,9 @@ class JobResultStore:
 
     def with_result(self, job_ids: list[str]) -> set[str]:
         """Those of ``job_ids`` that have a result (readable or not), reads pipelined."""
-        return {job_id for job_id, read in self._read_batched(job_ids) if read is not None}
+        found = {job_id for job_id, read in self._read_batched(job_ids) if read is not None}
+        self.feed.have_results(found)
+        return found
 
     def nodes(self, job_ids: list[str] | None = None) -> list[ResultNode]:
         """Every readable index (no body read), in pipelined batches; an unreadable one is

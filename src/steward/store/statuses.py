@@ -17,6 +17,7 @@ from steward.ha.session import Session
 from steward.store import zk
 from steward.store.checkpoints import ensure_job_node
 from steward.store.group_commit import Create
+from steward.store.record_feed import NO_FEED, RecordFeed
 from steward.wire.records import JobStatusRecord
 
 log = logging.getLogger(__name__)
@@ -27,14 +28,20 @@ ZooKeeper's 1 MB request limit)."""
 
 
 class JobStatusStore:
-    """Read and (fenced) write the status records of live jobs."""
+    """Read and (fenced) write the status records of live jobs; ``feed`` hears of every
+    write that ZooKeeper acknowledged, and of the records read with ``find_*quietly``."""
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: Session, feed: RecordFeed = NO_FEED) -> None:
         self._client = session.client
         self._layout = session.layout
+        self.feed = feed
 
     def write(self, fence: Fence, record: JobStatusRecord) -> None:
         """Create or overwrite the job's record; raises FencedError for a deposed leader."""
+        self._write(fence, record)
+        self.feed.wrote([record])
+
+    def _write(self, fence: Fence, record: JobStatusRecord) -> None:
         path = self._layout.job_status(record.job_id)
         data = record.to_json()
         # Overwrite first: nearly every write is of an existing record, and this is one round
@@ -62,22 +69,28 @@ class JobStatusStore:
         try:
             transaction.commit()
         except NoNodeError:
-            self.write(fence, record)  # no record yet: create it, then the event with it
+            self._write(fence, record)  # no record yet: create it, then the event with it
             return self.write_with(fence, record, also)
         except NodeExistsError:
             self.write(fence, record)
             return False
+        self.feed.wrote([record])
         return True
 
     def first_creates(self, record: JobStatusRecord) -> list[Create]:
         """The creates of a new job's nodes with its first ``record`` (what :meth:`write`
-        makes in four round trips), for the transaction that creates its graph's pointer."""
+        makes in four round trips), for the transaction that creates its graph's pointer.
+        Once it is committed, :meth:`created` tells the feed."""
         job_id = record.job_id
         return [
             Create(self._layout.job(job_id), b""),
             Create(self._layout.checkpoints(job_id), b""),
             Create(self._layout.job_status(job_id), record.to_json()),
         ]
+
+    def created(self, record: JobStatusRecord) -> None:
+        """The transaction of :meth:`first_creates` for ``record`` was committed."""
+        self.feed.wrote([record])
 
     def write_many(self, fence: Fence, records: list[JobStatusRecord]) -> None:
         """Write many records, :data:`BATCH` overwrites per fenced transaction (one round trip
@@ -92,16 +105,21 @@ class JobStatusStore:
             except NoNodeError:
                 for record in chunk:
                     self.write(fence, record)
+                continue
+            self.feed.wrote(chunk)
 
     def remove(self, fence: Fence, job_id: str) -> bool:
         """Delete the job's record (cleanup); False if there was none."""
         path = self._layout.job_status(job_id)
         if zk.read(self._client, path) is None:
+            self.feed.removed(job_id)
             return False
         try:
             fence.transaction().delete(path).commit()
         except NoNodeError:
+            self.feed.removed(job_id)
             return False
+        self.feed.removed(job_id)
         return True
 
     def find(self, job_id: str) -> JobStatusRecord | None:
@@ -117,16 +135,21 @@ class JobStatusStore:
     def find_quietly(self, job_id: str) -> JobStatusRecord | None:
         """Like :meth:`find`, but an unreadable record is logged and read as None."""
         found = zk.read(self._client, self._layout.job_status(job_id))
-        return None if found is None else _decoded_quietly(job_id, found[0])
+        record = None if found is None else _decoded_quietly(job_id, found[0])
+        if record is not None:
+            self.feed.read([record])
+        return record
 
     def find_many_quietly(self, job_ids: list[str]) -> dict[str, JobStatusRecord | None]:
         """:meth:`find_quietly` of every job, the reads pipelined in bounded batches."""
         paths = [self._layout.job_status(job_id) for job_id in job_ids]
         found = zk.read_batched(self._client, paths)
-        return {
+        records = {
             job_id: None if read is None else _decoded_quietly(job_id, read[0])
             for job_id, read in zip(job_ids, found, strict=True)
         }
+        self.feed.read([record for record in records.values() if record is not None])
+        return records
 
     def job_ids(self) -> list[str]:
         """Ids under ``jobs/`` (live jobs, and terminated ones whose cleanup is not done)."""

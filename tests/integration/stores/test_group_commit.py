@@ -19,7 +19,7 @@ from stores_support import Contender
 from steward.errors import FencedError, NodeExistsError, StewardError
 from steward.ha.fencing import Fence, FencedTransaction
 from steward.ha.session import Session
-from steward.store.group_commit import Create, GroupCommit
+from steward.store.group_commit import Absent, Create, GroupCommit
 from support import wait_until
 
 pytestmark = pytest.mark.zookeeper
@@ -174,3 +174,31 @@ def test_a_writer_alone_commits_at_once_in_its_own_transaction(
 
     assert _czxid(session, f"{base}/one") == _czxid(session, f"{base}/two")
     assert _czxid(session, f"{base}/three") != _czxid(session, f"{base}/one")
+
+
+def test_a_writer_guarded_by_a_node_that_exists_creates_nothing_and_the_others_commit(
+    session: Session, gated: GatedFence, base: str
+) -> None:
+    session.client.create(f"{base}/result", b"earlier")
+    commits = GroupCommit()
+    writers = Writers(commits, gated)
+
+    def queued() -> None:
+        writers.start("guarded", [Absent(f"{base}/result"), Create(f"{base}/pointer", b"p")])
+        writers.start("free", [Absent(f"{base}/no-result"), Create(f"{base}/other", b"p")])
+        wait_until(lambda: len(commits._queue) == 2, 10, message="two writers queued")
+
+    _queue_behind_gate(
+        commits, gated, lambda: writers.start("first", [Create(f"{base}/w0", b"x")]), queued
+    )
+    gated.gate.set()
+    writers.join()
+
+    failure = writers.outcomes["guarded"]
+    assert isinstance(failure, NodeExistsError)
+    assert failure.path == f"{base}/result"
+    assert session.client.exists(f"{base}/pointer") is None
+    assert session.client.get(f"{base}/result")[0] == b"earlier"
+    assert writers.outcomes["free"] is None
+    assert session.client.exists(f"{base}/other") is not None
+    assert session.client.exists(f"{base}/no-result") is None, "a guard leaves no node behind"

@@ -166,3 +166,32 @@ def test_a_reconnect_with_many_jobs_spawns_no_thread_per_job_and_events_still_fl
     assert [(e.job_id, e.state) for e in events] == [(jobs[-1], JobState.RUNNING)]
     # kazoo's DataWatch spawned one re-read thread per watch (two per job) on each reconnect.
     assert len(spawned) < 10, f"{len(spawned)} threads spawned for {len(jobs)} jobs"
+
+
+def _record(job_id: str, state: JobState, epoch: int) -> JobStatusRecord:
+    now = time.time()
+    return JobStatusRecord(
+        job_id=job_id, name="etl", state=state, submitted_at=now, updated_at=now, epoch=epoch
+    )
+
+
+def test_a_leading_source_publishes_its_recoverys_reads_unless_it_wrote_the_job_since(
+    leader: Contender, standby: JobEventSource
+) -> None:
+    journal, start, epoch = standby.journal, standby.journal.head, leader.leadership.epoch
+    standby.lead()
+    standby.wrote([_record("job-w", JobState.RUNNING, epoch)])
+    # Recovery's reads: one of a job this leader wrote since the grant (older: dropped), one
+    # of a job it did not write (the previous leader's last write: published).
+    standby.read(
+        [_record("job-w", JobState.SCHEDULED, epoch), _record("job-r", JobState.RUNNING, epoch)]
+    )
+    standby.recovered()
+    wait_until(lambda: standby._fed_since_lead is None, 10, "recovery noted")
+    standby.read([_record("job-late", JobState.RUNNING, epoch)])  # after recovery: nothing
+
+    assert [(e.job_id, e.state) for e in _events(journal, start)] == [
+        ("job-w", JobState.RUNNING),
+        ("job-r", JobState.RUNNING),
+    ]
+    assert standby.watched == 0

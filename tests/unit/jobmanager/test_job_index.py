@@ -19,10 +19,11 @@ from steward.jobmanager.job_index import (
     decode_cursor,
     encode_cursor,
 )
+from steward.jobmanager.reads import result_view, status_view
 from steward.wire.events import JobEvent
-from steward.wire.records import AttemptRecord
+from steward.wire.records import AttemptRecord, ErrorInfo, JobResultEntry, JobStatusRecord
 from steward.wire.rest import JobView
-from steward.wire.states import AttemptState, JobState
+from steward.wire.states import AttemptState, JobState, TerminalState
 from support import wait_until
 
 
@@ -143,6 +144,56 @@ def test_a_listed_job_is_the_same_document_as_its_job_view() -> None:
         attempt.model_copy(update={"cause": None}).model_dump(mode="json")
     ]
     assert job.view("jm-2").model_dump(mode="json") == document
+
+
+def test_a_job_indexed_from_its_status_record_is_the_job_indexed_from_its_view() -> None:
+    attempt = AttemptRecord(number=2, taskmanager="tm-9", epoch=3, state=AttemptState.RUNNING)
+    record = JobStatusRecord(
+        job_id="job-7",
+        name="etl",
+        state=JobState.RUNNING,
+        reason="token=s3cr3t " + "x" * 900,
+        submitted_at=10.0,
+        updated_at=12.5,
+        attempts=[attempt],
+        attempt_count=2,
+        failures=1,
+        epoch=3,
+        submitter="alice",
+        labels={"team": "data"},
+        timeout=60.0,
+        team="data",
+    )
+    assert IndexedJob.of_status(record) == IndexedJob.of(status_view(record, "jm-1"))
+
+
+def test_a_job_indexed_from_its_result_is_the_job_indexed_from_its_view() -> None:
+    entry = JobResultEntry(
+        job_id="job-8",
+        name="etl",
+        state=TerminalState.FAILED,
+        error=ErrorInfo(type="ValueError", message="password=hunter2 bad row"),
+        submitted_at=10.0,
+        finished_at=20.0,
+        attempts=[AttemptRecord(number=1, taskmanager="tm-1", epoch=2, state=AttemptState.FAILED)],
+        attempt_count=1,
+        failures=1,
+        epoch=2,
+        submitter="bob",
+        labels={"team": "web"},
+        team="web",
+    )
+    assert IndexedJob.of_result(entry) == IndexedJob.of(result_view(entry, "jm-1"))
+
+
+def test_an_event_that_carries_its_job_is_indexed_without_a_read() -> None:
+    new = view(2, JobState.SCHEDULED, attempt_count=1)
+    reads = Reads([])
+    follower = IndexFollower(JobIndex(), Journal(), list, reads.one)
+    follower.apply(event(new, JobState.SCHEDULED, 1), IndexedJob.of(new))
+    follower.apply(event(new, JobState.FINISHED, 1), IndexedJob.of(view(2, JobState.FINISHED)))
+    assert reads.reads == []
+    assert follower.index.get(new.job_id).state is JobState.FINISHED  # type: ignore[union-attr]
 
 
 class Reads:

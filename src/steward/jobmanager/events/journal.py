@@ -1,13 +1,18 @@
 """The event journal of one JobManager: the last job events it saw, and who waits for more.
 
-Events are appended by the ZooKeeper watch thread (:mod:`.source`) and read by the REST
-streams on the server's event loop. A cursor is ``<incarnation>-<sequence>``: the incarnation
-is drawn anew when the journal starts and whenever it may have missed changes (a new ZooKeeper
-session), so a cursor of another JobManager, of an earlier run of this one, or from before a
-gap is never mistaken for a place to replay from: :meth:`Journal.read` answers None and the
-stream tells its consumer to re-read (a ``reset``). The journal keeps ``capacity`` events; a
-consumer further behind than that gets a reset too, which bounds the memory a slow consumer
-costs at nothing (waiters hold no queue, only their cursor).
+Events are appended by :mod:`.source` (from ZooKeeper watches on a standby, from its own
+writes on the leader) and read by the REST streams on the server's event loop. Each event may
+carry the job's listing entry as the record it came from shows it (an
+:class:`~steward.jobmanager.job_index.IndexedJob`, about 500 bytes), so the job index that
+follows the journal never reads the job back.
+
+A cursor is ``<incarnation>-<sequence>``: the incarnation is drawn anew when the journal starts
+and whenever it may have missed changes (a new ZooKeeper session), so a cursor of another
+JobManager, of an earlier run of this one, or from before a gap is never mistaken for a place
+to replay from: :meth:`Journal.read` answers None and the stream tells its consumer to re-read
+(a ``reset``). The journal keeps ``capacity`` events; a consumer further behind than that gets
+a reset too, which bounds the memory a slow consumer costs at nothing (waiters hold no queue,
+only their cursor).
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ from dataclasses import dataclass, field
 
 from steward.wire.events import JobEvent
 
+from ..job_index import IndexedJob
+
 DEFAULT_CAPACITY = 10_000
 
 
@@ -29,6 +36,8 @@ DEFAULT_CAPACITY = 10_000
 class Entry:
     cursor: str
     event: JobEvent
+    job: IndexedJob | None = None
+    """The job as the record behind the event shows it (None: read it to know more)."""
 
 
 @dataclass(frozen=True)
@@ -64,7 +73,7 @@ class Waiter:
 class Journal:
     def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
         self._lock = threading.Lock()
-        self._entries: deque[tuple[int, JobEvent]] = deque(maxlen=capacity)
+        self._entries: deque[tuple[int, JobEvent, IndexedJob | None]] = deque(maxlen=capacity)
         self._incarnation = secrets.token_hex(4)
         self._sequence = 0
         self._waiters: set[Waiter] = set()
@@ -88,10 +97,10 @@ class Journal:
         with self._lock:
             return self._cursor(self._sequence)
 
-    def append(self, event: JobEvent) -> None:
+    def append(self, event: JobEvent, job: IndexedJob | None = None) -> None:
         with self._lock:
             self._sequence += 1
-            self._entries.append((self._sequence, event))
+            self._entries.append((self._sequence, event, job))
             waiters = list(self._waiters)
         for waiter in waiters:
             waiter.wake()
@@ -119,8 +128,8 @@ class Journal:
             if after + 1 < oldest:
                 return None
             entries = [
-                Entry(self._cursor(sequence), event)
-                for sequence, event in self._entries
+                Entry(self._cursor(sequence), event, job)
+                for sequence, event, job in self._entries
                 if sequence > after
             ]
             return Replay(entries, self._cursor(self._sequence))

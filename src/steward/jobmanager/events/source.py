@@ -1,22 +1,37 @@
-"""Where a JobManager's job events come from: ZooKeeper watches on the records the leader
-already writes, so that every JobManager, standbys included, streams the same changes.
+"""Where a JobManager's job events come from: on a standby, ZooKeeper watches on the records the
+leader writes; on the leader, the leader's own writes. Every JobManager streams the same changes.
 
 The leader persists every transition of a live job to ``jobs/<id>/status`` through its fence,
-and a terminated job's outcome to ``results/<id>`` (rule 7). Each JobManager watches those
+and a terminated job's outcome to ``results/<id>`` (rule 7). A standby watches those
 (:class:`steward.store.watches.JobWatches`: one children watch on ``jobs/``, and per live job
 one one-shot watch on its status and one on its result, re-read and re-armed by one worker
-thread, never a thread per job) and appends a :class:`JobEvent` to its
-:class:`.journal.Journal` whenever a job's state, reason or attempt count differs from what it
-last saw. Nothing is added to the leader's writes, and a failover changes nothing here: the
-next leader writes the same records.
+thread, never a thread per job). The leader need not read back what it has just written: its
+stores tell this source of every write ZooKeeper acknowledged (it is their
+:class:`~steward.store.record_feed.RecordFeed`), and it holds no watch per job. Either way a
+:class:`JobEvent` is appended to the :class:`.journal.Journal` whenever a job's state, reason
+or attempt count differs from what was last seen, with the job's listing entry built from the
+record (so the job index never reads it back either).
 
-What a watch guarantees, and so what the stream does: ZooKeeper delivers a job's changes in
-order, but a data watch reads the record when it fires, so two writes in quick succession may
-be seen as the second alone (an intermediate state can be skipped; the last state of each
-change is always seen, and the terminal state always comes from the result). When the session
-is lost the watches lapse: the journal's continuity is broken, so every stream tells its
-consumer to re-read (a ``reset``), and JobWatches re-reads every watched node on the new
-session (and after any reconnect), in pipelined batches from its own thread.
+One source at a time, switched with the leadership:
+
+- :meth:`JobEventSource.lead` (granted): the watches are dropped. What they had not yet
+  delivered (the previous leader's last writes) comes from the reads of the new leader's
+  recovery, which reads every live job's record and which jobs have a result, through the
+  same stores (:meth:`read`, :meth:`have_results`), until :meth:`recovered`. A read (or a
+  watch's delivery still in flight) of a job the leader has written since the grant is
+  dropped: after the grant only this leader writes these records, so the read is older than,
+  or the same as, the write.
+- :meth:`JobEventSource.follow` (the term ended): fed writes are ignored from then on (a
+  deposed leader's writes fail anyway), and the watches are set again; setting a watch reads
+  its node, so what changed meanwhile is published.
+
+What a watch guarantees, and so what a standby's stream does: ZooKeeper delivers a job's
+changes in order, but a data watch reads the record when it fires, so two writes in quick
+succession may be seen as the second alone (an intermediate state can be skipped; the last
+state of each change is always seen, and the terminal state always comes from the result). The
+leader's stream has every change it wrote. When the session is lost the journal's continuity is
+broken, so every stream tells its consumer to re-read (a ``reset``), and JobWatches re-reads
+every watched node on the new session (and after any reconnect).
 """
 
 from __future__ import annotations
@@ -25,7 +40,7 @@ import functools
 import logging
 import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Sequence
 
 from steward.errors import StewardError
 from steward.ha.session import ConnectionState, Session
@@ -37,6 +52,7 @@ from steward.wire.records import JobResultEntry, JobStatusRecord
 from steward.wire.redaction import DEFAULT as SECRETS
 from steward.wire.states import JobState
 
+from ..job_index import IndexedJob
 from .journal import Journal
 
 log = logging.getLogger(__name__)
@@ -45,7 +61,9 @@ _Seen = tuple[JobState, str | None, int]
 
 
 class JobEventSource:
-    """Feeds ``journal`` from the watches of ``session``; :meth:`start` once it is connected."""
+    """Feeds ``journal``; :meth:`start` once the session is connected (it follows the watches
+    until :meth:`lead`). The leader's stores call :meth:`wrote`, :meth:`ended` and
+    :meth:`removed` (a :class:`~steward.store.record_feed.RecordFeed`)."""
 
     def __init__(self, session: Session, blobs: BlobStore, journal: Journal) -> None:
         self._session = session
@@ -56,6 +74,9 @@ class JobEventSource:
         self._watched: set[str] = set()
         self._seen: dict[str, _Seen] = {}
         self._stopped = False
+        self._leading = False
+        self._fed_since_lead: set[str] | None = None
+        """Jobs written by this leader while it recovers (None: not recovering)."""
         # Setting a job's watches takes two round trips: done on a thread of our own, so that
         # thousands of jobs (at start, or re-listed on a new session) never hold kazoo's
         # callback thread, which the election and the leader retrieval need. A result's body
@@ -66,7 +87,7 @@ class JobEventSource:
     def start(self) -> JobEventSource:
         self._session.add_listener(self._on_connection)
         self._watcher.start()
-        self._watches.jobs(self._on_jobs)
+        self._follow_jobs()
         return self
 
     def stop(self) -> None:
@@ -78,51 +99,128 @@ class JobEventSource:
 
     @property
     def watched(self) -> int:
-        """Jobs watched now (each costs two ZooKeeper watches)."""
+        """Jobs watched now (each costs two ZooKeeper watches; none while leading)."""
         with self._lock:
             return len(self._watched)
+
+    @property
+    def leading(self) -> bool:
+        return self._leading
+
+    # ------------------------------------------------------------------ switching source
+
+    def lead(self) -> None:
+        """This JobManager leads: its writes feed the journal, the watches are dropped."""
+        with self._lock:
+            if self._leading:
+                return
+            self._leading = True
+            self._fed_since_lead = set()
+            self._watched.clear()
+            watches, self._watches = self._watches, JobWatches(self._session)
+        watches.stop()
+        log.info("job events follow this leader's writes")
+
+    def follow(self) -> None:
+        """The term ended: follow the records through watches again."""
+        with self._lock:
+            if not self._leading:
+                return
+            self._leading = False
+            self._fed_since_lead = None
+        self._to_watch.put(self._follow_jobs)
+        log.info("job events follow zookeeper watches")
+
+    def _follow_jobs(self) -> None:
+        if self._leading or self._stopped:
+            return
+        try:
+            self._watches.jobs(functools.partial(self._on_jobs, self._watches))
+        except StewardError as exc:
+            # The session is gone: its end breaks the journal, the reconnect lists again.
+            log.warning("cannot watch jobs error=%r", exc)
+
+    # ------------------------------------------------------------------ the leader's writes
+
+    def wrote(self, records: Sequence[JobStatusRecord]) -> None:
+        for record in records:
+            self._saw(_status_event(record), IndexedJob.of_status(record), fed=True)
+
+    def ended(self, entry: JobResultEntry) -> None:
+        self._saw(_result_event(entry), IndexedJob.of_result(entry), fed=True)
+
+    def removed(self, job_id: str) -> None:
+        with self._lock:
+            if self._leading:
+                self._seen.pop(job_id, None)
+
+    def read(self, records: Sequence[JobStatusRecord]) -> None:
+        for record in records:
+            self._saw(_status_event(record), IndexedJob.of_status(record))
+
+    def have_results(self, job_ids: Collection[str]) -> None:
+        with self._lock:
+            if self._fed_since_lead is None:
+                return
+        for job_id in job_ids:
+            self._to_watch.put(functools.partial(self._publish_result, job_id))
+
+    def recovered(self) -> None:
+        """This leader's recovery is done: it read every live job's record and which jobs
+        with a graph have a result, so what the watches had not delivered is published once
+        the results queued meanwhile are (:meth:`lead`); then only its writes feed the
+        journal."""
+        self._to_watch.put(self._recovered)
+
+    def _recovered(self) -> None:
+        with self._lock:
+            self._fed_since_lead = None
+
+    # ------------------------------------------------------------------ the watches
 
     def _on_connection(self, state: ConnectionState) -> None:
         if state is ConnectionState.LOST:
             log.warning("job events may have been missed (zookeeper session lost)")
             self.journal.break_continuity()
 
-    def _on_jobs(self, job_ids: list[str]) -> bool:
-        if self._stopped:
-            return False
+    def _on_jobs(self, watches: JobWatches, job_ids: list[str]) -> bool:
         with self._lock:
+            if self._stopped or self._leading or watches is not self._watches:
+                return False
             new = [job_id for job_id in job_ids if job_id not in self._watched]
             self._watched.update(new)
             for gone in self._watched - set(job_ids):
                 self._watched.discard(gone)
                 self._seen.pop(gone, None)
         for job_id in new:
-            self._to_watch.put(functools.partial(self._watch, job_id))
+            self._to_watch.put(functools.partial(self._watch, watches, job_id))
         return True
 
     def _watch_loop(self) -> None:
         while (work := self._to_watch.get()) is not None and not self._stopped:
             work()
 
-    def _watch(self, job_id: str) -> None:
+    def _watch(self, watches: JobWatches, job_id: str) -> None:
         # What a watch finds when it is set is published too, even for the jobs there at start:
         # a consumer may have read the job before the watch was set, and must not miss what
         # changed in between (the journal then also holds each job's state at start).
         def on_status(record: JobStatusRecord | None, deleted: bool) -> bool:
-            if self._stopped or deleted:
+            if self._stopped or deleted or watches is not self._watches:
                 return False  # the status is deleted only by the job's cleanup
             if record is not None:
-                self._saw(_status_event(record))
+                self._saw(_status_event(record), IndexedJob.of_status(record))
             return True
 
         def on_result() -> bool:
-            if not self._stopped:
+            if not self._stopped and watches is self._watches:
                 self._to_watch.put(functools.partial(self._publish_result, job_id))
             return False
 
+        if watches is not self._watches:
+            return  # switched to leading meanwhile
         try:
-            self._watches.status(job_id, on_status)
-            self._watches.result(job_id, on_result)
+            watches.status(job_id, on_status)
+            watches.result(job_id, on_result)
         except StewardError as exc:
             # The session is gone: the journal's continuity breaks, kazoo re-lists jobs/.
             log.warning("cannot watch job events job=%s error=%r", job_id, exc)
@@ -136,19 +234,42 @@ class JobEventSource:
             log.warning("job result unreadable; no event job=%s error=%s", job_id, exc)
             return
         if entry is not None:
-            self._saw(_result_event(entry))
+            self._saw(_result_event(entry), IndexedJob.of_result(entry))
 
-    def _saw(self, event: JobEvent) -> None:
+    # ------------------------------------------------------------------ publishing
+
+    def _saw(self, event: JobEvent, job: IndexedJob, *, fed: bool = False) -> None:
         seen: _Seen = (event.state, event.reason, event.attempt_count)
         with self._lock:
+            if not self._current(event.job_id, fed=fed):
+                return
             before = self._seen.get(event.job_id)
             if before is not None and before[0].is_terminal:
                 return  # the result has the last word (a late status write adds nothing)
             if before == seen:
                 return
-            # Kept until the job's cleanup removes jobs/<id> (_on_jobs).
+            # Kept until the job's cleanup removes jobs/<id> (_on_jobs, removed).
             self._seen[event.job_id] = seen
-        self.journal.append(event)
+            # Appended under the lock: the journal's order is the order the source decided in.
+            self.journal.append(event, job)
+
+    def _current(self, job_id: str, *, fed: bool) -> bool:
+        """Whether an event of this origin (a write of ours, or a read) is published now;
+        called under the lock."""
+        if self._stopped:
+            return False
+        if not self._leading:
+            return not fed
+        written = self._fed_since_lead
+        if fed:
+            if written is not None:
+                written.add(job_id)
+            return True
+        # While the term recovers, a read (recovery's, or a watch's in flight at the grant) is
+        # published unless this leader wrote the job since: after the grant only this leader
+        # writes these records, so a read is older than, or the same as, its write, and a
+        # write not yet published will be, after the read.
+        return written is not None and job_id not in written
 
 
 def _status_event(record: JobStatusRecord) -> JobEvent:

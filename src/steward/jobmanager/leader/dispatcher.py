@@ -42,6 +42,7 @@ from steward.store.blob import BlobStore
 from steward.store.contents import ContentStore
 from steward.store.leadership import LeadershipHistoryStore
 from steward.store.log_archive import LogArchive
+from steward.store.record_feed import NO_FEED, RecordFeed
 from steward.wire.heartbeat import Heartbeat, HeartbeatReply
 from steward.wire.jobs import JobGraph, JobSpec
 from steward.wire.queues import QueueList
@@ -85,9 +86,11 @@ class Dispatcher:
         on_fenced: Callable[[], None] = lambda: None,
         metrics: JobManagerMetrics | None = None,
         address: str = "",
+        feed: RecordFeed = NO_FEED,
     ) -> None:
         self.session = session
         self.address = address
+        self._feed = feed
         self.epoch = leadership.epoch
         self.fence = leadership.fence
         self.config = config
@@ -95,7 +98,7 @@ class Dispatcher:
         self.term = term = Term.of(leadership, config, jobmanager_id, on_fenced)
         term.metrics = metrics or term.metrics
         self.table = table = JobTable()
-        self.stores = stores = LeaderStores.open(session, blobs, config, jobmanager_id)
+        self.stores = stores = LeaderStores.open(session, blobs, config, jobmanager_id, feed)
         # Content GC hook: the leader's collection of unreferenced files (content_gc.py).
         self.content_gc = ContentCollector(
             ContentStore(blobs),
@@ -190,6 +193,7 @@ class Dispatcher:
         if self.term.stopped.is_set():
             return  # ended while recovery waited for a store: the next leader recovers
         self.term.ready.set()
+        self._feed.recovered()
         self.term.metrics.recovery_duration.observe(self.term.monotonic() - self._granted_at)
         self._record_term()
         self._scheduler.run()

@@ -16,6 +16,7 @@ from steward.store.checkpoints import CheckpointIDCounter, CompletedCheckpointSt
 from steward.store.job_graphs import JobGraphStore
 from steward.store.leases import ExecutionLeases
 from steward.store.outbox import NotificationOutbox
+from steward.store.record_feed import NO_FEED, RecordFeed
 from steward.store.results import JobResultStore
 from steward.store.statuses import JobStatusStore
 
@@ -38,14 +39,21 @@ class LeaderStores:
 
     @classmethod
     def open(
-        cls, session: Session, blobs: BlobStore, config: Configuration, jobmanager_id: str
+        cls,
+        session: Session,
+        blobs: BlobStore,
+        config: Configuration,
+        jobmanager_id: str,
+        feed: RecordFeed = NO_FEED,
     ) -> LeaderStores:
+        """The term's stores; ``feed`` hears of every status record and result they write
+        (the JobManager's own event stream and job index)."""
         return cls(
             session=session,
             blobs=blobs,
             graphs=JobGraphStore(session, blobs),
-            results=JobResultStore(session, blobs),
-            statuses=JobStatusStore(session),
+            results=JobResultStore(session, blobs, feed),
+            statuses=JobStatusStore(session, feed),
             leases=ExecutionLeases(session, tm_id=jobmanager_id),
             checkpoints_retained=config.settings.storage.checkpoints_retained,
             outbox=NotificationOutbox(session),

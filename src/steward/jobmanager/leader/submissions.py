@@ -2,7 +2,8 @@
 
 A submission stores the job's graph through the fence (outside the lock: the blob can be
 large); the pointer's create fails for a second submission of the same id, so no two can both
-succeed, and an id that already has a result is refused with that result (rule 7). A
+succeed, and an id that already has a result is refused with that result (rule 7): the same
+transaction checks that ``results/<id>`` does not exist, so a submission is one round trip. A
 cancel is answered only once ZooKeeper holds it (the status record or the result), so the next
 leader cannot lose it. Both answer NotReadyError while the term recovers or after it ended.
 """
@@ -83,7 +84,6 @@ class Submissions:
             self._refuse_live(job_id, graph.submission_sha256)
             table.submitting[job_id] = graph.submission_sha256
         try:
-            self._refuse_result(job_id, graph.submission_sha256)
             master, recorded = self._store(spec, graph, hookless)
         except FencedError as exc:
             self._term.fenced(exc)
@@ -111,14 +111,23 @@ class Submissions:
         pointer = graphs.write_blob(fence, graph)
         master = JobMaster(spec, pointer, graph.submitted_at)
         self._initialization.prepare_new(master, hookless=hookless)
-        first = self._stores.statuses.first_creates(master.record(self._term.epoch))
+        record = master.record(self._term.epoch)
+        first = self._stores.statuses.first_creates(record)
+        result = self._stores.results.path(spec.job_id)
         try:
-            graphs.add(fence, spec.job_id, pointer, first)
+            # Rule 7 in the same transaction: no result of this id, or nothing is created.
+            graphs.add(fence, spec.job_id, pointer, first, unless=[result])
+            self._stores.statuses.created(record)
             return master, True
         except NodeExistsError as exc:
+            if exc.path == result:
+                self._refuse_result(spec.job_id, graph.submission_sha256)
+                message = f"the result of job {spec.job_id!r} was just removed; retry"
+                raise NotReadyError(message) from exc
             # Nodes of an earlier job of this id outlived it (a cleanup cut short): the
             # pointer alone, then the record written as every later one is.
             log.warning("job nodes exist already job=%s node=%s", spec.job_id, exc.path)
+        self._refuse_result(spec.job_id, graph.submission_sha256)
         master.pointer = graphs.put(fence, graph)
         return master, False
 
@@ -165,9 +174,11 @@ class Submissions:
         raise JobExistsError(job_id, "running submission")
 
     def _refuse_result(self, job_id: str, digest: str | None) -> None:
-        """Refuse an id that has a result (rule 7). Read outside the lock, once the id is
-        marked submitting: a job leaves the table only after its result is written, so a job
-        of this id that ended before the mark has a result this (later) read sees.
+        """Refuse an id that has a result (rule 7), with that result. The usual submission
+        checks this in its own transaction (:meth:`_store`); this read is for the rest. Read
+        outside the lock, once the id is marked submitting: a job leaves the table only after
+        its result is written, so a job of this id that ended before the mark has a result
+        this (later) read sees.
 
         Another body than the one that submitted the ended job is refused as for a live job
         (JobExistsError with the stored digest): a task re-run with a changed spec must not
