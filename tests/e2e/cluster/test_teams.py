@@ -23,7 +23,7 @@ from typing import Any
 import httpx
 import pytest
 
-from steward.client import Client
+from steward.client import Client, JobTerminatedError
 from steward.client.events import Event, parse
 from steward.errors import ApiError, JobNotFoundError
 from steward.testing.processes import Proc, ProcessCluster
@@ -318,9 +318,11 @@ def test_a_taken_id_of_another_team_is_refused_without_its_result(teams: Teams) 
         assert refused.status_code == 409, refused.text
         assert refused.json()["code"] == "job_exists"
         assert "result" not in refused.json() and "team-a" not in refused.text
-    # Its own team's submitter learns the result, as before teams.
-    own = teams.request("alice", teams.leader, "POST", "/v1/jobs", json=body)
-    assert own.status_code == 409 and own.json()["result"]["value"] == {"owner": "team-a"}
+    # Its own team's submitter learns the result, as before teams, when it sends the same
+    # submission that ran the job (another body is a changed spec: refused as job_exists).
+    with teams.client("alice") as alice, pytest.raises(JobTerminatedError) as ended:
+        alice.submit(teams.folder / "printer.py", job_id="a-done")
+    assert ended.value.result is not None and ended.value.result.value == {"owner": "team-a"}
 
 
 def test_a_token_keeps_its_teams(teams: Teams) -> None:
