@@ -52,7 +52,8 @@ from _common import (
 )
 from steward.config.configuration import validate
 from steward.ha.session import Session
-from steward.jobmanager.job_index import IndexedJob, JobIndex, LatestAttempt, encode_cursor
+from steward.jobmanager.indexed_job import IndexedJob, LatestAttempt
+from steward.jobmanager.job_index import JobIndex, encode_cursor
 from steward.jobmanager.manager import JobManager
 from steward.wire.livy import batch_job_id
 from steward.wire.records import JobStatusRecord

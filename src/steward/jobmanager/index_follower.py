@@ -26,7 +26,8 @@ from steward.wire.events import JobEvent
 from steward.wire.rest import JobView
 
 from .events.journal import Journal, Replay
-from .job_index import IndexedJob, JobIndex
+from .indexed_job import IndexedJob
+from .job_index import JobIndex
 
 log = logging.getLogger(__name__)
 

@@ -30,182 +30,20 @@ import bisect
 import heapq
 import itertools
 import json
-import sys
 import threading
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from steward.security.teams import TeamScope
-from steward.wire.events import JobEvent
-from steward.wire.job_options import deadline
 from steward.wire.livy import batch_id_of, batch_job_id
-from steward.wire.records import AttemptRecord, JobResultEntry, JobStatusRecord
-from steward.wire.redaction import DEFAULT as SECRETS
 from steward.wire.rest import JobView
-from steward.wire.states import AttemptState, JobState
+from steward.wire.states import JobState
 
+from .indexed_job import IndexedJob
 from .team_keys import Key, TeamKeys, newest_first, remove_sorted
 
-MAX_REASON = 500
 SCAN_BUDGET = 20_000
-
-
-@dataclass(frozen=True, slots=True)
-class LatestAttempt:
-    """Where and how the job's latest attempt ran, without its cause (a fifth of the memory of
-    an :class:`AttemptRecord`)."""
-
-    number: int
-    taskmanager: str
-    epoch: int
-    state: AttemptState
-    started_at: float | None
-    ended_at: float | None
-
-    @classmethod
-    def of(cls, attempt: AttemptRecord) -> LatestAttempt:
-        return cls(
-            attempt.number,
-            sys.intern(attempt.taskmanager),
-            attempt.epoch,
-            attempt.state,
-            attempt.started_at,
-            attempt.ended_at,
-        )
-
-    def document(self) -> dict[str, object]:
-        """The attempt as an :class:`AttemptRecord`'s JSON (its cause left out)."""
-        return {
-            "number": self.number,
-            "taskmanager": self.taskmanager,
-            "epoch": self.epoch,
-            "state": self.state.value,
-            "started_at": self.started_at,
-            "ended_at": self.ended_at,
-            "cause": None,
-            "adopted_by": [],
-            "spark_app": None,
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class IndexedJob:
-    """What a listing shows of a job."""
-
-    job_id: str
-    name: str
-    state: JobState
-    submitted_at: float
-    updated_at: float | None
-    reason: str | None
-    attempt_count: int
-    failures: int
-    labels: dict[str, str]
-    submitter: str | None
-    latest_attempt: LatestAttempt | None
-    timeout: float | None = None
-    team: str | None = None
-
-    @property
-    def key(self) -> Key:
-        return (self.submitted_at, self.job_id)
-
-    @classmethod
-    def of(cls, view: JobView) -> IndexedJob:
-        return cls(
-            job_id=view.job_id,
-            name=sys.intern(view.name),
-            state=view.state,
-            submitted_at=view.submitted_at or 0.0,
-            updated_at=view.updated_at,
-            reason=_cut(view.reason),
-            attempt_count=view.attempt_count,
-            failures=view.failures,
-            labels=_shared(view.labels),
-            submitter=None if view.submitter is None else sys.intern(view.submitter),
-            latest_attempt=LatestAttempt.of(view.attempts[-1]) if view.attempts else None,
-            timeout=view.timeout,
-            team=None if view.team is None else sys.intern(view.team),
-        )
-
-    @classmethod
-    def of_status(cls, record: JobStatusRecord) -> IndexedJob:
-        """What :meth:`of` makes of the record's view (``reads.status_view``), built without
-        one: the leader indexes every record it writes."""
-        return cls(
-            job_id=record.job_id,
-            name=sys.intern(record.name),
-            state=record.state,
-            submitted_at=record.submitted_at or 0.0,
-            updated_at=record.updated_at,
-            reason=_cut(None if record.reason is None else SECRETS.text(record.reason)),
-            attempt_count=record.attempt_count,
-            failures=record.failures,
-            labels=_shared(record.labels),
-            submitter=None if record.submitter is None else sys.intern(record.submitter),
-            latest_attempt=LatestAttempt.of(record.attempts[-1]) if record.attempts else None,
-            timeout=record.timeout,
-            team=None if record.team is None else sys.intern(record.team),
-        )
-
-    @classmethod
-    def of_result(cls, entry: JobResultEntry) -> IndexedJob:
-        """What :meth:`of` makes of the result's view (``reads.result_view``)."""
-        return cls(
-            job_id=entry.job_id,
-            name=sys.intern(entry.name),
-            state=JobState.of(entry.state),
-            submitted_at=entry.submitted_at or 0.0,
-            updated_at=entry.finished_at,
-            reason=_cut(SECRETS.text(entry.error.message) if entry.error else None),
-            attempt_count=entry.attempt_count,
-            failures=entry.failures,
-            labels=_shared(entry.labels),
-            submitter=None if entry.submitter is None else sys.intern(entry.submitter),
-            latest_attempt=LatestAttempt.of(entry.attempts[-1]) if entry.attempts else None,
-            timeout=entry.timeout,
-            team=None if entry.team is None else sys.intern(entry.team),
-        )
-
-    def changed_by(self, event: JobEvent) -> IndexedJob:
-        """This job after ``event`` (a change of state within the same attempt)."""
-        return replace(
-            self,
-            state=event.state,
-            reason=_cut(event.reason),
-            updated_at=event.at,
-            name=event.name or self.name,
-        )
-
-    def document(self, served_by: str) -> dict[str, object]:
-        """The job as a :class:`JobView`'s JSON, built without pydantic: a page of 1,000
-        costs a third of the time (tests/unit/jobmanager/test_job_index.py checks that both
-        are the same document)."""
-        return {
-            "job_id": self.job_id,
-            "name": self.name,
-            "state": self.state.value,
-            "reason": self.reason,
-            "submitted_at": self.submitted_at or None,
-            "updated_at": self.updated_at,
-            "attempts": [self.latest_attempt.document()] if self.latest_attempt else [],
-            "attempt_count": self.attempt_count,
-            "failures": self.failures,
-            "labels": self.labels,
-            "checkpoints": [],
-            "progress": None,
-            "result": None,
-            "submitter": self.submitter,
-            "team": self.team,
-            "timeout": self.timeout,
-            "deadline": deadline(self.submitted_at or None, self.timeout),
-            "env": None,
-            "served_by": served_by,
-        }
-
-    def view(self, served_by: str) -> JobView:
-        return JobView.model_validate(self.document(served_by))
 
 
 @dataclass(frozen=True)
@@ -389,25 +227,3 @@ class JobIndex:
                 if len(found) == query.limit:
                     return found, key if next(keys, None) is not None else None
         return found, None
-
-
-_LABEL_SETS: dict[tuple[tuple[str, str], ...], dict[str, str]] = {}
-MAX_LABEL_SETS = 10_000
-
-
-def _shared(labels: dict[str, str]) -> dict[str, str]:
-    """One dict for every job with the same labels (jobs of one pipeline share them): a dict
-    costs more than the rest of an entry. Never changed once indexed."""
-    key = tuple(sorted(labels.items()))
-    shared = _LABEL_SETS.get(key)
-    if shared is not None:
-        return shared
-    if len(_LABEL_SETS) < MAX_LABEL_SETS:
-        _LABEL_SETS[key] = labels
-    return labels
-
-
-def _cut(reason: str | None) -> str | None:
-    if reason is None or len(reason) <= MAX_REASON:
-        return reason
-    return reason[: MAX_REASON - 1] + "…"

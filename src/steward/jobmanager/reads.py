@@ -34,7 +34,8 @@ from steward.wire.rest import JobManagerView, JobView, ResultView, TaskManagerVi
 from steward.wire.states import JobState
 
 from .index_follower import note
-from .job_index import IndexedJob, JobIndex, JobQuery, Page
+from .indexed_job import IndexedJob
+from .job_index import JobIndex, JobQuery, Page
 
 log = logging.getLogger(__name__)
 

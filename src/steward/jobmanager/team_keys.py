@@ -18,7 +18,7 @@ from steward.wire.livy import batch_id_of
 from steward.wire.states import JobState
 
 if TYPE_CHECKING:
-    from .job_index import IndexedJob
+    from .indexed_job import IndexedJob
 
 Key = tuple[float, str]
 _Sorted = TypeVar("_Sorted", Key, int)

@@ -11,9 +11,9 @@ import pytest
 from steward.jobmanager import job_index
 from steward.jobmanager.events.journal import Journal
 from steward.jobmanager.index_follower import IndexFollower, note
+from steward.jobmanager.indexed_job import IndexedJob
 from steward.jobmanager.job_index import (
     BadCursorError,
-    IndexedJob,
     JobIndex,
     JobQuery,
     decode_cursor,

@@ -3,7 +3,8 @@ walks only their jobs, merged newest first, with counts and Livy batches of thei
 
 from __future__ import annotations
 
-from steward.jobmanager.job_index import IndexedJob, JobIndex, JobQuery, decode_cursor
+from steward.jobmanager.indexed_job import IndexedJob
+from steward.jobmanager.job_index import JobIndex, JobQuery, decode_cursor
 from steward.security.teams import TeamScope
 from steward.wire.rest import JobView
 from steward.wire.states import JobState

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from steward.jobmanager.job_index import IndexedJob, JobIndex
+from steward.jobmanager.indexed_job import IndexedJob
+from steward.jobmanager.job_index import JobIndex
 from steward.jobmanager.rest import livy_submit
 from steward.jobmanager.rest.errors import ApiError
 from steward.security.asgi import bearer_token

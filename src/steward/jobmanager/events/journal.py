@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from steward.wire.events import JobEvent
 
-from ..job_index import IndexedJob
+from ..indexed_job import IndexedJob
 
 DEFAULT_CAPACITY = 10_000
 

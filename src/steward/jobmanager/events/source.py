@@ -52,7 +52,7 @@ from steward.wire.records import JobResultEntry, JobStatusRecord
 from steward.wire.redaction import DEFAULT as SECRETS
 from steward.wire.states import JobState
 
-from ..job_index import IndexedJob
+from ..indexed_job import IndexedJob
 from .journal import Journal
 
 log = logging.getLogger(__name__)

@@ -15,7 +15,8 @@ from contextlib import AbstractContextManager
 from typing import Protocol
 
 from steward.config import Configuration
-from steward.jobmanager.job_index import IndexedJob, JobIndex, JobQuery, Page
+from steward.jobmanager.indexed_job import IndexedJob
+from steward.jobmanager.job_index import JobIndex, JobQuery, Page
 from steward.security.teams import TeamScope
 from steward.store.blob import BlobStore
 from steward.wire.doctor import DoctorReport

@@ -21,13 +21,8 @@ from pydantic_core import to_json
 from starlette.concurrency import run_in_threadpool
 
 from steward.errors import StewardError
-from steward.jobmanager.job_index import (
-    BadCursorError,
-    IndexedJob,
-    JobIndex,
-    JobQuery,
-    decode_cursor,
-)
+from steward.jobmanager.indexed_job import IndexedJob
+from steward.jobmanager.job_index import BadCursorError, JobIndex, JobQuery, decode_cursor
 from steward.security import audit
 from steward.security.identity import Identity
 from steward.security.roles import Action

@@ -24,7 +24,7 @@ from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from steward.errors import StewardError
-from steward.jobmanager.job_index import IndexedJob
+from steward.jobmanager.indexed_job import IndexedJob
 from steward.security import audit
 from steward.security.identity import Identity
 from steward.security.roles import Action
