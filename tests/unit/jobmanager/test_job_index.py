@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from steward.jobmanager import job_index
+from steward.jobmanager import indexed_job, job_index
 from steward.jobmanager.events.journal import Journal
 from steward.jobmanager.index_follower import IndexFollower, note
 from steward.jobmanager.indexed_job import IndexedJob
@@ -129,7 +129,7 @@ def test_an_indexed_job_keeps_only_the_latest_attempt_and_a_short_reason() -> No
     shown = job.view("jm-1")
     assert [a.number for a in shown.attempts] == [3]
     assert shown.reason is not None
-    assert len(shown.reason) == job_index.MAX_REASON
+    assert len(shown.reason) == indexed_job.MAX_REASON
 
 
 def test_a_listed_job_is_the_same_document_as_its_job_view() -> None:
