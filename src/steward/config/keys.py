@@ -17,6 +17,7 @@ from steward.config.keys_history import HISTORY_OPTIONS
 from steward.config.keys_logs import LOG_ARCHIVE_OPTIONS
 from steward.config.keys_notifications import NOTIFICATION_OPTIONS
 from steward.config.keys_processes import PROCESS_OPTIONS
+from steward.config.keys_rate_limits import RATE_LIMIT_OPTIONS
 from steward.config.keys_results import RESULT_OPTIONS
 from steward.config.option import (
     FENCE_AFTER_SHARE,
@@ -33,6 +34,7 @@ OPTIONS: tuple[Option, ...] = (
     *LOG_ARCHIVE_OPTIONS,
     *HISTORY_OPTIONS,
     *NOTIFICATION_OPTIONS,
+    *RATE_LIMIT_OPTIONS,
     Option(
         "rest.address",
         to_str,

@@ -35,7 +35,7 @@ from .rest import (
     metrics,
     tokens,
 )
-from .rest.auth import LOGIN_PAGE, PUBLIC_PATHS, ApiSecurity, document
+from .rest.auth import LOGIN_PAGE, PUBLIC_PATHS, SUBMISSION_PATHS, ApiSecurity, document
 from .rest.backend import ApiBackend
 from .rest.errors import add_error_handlers
 from .rest.forwarding import new_forwarder
@@ -87,6 +87,8 @@ def create_app(
         certificates=security.client_certificates,
         cookie=True,
         login_page=LOGIN_PAGE,
+        limiter=security.limiter,
+        submission_paths=SUBMISSION_PATHS,
     )
     # In this order, the OpenAPI document's.
     routers = (

@@ -14,7 +14,9 @@ from fastapi import Depends, FastAPI, Request
 from steward.security.asgi import PROBES, cookie_token
 from steward.security.authenticator import Authenticator
 from steward.security.identity import Identity
+from steward.security.rate_limits import RateLimiter
 from steward.security.roles import Action
+from steward.security.source_address import FORWARDED_FOR
 from steward.wire.tokens import TokenRecord
 
 from .errors import ApiError
@@ -23,8 +25,8 @@ LOGIN_PAGE = "/ui/login"
 PUBLIC_PATHS = PROBES | {LOGIN_PAGE}
 """The only routes that answer without credentials: liveness and readiness probes, and the web
 UI's login form (a fixed page; it tells nothing about the cluster)."""
-FORWARDED_FOR = "x-steward-forwarded-for"
-"""Set by a standby that forwards a write: the address of the client it came from (audit)."""
+SUBMISSION_PATHS = frozenset({"/v1/jobs", "/v1/jobs/batch", "/batches"})
+"""The POST routes that submit jobs (Livy's ``/batches`` too): rate-limited per team."""
 
 
 class TokenRecords(Protocol):
@@ -45,6 +47,8 @@ class ApiSecurity:
     tokens: TokenRecords
     client_certificates: bool = False
     """A verified client certificate is a credential (:mod:`steward.security.certificates`)."""
+    limiter: RateLimiter | None = None
+    """Failed authentications and submissions (:mod:`steward.security.rate_limits`)."""
 
 
 async def _caller(request: Request) -> Identity:
