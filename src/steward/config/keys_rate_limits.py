@@ -63,8 +63,9 @@ RATE_LIMIT_OPTIONS: tuple[Option, ...] = (
         "security.rate-limits.submissions.per-team",
         to_int,
         2000,
-        "Jobs one team may submit per `submissions.window` on the JobManager that leads (each"
-        " job of a `POST /v1/jobs/batch` counts; Livy's `POST /batches` too); past it 429 with"
+        "Jobs one team may submit per `submissions.window`, counted by each JobManager (the"
+        " leader sees them all: standbys forward them). Each job of a `POST /v1/jobs/batch`"
+        " counts, Livy's `POST /batches` too; past it 429 with"
         " `Retry-After`, nothing stored. A caller in no team counts under its own name. The"
         " default lets a burst of 2,000 jobs in (four times an orchestrator's 500 at midnight)"
         " and then about 3 a second, a fifth of what a leader accepts from many clients. `0`:"
