@@ -18,8 +18,9 @@ to the parts they concern. A start command goes through the steps, one module ea
 
 Around them: the registration (``taskmanagers/<id>``), the lock on its own folder
 (:mod:`.folder_lock`) and the takeover of gone TaskManagers' folders (:mod:`.predecessors`),
-the HTTP port (:mod:`.http`: attempts' logs and probes), and a graceful stop: stop heartbeating, cancel then kill the attempts, wait
-for their groups and leases to go, deregister, close the session.
+the HTTP port (:mod:`.http`: attempts' logs and probes), and a graceful stop: stop
+heartbeating, cancel then kill the attempts, wait for their groups and leases to go,
+deregister, close the session.
 
 A new leader changes nothing for running attempts: they are reported to it, and its reply
 (with a newer epoch) adopts them (rule 8).
