@@ -4,7 +4,8 @@ in memory, holding at most ``max_keys`` counters.
 ``limits``' own MemoryStorage would serve, but not under a flood: it keeps every key it ever
 saw until a timer thread, run 100 times a second while hits arrive, walks all of them. A flood
 of failures from distinct addresses (IPv6 gives an attacker millions) would grow it without
-bound and make each walk longer. Here every counter of one storage lives equally long (two
+bound and make each walk longer (and that walk races the requests' own expiry: under
+benchmarks/rate_limit_flood.py's flood it died of a KeyError in limits 5.8). Here every counter of one storage lives equally long (two
 windows of its one limit), so the oldest counter is also the next to expire: they are kept in
 insertion order, expired from the front as new ones come, and when ``max_keys`` are live the
 oldest is dropped (forgetting a counter only lets its key start afresh: a flood of new keys
@@ -25,7 +26,7 @@ from limits.storage import Storage
 from limits.storage.base import SlidingWindowCounterSupport, TimestampedSlidingWindow
 
 
-@dataclass
+@dataclass(slots=True)
 class _Counter:
     count: int
     expires_at: float

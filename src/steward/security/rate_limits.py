@@ -43,8 +43,9 @@ from .identity import Identity
 from .rate_limit_storage import BoundedMemoryStorage
 from .source_address import source_address
 
-MAX_KEYS = 100_000
-"""Counters each of the two storages holds at most (about 150 bytes each)."""
+MAX_KEYS = 50_000
+"""Counters each of the two storages holds at most (about 300 bytes each with their keys:
+benchmarks/rate_limit_flood.py)."""
 
 
 class Kind(enum.StrEnum):
