@@ -43,7 +43,7 @@ def two_jobmanagers(process_cluster: ProcessCluster) -> tuple[Proc, Proc]:
     limits are off: these tests send one wrong token to every route, and would otherwise see
     the 429 that tests/integration/jobmanager/test_rate_limits.py is about."""
     for key in ("per-address", "per-credential"):
-        process_cluster.settings[f"security.rate-limits.auth-failures.{key}"] = 0
+        process_cluster.settings[f"security.rate-limits.auth-failures.{key}"] = "0"
     first = process_cluster.start_jobmanager("jm-1")
     leader = process_cluster.wait_ready(taskmanagers=0)
     assert leader.id == first.id
