@@ -44,7 +44,7 @@ from .rate_limit_storage import BoundedMemoryStorage
 from .source_address import source_address
 
 MAX_KEYS = 50_000
-"""Counters each of the two storages holds at most (about 300 bytes each with their keys:
+"""Counters each of the two storages holds at most (about 350 bytes each with their keys:
 benchmarks/rate_limit_flood.py)."""
 
 
