@@ -6,9 +6,9 @@ saw until a timer thread, run 100 times a second while hits arrive, walks all of
 of failures from distinct addresses (IPv6 gives an attacker millions) would grow it without
 bound and make each walk longer (and that walk races the requests' own expiry: under
 benchmarks/rate_limit_flood.py's flood it died of a KeyError in limits 5.8). Here every
-counter of one storage lives equally long (two windows of its one limit), so the oldest counter is also the next to expire: they are kept in
-insertion order, expired from the front as new ones come, and when ``max_keys`` are live the
-oldest is dropped (forgetting a counter only lets its key start afresh: a flood of new keys
+counter of one storage lives equally long (two windows of its one limit), so the oldest
+counter is also the next to expire: they are kept in insertion order, expired from the front
+as new ones come, and when ``max_keys`` are live the oldest is dropped (forgetting a counter only lets its key start afresh: a flood of new keys
 can make the limits forget, never refuse anyone they would not have). One lock makes each
 acquisition atomic; nothing runs in the background.
 """
