@@ -1,16 +1,16 @@
-"""Where the rate limits keep their counters: :mod:`limits`' sliding-window-counter storage,
-in memory, holding at most ``max_keys`` counters.
+"""Where the rate limits keep their counters: :mod:`limits`' sliding-window-counter storage, in
+memory, holding at most ``max_keys`` counters.
 
 ``limits``' own MemoryStorage would serve, but not under a flood: it keeps every key it ever
 saw until a timer thread, run 100 times a second while hits arrive, walks all of them. A flood
 of failures from distinct addresses (IPv6 gives an attacker millions) would grow it without
 bound and make each walk longer (and that walk races the requests' own expiry: under
-benchmarks/rate_limit_flood.py's flood it died of a KeyError in limits 5.8). Here every
-counter of one storage lives equally long (two windows of its one limit), so the oldest
-counter is also the next to expire: they are kept in insertion order, expired from the front
-as new ones come, and when ``max_keys`` are live the oldest is dropped (forgetting a counter only lets its key start afresh: a flood of new keys
-can make the limits forget, never refuse anyone they would not have). One lock makes each
-acquisition atomic; nothing runs in the background.
+benchmarks/rate_limit_flood.py's flood it died of a KeyError in limits 5.8). Here every counter
+of one storage lives equally long (two windows of its one limit), so the oldest counter is also
+the next to expire: they are kept in insertion order, expired from the front as new ones come,
+and when ``max_keys`` are live the oldest is dropped (forgetting a counter only lets its key
+start afresh: a flood of new keys can make the limits forget, never refuse anyone they would
+not have). One lock makes each acquisition atomic; nothing runs in the background.
 """
 
 from __future__ import annotations
