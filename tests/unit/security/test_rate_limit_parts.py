@@ -1,7 +1,6 @@
 """The rate limits' parts (steward.security.rate_limits, rate_limit_storage, source_address)
 on their own: which key a request counts under, when a key is refused, and the storage's bound.
-Over HTTP with real JobManagers: tests/integration/jobmanager/test_rate_limits.py (its own
-basename: the suite imports test modules by basename)."""
+Over HTTP with real JobManagers: tests/integration/jobmanager/test_rate_limits.py."""
 
 from __future__ import annotations
 
