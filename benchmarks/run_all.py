@@ -75,6 +75,7 @@ CLUSTER_SUITE = (
     Benchmark("pipeline_overhead", "pipeline_overhead"),
     Benchmark("script_submit", "script_submit"),
     Benchmark("security_cost", "security_cost"),
+    Benchmark("rate_limit_flood", "rate_limit_flood"),
     Benchmark("wait_cost", "wait_cost"),
     Benchmark("log_stream", "log_stream"),
     Benchmark("ui_cost", "ui_cost"),

@@ -16,6 +16,7 @@ from steward.config import (
     Configuration,
     JobManagerSettings,
     LogArchiveSettings,
+    RateLimitSettings,
     ResultSettings,
     Settings,
     SparkSettings,
@@ -86,6 +87,11 @@ OTHER_VALUES: dict[str, str] = {
     "notifications.outbox-max": "50",
     "scheduling.queues": "etl:guarantee=0.6,maximum=1,weight=2",
     "scheduling.max-concurrent": "team=ml:4",
+    "security.rate-limits.auth-failures.per-address": "7",
+    "security.rate-limits.auth-failures.per-credential": "0",
+    "security.rate-limits.auth-failures.window": "90s",
+    "security.rate-limits.submissions.per-team": "500",
+    "security.rate-limits.submissions.window": "1h",
     "rest.address": "http://jm1:9090",
     "rest.ssl.enabled": "true",
     "rest.ssl.certificate": "/etc/steward/tls/jm.pem",
@@ -208,6 +214,13 @@ def test_overrides_arrive_parsed_and_typed() -> None:
         3.0,
         7200.0,
         50,
+    )
+    assert settings.rate_limits == RateLimitSettings(
+        auth_failures_per_address=7,
+        auth_failures_per_credential=0,
+        auth_failure_window=90.0,
+        submissions_per_team=500,
+        submission_window=3600.0,
     )
     assert settings.tls == TlsSettings(
         enabled=True,

@@ -20,6 +20,7 @@ processes that read them:
 - :class:`ClientSettings`: ``rest.address`` and ``client.*`` (the CLI and Client);
 - :class:`SecuritySettings`: ``security.*`` (JobManager, TaskManager);
 - :class:`OidcSettings`: ``security.oidc.*`` (a JobManager's sign-on);
+- :class:`RateLimitSettings`: ``security.rate-limits.*`` (each JobManager's REST API);
 - :class:`TlsSettings`: ``rest.ssl.*`` (a JobManager's HTTPS, and every client of it);
 - :class:`LogSettings` and :class:`ClusterHostSettings`: ``log.*`` and ``cluster.*``.
 
@@ -290,6 +291,23 @@ class OidcSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class RateLimitSettings:
+    """How often a caller may fail to authenticate or submit (steward.security.rate_limits);
+    0 turns a limit off."""
+
+    auth_failures_per_address: int
+    """Failed authentications per window from one source address."""
+    auth_failures_per_credential: int
+    """Failed authentications per window with one credential."""
+    auth_failure_window: float
+    """Seconds."""
+    submissions_per_team: int
+    """Jobs per window one team submits."""
+    submission_window: float
+    """Seconds."""
+
+
+@dataclass(frozen=True, slots=True)
 class TlsSettings:
     """HTTPS on the REST API: what a JobManager serves, what every client verifies with
     (:mod:`steward.tls.contexts`)."""
@@ -358,6 +376,7 @@ class Settings:
     tls: TlsSettings
     security: SecuritySettings
     oidc: OidcSettings
+    rate_limits: RateLimitSettings
     log: LogSettings
     cluster: ClusterHostSettings
 

@@ -36,7 +36,7 @@ from .rest import (
     queues,
     tokens,
 )
-from .rest.auth import LOGIN_PAGE, PUBLIC_PATHS, ApiSecurity, document
+from .rest.auth import LOGIN_PAGE, PUBLIC_PATHS, SUBMISSION_PATHS, ApiSecurity, document
 from .rest.backend import ApiBackend
 from .rest.errors import add_error_handlers
 from .rest.forwarding import new_forwarder
@@ -88,6 +88,8 @@ def create_app(
         certificates=security.client_certificates,
         cookie=True,
         login_page=LOGIN_PAGE,
+        limiter=security.limiter,
+        submission_paths=SUBMISSION_PATHS,
     )
     # In this order, the OpenAPI document's.
     routers = (

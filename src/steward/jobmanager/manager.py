@@ -21,6 +21,7 @@ works again; a term whose session is gone never resumes them (docs/architecture.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import os
 import signal
@@ -41,6 +42,7 @@ from steward.ha.liveness import LivenessProbe
 from steward.ha.retrieval import LeaderRetrieval
 from steward.ha.session import Session
 from steward.metrics import JobManagerMetrics
+from steward.security.rate_limits import RateLimiter
 from steward.store.blob import BlobStore
 from steward.tls import contexts as tls
 from steward.tls.peer import PeerCertificateProtocol
@@ -73,10 +75,11 @@ class JobManager:
         """How this JobManager verifies the leader it forwards writes to."""
         self.id = jobmanager_id
         self.session = Session.from_config(config, name=jobmanager_id)
-        self.security: ApiSecurity = api_security(
-            settings.security, self.session, settings.tls, settings.oidc
-        )
         self.metrics = JobManagerMetrics()
+        self.security: ApiSecurity = dataclasses.replace(
+            api_security(settings.security, self.session, settings.tls, settings.oidc),
+            limiter=RateLimiter(settings.rate_limits, on_limited=self.metrics.limited),
+        )
         self.blobs = BlobStore(settings.storage.storage_dir, on_error=self.metrics.storage_failed)
         self._socket = bind_listener(
             settings.jobmanager.bind_host, settings.jobmanager.port, port_key="jobmanager.port"

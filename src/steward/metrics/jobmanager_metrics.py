@@ -22,6 +22,8 @@ from .registry import BACKOFF_BUCKETS, LATENCY_BUCKETS, ProcessMetrics
 TERMINAL_STATES = ("FINISHED", "FAILED", "CANCELED")
 ATTEMPT_OUTCOMES = ("finished", "failed", "lost")
 DOCTOR_SEVERITIES = ("error", "warning")
+RATE_LIMIT_KINDS = ("auth-address", "auth-credential", "submissions")
+"""steward.security.rate_limits.Kind's values (that layer is above this one)."""
 
 
 @dataclass(frozen=True)
@@ -145,6 +147,15 @@ class JobManagerMetrics(ProcessMetrics[JobManagerSnapshot]):
         )
         for outcome in ("delivered", "retried", "given_up", "dropped"):
             self.notifications.labels(outcome=outcome)
+        self.rate_limited = Counter(
+            "steward_rate_limited",
+            "Requests answered 429 by a rate limit, by kind: auth-address and auth-credential"
+            " (too many failed authentications), submissions (a team's jobs).",
+            ["kind"],
+            registry=r,
+        )
+        for kind in RATE_LIMIT_KINDS:
+            self.rate_limited.labels(kind=kind)
         self.doctor_findings = Gauge(
             "steward_doctor_findings",
             "Findings of the last `steward doctor` examination this JobManager made, by severity.",
@@ -164,6 +175,10 @@ class JobManagerMetrics(ProcessMetrics[JobManagerSnapshot]):
             self.attempts_ended.labels(outcome=outcome)
 
     # ------------------------------------------------------------------ events
+
+    def limited(self, kind: str) -> None:
+        """A request was refused by a rate limit of ``kind`` (steward.security.rate_limits)."""
+        self.rate_limited.labels(kind=kind).inc()
 
     def doctor_examined(self, findings: Mapping[str, int], at: float) -> None:
         """An examination at Unix time ``at`` found ``findings`` (counts by severity)."""

@@ -23,6 +23,10 @@ Two more credentials, each off unless the server asks for it:
   GET, HEAD and OPTIONS) must also carry :data:`CSRF_HEADER` (403 otherwise): a page of another
   site can make a browser send the cookie, but not a custom header. An unauthenticated GET of a
   page under ``login_page``'s folder is sent there (303) instead of answered 401.
+
+With a ``limiter`` (:mod:`.rate_limits`), an address or credential that failed too often is
+answered 429 with ``Retry-After`` before its credential is looked at, and a POST to one of
+``submission_paths`` past its team's share too; the probes and the internal credential never.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ from . import delegation
 from .authenticator import LOOKUP, Authenticator
 from .certificates import certificate_identity
 from .identity import Identity
+from .rate_limits import RateLimiter, Refusal, attempt_of
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +75,8 @@ class AuthMiddleware:
         certificates: bool = False,
         cookie: bool = False,
         login_page: str | None = None,
+        limiter: RateLimiter | None = None,
+        submission_paths: Iterable[str] = (),
     ) -> None:
         self.app = app
         self.authenticator = authenticator
@@ -78,6 +85,9 @@ class AuthMiddleware:
         self.cookie = cookie
         self.login_page = login_page
         self._pages = login_page.rsplit("/", 1)[0] + "/" if login_page else None
+        self.limiter = limiter
+        self.submission_paths = frozenset(submission_paths)
+        """POST routes that submit jobs: counted per team (:mod:`.rate_limits`)."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] in self.public_paths:
@@ -85,6 +95,11 @@ class AuthMiddleware:
             return
         internal_route = scope["path"].startswith(INTERNAL_PREFIX)
         token, from_cookie = self._token(scope)
+        secret = self.authenticator.internal_credential
+        attempt = attempt_of(self.limiter, scope, token, secret)
+        if attempt is not None and (refusal := attempt.refused()):
+            await refuse(refusal)(scope, receive, send)
+            return
         try:
             identity = await self._identify(scope, token, internal_route=internal_route)
         except UnmappedIdentityError as exc:  # a sign-on token whose groups grant nothing
@@ -102,6 +117,8 @@ class AuthMiddleware:
             await RedirectResponse(self.login_page, status_code=303)(scope, receive, send)
             return
         if identity is None:
+            if attempt is not None:
+                attempt.failed()
             body = ErrorBody(
                 code="unauthorized",
                 message="a valid bearer token is required (Authorization: Bearer <token>)",
@@ -124,8 +141,20 @@ class AuthMiddleware:
             )
             await answer(403, body, {})(scope, receive, send)
             return
+        if (refusal := self._submission_refused(scope, identity)) is not None:
+            await refuse(refusal)(scope, receive, send)
+            return
         scope.setdefault("state", {})["identity"] = identity
         await self.app(scope, receive, send)
+
+    def _submission_refused(self, scope: Scope, identity: Identity) -> Refusal | None:
+        """A submission's first job counted before its body is read, so a flood is refused
+        unread (a batch's other jobs are counted by its route, once it counted them)."""
+        if self.limiter is None or identity.internal or scope["method"] != "POST":
+            return None
+        if scope["path"] not in self.submission_paths:
+            return None
+        return self.limiter.submitting(identity)
 
     def _token(self, scope: Scope) -> tuple[str | None, bool]:
         """The request's token, and whether it came in the UI's cookie."""
@@ -209,6 +238,12 @@ def _header(scope: Scope, name: str) -> str | None:
         if key == wanted:
             return value.decode("latin-1")
     return None
+
+
+def refuse(refusal: Refusal) -> JSONResponse:
+    """A rate limit's answer: 429 with ``Retry-After``."""
+    log.debug("rate limited kind=%s retry_after=%s", refusal.kind, refusal.retry_after)
+    return answer(429, refusal.body(), refusal.headers())
 
 
 def answer(status: int, body: ErrorBody, headers: dict[str, str]) -> JSONResponse:

@@ -16,9 +16,11 @@ to the parts they concern. A start command goes through the steps, one module ea
    record dropped and its folder removed after ``taskmanager.workdir.retention``
    (:mod:`.workdir_cleaner`), never before its log is archived (:mod:`.log_archiver`).
 
-Around them: the registration (``taskmanagers/<id>``), the HTTP port (:mod:`.http`: attempts'
-logs and probes), and a graceful stop: stop heartbeating, cancel then kill the attempts, wait
-for their groups and leases to go, deregister, close the session.
+Around them: the registration (``taskmanagers/<id>``), the lock on its own folder
+(:mod:`.folder_lock`) and the takeover of gone TaskManagers' folders (:mod:`.predecessors`),
+the HTTP port (:mod:`.http`: attempts' logs and probes), and a graceful stop: stop
+heartbeating, cancel then kill the attempts, wait for their groups and leases to go,
+deregister, close the session.
 
 A new leader changes nothing for running attempts: they are reported to it, and its reply
 (with a newer epoch) adopts them (rule 8).
@@ -45,10 +47,12 @@ from steward.store.leases import ExecutionLeases
 from steward.store.log_archive import LogArchive
 from steward.taskmanager.admission import Admission
 from steward.taskmanager.execution import Executions
+from steward.taskmanager.folder_lock import FolderLock, lock_own
 from steward.taskmanager.heartbeat_sender import HeartbeatSender
 from steward.taskmanager.http.port import HttpPort
 from steward.taskmanager.launches import Launches
 from steward.taskmanager.log_archiver import LogArchiver
+from steward.taskmanager.predecessors import Predecessors
 from steward.taskmanager.preparation import Preparation
 from steward.taskmanager.registration import Registration
 from steward.taskmanager.reporting import Attempts
@@ -110,6 +114,8 @@ class TaskManager:
         # Its attempts' logs (and probes): bound now, so its address is in the registration.
         self.http = self._http_port()
         self.archiver = self._log_archiver(blobs)
+        self.predecessors = self._predecessors(blobs)
+        self._folder_lock: FolderLock | None = None
         self.cleaner = self._workdir_cleaner()
         self.spares = self._spare_pool()
         self.launches = self._launches(blobs)
@@ -143,6 +149,17 @@ class TaskManager:
             self.workdir,
             LogArchive(blobs),
             paths_in_use,
+            on_failure=self.metrics.attempt_log_archive_failures.inc,
+        )
+
+    def _predecessors(self, blobs: BlobStore) -> Predecessors:
+        return Predecessors(
+            self.settings.taskmanager.workdir.resolve(),
+            self.id,
+            self.session,
+            LogArchive(blobs),
+            paths_in_use,
+            is_valid_id=lambda name: _TM_ID.fullmatch(name) is not None,
             on_failure=self.metrics.attempt_log_archive_failures.inc,
         )
 
@@ -205,7 +222,8 @@ class TaskManager:
     def start(self) -> TaskManager:
         """Connect, register and start heartbeating; raises on a ZooKeeper that cannot be
         reached or an id another live TaskManager holds."""
-        self.workdir.mkdir(parents=True, exist_ok=True)
+        # Held while this process lives: no other TaskManager takes this folder over.
+        self._folder_lock = lock_own(self.workdir, 2 * self.settings.zookeeper.session_timeout)
         self.session.start()
         self.http.start()
         try:
@@ -213,6 +231,7 @@ class TaskManager:
         except StewardError:
             self.http.stop()
             self.session.close()
+            self._folder_lock.release()
             raise
         self.registration.start()
         self.executions.start_monitor()
@@ -221,6 +240,7 @@ class TaskManager:
         # queued before the cleaner looks at their folders.
         self.archiver.scan_leftovers()
         self.archiver.start()
+        self.predecessors.start()
         self.cleaner.start()
         if self.spares is not None:
             self.spares.start()
@@ -259,12 +279,15 @@ class TaskManager:
         self.probe.stop()
         self.self_fencing.stop()
         self.archiver.stop(flush=_STOP_ARCHIVE_WAIT)
+        self.predecessors.stop()
         self.cleaner.stop()
         self.executions.close()
         self.registration.stop()
         self.registration.deregister()
         self.http.stop()
         self.session.close()
+        if self._folder_lock is not None:
+            self._folder_lock.release()
         log.info("taskmanager stopped tm=%s", self.id)
 
     def _wait_all_gone(self, timeout: float) -> bool:

@@ -39,7 +39,11 @@ SAMPLE = {"job_id": "some-job", "sha256": "0" * 64, "token_id": "0123456789ab"}
 
 @pytest.fixture
 def two_jobmanagers(process_cluster: ProcessCluster) -> tuple[Proc, Proc]:
-    """A leader and a standby (in that order) and one TaskManager, ready."""
+    """A leader and a standby (in that order) and one TaskManager, ready. The failure rate
+    limits are off: these tests send one wrong token to every route, and would otherwise see
+    the 429 that tests/integration/jobmanager/test_rate_limits.py is about."""
+    for key in ("per-address", "per-credential"):
+        process_cluster.settings[f"security.rate-limits.auth-failures.{key}"] = "0"
     first = process_cluster.start_jobmanager("jm-1")
     leader = process_cluster.wait_ready(taskmanagers=0)
     assert leader.id == first.id

@@ -146,6 +146,7 @@ def test_leader_standby_and_taskmanager_count_a_finished_job(
             "le",
             "operation",
             "severity",
+            "kind",
         }
         assert "counted" not in str([f.samples for f in families.values()])
 

@@ -81,7 +81,7 @@ def test_events_are_counted_with_prometheus_names() -> None:
     assert got[("steward_leadership_grants_total", ())] == 1
     for name, labels in got:
         assert name.startswith("steward_"), name
-        assert {key for key, _ in labels} <= {"outcome", "state", "le", "operation"}, (
+        assert {key for key, _ in labels} <= {"outcome", "state", "le", "operation", "kind"}, (
             name,
             labels,
         )

@@ -14,8 +14,10 @@ from fastapi import Depends, FastAPI, Request
 from steward.security.asgi import PROBES, cookie_token
 from steward.security.authenticator import Authenticator
 from steward.security.identity import Identity
+from steward.security.rate_limits import RateLimiter
 from steward.security.roles import Action
 from steward.security.sign_on import SignOn
+from steward.security.source_address import FORWARDED_FOR
 from steward.wire.tokens import TokenRecord
 
 from .errors import ApiError
@@ -27,8 +29,8 @@ PUBLIC_PATHS = PROBES | {LOGIN_PAGE, SIGN_ON_PAGE, SIGN_ON_CALLBACK}
 """The only routes that answer without credentials: liveness and readiness probes, and the web
 UI's login form (a fixed page; it tells nothing about the cluster) and the two legs of its
 sign-in with the OpenID Connect provider (they answer 404 when none is configured)."""
-FORWARDED_FOR = "x-steward-forwarded-for"
-"""Set by a standby that forwards a write: the address of the client it came from (audit)."""
+SUBMISSION_PATHS = frozenset({"/v1/jobs", "/v1/jobs/batch", "/batches"})
+"""The POST routes that submit jobs (Livy's ``/batches`` too): rate-limited per team."""
 
 
 class TokenRecords(Protocol):
@@ -51,6 +53,8 @@ class ApiSecurity:
     """A verified client certificate is a credential (:mod:`steward.security.certificates`)."""
     sign_on: SignOn | None = None
     """The OpenID Connect provider, when ``security.oidc.issuer`` is set."""
+    limiter: RateLimiter | None = None
+    """Failed authentications and submissions (:mod:`steward.security.rate_limits`)."""
 
 
 async def _caller(request: Request) -> Identity:

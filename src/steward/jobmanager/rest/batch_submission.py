@@ -37,14 +37,14 @@ from steward.wire.submissions import (
 
 from .auth import Caller, client_address
 from .backend import ApiBackend, LeaderTerm
-from .errors import ApiError, describe
+from .errors import ApiError, describe, rate_limited
 from .jobs_submit import (
     MAX_ARTIFACT_BYTES,
     leader_or_forward,
     store_request,
     submission_body,
 )
-from .state import Backend, Contents, Forwarder
+from .state import Backend, Contents, Forwarder, services_of
 from .teams import default_team
 
 router = APIRouter(tags=["jobs"])
@@ -92,12 +92,22 @@ def _submit(
     if isinstance(dispatcher, Response):
         return dispatcher
     items = _parse(body)
+    _count_jobs(request, caller, len(items))
     where = client_address(request)
     duplicates = _duplicates(items)
     store = _storer(backend, dispatcher, contents, caller, where)
     results = list(_pool.map(store, items, duplicates))
     answer = BatchSubmitResponse(results=results, served_by=backend.id)
     return Response(answer.model_dump_json(), media_type="application/json")
+
+
+def _count_jobs(request: Request, caller: Identity, jobs: int) -> None:
+    """Every job of a batch counts against its team's rate limit: the middleware counted the
+    first before the body was read, these are the others (429 for the whole batch)."""
+    limiter = services_of(request).security.limiter
+    refusal = limiter.submitting(caller, jobs - 1) if limiter is not None else None
+    if refusal is not None:
+        raise rate_limited(refusal)
 
 
 def _parse(body: bytes) -> list[dict[str, JsonValue]]:

@@ -26,6 +26,7 @@ from steward.errors import (
     StewardError,
 )
 from steward.jobmanager.errors import JobResultExistsError
+from steward.security.rate_limits import Refusal
 from steward.wire.rest import ErrorBody, ResultView
 
 log = logging.getLogger(__name__)
@@ -48,6 +49,11 @@ class ApiError(Exception):
         self.status = status
         self.body = ErrorBody(code=code, message=message, **extra)
         self.headers = headers or {}
+
+
+def rate_limited(refusal: Refusal) -> ApiError:
+    """A rate limit's refusal (steward.security.rate_limits): 429 with Retry-After."""
+    return ApiError(429, "rate_limited", refusal.message, headers=refusal.headers())
 
 
 def no_leader(message: str = "no JobManager leads right now; retry shortly") -> ApiError:

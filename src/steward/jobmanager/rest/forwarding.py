@@ -24,9 +24,10 @@ from fastapi.responses import Response
 
 from steward.security import delegation
 from steward.security.identity import Identity
+from steward.security.source_address import forwarded_headers
 from steward.tls.contexts import ClientTls, client_tls
 
-from .auth import FORWARDED_FOR, authorization, client_address
+from .auth import authorization, client_address
 from .backend import ApiBackend, LeaderTerm
 from .errors import no_leader, outcome_unknown
 from .state import services_of
@@ -86,7 +87,8 @@ def forward(
         headers["authorization"] = caller_credentials
     else:
         headers |= _vouched(request)
-    headers[FORWARDED_FOR] = client_address(request) or ""
+    secret = services_of(request).security.authenticator.internal_credential
+    headers |= forwarded_headers(client_address(request) or "", secret)
     try:
         answer = forwarder.request(
             method, leader.address.rstrip("/") + path, content=body, headers=headers

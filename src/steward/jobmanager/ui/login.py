@@ -30,6 +30,7 @@ from steward.errors import StewardError, UnmappedIdentityError
 from steward.jobmanager.rest.auth import LOGIN_PAGE, SIGN_ON_PAGE
 from steward.jobmanager.rest.state import services_of
 from steward.security.asgi import COOKIE
+from steward.security.rate_limits import Refusal, attempt_of
 
 from .pages import FILES, PREFIX, SECURITY_HEADERS
 
@@ -105,15 +106,21 @@ async def login(request: Request) -> Response:
     token = _form_token(body)
     if not token:
         return refused("enter a token", 401)
-    authenticator = services_of(request).security.authenticator
+    security = services_of(request).security
+    secret = security.authenticator.internal_credential
+    attempt = attempt_of(security.limiter, request.scope, token, secret)
+    if attempt is not None and (refusal := attempt.refused()) is not None:
+        return _refused(refusal)
     try:
-        identity = await anyio.to_thread.run_sync(authenticator.verify, token)
+        identity = await anyio.to_thread.run_sync(security.authenticator.verify, token)
     except UnmappedIdentityError as exc:
         return refused(str(exc), 403)
     except StewardError as exc:
         log.warning("cannot verify a token at login: %s", exc)
         return refused("cannot verify tokens right now (ZooKeeper); try again", 503)
     if identity is None or identity.internal:
+        if attempt is not None:
+            attempt.failed()
         return refused(INVALID, 401)
     answer = RedirectResponse(PREFIX + "/", status_code=303)
     set_session(answer, token, request)
@@ -139,6 +146,12 @@ async def logout(request: Request) -> Response:
     answer.delete_cookie(
         COOKIE, path="/", httponly=True, samesite="strict", secure=request.url.scheme == "https"
     )
+    return answer
+
+
+def _refused(refusal: Refusal) -> HTMLResponse:
+    answer = login_form(refusal.message, 429)
+    answer.headers.update(refusal.headers())
     return answer
 
 
