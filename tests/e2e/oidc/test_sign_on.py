@@ -100,10 +100,11 @@ def test_api_takes_a_real_access_token_with_the_role_its_groups_give(
         client.submit(pipeline, job_id="oidc-carol-1")
     assert no.value.status == 403
     # A write through the standby: forwarded with alice's own token, verified again by the
-    # leader, which records alice (not the standby) as the submitter.
+    # leader, which records alice (not the standby) as the submitter, in one of the teams her
+    # groups map to (she is in two, so she names one).
     with Client([sign_on.standby.address], token=alice) as client:
-        job = client.submit(pipeline, job_id="oidc-alice-1")
-    assert job.submitter == "alice"
+        job = client.submit(pipeline, job_id="oidc-alice-1", team="ml")
+    assert job.submitter == "alice" and job.team == "ml"
 
 
 def test_a_token_whose_groups_map_to_no_role_is_refused_403(sign_on: SignOnCluster) -> None:
