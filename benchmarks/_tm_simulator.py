@@ -14,9 +14,11 @@ benchmarks that use it expect none: every attempt is adopted), unless ``run_for`
 then each start takes the job's execution lease (fenced by the command's epoch, as rule 3
 wants), runs for that many seconds, releases the lease with its outcome record and reports
 ENDED, FINISHED (``fair_share.py``: slots turning over); heartbeats of all simulated
-TaskManagers come from one asyncio loop in one process; ``tms_per_session`` TaskManagers share
-one ZooKeeper session (1 = one session each, as real TaskManagers; more, to spare this machine's
-threads: the leader's work does not depend on it, ZooKeeper's session count does).
+TaskManagers come from one asyncio loop in one process (each TaskManager its own HTTP
+client), so on a loaded machine fewer than one heartbeat per TaskManager per interval may be
+sent; ``tms_per_session`` TaskManagers share one ZooKeeper session (1 = one session each, as
+real TaskManagers; more, to spare this machine's threads: the leader's work does not depend on
+it, ZooKeeper's session count does).
 
 It imports neither the JobManager nor the TaskManager: only the stores, the HA session and the
 wire protocol, as both of them do.
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
 import threading
 import time
 from collections import Counter
@@ -233,15 +236,33 @@ class TaskManagerSimulator:
                 session.close()
 
     async def _beat_all(self) -> None:
-        limits = httpx.Limits(max_connections=len(self.taskmanagers) + 10)
+        # A client (one connection) per TaskManager, as each real one has: one client for
+        # all made httpcore's pool match every request against every connection, and at 100
+        # TaskManagers the simulator's loop spent its CPU there, answering 8 heartbeats a
+        # second instead of 100. One TLS context for all: httpx loads the CA certificates
+        # for each client otherwise (40 ms each), though the addresses are plain HTTP.
+        tls = ssl.create_default_context()
         timeout = httpx.Timeout(self.interval + 30.0)
-        async with httpx.AsyncClient(headers=self._headers, limits=limits, timeout=timeout) as http:
-            tasks = [asyncio.create_task(self._beat(http, tm)) for tm in self.taskmanagers]
-            assert self._stopping is not None
-            await self._stopping.wait()
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+        clients = [
+            httpx.AsyncClient(
+                headers=self._headers,
+                limits=httpx.Limits(max_connections=1),
+                timeout=timeout,
+                verify=tls,
+            )
+            for _ in self.taskmanagers
+        ]
+        tasks = [
+            asyncio.create_task(self._beat(http, tm))
+            for http, tm in zip(clients, self.taskmanagers, strict=True)
+        ]
+        assert self._stopping is not None
+        await self._stopping.wait()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for http in clients:
+            await http.aclose()
 
     async def _beat(self, http: httpx.AsyncClient, tm: SimulatedTaskManager) -> None:
         # Spread the first heartbeats over one interval, as TaskManagers started apart are.

@@ -143,7 +143,7 @@ def test_defaults_give_the_documented_typed_values(_isolated_cwd: Path) -> None:
         session_timeout=10.0,
         connection_timeout=15.0,
         tolerate_suspended=True,
-        crash_detection=0.1,
+        crash_detection=0.05,
         client_acl="creator",
         digest_file="",
     )

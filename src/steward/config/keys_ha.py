@@ -101,9 +101,9 @@ HA_OPTIONS: tuple[Option, ...] = (
     Option(
         "high-availability.crash-detection",
         to_duration,
-        "100ms",
+        "50ms",
         "Fast crash detection. A standby probes the published leader's REST port (a TCP connect"
-        " every 50 ms, every 20 ms once one is refused); when every probe has been refused for"
+        " every 50 ms, every 10 ms once one is refused); when every probe has been refused for"
         " this long (and at least three times), the leader's process is dead while its host lives,"
         " and the standby deletes that leader's latch node so the next contender is granted at"
         " once instead of after the session timeout. Only a refusal counts, and only from an"

@@ -73,6 +73,7 @@ class Delivery:
         self._settings = term.settings.notifications
         self._secret = _read_secret(self._settings.secret_file)
         self._http: httpx.Client | None = None
+        self._http_lock = threading.Lock()
         self._cond = threading.Condition()
         self._events: dict[str, _Event] = {}
         """Events not done, oldest first (the cap drops from the front)."""
@@ -92,7 +93,6 @@ class Delivery:
 
     def run(self) -> None:
         """The term's delivery: the outbox read once, then workers until the term stops."""
-        self._http = httpx.Client(timeout=self._settings.timeout, follow_redirects=False)
         self._take_loaded(self._load())
         workers = [
             threading.Thread(target=self._work, name=f"notify-{n}", daemon=True)
@@ -103,7 +103,17 @@ class Delivery:
         self._work()
         for worker in workers:
             worker.join()
-        self._http.close()
+        if self._http is not None:
+            self._http.close()
+
+    def _client(self) -> httpx.Client:
+        """The term's HTTP client, made at the first delivery: making one loads the CA
+        certificates while holding the interpreter's lock (40-70 ms here), which a term with
+        nothing to deliver should not spend, least of all while a new leader recovers."""
+        with self._http_lock:
+            if self._http is None:
+                self._http = httpx.Client(timeout=self._settings.timeout, follow_redirects=False)
+            return self._http
 
     # ------------------------------------------------------------------ queue
 
@@ -227,9 +237,8 @@ class Delivery:
         }
         if self._secret is not None:
             headers[wire.SIGNATURE_HEADER] = wire.signature(self._secret, payload)
-        assert self._http is not None  # made by run() before any worker
         try:
-            answer = self._http.post(url, content=payload, headers=headers)
+            answer = self._client().post(url, content=payload, headers=headers)
         except (httpx.HTTPError, httpx.InvalidURL) as exc:
             return type(exc).__name__  # its text may hold the URL (and a token in it)
         return None if answer.is_success else f"status {answer.status_code}"

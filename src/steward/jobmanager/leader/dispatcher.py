@@ -160,19 +160,32 @@ class Dispatcher:
         return self.term.stopped.is_set()
 
     def start(self) -> Dispatcher:
+        self._start_thread("recover", self._run)
+        return self
+
+    def _start_background(self) -> None:
+        """The membership watch and the term's other threads, once recovery is done.
+
+        Recovery first: a cleanup's fenced writes would queue ahead of its reads in the
+        session, and the notifications' HTTP client loads the CA certificates holding the
+        interpreter's lock for tens of milliseconds; either, started at the grant, delayed a
+        crash failover of three jobs by 70 ms (``benchmarks/failover_floor.py``). The watch
+        misses nothing by coming after recovery's read of the members: its first callback
+        marks the membership changed, so the first scheduling pass reads it again."""
         self._membership.watch()
         for name, target in (
-            ("recover", self._run),
             ("cleanup", self._cleanup.run),
             ("result-retention", self._retention.run),
             ("content-gc", lambda: self.content_gc.run(self.term.stopped)),  # content GC hook
             ("log-retention", lambda: self.log_retention.run(self.term.stopped)),
             ("notifications", self._delivery.run),
         ):
-            thread = threading.Thread(target=target, name=f"{self.id}-{name}", daemon=True)
-            thread.start()
-            self._threads.append(thread)
-        return self
+            self._start_thread(name, target)
+
+    def _start_thread(self, name: str, target: Callable[[], object]) -> None:
+        thread = threading.Thread(target=target, name=f"{self.id}-{name}", daemon=True)
+        thread.start()
+        self._threads.append(thread)
 
     def stop(self) -> None:
         """End the term: stop scheduling and cleanup. Running attempts are left alone."""
@@ -182,6 +195,12 @@ class Dispatcher:
         """Recover first; only then is the term ready and the scheduler running."""
         try:
             self.recovery_summary = self._recovery.recover()
+            if self.term.stopped.is_set():
+                return  # ended while recovery waited for a store: the next leader recovers
+            self.term.ready.set()
+            self._feed.recovered()
+            self.term.metrics.recovery_duration.observe(self.term.monotonic() - self._granted_at)
+            self._start_background()
         except FencedError as exc:
             self.term.fenced(exc)
             return
@@ -190,11 +209,6 @@ class Dispatcher:
             self.stop()
             self.term.on_fenced()
             return
-        if self.term.stopped.is_set():
-            return  # ended while recovery waited for a store: the next leader recovers
-        self.term.ready.set()
-        self._feed.recovered()
-        self.term.metrics.recovery_duration.observe(self.term.monotonic() - self._granted_at)
         self._record_term()
         self._scheduler.run()
 

@@ -103,9 +103,16 @@ class Recovery:
     def recover(self) -> dict[str, int]:
         """Recover every job of the cluster into the table; the summary, by outcome."""
         started = self._term.monotonic()
-        listing = self._list_until_known()
-        if listing is None:  # the term ended while ZooKeeper did not answer
-            return {"jobs": 0}
+        parallelism = self._term.settings.jobmanager.recovery_parallelism
+        with ThreadPoolExecutor(max_workers=parallelism, thread_name_prefix="recover") as pool:
+            listing = self._list_until_known(pool)
+            if listing is None:  # the term ended while ZooKeeper did not answer
+                return {"jobs": 0}
+            return self._recover_listed(listing, pool, started)
+
+    def _recover_listed(
+        self, listing: Listing, pool: ThreadPoolExecutor, started: float
+    ) -> dict[str, int]:
         for job_id in listing.cleanups:
             self._cleanup.put(job_id)
         # What the listings cost against the jobs' own reads: the split a profile starts from.
@@ -116,7 +123,7 @@ class Recovery:
             len(listing.leases),
             len(listing.todo),
         )
-        outcomes = self._recover_all(listing.todo, listing.leases)
+        outcomes = self._recover_all(listing.todo, listing.leases, pool)
         self._term.metrics.recovered(outcomes.count("adopted"), outcomes.count("restarted"))
         summary = {
             "jobs": len(listing.todo),
@@ -134,14 +141,14 @@ class Recovery:
         )
         return summary
 
-    def _list_until_known(self) -> Listing | None:
+    def _list_until_known(self, pool: ThreadPoolExecutor) -> Listing | None:
         """:meth:`_list`, tried again with back-off while ZooKeeper does not answer; None if
         the term ended first. A blip here used to end the term: a new epoch and a whole new
         recovery each time, and the longer the listing (10,000 jobs) the likelier a blip."""
         delay = RETRY_FIRST
         while True:
             try:
-                return self._list()
+                return self._list(pool)
             except StewardError as exc:
                 if not is_unavailable(exc):
                     raise
@@ -155,16 +162,23 @@ class Recovery:
                 return None
             delay = min(2 * delay, RETRY_MOST)
 
-    def _list(self) -> Listing:
+    def _list(self, pool: ThreadPoolExecutor) -> Listing:
         """The members, the leases and the jobs to recover; nothing is changed until it
-        returns (so it can be tried again)."""
+        returns (so it can be tried again).
+
+        The members are read first: a lease listed after them belongs to a TaskManager they
+        hold (its session ended with its registration, and no newer leader asked for a lease
+        yet). The three listings after that are independent and read at once, on ``pool``:
+        a handful of jobs then costs four round trips here, not eight, each of which a new
+        leader's busy interpreter can stretch (``benchmarks/failover_floor.py``)."""
         self._membership.refresh()
         # Never a read per result kept (there may be millions): the DIRTY ones are marked,
         # and only the jobs with a graph are looked up.
-        dirty_ids = self._stores.results.dirty_ids()
-        leases = self._stores.leases.all()
+        dirty = pool.submit(self._stores.results.dirty_ids)
+        leasing = pool.submit(self._stores.leases.all)
         graph_ids = self._stores.graphs.job_ids()
         result_ids = self._stores.results.with_result(graph_ids)
+        dirty_ids, leases = dirty.result(), leasing.result()
         # A graph whose job has a result: only the cleanup was left to do.
         done = [job_id for job_id in graph_ids if job_id in result_ids]
         return Listing(
@@ -174,26 +188,27 @@ class Recovery:
             todo=[job_id for job_id in graph_ids if job_id not in result_ids],
         )
 
-    def _recover_all(self, todo: list[str], leases: dict[str, ExecutionLease]) -> list[str]:
-        parallelism = self._term.settings.jobmanager.recovery_parallelism
+    def _recover_all(
+        self, todo: list[str], leases: dict[str, ExecutionLease], pool: ThreadPoolExecutor
+    ) -> list[str]:
         self._records.defer()
         outcomes: list[str] = []
-        with ThreadPoolExecutor(max_workers=parallelism, thread_name_prefix="recover") as pool:
-            for start in range(0, len(todo), CHUNK):
-                chunk = todo[start : start + CHUNK]
-                found = self._prefetch(chunk)
-                outcomes.extend(
-                    pool.map(partial(self._recover_until_known, leases=leases, found=found), chunk)
-                )
+        for start in range(0, len(todo), CHUNK):
+            chunk = todo[start : start + CHUNK]
+            found = self._prefetch(chunk, pool)
+            outcomes.extend(
+                pool.map(partial(self._recover_until_known, leases=leases, found=found), chunk)
+            )
         self._records.flush_deferred()
         return outcomes
 
-    def _prefetch(self, chunk: list[str]) -> Prefetched | None:
-        """The chunk's pointers and records; None if ZooKeeper did not answer (then each job
-        reads its own, with the retries of :meth:`_recover_until_known`)."""
+    def _prefetch(self, chunk: list[str], pool: ThreadPoolExecutor) -> Prefetched | None:
+        """The chunk's pointers and records, read at once; None if ZooKeeper did not answer
+        (then each job reads its own, with the retries of :meth:`_recover_until_known`)."""
+        reading = pool.submit(self._stores.graphs.pointers_quietly, chunk)
         try:
-            pointers = self._stores.graphs.pointers_quietly(chunk)
             records = self._stores.statuses.find_many_quietly(chunk)
+            pointers = reading.result()
         except StewardError as exc:  # reads are not fenced: only "unavailable" comes here
             log.warning(
                 "recovery reads job by job jobs=%d epoch=%d error=%r",
