@@ -195,14 +195,21 @@ class QueuePass:
         """The queue the next free slot goes to, or None: none has a job it may start."""
         capacity = self.capacity
         candidates = [
-            queue
-            for queue in self.queues.values()
-            if queue.waiting and not queue.at_maximum(queue.head().spec.slots)
+            queue for queue in self.queues.values() if queue.waiting and not queue.at_maximum()
         ]
         return min(candidates, key=lambda queue: queue.rank(capacity), default=None)
 
     def pop(self, queue: QueueUse) -> JobMaster:
         return heapq.heappop(queue.waiting)[3]
+
+    def over_maximum(
+        self, queue: QueueUse, master: JobMaster, shortage: Callable[[int], str]
+    ) -> str | None:
+        """Why ``master`` may not start this pass when its slots would take ``queue`` past its
+        maximum; None when they fit. Such a wide job does not hold back the narrower jobs
+        behind it (as no free TaskManager wide enough does not)."""
+        slots = master.spec.slots
+        return self._reason(queue, slots, shortage) if queue.at_maximum(slots) else None
 
     def started(self, master: JobMaster) -> None:
         self.queue_of(master).placed += 1

@@ -125,7 +125,7 @@ class Scheduler:
         """Free slots to the neediest queue's first job until none is left or wanted."""
         while (queue := plan.neediest()) is not None:
             master = plan.pop(queue)
-            held = plan.concurrency.held(master)
+            held = plan.concurrency.held(master) or plan.over_maximum(queue, master, self._shortage)
             if held is not None:
                 _wait(master, held, waiting)
             elif self._deploy(master, waiting):
