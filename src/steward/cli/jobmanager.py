@@ -22,7 +22,7 @@ def default_id() -> str:
 @click.pass_obj
 def jobmanager(config: Configuration, jobmanager_id: str | None) -> int:
     """Run a JobManager: contend for leadership, serve the REST API (foreground)."""
-    from steward.jobmanager.manager import run
+    from steward.jobmanager.foreground import run
 
     chosen = jobmanager_id or default_id()
     try:
