@@ -31,7 +31,7 @@ from steward.client.submission import Submission
 from steward.client.uploads import Uploads
 from steward.errors import StewardError
 from steward.wire.rest import ErrorBody, JobView
-from steward.wire.submissions import BatchItemResult, BatchSubmitResponse
+from steward.wire.submissions import MAX_BATCH, BatchItemResult, BatchSubmitResponse
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +68,17 @@ class BatchSender:
         self._failover = failover
         self._uploads = uploads
         self._job = job
+
+    def send_all(
+        self, items: Sequence[Submission], local: Sequence[LocalFile], batch_size: int
+    ) -> list[Outcome]:
+        """Every item's outcome, in order, ``batch_size`` items a request (at most
+        :data:`~steward.wire.submissions.MAX_BATCH`)."""
+        size = max(1, min(batch_size, MAX_BATCH))
+        outcomes: list[Outcome] = []
+        for start in range(0, len(items), size):
+            outcomes += self.send(items[start : start + size], local)
+        return outcomes
 
     def send(self, items: Sequence[Submission], local: Sequence[LocalFile]) -> list[Outcome]:
         """The outcome of each item, in order (the files already uploaded)."""

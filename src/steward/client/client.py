@@ -45,7 +45,7 @@ from steward.client.failover import (
     error_body,
 )
 from steward.client.listing import JobFilter, pages
-from steward.client.log_stream import LogStream
+from steward.client.log_stream import attempt_log
 from steward.client.responses import api_error, decode, job_path, latest_attempt
 from steward.client.uploads import Uploads
 from steward.config import Configuration, load
@@ -54,11 +54,10 @@ from steward.security.credentials import find_token
 from steward.tls.contexts import client_tls
 from steward.wire.doctor import DoctorReport
 from steward.wire.jobs import JobKind, ProgramKind, RestartStrategy
-from steward.wire.logs import LogQuery, job_log_path
+from steward.wire.logs import LogQuery
 from steward.wire.notifications import target_fields
 from steward.wire.queues import QueueList
 from steward.wire.rest import ClusterView, JobList, JobView, LeadershipView, LeaderView, ResultView
-from steward.wire.submissions import MAX_BATCH
 from steward.wire.tokens import CreatedToken, Role, TokenList, TokenView
 
 
@@ -244,11 +243,7 @@ class Client:
         items = prepare_many(Path(pipeline), jobs, local)
         for local_file in local:
             self.upload(local_file)
-        size = max(1, min(batch_size, MAX_BATCH))
-        outcomes: list[JobView | StewardError] = []
-        for start in range(0, len(items), size):
-            outcomes += self._batches.send(items[start : start + size], local)
-        return outcomes
+        return self._batches.send_all(items, local, batch_size)
 
     def upload(self, local_file: job_files.LocalFile) -> bool:
         """Store one file a job names in the cluster, unless it is there; True if sent.
@@ -331,16 +326,8 @@ class Client:
         job_path(job_id)  # checks the id before it reaches a URL
         if attempt is None:
             attempt = latest_attempt(self.job(job_id))
-        failover = self._failover
-        stream = LogStream(
-            failover.http,
-            failover.addresses,
-            job_log_path(job_id, attempt),
-            timeout=failover.timeout,
-            timeouts=failover.request_timeouts,
-            error_of=lambda response: api_error(response, error_body(response), job_id),
-        )
-        return stream.blocks(LogQuery(offset=offset, tail=tail, follow=follow))
+        query = LogQuery(offset=offset, tail=tail, follow=follow)
+        return attempt_log(self._failover, job_id, attempt, query)
 
     # ------------------------------------------------------------------ cluster
 

@@ -17,9 +17,10 @@ from collections.abc import Callable, Iterator, Sequence
 import httpx
 
 from steward.errors import ClusterUnreachableError, StewardError
-from steward.wire.logs import START_HEADER, LogQuery
+from steward.wire.logs import START_HEADER, LogQuery, job_log_path
 
-from .failover import RequestTimeouts, error_body
+from .failover import Failover, RequestTimeouts, error_body
+from .responses import api_error
 
 _RETRY_DELAY = 0.5
 _MAX_CUTS = 5
@@ -124,3 +125,17 @@ def _start(response: httpx.Response, default: int) -> int:
         return int(response.headers.get(START_HEADER, default))
     except ValueError:
         return default
+
+
+def attempt_log(failover: Failover, job_id: str, attempt: int, query: LogQuery) -> Iterator[bytes]:
+    """Attempt ``attempt`` of ``job_id``'s log, as :meth:`LogStream.blocks` gives it, from any
+    of ``failover``'s JobManagers; refusals raised as the client's errors."""
+    stream = LogStream(
+        failover.http,
+        failover.addresses,
+        job_log_path(job_id, attempt),
+        timeout=failover.timeout,
+        timeouts=failover.request_timeouts,
+        error_of=lambda response: api_error(response, error_body(response), job_id),
+    )
+    return stream.blocks(query)
