@@ -50,7 +50,7 @@ from steward.wire.heartbeat import (
     StartAttempt,
 )
 from steward.wire.records import TaskManagerInfo
-from steward.wire.runner import FinishedEvent
+from steward.wire.runner_protocol import FinishedEvent
 from steward.wire.states import AttemptPhase
 
 NOT_LEADER = (409, 421, 503)

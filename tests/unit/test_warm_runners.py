@@ -11,7 +11,7 @@ import pytest
 
 from steward.runtime.deadman import DeadmanSwitch, LaunchLineCollector
 from steward.wire.jobs import DependencyKind, JobSpec
-from steward.wire.runner import (
+from steward.wire.runner_protocol import (
     EXIT_USAGE,
     RUNNER_MODULE,
     LaunchDocument,

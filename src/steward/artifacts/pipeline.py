@@ -11,7 +11,7 @@ folder, base64 inside the job graph). This module owns both ends of that trip:
   inside is a file like any other), with its entry module at the top or under one top-level folder;
 - :func:`materialize`, on a TaskManager (or for a JobManager's initialize hook): check the
   checksum and write the file, or extract the zip safely, into a work directory; returns the
-  absolute path a :class:`~steward.wire.runner.LaunchDocument` wants;
+  absolute path a :class:`~steward.wire.runner_protocol.LaunchDocument` wants;
 - :func:`may_define_initialize`: a cheap test so a leader need not start a hook process for a
   pipeline that cannot have an ``initialize`` hook.
 

@@ -39,7 +39,7 @@ from steward.supervisor.completion import run_to_completion
 from steward.supervisor.runner_process import RunnerProcess, runner_env
 from steward.wire.jobs import JobGraph, JobGraphPointer
 from steward.wire.records import ErrorInfo
-from steward.wire.runner import FailedEvent, FinishedEvent, LaunchDocument, RunMode
+from steward.wire.runner_protocol import FailedEvent, FinishedEvent, LaunchDocument, RunMode
 
 log = logging.getLogger(__name__)
 

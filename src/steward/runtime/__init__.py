@@ -2,7 +2,7 @@
 
 Modules, by what they own:
 
-- :mod:`~steward.wire.runner`: the wire format between a TaskManager and a runner
+- :mod:`~steward.wire.runner_protocol`: the wire format between a TaskManager and a runner
   (launch document, events, exit codes, SIGTERM); read it first.
 - :mod:`~steward.runtime.runner`: the runner process, ``python -m steward.runtime.runner``.
 - :mod:`~steward.runtime.deadman`: stdin, the dead-man's switch, killing the process group.

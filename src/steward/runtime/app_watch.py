@@ -4,7 +4,7 @@ A script builds its SparkSession itself, at a time the runner does not know, so 
 watches instead of being told: a daemon thread looks for PySpark's active SparkContext
 every half second (never importing pyspark itself: a pipeline without Spark starts no JVM)
 and reports each new application once as a
-:class:`~steward.wire.runner.SparkAppEvent`. Spark Connect sessions have no local
+:class:`~steward.wire.runner_protocol.SparkAppEvent`. Spark Connect sessions have no local
 SparkContext and are not reported.
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 from steward.runtime.channel import EventSink
 from steward.wire.records import SparkApp
 from steward.wire.redaction import DEFAULT as DEFAULT_RULE
-from steward.wire.runner import SparkAppEvent
+from steward.wire.runner_protocol import SparkAppEvent
 
 log = logging.getLogger(__name__)
 

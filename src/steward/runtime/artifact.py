@@ -31,7 +31,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from steward.artifacts.programs import ENTRY_MODULE_FILES, INITIALIZE_HOOK, module_name_for
-from steward.wire.runner import ArtifactError, RunMode
+from steward.wire.runner_protocol import ArtifactError, RunMode
 
 if TYPE_CHECKING:
     from steward.runtime.context import JobContext

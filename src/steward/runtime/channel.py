@@ -14,7 +14,7 @@ import os
 import threading
 from typing import Protocol
 
-from steward.wire.runner import BaseEvent, encode_event, is_final
+from steward.wire.runner_protocol import BaseEvent, encode_event, is_final
 
 log = logging.getLogger(__name__)
 

@@ -40,7 +40,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from steward.wire.runner import RunnerError
+from steward.wire.runner_protocol import RunnerError
 from steward.wire.warm import CONNECT_SCHEME
 
 log = logging.getLogger(__name__)

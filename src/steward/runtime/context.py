@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from steward.artifacts import checkpoint_dirs
 from steward.runtime.channel import EventSink
 from steward.wire.jobs import JobSpec
-from steward.wire.runner import (
+from steward.wire.runner_protocol import (
     MAX_PROGRESS_BYTES,
     CheckpointEvent,
     LaunchDocument,

@@ -40,7 +40,7 @@ import psutil
 
 from steward import clock
 from steward.supervisor import containment, reaping
-from steward.wire.runner import LaunchError
+from steward.wire.runner_protocol import LaunchError
 
 log = logging.getLogger(__name__)
 

@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from steward.wire.jobs import DependencyKind
-from steward.wire.runner import LaunchDocument, LocalDependency
+from steward.wire.runner_protocol import LaunchDocument, LocalDependency
 
 log = logging.getLogger(__name__)
 

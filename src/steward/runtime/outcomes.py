@@ -1,7 +1,7 @@
 """An attempt's outcome as the runner reports it: the result value, and errors as ErrorInfo.
 
 :func:`result_value` checks what ``main(ctx)`` returned (plain JSON, at most
-:data:`~steward.wire.runner.MAX_RESULT_BYTES`); :func:`describe_error` turns any exception
+:data:`~steward.wire.runner_protocol.MAX_RESULT_BYTES`); :func:`describe_error` turns any exception
 (BaseException included) into the type, message and traceback of a ``failed`` event: the
 message cut to 16 KiB and the traceback to 256 KiB, both valid UTF-8, the traceback starting in
 the pipeline's code (the runner's and importlib's frames, the same for every failure, dropped).
@@ -15,7 +15,7 @@ from pathlib import Path
 from types import TracebackType
 
 from steward.wire.records import ErrorInfo
-from steward.wire.runner import MAX_RESULT_BYTES, ResultError, RunnerError, error_type_name
+from steward.wire.runner_protocol import MAX_RESULT_BYTES, ResultError, RunnerError, error_type_name
 from steward.wire.values import JsonValue
 
 _RUNTIME_DIR = str(Path(__file__).resolve().parent)

@@ -2,7 +2,7 @@
 
 Started by a TaskManager as ``python -m steward.runtime.runner --events-fd N``; the protocol
 (launch document on stdin, heartbeats, events on fd N, exit codes, SIGTERM) is specified in
-:mod:`steward.wire.runner`. This module owns the attempt's life, in this order:
+:mod:`steward.wire.runner_protocol`. This module owns the attempt's life, in this order:
 
 1. open the events channel (exit 2 if fd N is unusable: nothing could be reported);
 2. lead a process group, and take the work directory off ``sys.path`` (``python -m`` puts
@@ -30,7 +30,7 @@ exception (BaseException included) becomes ``failed`` with its type, message and
 ``kill -USR1 <runner pid>`` writes the stack of every thread to the attempt's log.
 
 With ``--prewarm`` the runner is a warm spare (see "Warm runners" in
-:mod:`steward.wire.runner`): :func:`run_spare` arms the dead-man's switch first, builds
+:mod:`steward.wire.runner_protocol`): :func:`run_spare` arms the dead-man's switch first, builds
 and warms a SparkSession, reports ``ready``, waits for its launch document, moves to the
 attempt's folder, and from there runs the attempt like any runner, with the warm session
 behind ``ctx.spark``.
@@ -65,7 +65,7 @@ from steward.runtime.outcomes import describe_error
 from steward.runtime.user_code import run_code
 from steward.wire.records import ErrorInfo
 from steward.wire.redaction import Redactor, redact_error
-from steward.wire.runner import (
+from steward.wire.runner_protocol import (
     DEFAULT_LAUNCH_TIMEOUT,
     EXIT_FAILED,
     EXIT_FINISHED,

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from steward.wire.runner import RunnerError
+from steward.wire.runner_protocol import RunnerError
 
 TAIL_BYTES = 4096
 

@@ -38,7 +38,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from steward.wire.runner import RunnerError
+from steward.wire.runner_protocol import RunnerError
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ applications are killed (:mod:`~steward.runtime.standalone`); the attempt's Spar
 are exported for any session the code builds (:mod:`~steward.sparkconf.session_settings`);
 then the script runs as ``__main__`` (:mod:`~steward.runtime.script`), or ``main(ctx)`` or
 ``initialize(ctx)`` is called, with SIGTERM raising
-:class:`~steward.wire.runner.AttemptCancelled`. Whatever the code raises (BaseException
+:class:`~steward.wire.runner_protocol.AttemptCancelled`. Whatever the code raises (BaseException
 included) becomes a ``failed`` outcome.
 """
 
@@ -31,7 +31,7 @@ from steward.runtime.context import JobContext
 from steward.runtime.outcomes import describe_error, result_value
 from steward.sparkconf import session_settings
 from steward.wire.jobs import ProgramKind
-from steward.wire.runner import (
+from steward.wire.runner_protocol import (
     ArtifactError,
     AttemptCancelled,
     FailedEvent,

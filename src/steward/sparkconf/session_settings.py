@@ -29,7 +29,7 @@ from pathlib import Path
 
 from steward.sparkconf.event_log import event_log_conf
 from steward.wire.redaction import DEFAULT as DEFAULT_RULE
-from steward.wire.runner import LaunchDocument
+from steward.wire.runner_protocol import LaunchDocument
 from steward.wire.warm import APP_NAME, CONNECT_SCHEME, DEFAULT_CONF, SPARK_MASTER
 
 log = logging.getLogger(__name__)

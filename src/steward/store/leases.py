@@ -33,7 +33,7 @@ from steward.store.outcomes import encode
 from steward.store.zk import job_children, read, read_batched
 from steward.wire.heartbeat import OutcomeRecord
 from steward.wire.records import ExecutionLease
-from steward.wire.runner import FinalEvent
+from steward.wire.runner_protocol import FinalEvent
 
 log = logging.getLogger(__name__)
 

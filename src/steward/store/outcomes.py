@@ -25,7 +25,7 @@ from steward.store import zk
 from steward.store.results import MAX_ENTRY_BYTES
 from steward.wire.heartbeat import OutcomeRecord
 from steward.wire.records import ErrorInfo
-from steward.wire.runner import FailedEvent
+from steward.wire.runner_protocol import FailedEvent
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from steward.supervisor.runner_process import KILL_WAIT, RunnerProcess
 from steward.wire.records import ErrorInfo
-from steward.wire.runner import FailedEvent, FinalEvent, LaunchDocument, RunMode
+from steward.wire.runner_protocol import FailedEvent, FinalEvent, LaunchDocument, RunMode
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """A runner's events pipe, read on a thread of its own (the parent's side of
-:mod:`steward.wire.runner`): each event decoded, the ones the parent waits for kept (``ready``,
-``started``, the final one), and every one handed to the owner's callback.
+:mod:`steward.wire.runner_protocol`): each event decoded, the ones the parent waits for kept
+(``ready``, ``started``, the final one), and every one handed to the owner's callback.
 
 A malformed line is counted and skipped, an event after the final one is ignored: a pipeline
 that writes on the inherited descriptor cannot make the parent believe two outcomes. The read
@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import IO
 
 from steward.errors import StewardError
-from steward.wire.runner import (
+from steward.wire.runner_protocol import (
     FailedEvent,
     FinalEvent,
     FinishedEvent,

@@ -1,7 +1,7 @@
 """The parent's side of the runner protocol: start one runner process and drive it to its end.
 
 :class:`RunnerProcess` is what a TaskManager (and a JobManager running an ``initialize`` hook)
-uses instead of talking to the pipe by hand. It follows :mod:`steward.wire.runner`:
+uses instead of talking to the pipe by hand. It follows :mod:`steward.wire.runner_protocol`:
 
 - :meth:`RunnerProcess.spawn` creates the events pipe, starts ``runner_command(fd)`` as the
   leader of a new process group (stdin a pipe, stdout/stderr to the log file, cwd the
@@ -43,7 +43,7 @@ from pathlib import Path
 from steward.supervisor.process_group import ProcessGroup
 from steward.supervisor.runner_events import OnEvent, RunnerEvents
 from steward.wire.heartbeat import lost_outcome
-from steward.wire.runner import (
+from steward.wire.runner_protocol import (
     FinalEvent,
     LaunchDocument,
     ReadyEvent,

@@ -35,7 +35,7 @@ from pathlib import Path
 from steward.artifacts.archives import DEFAULT_MAX_BYTES, unpack
 from steward.store.contents import ContentStore
 from steward.wire.jobs import Dependency, DependencyKind
-from steward.wire.runner import LocalDependency
+from steward.wire.runner_protocol import LocalDependency
 
 log = logging.getLogger(__name__)
 

@@ -32,7 +32,7 @@ from pathlib import Path, PurePosixPath
 from steward.errors import StewardError
 from steward.taskmanager.dependency_cache import file_lock
 from steward.wire.jobs import DependencyKind, JobSpec
-from steward.wire.runner import LocalDependency
+from steward.wire.runner_protocol import LocalDependency
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from steward.wire.runner import FinalEvent
+from steward.wire.runner_protocol import FinalEvent
 
 
 class AttemptEvents(Protocol):

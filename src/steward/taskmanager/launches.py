@@ -26,7 +26,7 @@ from steward.taskmanager.self_fencing import Fence
 from steward.taskmanager.spares import SparePool
 from steward.wire.heartbeat import Rejection, StartAttempt
 from steward.wire.records import ErrorInfo
-from steward.wire.runner import AttemptCancelled, FailedEvent, error_type_name
+from steward.wire.runner_protocol import AttemptCancelled, FailedEvent, error_type_name
 from steward.wire.warm import files_cold_reason
 
 log = logging.getLogger(__name__)

@@ -62,7 +62,7 @@ from steward.taskmanager.workdir_cleaner import WorkdirCleaner, paths_in_use
 from steward.tls.contexts import client_tls
 from steward.wire.heartbeat import HeartbeatReply
 from steward.wire.records import ErrorInfo, TaskManagerInfo
-from steward.wire.runner import FailedEvent, FinalEvent
+from steward.wire.runner_protocol import FailedEvent, FinalEvent
 
 log = logging.getLogger(__name__)
 

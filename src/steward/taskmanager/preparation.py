@@ -5,7 +5,7 @@ worker (never on the heartbeat thread): fetch the job graph blob (checked agains
 command's sha256), unpack its artifact under ``<workdir>/<job-id>/<attempt>/artifact``, and
 fetch the files the job names into the host's cache and build its Python environment
 (:mod:`~steward.taskmanager.dependency_cache`, :mod:`~steward.taskmanager.environments`), and
-build the :class:`~steward.wire.runner.LaunchDocument`. Anything wrong with the job's
+build the :class:`~steward.wire.runner_protocol.LaunchDocument`. Anything wrong with the job's
 data is a :class:`~steward.errors.StewardError` whose message says what; the caller turns it
 into the attempt's failed outcome (permanent when the error's class says so).
 """
@@ -29,7 +29,7 @@ from steward.taskmanager.environments import Environments
 from steward.taskmanager.private_dirs import private_dir
 from steward.wire.heartbeat import StartAttempt
 from steward.wire.jobs import JobGraph, JobSpec
-from steward.wire.runner import LaunchDocument, RunMode
+from steward.wire.runner_protocol import LaunchDocument, RunMode
 
 log = logging.getLogger(__name__)
 

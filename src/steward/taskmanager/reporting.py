@@ -25,7 +25,7 @@ from steward.supervisor.runner_process import RunnerProcess
 from steward.taskmanager.events import AttemptEvents
 from steward.wire.heartbeat import Ack, AttemptReport, Rejection, ReportedCheckpoint, StartAttempt
 from steward.wire.records import SparkApp
-from steward.wire.runner import (
+from steward.wire.runner_protocol import (
     CheckpointEvent,
     FailedEvent,
     FinalEvent,

@@ -3,7 +3,7 @@
 A cold attempt spends most of its start in the JVM: starting it, building the SparkContext,
 loading and JIT-compiling the classes of a first job (about 9 s here). A TaskManager with
 ``taskmanager.spark.prewarm-runners`` > 0 keeps that many spares (never more than its free
-slots) started with ``--prewarm`` (see "Warm runners" in :mod:`steward.wire.runner`).
+slots) started with ``--prewarm`` (see "Warm runners" in :mod:`steward.wire.runner_protocol`).
 
 - A spare is not an attempt: it holds no slot and no lease, runs no user code and writes
   nothing but its log. Its dead-man's switch is armed from the start, so it dies with the

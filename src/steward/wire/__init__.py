@@ -7,7 +7,7 @@ and persist.
 - :mod:`~steward.wire.records`: what is persisted in ZooKeeper and the stores.
 - :mod:`~steward.wire.rest`: the REST API's bodies.
 - :mod:`~steward.wire.heartbeat`: TaskManager <-> leader heartbeats, commands and outcomes.
-- :mod:`~steward.wire.runner`: a TaskManager <-> runner launch document and events.
+- :mod:`~steward.wire.runner_protocol`: a TaskManager <-> runner launch document and events.
 - :mod:`~steward.wire.spark_options`: spark-submit's options and the Spark keys they set.
 - :mod:`~steward.wire.warm`: which jobs may run on a warm spare runner (TaskManager and runner).
 

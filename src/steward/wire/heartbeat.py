@@ -33,7 +33,7 @@ from pydantic import (
 )
 
 from steward.wire.records import MAX_EARLIER_APPS, ErrorInfo, SparkApp
-from steward.wire.runner import CheckpointEvent, FailedEvent, FinishedEvent
+from steward.wire.runner_protocol import CheckpointEvent, FailedEvent, FinishedEvent
 from steward.wire.states import AttemptPhase
 from steward.wire.values import JsonValue, Payload, Value
 

@@ -1,7 +1,7 @@
 """Which jobs may run on a warm spare runner, whose SparkSession already exists.
 
 A spare's session was built with the cluster's master and Steward's default conf before any
-job was known (see "Warm runners" in :mod:`steward.wire.runner`). Only what Spark lets a
+job was known (see "Warm runners" in :mod:`steward.wire.runner_protocol`). Only what Spark lets a
 live session change can still be applied at handover: SQL confs that are not static
 (``spark.conf.set``). Anything read when the SparkContext or its JVM starts (memory, cores,
 jars, packages, extensions, the catalog, ``spark.hadoop.*``, the master) needs a cold runner.
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from steward.wire.redaction import DEFAULT as DEFAULT_RULE
 
 if TYPE_CHECKING:
-    from steward.wire.runner import LaunchDocument
+    from steward.wire.runner_protocol import LaunchDocument
 
 SPARK_MASTER = "spark.master"
 APP_NAME = "spark.app.name"

@@ -24,7 +24,7 @@ from typing import Any, Self
 import psutil
 
 from steward.wire.jobs import JobSpec, ProgramKind
-from steward.wire.runner import (
+from steward.wire.runner_protocol import (
     BaseEvent,
     CheckpointEvent,
     FailedEvent,

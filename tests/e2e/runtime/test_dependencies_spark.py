@@ -22,14 +22,14 @@ from steward.store.contents import ContentStore
 from steward.taskmanager.dependency_cache import DependencyCache
 from steward.taskmanager.environments import Environments
 from steward.wire.jobs import Dependency, DependencyKind, JobSpec
-from steward.wire.runner import LaunchDocument
+from steward.wire.runner_protocol import LaunchDocument
 from tiny_wheel import build_wheel
 
 pytestmark = pytest.mark.spark
 
 DRIVER = """
 import json, os, sys
-from steward.wire.runner import LaunchDocument
+from steward.wire.runner_protocol import LaunchDocument
 from steward.runtime.dependencies import prepare
 
 launch = LaunchDocument.from_json(open(sys.argv[1]).read())

@@ -19,7 +19,7 @@ from runner_harness import alive, launch_document
 
 from steward.supervisor.completion import run_to_completion
 from steward.supervisor.runner_process import RunnerProcess
-from steward.wire.runner import (
+from steward.wire.runner_protocol import (
     FailedEvent,
     FinishedEvent,
     LaunchDocument,
@@ -159,7 +159,7 @@ def test_cancel_raises_attempt_cancelled_and_the_group_goes(
     finish(runner)
     outcome = runner.outcome()
     assert isinstance(outcome, FailedEvent)
-    assert outcome.error.type == "steward.wire.runner.AttemptCancelled"
+    assert outcome.error.type == "steward.wire.runner_protocol.AttemptCancelled"
     assert runner.group.wait_exit(DEADLINE) == 1  # ended by itself, well within the grace
 
 

@@ -16,7 +16,7 @@ import pytest
 from runner_harness import RunnerHarness, launch_document
 
 from escapers import ESCAPER, alive, escaped_from, kill_sleepers
-from steward.wire.runner import FinishedEvent, ProgressEvent
+from steward.wire.runner_protocol import FinishedEvent, ProgressEvent
 from support import wait_until
 
 DEADMAN_TIMEOUT = 2.0

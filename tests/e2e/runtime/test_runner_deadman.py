@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from runner_harness import RunnerHarness, alive, launch_document, running
 
-from steward.wire.runner import ProgressEvent, StartedEvent
+from steward.wire.runner_protocol import ProgressEvent, StartedEvent
 from support import wait_until
 
 DEADMAN_TIMEOUT = 2.0

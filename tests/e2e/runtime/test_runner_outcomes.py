@@ -16,7 +16,7 @@ import pytest
 from runner_harness import EXAMPLES, RunnerHarness, alive, launch_document, running
 
 from steward.wire.jobs import JobSpec
-from steward.wire.runner import (
+from steward.wire.runner_protocol import (
     FailedEvent,
     FinishedEvent,
     LaunchDocument,
@@ -167,7 +167,7 @@ def test_a_value_that_is_not_json_fails_naming_its_type(
     runner = run_to_end(tmp_path, launch_document(artifact, tmp_path / "ck"))
 
     error = failure(runner).error
-    assert error.type == "steward.wire.runner.ResultError"
+    assert error.type == "steward.wire.runner_protocol.ResultError"
     assert f"value of type {named} that is not JSON-serialisable" in error.message
     assert error.traceback is None
 
@@ -210,7 +210,7 @@ def test_a_missing_entrypoint_is_failed_with_a_clear_message(tmp_path: Path) -> 
     runner = run_to_end(tmp_path, launch_document(artifact, tmp_path / "ck", entrypoint="main"))
 
     error = failure(runner).error
-    assert error.type == "steward.wire.runner.ArtifactError"
+    assert error.type == "steward.wire.runner_protocol.ArtifactError"
     assert "'main' not found in module pipeline_under_test" in error.message
     assert error.traceback is None
 
@@ -220,7 +220,7 @@ def test_a_missing_artifact_file_is_failed_with_a_clear_message(tmp_path: Path) 
     runner = run_to_end(tmp_path, launch_document(missing, tmp_path / "ck"))
 
     error = failure(runner).error
-    assert error.type == "steward.wire.runner.ArtifactError"
+    assert error.type == "steward.wire.runner_protocol.ArtifactError"
     assert f"artifact {missing} does not exist" in error.message
 
 
@@ -240,7 +240,7 @@ def test_a_malformed_launch_document_is_one_failed_event(
 
     assert runner.kinds() == ["failed"]
     error = failure(runner).error
-    assert error.type == "steward.wire.runner.LaunchError"
+    assert error.type == "steward.wire.runner_protocol.LaunchError"
     assert says in error.message
     assert error.traceback is None
 
@@ -412,7 +412,7 @@ def test_sigterm_cancels_the_attempt_and_lets_finally_blocks_run(tmp_path: Path)
         runner.wait_final(EXIT_DEADLINE)
 
         error = failure(runner).error
-        assert error.type == "steward.wire.runner.AttemptCancelled"
+        assert error.type == "steward.wire.runner_protocol.AttemptCancelled"
         assert marker.read_text() == "yes"
 
 
@@ -502,7 +502,7 @@ def test_a_forked_child_returning_from_main_cannot_report_or_kill_the_runner(
 @pytest.mark.parametrize(
     ("body", "type_name", "text"),
     [
-        ("return 'bad \\udc80 text'", "steward.wire.runner.ResultError", "not JSON"),
+        ("return 'bad \\udc80 text'", "steward.wire.runner_protocol.ResultError", "not JSON"),
         ("raise ValueError('bad \\udc80 text')", "ValueError", "bad \\udc80 text"),
     ],
 )

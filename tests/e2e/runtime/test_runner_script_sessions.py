@@ -14,7 +14,7 @@ import pytest
 from runner_harness import SPARK_TEST_MASTER, launch_document, running
 
 from steward.wire.jobs import ProgramKind
-from steward.wire.runner import FinishedEvent, SparkAppEvent
+from steward.wire.runner_protocol import FinishedEvent, SparkAppEvent
 
 pytestmark = pytest.mark.spark
 

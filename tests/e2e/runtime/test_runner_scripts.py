@@ -13,7 +13,7 @@ from pathlib import Path
 from runner_harness import RunnerHarness, launch_document, running
 
 from steward.wire.jobs import ProgramKind
-from steward.wire.runner import FailedEvent, FinishedEvent, LaunchDocument
+from steward.wire.runner_protocol import FailedEvent, FinishedEvent, LaunchDocument
 
 EXIT_DEADLINE = 30.0
 

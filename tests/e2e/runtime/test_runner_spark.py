@@ -22,7 +22,7 @@ from e2e.wordcounts import (
     read_json_counts,
     split_into_files,
 )
-from steward.wire.runner import FailedEvent, FinishedEvent, completed_stages_of
+from steward.wire.runner_protocol import FailedEvent, FinishedEvent, completed_stages_of
 from support import wait_until
 
 pytestmark = pytest.mark.spark

@@ -14,7 +14,7 @@ import pytest
 from runner_harness import launch_document
 
 from steward.supervisor.runner_process import RunnerProcess
-from steward.wire.runner import FinishedEvent, RunnerEvent, StartedEvent
+from steward.wire.runner_protocol import FinishedEvent, RunnerEvent, StartedEvent
 from steward.wire.warm import STATIC_SQL_CONFS
 
 pytestmark = pytest.mark.spark

@@ -49,7 +49,7 @@ from steward.wire.heartbeat import (
     StartAttempt,
 )
 from steward.wire.records import ContenderInfo, TaskManagerInfo
-from steward.wire.runner import FailedEvent, FinishedEvent
+from steward.wire.runner_protocol import FailedEvent, FinishedEvent
 from steward.wire.states import AttemptPhase
 from support import ZK_TEST_ROOT, wait_until
 

@@ -36,7 +36,7 @@ from steward.wire.heartbeat import (
     StartAttempt,
 )
 from steward.wire.records import ErrorInfo, ExecutionLease, JobResultEntry, JobResultIndex
-from steward.wire.runner import CheckpointEvent, FailedEvent, FinishedEvent
+from steward.wire.runner_protocol import CheckpointEvent, FailedEvent, FinishedEvent
 from steward.wire.states import AttemptPhase
 from support import wait_until
 
@@ -299,7 +299,7 @@ def test_cancelling_a_running_attempt_sends_a_cancel_and_ends_canceled(
     assert (cancel.attempt, cancel.epoch) == (1, start.epoch)
     assert cluster.job(leader, "job-stop")["state"] == "CANCELLING"
     cancelled = FailedEvent(
-        error=ErrorInfo(type="steward.wire.runner.AttemptCancelled", message="SIGTERM")
+        error=ErrorInfo(type="steward.wire.runner_protocol.AttemptCancelled", message="SIGTERM")
     )
     reply = tm.heartbeat(leader, report(start, ENDED, cancelled))
     assert [(a.job_id, a.outcome) for a in reply.acks] == [("job-stop", True)]

@@ -23,7 +23,7 @@ from steward.store.outcomes import encode
 from steward.wire.heartbeat import CancelAttempt, OutcomeRecord, StartAttempt
 from steward.wire.jobs import JobGraph, JobGraphPointer
 from steward.wire.records import ExecutionLease
-from steward.wire.runner import FinishedEvent
+from steward.wire.runner_protocol import FinishedEvent
 from steward.wire.states import AttemptPhase
 from support import wait_until
 

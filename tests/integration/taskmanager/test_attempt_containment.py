@@ -29,7 +29,7 @@ from steward.store.leases import ExecutionLeases
 from steward.supervisor import containment
 from steward.taskmanager.manager import TaskManager
 from steward.wire.heartbeat import CancelAttempt
-from steward.wire.runner import FailedEvent, FinishedEvent
+from steward.wire.runner_protocol import FailedEvent, FinishedEvent
 from steward.wire.states import AttemptPhase
 from support import wait_until
 
@@ -140,7 +140,7 @@ def test_a_cancelled_attempt_takes_its_daemonised_process_with_it(rig: Rig) -> N
 
     outcome = assert_gone_before_release(rig.leader, rig.observer, escaped)
     assert isinstance(outcome, FailedEvent)
-    assert outcome.error.type == "steward.wire.runner.AttemptCancelled"
+    assert outcome.error.type == "steward.wire.runner_protocol.AttemptCancelled"
 
 
 def test_a_sigkilled_runner_leaves_nothing_behind_its_lease(rig: Rig) -> None:

@@ -20,7 +20,7 @@ from steward.store.blob import BlobStore
 from steward.store.leases import ExecutionLeases
 from steward.taskmanager.manager import TaskManager
 from steward.wire.heartbeat import AttemptReport, CancelAttempt
-from steward.wire.runner import FailedEvent, FinishedEvent
+from steward.wire.runner_protocol import FailedEvent, FinishedEvent
 from steward.wire.states import AttemptPhase
 from support import wait_until
 
@@ -138,4 +138,4 @@ def test_a_udfs_process_in_its_own_session_dies_with_a_cancelled_attempt(
 
     outcome = assert_nothing_left(leader, ExecutionLeases(leader.session, "observer"), report)
     assert isinstance(outcome, FailedEvent)
-    assert outcome.error.type == "steward.wire.runner.AttemptCancelled"
+    assert outcome.error.type == "steward.wire.runner_protocol.AttemptCancelled"

@@ -19,7 +19,7 @@ import pytest
 
 from steward.supervisor.runner_process import RunnerProcess
 from steward.wire.jobs import JobSpec
-from steward.wire.runner import FailedEvent, FinishedEvent, LaunchDocument
+from steward.wire.runner_protocol import FailedEvent, FinishedEvent, LaunchDocument
 from support import wait_until
 
 CAP = 4 << 20  # 4 MiB: more than a pipe read (1 MiB), so rolling the tail moves file bytes

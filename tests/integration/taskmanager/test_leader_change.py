@@ -19,7 +19,7 @@ from steward.store.blob import BlobStore
 from steward.store.leases import ExecutionLeases
 from steward.taskmanager.manager import TaskManager
 from steward.wire.heartbeat import CancelAttempt, HeartbeatReply
-from steward.wire.runner import FinishedEvent
+from steward.wire.runner_protocol import FinishedEvent
 from steward.wire.states import AttemptPhase
 from support import wait_until
 

@@ -21,7 +21,7 @@ from scripted_leader import ScriptedLeader, start_command
 from steward.store.blob import BlobStore
 from steward.taskmanager.manager import SELF_FENCED_ERROR, TaskManager
 from steward.wire.heartbeat import Rejection
-from steward.wire.runner import FailedEvent
+from steward.wire.runner_protocol import FailedEvent
 from steward.wire.states import AttemptPhase
 from steward.zookeeper.managed import ManagedEnsemble
 from support import wait_until

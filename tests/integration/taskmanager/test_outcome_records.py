@@ -18,7 +18,7 @@ from steward.store.checkpoints import CompletedCheckpointStore, ensure_job_node
 from steward.store.leases import ExecutionLeases, Released
 from steward.store.outcomes import MAX_RECORD_BYTES, TOO_LARGE_ERROR, AttemptOutcomes
 from steward.wire.records import ErrorInfo
-from steward.wire.runner import FailedEvent, FinishedEvent
+from steward.wire.runner_protocol import FailedEvent, FinishedEvent
 
 pytestmark = pytest.mark.zookeeper
 

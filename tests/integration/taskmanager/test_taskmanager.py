@@ -25,7 +25,7 @@ from steward.store.leases import ExecutionLeases
 from steward.taskmanager.manager import SELF_FENCED_ERROR, TaskManager
 from steward.wire.heartbeat import CancelAttempt, Rejection
 from steward.wire.records import TaskManagerInfo
-from steward.wire.runner import FailedEvent, FinishedEvent
+from steward.wire.runner_protocol import FailedEvent, FinishedEvent
 from steward.wire.states import AttemptPhase
 from support import wait_until
 
@@ -267,7 +267,7 @@ def test_cancel_ends_the_attempt_as_cancelled_and_frees_the_lease(
 
     ended = leader.wait_phase("job-k", AttemptPhase.ENDED)
     assert isinstance(ended.outcome, FailedEvent)
-    assert ended.outcome.error.type == "steward.wire.runner.AttemptCancelled"
+    assert ended.outcome.error.type == "steward.wire.runner_protocol.AttemptCancelled"
     assert running.pid is not None
     wait_until(lambda: not pid_alive(running.pid), 5, message="runner gone")
     wait_until(lambda: leases("observer").held("job-k") is None, 10, message="lease released")

@@ -23,7 +23,12 @@ from scripted_leader import GATED, ScriptedLeader, start_command
 from steward.store.blob import BlobStore
 from steward.taskmanager.manager import TaskManager
 from steward.wire.heartbeat import CancelAttempt
-from steward.wire.runner import AttemptCancelled, FailedEvent, FinishedEvent, error_type_name
+from steward.wire.runner_protocol import (
+    AttemptCancelled,
+    FailedEvent,
+    FinishedEvent,
+    error_type_name,
+)
 from steward.wire.states import AttemptPhase
 from support import wait_until
 

@@ -28,7 +28,12 @@ from steward.wire.records import (
     ErrorInfo,
     JobStatusRecord,
 )
-from steward.wire.runner import AttemptCancelled, FailedEvent, FinishedEvent, error_type_name
+from steward.wire.runner_protocol import (
+    AttemptCancelled,
+    FailedEvent,
+    FinishedEvent,
+    error_type_name,
+)
 from steward.wire.states import AttemptState, JobState, TerminalState
 
 NOW = 1000.0

@@ -14,7 +14,12 @@ from steward.jobmanager.leader.jobmaster_values import Late, Terminal
 from steward.wire.heartbeat import Rejection
 from steward.wire.jobs import FixedDelayRestart, JobGraphPointer, JobSpec
 from steward.wire.records import ErrorInfo
-from steward.wire.runner import AttemptCancelled, FailedEvent, FinishedEvent, error_type_name
+from steward.wire.runner_protocol import (
+    AttemptCancelled,
+    FailedEvent,
+    FinishedEvent,
+    error_type_name,
+)
 from steward.wire.states import AttemptState, JobState, TerminalState
 
 NOW = 1000.0

@@ -9,7 +9,7 @@ from steward.jobmanager.leader.table import JobTable
 from steward.jobmanager.leader.term import Term
 from steward.jobmanager.leader.timeouts import Timeouts
 from steward.wire.jobs import JobGraphPointer, JobSpec
-from steward.wire.runner import FinishedEvent
+from steward.wire.runner_protocol import FinishedEvent
 from steward.wire.states import JobState
 
 POINTER = JobGraphPointer(blob="jobgraphs/j/abc", sha256="0" * 64, epoch=1)

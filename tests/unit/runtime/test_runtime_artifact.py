@@ -11,7 +11,7 @@ import pytest
 
 from steward.artifacts.programs import module_name_for
 from steward.runtime.artifact import load_pipeline
-from steward.wire.runner import ArtifactError, RunMode
+from steward.wire.runner_protocol import ArtifactError, RunMode
 
 
 @pytest.fixture(autouse=True)

@@ -11,7 +11,7 @@ import pytest
 
 from steward.runtime.channel import EventChannel, MemorySink
 from steward.wire.records import ErrorInfo
-from steward.wire.runner import (
+from steward.wire.runner_protocol import (
     FailedEvent,
     FinishedEvent,
     ProgressEvent,

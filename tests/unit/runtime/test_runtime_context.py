@@ -13,7 +13,7 @@ import pytest
 from steward.runtime.channel import MemorySink
 from steward.runtime.context import JobContext
 from steward.wire.jobs import JobSpec
-from steward.wire.runner import CheckpointEvent, LaunchDocument, ProgressEvent, RunMode
+from steward.wire.runner_protocol import CheckpointEvent, LaunchDocument, ProgressEvent, RunMode
 
 
 def make_context(tmp_path: Path, **overrides: Any) -> tuple[JobContext, MemorySink]:
@@ -127,7 +127,7 @@ def test_a_pipeline_that_never_touches_spark_never_imports_pyspark(tmp_path: Pat
         from steward.runtime import runner
         from steward.runtime.channel import MemorySink
         from steward.runtime.context import JobContext
-        from steward.wire.runner import LaunchDocument
+        from steward.wire.runner_protocol import LaunchDocument
         from steward.wire.jobs import JobSpec
 
         ctx = JobContext(

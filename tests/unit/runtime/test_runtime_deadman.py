@@ -12,7 +12,7 @@ import pytest
 
 from steward.runtime import deadman
 from steward.runtime.deadman import DeadmanSwitch, read_launch_line
-from steward.wire.runner import LaunchError
+from steward.wire.runner_protocol import LaunchError
 from support import wait_until
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from steward.runtime.dependencies import PY_FILES_DIR, prepare, spark_settings
 from steward.wire.jobs import DependencyKind, JobSpec
-from steward.wire.runner import LaunchDocument, LocalDependency
+from steward.wire.runner_protocol import LaunchDocument, LocalDependency
 
 
 @pytest.fixture(autouse=True)

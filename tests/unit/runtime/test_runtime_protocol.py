@@ -12,7 +12,7 @@ import pytest
 from steward.errors import CorruptStateError, UnsupportedSchemaError
 from steward.wire.jobs import JobSpec
 from steward.wire.records import ErrorInfo
-from steward.wire.runner import (
+from steward.wire.runner_protocol import (
     RUNNER_MODULE,
     ArtifactError,
     CheckpointEvent,
@@ -170,4 +170,4 @@ def test_runner_command_is_the_documented_invocation() -> None:
 
 def test_error_type_names_are_qualified_except_for_builtins() -> None:
     assert error_type_name(KeyError) == "KeyError"
-    assert error_type_name(ArtifactError) == "steward.wire.runner.ArtifactError"
+    assert error_type_name(ArtifactError) == "steward.wire.runner_protocol.ArtifactError"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from steward.runtime.outcomes import describe_error, result_value
-from steward.wire.runner import ArtifactError, AttemptCancelled, ResultError
+from steward.wire.runner_protocol import ArtifactError, AttemptCancelled, ResultError
 
 
 def _throw(exc: BaseException) -> None:
@@ -40,14 +40,14 @@ def test_sys_exit_is_described_as_such() -> None:
 def test_the_runner_own_errors_carry_no_traceback() -> None:
     error = describe_error(raised(ArtifactError("no main")))
 
-    assert error.type == "steward.wire.runner.ArtifactError"
+    assert error.type == "steward.wire.runner_protocol.ArtifactError"
     assert error.traceback is None
 
 
 def test_a_cancel_is_named() -> None:
     error = describe_error(raised(AttemptCancelled("SIGTERM")))
 
-    assert error.type == "steward.wire.runner.AttemptCancelled"
+    assert error.type == "steward.wire.runner_protocol.AttemptCancelled"
 
 
 def test_huge_messages_are_cut_in_the_middle() -> None:

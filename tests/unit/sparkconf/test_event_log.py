@@ -24,7 +24,7 @@ from steward.sparkconf.session_settings import settings
 from steward.wire.jobs import JobSpec
 from steward.wire.records import AttemptRecord, SparkApp
 from steward.wire.rest import JobView
-from steward.wire.runner import LaunchDocument
+from steward.wire.runner_protocol import LaunchDocument
 from steward.wire.states import AttemptState, JobState
 from steward.wire.warm import cold_reason
 

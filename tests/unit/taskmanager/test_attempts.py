@@ -11,7 +11,7 @@ import pytest
 
 from steward.taskmanager.reporting import Attempt, Attempts
 from steward.wire.heartbeat import Ack, Rejection, StartAttempt
-from steward.wire.runner import CheckpointEvent, FinishedEvent
+from steward.wire.runner_protocol import CheckpointEvent, FinishedEvent
 from steward.wire.states import AttemptPhase
 
 

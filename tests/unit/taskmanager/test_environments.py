@@ -11,7 +11,7 @@ import pytest
 
 from steward.taskmanager.environments import EnvironmentBuildError, Environments
 from steward.wire.jobs import DependencyKind, JobSpec
-from steward.wire.runner import LocalDependency
+from steward.wire.runner_protocol import LocalDependency
 from tiny_wheel import build_wheel
 
 

@@ -27,7 +27,7 @@ import json, os, sys, time
 args = sys.argv[1:]
 fd = int(args[args.index("--events-fd") + 1])
 if os.environ.get("FAKE_SPARE") == "fail":
-    error = {{"type": "steward.wire.runner.WarmupError", "message": "no JVM"}}
+    error = {{"type": "steward.wire.runner_protocol.WarmupError", "message": "no JVM"}}
     failed = {{"schema": 1, "event": "failed", "at": time.time(), "error": error}}
     os.write(fd, json.dumps(failed).encode() + b"\\n")
     sys.exit(1)

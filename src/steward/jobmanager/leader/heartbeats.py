@@ -28,7 +28,7 @@ from steward.wire.heartbeat import (
     lost_outcome,
 )
 from steward.wire.records import CompletedCheckpoint
-from steward.wire.runner import CheckpointEvent
+from steward.wire.runner_protocol import CheckpointEvent
 from steward.wire.states import AttemptPhase, JobState
 
 from .commands import send_cancel

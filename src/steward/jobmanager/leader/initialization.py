@@ -8,7 +8,7 @@ hook skips the round: it is scheduled at once, with one status write instead of 
 
 from __future__ import annotations
 
-from steward.wire.runner import FailedEvent, FinishedEvent
+from steward.wire.runner_protocol import FailedEvent, FinishedEvent
 from steward.wire.states import JobState
 
 from ..hooks import HookRunner

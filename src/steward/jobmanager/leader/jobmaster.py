@@ -42,7 +42,12 @@ from steward.wire.records import (
     trim_cause,
 )
 from steward.wire.redaction import Redactor
-from steward.wire.runner import AttemptCancelled, FailedEvent, FinishedEvent, error_type_name
+from steward.wire.runner_protocol import (
+    AttemptCancelled,
+    FailedEvent,
+    FinishedEvent,
+    error_type_name,
+)
 from steward.wire.states import AttemptState, JobState, TerminalState
 from steward.wire.values import JsonValue
 

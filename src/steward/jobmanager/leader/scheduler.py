@@ -22,7 +22,7 @@ from steward.errors import FencedError, StewardError
 from steward.wire.heartbeat import StartAttempt
 from steward.wire.queues import QueueList, QueueView
 from steward.wire.records import MAX_EARLIER_APPS
-from steward.wire.runner import completed_stages_of
+from steward.wire.runner_protocol import completed_stages_of
 
 from .jobmaster import JobMaster
 from .jobmaster_values import Deployment

@@ -75,7 +75,7 @@ Warm runners
 Cancelling
     SIGTERM to the runner's pid is a graceful cancel: :class:`AttemptCancelled` is raised in
     the pipeline's main thread, so ``finally`` blocks run, and the attempt ends with ``failed``
-    (type ``steward.wire.runner.AttemptCancelled``). A pipeline can ignore it, so the
+    (type ``steward.wire.runner_protocol.AttemptCancelled``). A pipeline can ignore it, so the
     parent SIGKILLs the process group after a grace period. Send SIGTERM to the pid only:
     sent to the group it would also stop the Spark JVM under the pipeline's feet.
 
