@@ -42,6 +42,7 @@ from starlette.responses import JSONResponse, RedirectResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from steward.errors import StewardError, UnmappedIdentityError
+from steward.security.scope_headers import header as _header
 from steward.wire.rest import ErrorBody
 
 from . import delegation
@@ -229,15 +230,6 @@ def cookie_token(scope: Scope) -> str | None:
         return None
     morsel = cookies.get(COOKIE)
     return morsel.value.strip() or None if morsel is not None else None
-
-
-def _header(scope: Scope, name: str) -> str | None:
-    wanted = name.encode("latin-1")
-    headers: list[tuple[bytes, bytes]] = scope.get("headers", [])
-    for key, value in headers:
-        if key == wanted:
-            return value.decode("latin-1")
-    return None
 
 
 def refuse(refusal: Refusal) -> JSONResponse:

@@ -21,6 +21,7 @@ import re
 
 from starlette.types import Scope
 
+from steward.security.scope_headers import header as _header
 from steward.wire.tokens import MAX_TEAMS, TEAM_PATTERN, TOKEN_NAME_PATTERN, Role
 
 from .certificates import identity_of
@@ -70,12 +71,3 @@ def _from_member(scope: Scope) -> bool:
     tls = scope.get("extensions", {}).get("tls") or {}
     chain: list[object] = list(tls.get("client_cert_chain") or ())
     return bool(chain) and isinstance(chain[0], str) and identity_of(chain[0]) is None
-
-
-def _header(scope: Scope, name: str) -> str | None:
-    wanted = name.encode("latin-1")
-    headers: list[tuple[bytes, bytes]] = scope.get("headers", [])
-    for key, value in headers:
-        if key == wanted:
-            return value.decode("latin-1")
-    return None

@@ -18,6 +18,8 @@ import ipaddress
 
 from starlette.types import Scope
 
+from steward.security.scope_headers import header as _header
+
 FORWARDED_FOR = "x-steward-forwarded-for"
 """Set by a standby that forwards a write: the client it came from, ``host:port``."""
 FORWARDED_PROOF = "x-steward-forwarded-proof"
@@ -73,12 +75,3 @@ def _host_of(forwarded_for: str) -> str:
     first = forwarded_for.split(" via ", 1)[0].strip()
     host, _, port = first.rpartition(":")
     return host if host and port.isdigit() else first
-
-
-def _header(scope: Scope, name: str) -> str | None:
-    wanted = name.encode("latin-1")
-    headers: list[tuple[bytes, bytes]] = scope.get("headers", [])
-    for key, value in headers:
-        if key == wanted:
-            return value.decode("latin-1")
-    return None

@@ -302,9 +302,13 @@ def task_processes() -> list[psutil.Process]:
 # shows more cheaply: Steward's Livy API driven by curl as Livy's docs do
 # (tests/e2e/cluster/test_livy.py), and the Airflow tests above.
 @pytest.mark.slow
+@pytest.mark.parametrize("deferrable", [False, True], ids=["polling", "deferrable"])
 def test_livy_operator_runs_the_pipeline_through_stewards_livy_api(
-    airflow_home: Airflow, steward: ProcessCluster, tmp_path: Path
+    airflow_home: Airflow, steward: ProcessCluster, tmp_path: Path, deferrable: bool
 ) -> None:
+    """``LivyOperator`` as Airflow's Livy provider ships it, polling the batch from its worker
+    or deferred to its trigger (``LivyTrigger``, which polls ``GET /batches/{id}/state``)."""
+    airflow_home.env.update(STEWARD_TEST_DEFERRABLE="1" if deferrable else "0")
     done = airflow_home.run("dags", "test", "livy_wordcount")
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
     assert (tmp_path / "livy-output.txt").read_text() == str(WORDS)
