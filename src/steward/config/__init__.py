@@ -28,17 +28,19 @@ from steward.config.settings import (
     JobManagerSettings,
     LogArchiveSettings,
     NotificationSettings,
-    OidcSettings,
-    RateLimitSettings,
     ResultSettings,
     SchedulingSettings,
-    SecuritySettings,
     Settings,
     SparkSettings,
     StorageSettings,
     TaskManagerSettings,
-    TlsSettings,
     ZooKeeperSettings,
+)
+from steward.config.settings_security import (
+    OidcSettings,
+    RateLimitSettings,
+    SecuritySettings,
+    TlsSettings,
 )
 from steward.config.units import format_duration, parse_duration, parse_size
 
