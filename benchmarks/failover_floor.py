@@ -112,7 +112,11 @@ def trial(cluster: BenchCluster, jobs: list[str], deadline: float) -> Json:
     wait_until(lambda: _all_running(cluster, jobs, standby), deadline, "all adopted", 0.01)
     all_running = time.perf_counter() - started
     leader.popen.wait(30)
-    term = cluster.get_json(standby, "/v1/cluster/leadership")["history"][-1]
+    # The new leader records its term once it has recovered and started its other work, which
+    # can be after every job shows RUNNING: wait for its own entry, never read the last one's.
+    wait_until(lambda: _own_term(cluster, standby) is not None, deadline, "term recorded", 0.01)
+    term = _own_term(cluster, standby)
+    assert term is not None
     removed = _logged_at(standby, REMOVED, after=killed_wall)
     marks = [killed_wall, removed, term["granted_at"], term["ready_at"], killed_wall + serves]
     phases = {
@@ -130,6 +134,13 @@ def trial(cluster: BenchCluster, jobs: list[str], deadline: float) -> Json:
         "adopted": term["adopted"],
         "new_leader": standby.id,
     }
+
+
+def _own_term(cluster: BenchCluster, proc: Proc) -> Json | None:
+    """``proc``'s entry in the leadership history, once it recorded one (the latest)."""
+    history = cluster.get_json(proc, "/v1/cluster/leadership")["history"]
+    last: Json | None = history[-1] if history else None
+    return last if last is not None and last["contender"] == proc.id else None
 
 
 def _all_running(cluster: BenchCluster, jobs: list[str], proc: Proc | None = None) -> bool:

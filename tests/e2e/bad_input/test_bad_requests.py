@@ -199,14 +199,16 @@ def test_duplicate_job_id_answers_with_the_existing_job_and_never_runs_twice(
     with cluster.client() as client:
         result = client.wait("twice", timeout=60)
         assert result.state.value == "FINISHED"
-        # Again once it finished: the existing result comes back, the job does not run again.
+        # Again once it finished, with another body: a changed spec, refused as for a running
+        # job (never run again, nor answered with a result that is not its own).
         for address in _each_jobmanager(cluster):
             body = _body({"job_id": "twice", "args": [str(ground), "0"]}, "recording.py", data)
             response = httpx.post(
                 f"{address}/v1/jobs", content=body, timeout=30, headers=auth_headers()
             )
-            _assert_error(response, 409, "job_terminated", "twice")
-            assert response.json()["result"]["value"] == result.value
+            _assert_error(response, 409, "job_exists", "twice")
+            assert "result" not in response.json()
+        # The very same submission again: its result comes back (job_terminated), said clearly.
         assert_clear_error(run_cli(cluster, "submit", *args), "twice", "FINISHED")
         assert client.job("twice").state is JobState.FINISHED
     assert len(starts()) == 1, starts()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -89,16 +90,22 @@ def test_a_valid_token_names_its_caller_with_role_and_teams(provider: Provider) 
     assert identity == Identity(name="alice", role=Role.SUBMITTER, teams=frozenset({"etl"}))
 
 
+# Times are taken when the test runs, not when it is collected: a run can reach this test
+# many minutes after collection, by when a "not before" of collection time + 600 s has passed.
 @pytest.mark.parametrize(
-    "claims",
+    "claims_at",
     [
-        {"exp": int(time.time()) - 60},  # expired beyond the leeway
-        {"iss": "https://elsewhere.test"},
-        {"aud": "another-api"},
-        {"nbf": int(time.time()) + 600},
+        lambda now: {"exp": now - 60},  # expired beyond the leeway
+        lambda now: {"iss": "https://elsewhere.test"},
+        lambda now: {"aud": "another-api"},
+        lambda now: {"nbf": now + 600},
     ],
+    ids=["expired", "issuer", "audience", "not-yet-valid"],
 )
-def test_wrong_claims_are_refused(provider: Provider, claims: dict[str, Any]) -> None:
+def test_wrong_claims_are_refused(
+    provider: Provider, claims_at: Callable[[int], dict[str, Any]]
+) -> None:
+    claims = claims_at(int(time.time()))
     assert _verifier(provider).identity(provider.token(**claims)) is None
 
 
