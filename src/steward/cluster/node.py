@@ -25,6 +25,7 @@ import base64
 import contextlib
 import fcntl
 import os
+import secrets
 from collections.abc import Iterator, Mapping
 from pathlib import Path, PurePosixPath
 from typing import ClassVar
@@ -77,7 +78,9 @@ class Node:
         for relative, content in files.items():
             target = root / _inside(relative)
             target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            temporary = target.with_name(target.name + ".tmp")
+            # Its own temporary name: hosts that share this folder (one file system) receive
+            # the same files at once, and a shared ".tmp" would be renamed away under another.
+            temporary = target.with_name(f"{target.name}.{secrets.token_hex(8)}.tmp")
             descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with os.fdopen(descriptor, "wb") as handle:
                 handle.write(base64.b64decode(content, validate=True))

@@ -112,6 +112,13 @@ class FencedTransaction:
             results: list[Any] = txn.commit_async().get(timeout=fence.timeout)
         except KAZOO_ERRORS as exc:
             raise translate(exc, fence.epoch_path) from exc
+        except RuntimeError as exc:
+            # kazoo's connection thread broke on a protocol error ("xids do not match",
+            # python-zk/kazoo#254) and handed it to the pending requests: the outcome is
+            # unknown, as on a lost connection (the session's watchdog restarts the client).
+            raise ZooKeeperUnavailableError(
+                f"the ZooKeeper connection broke during the write ({exc})"
+            ) from exc
         head = results[0]
         if isinstance(head, Exception) and not isinstance(head, RolledBackError):
             log.warning("fenced write rejected epoch=%s cause=%r", fence.epoch, head)
