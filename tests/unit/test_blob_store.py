@@ -152,7 +152,10 @@ def test_given_a_put_when_it_returns_then_the_bytes_and_the_new_name_were_synced
 
     final = str(root / "a" / "blob")
     assert len(synced) == 2, synced
-    assert synced[0].startswith(f"{final}.tmp-"), "the bytes, before the rename publishes them"
+    temporary = synced[0]
+    assert temporary.startswith(f"{final}.") and temporary.endswith(".tmp"), (
+        "the bytes, before the rename publishes them"
+    )
     assert synced[1] == str(root / "a"), "then the folder, which holds the new name"
 
 

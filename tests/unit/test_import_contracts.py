@@ -24,6 +24,7 @@ MAY_IMPORT: dict[str, set[str]] = {
         "clock",
         "timing",
         "logformat",
+        "files",
         "errors",
     },
     "The process supervisor imports neither the managers nor the client": {
@@ -33,11 +34,13 @@ MAY_IMPORT: dict[str, set[str]] = {
         "clock",
         "timing",
         "logformat",
+        "files",
         "errors",
     },
     "steward.errors imports nothing from Steward": set(),
     "steward.wire (the schema) imports only steward.errors": {"errors"},
-    "steward.clock, steward.timing and steward.logformat import no other Steward module": set(),
+    "steward.clock, steward.timing, steward.logformat and steward.files import no other Steward "
+    "module": set(),
 }
 
 

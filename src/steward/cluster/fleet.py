@@ -27,6 +27,7 @@ from steward.cluster.remote import Remote, RemoteHostError, on_each
 from steward.cluster.workdir import ClusterState, ProcessEntry, Role, StateDir
 from steward.config import Configuration, load
 from steward.errors import LocalClusterError, StewardError
+from steward.files import TEMPORARY_SUFFIX
 from steward.security.credentials import ADMIN_TOKEN_FILE
 
 TLS_DIR = "tls"
@@ -128,7 +129,9 @@ class Fleet:
         files = {
             path.name: path.read_bytes()
             for path in sorted(root.iterdir())
-            if path.is_file() and path.name not in _NOT_SENT and not path.name.endswith(".tmp")
+            if path.is_file()
+            and path.name not in _NOT_SENT
+            and not path.name.endswith(TEMPORARY_SUFFIX)
         }
         for name in TLS_SENT:
             path = root / TLS_DIR / name

@@ -24,8 +24,6 @@ from __future__ import annotations
 import base64
 import contextlib
 import fcntl
-import os
-import secrets
 from collections.abc import Iterator, Mapping
 from pathlib import Path, PurePosixPath
 from typing import ClassVar
@@ -35,6 +33,7 @@ from pydantic import Field
 from steward.cluster import launcher
 from steward.cluster.workdir import ProcessEntry, Role, StateDir
 from steward.errors import CorruptStateError, LocalClusterError
+from steward.files import write_atomically
 from steward.supervisor.detached import log_tail
 from steward.wire.values import Payload, Value
 
@@ -78,13 +77,9 @@ class Node:
         for relative, content in files.items():
             target = root / _inside(relative)
             target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            # Its own temporary name: hosts that share this folder (one file system) receive
-            # the same files at once, and a shared ".tmp" would be renamed away under another.
-            temporary = target.with_name(f"{target.name}.{secrets.token_hex(8)}.tmp")
-            descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(descriptor, "wb") as handle:
-                handle.write(base64.b64decode(content, validate=True))
-            os.replace(temporary, target)
+            # Hosts that share this folder (one file system) receive the same files at once:
+            # each write has its own temporary name (steward.files).
+            write_atomically(target, base64.b64decode(content, validate=True), mode=0o600)
         return shared is None or Path(shared).exists()
 
     # ------------------------------------------------------------------ processes
@@ -153,10 +148,7 @@ class Node:
             ) from exc
 
     def _save(self, state: NodeState) -> None:
-        self._file.parent.mkdir(parents=True, exist_ok=True)
-        temporary = self._file.with_suffix(".json.tmp")
-        temporary.write_text(state.model_dump_json(by_alias=True, indent=2) + "\n")
-        os.replace(temporary, self._file)
+        write_atomically(self._file, state.model_dump_json(by_alias=True, indent=2) + "\n")
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:

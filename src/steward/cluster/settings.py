@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from steward import files
 from steward.config import OPTIONS, read_toml
 from steward.errors import ConfigurationError
 
@@ -94,10 +95,7 @@ def write_toml(path: Path, settings: Mapping[str, object], header: str) -> None:
     """Write flat ``"key" = value`` lines (every value a TOML scalar), atomically."""
     lines = [f"# {line}" if line else "#" for line in header.splitlines()]
     lines += [f"{json.dumps(key)} = {_toml_value(key, value)}" for key, value in settings.items()]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_suffix(".toml.tmp")
-    temporary.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    os.replace(temporary, path)
+    files.write_atomically(path, "\n".join(lines) + "\n")
 
 
 def _toml_value(key: str, value: object) -> str:

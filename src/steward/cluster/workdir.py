@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import enum
 import fcntl
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -35,6 +34,7 @@ from typing import ClassVar
 
 from pydantic import Field
 
+from steward import files
 from steward.errors import CorruptStateError, LocalClusterError
 from steward.supervisor.detached import ProcessRecord
 from steward.wire.values import Payload, Value
@@ -174,8 +174,6 @@ def load_state(state_dir: StateDir) -> ClusterState | None:
 
 def save_state(state_dir: StateDir, state: ClusterState) -> None:
     """Write ``state`` atomically."""
-    state_dir.root.mkdir(parents=True, exist_ok=True)
-    path = state_dir.cluster_json
-    temporary = path.with_suffix(".json.tmp")
-    temporary.write_text(state.model_dump_json(by_alias=True, indent=2) + "\n", encoding="utf-8")
-    os.replace(temporary, path)
+    files.write_atomically(
+        state_dir.cluster_json, state.model_dump_json(by_alias=True, indent=2) + "\n"
+    )

@@ -21,6 +21,7 @@ import stat
 from collections.abc import Mapping
 from pathlib import Path
 
+from steward import files
 from steward.config import SecuritySettings
 from steward.errors import ConfigurationError
 
@@ -39,15 +40,7 @@ def new_internal_secret() -> str:
 
 def write_secret(path: Path, secret: str) -> None:
     """Write ``secret`` to ``path``, readable by its owner only (0600), atomically."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(path.name + ".tmp")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.fchmod(fd, 0o600)
-        os.write(fd, (secret + "\n").encode())
-    finally:
-        os.close(fd)
-    os.replace(temporary, path)
+    files.write_atomically(path, secret + "\n", mode=0o600)
 
 
 def read_secret(path: Path, key: str) -> str:

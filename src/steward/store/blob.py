@@ -5,7 +5,7 @@ their driver is installed. Two guarantees:
 
 - **Atomic and durable writes.** No reader ever sees half a blob, and a blob that was put
   survives a crash of the machine: on a local filesystem a blob is written to a temporary name,
-  synced and renamed, and its folder synced (:mod:`steward.store.durable`); object stores
+  synced and renamed, and its folder synced (:mod:`steward.files`); object stores
   publish an object whole and durably by themselves.
 - **Private.** On a local filesystem every blob file is mode 0600 (job graphs hold the jobs'
   code and settings); object stores keep their own access control.
@@ -28,8 +28,8 @@ from typing import Any
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
+from steward import files
 from steward.errors import BlobMissingError, BlobStoreError, CorruptStateError
-from steward.store import durable
 
 log = logging.getLogger(__name__)
 
@@ -160,7 +160,7 @@ class BlobStore:
         path = self._path(key)
         try:
             if self._local:  # jobs' code and settings: private, and on the disk once put
-                durable.write_file(path, framed, PRIVATE_FILE_MODE)
+                files.write_atomically(path, framed, mode=PRIVATE_FILE_MODE, durable=True)
             else:
                 self._fs.pipe_file(path, framed, **self._bounded)
         except OSError as exc:

@@ -36,8 +36,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, Self
 
+from steward import files
 from steward.errors import BlobMissingError, BlobStoreError, CorruptStateError, JobRejectedError
-from steward.store import durable
 from steward.store.blob import MODIFIED_FIELDS, PRIVATE_FILE_MODE, BlobStore, modified_of
 
 log = logging.getLogger(__name__)
@@ -275,12 +275,12 @@ class ContentStore:
             if not self.blobs.is_local:  # an object store has no folders, publishes durably
                 self._fs.mv(self.blobs.path(temporary), final)
                 return True
-            # On the disk before an accepted job names it (steward.store.durable).
+            # On the disk before an accepted job names it (steward.files).
             folder = final.rsplit("/", 1)[0]
             self._fs.makedirs(folder, exist_ok=True)
-            durable.sync_file(self.blobs.path(temporary))
+            files.sync_file(self.blobs.path(temporary))
             self._fs.mv(self.blobs.path(temporary), final)
-            durable.sync_folder(folder)
+            files.sync_folder(folder)
         return True
 
     def _open_temporary(self, key: str) -> IO[bytes]:

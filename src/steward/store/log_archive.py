@@ -8,7 +8,7 @@ Invariants:
 
 - **Whole or absent.** A log is published at its key only once all of it is stored: on a local
   filesystem it is copied to a temporary name beside it (``.<attempt>.log.<uuid>.part``),
-  synced, then renamed (:mod:`steward.store.durable`); object stores publish an object whole.
+  synced, then renamed (:mod:`steward.files`); object stores publish an object whole.
   A reader therefore never sees part of an archived log, and "archived" means "complete".
 - **An absent storage is not an empty one.** A local storage folder that is not there (an
   unmounted share) refuses the write (:class:`BlobStoreError`) instead of creating a new
@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, BinaryIO
 
+from steward import files
 from steward.errors import BlobStoreError
-from steward.store import durable
 from steward.store.blob import OPERATION_TIMEOUT, PRIVATE_FILE_MODE, BlobStore, modified_of
 
 PREFIX = "logs"
@@ -115,7 +115,7 @@ class LogArchive:
                         sink.flush()
                         os.fsync(sink.fileno())
                     os.replace(temporary, path)
-                    durable.sync_folder(folder)
+                    files.sync_folder(folder)
             finally:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(temporary)

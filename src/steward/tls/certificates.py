@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
-import os
 import socket
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -32,6 +31,8 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from steward import files
 
 CA_VALIDITY = datetime.timedelta(days=3650)
 CERTIFICATE_VALIDITY = datetime.timedelta(days=397)
@@ -373,18 +374,8 @@ def _pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
 
 def _write_private(path: Path, data: bytes) -> None:
     """Write ``data`` readable by its owner only (0600) from the first byte, atomically."""
-    temporary = path.with_name(path.name + ".tmp")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.fchmod(fd, 0o600)
-        os.write(fd, data)
-    finally:
-        os.close(fd)
-    os.replace(temporary, path)
+    files.write_atomically(path, data, mode=0o600)
 
 
 def _write_public(path: Path, data: bytes) -> None:
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_bytes(data)
-    temporary.chmod(0o644)
-    os.replace(temporary, path)
+    files.write_atomically(path, data, mode=0o644)

@@ -9,11 +9,11 @@ Written atomically (temp file + rename): a crash mid-write leaves the previous v
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from steward import files
 from steward.errors import ManagedZooKeeperError
 from steward.supervisor.detached import ProcessRecord
 from steward.zookeeper.layout import LOOPBACK, ServerPorts
@@ -72,9 +72,7 @@ def load_state(data_dir: Path) -> EnsembleState | None:
 def save_state(data_dir: Path, state: EnsembleState) -> None:
     """Write ``state`` atomically."""
     path = data_dir / STATE_FILE
-    temporary = path.with_suffix(".json.tmp")
-    temporary.write_text(json.dumps(_to_json(state), indent=2) + "\n", encoding="utf-8")
-    os.replace(temporary, path)
+    files.write_atomically(path, json.dumps(_to_json(state), indent=2) + "\n")
 
 
 def _to_json(state: EnsembleState) -> dict[str, Any]:
