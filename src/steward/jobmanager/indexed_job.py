@@ -9,7 +9,9 @@ reason cut at :data:`MAX_REASON`, names interned and equal label sets shared.
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 from steward.wire.events import JobEvent
 from steward.wire.job_options import deadline
@@ -21,6 +23,32 @@ from steward.wire.states import AttemptState, JobState
 from .team_keys import Key
 
 MAX_REASON = 500
+
+
+class _Described(Protocol):
+    """What a :class:`JobView`, a :class:`JobStatusRecord` and a :class:`JobResultEntry` name
+    alike."""
+
+    @property
+    def job_id(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def submitted_at(self) -> float | None: ...
+    @property
+    def attempt_count(self) -> int: ...
+    @property
+    def failures(self) -> int: ...
+    @property
+    def labels(self) -> dict[str, str]: ...
+    @property
+    def submitter(self) -> str | None: ...
+    @property
+    def attempts(self) -> Sequence[AttemptRecord]: ...
+    @property
+    def timeout(self) -> float | None: ...
+    @property
+    def team(self) -> str | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,59 +113,41 @@ class IndexedJob:
 
     @classmethod
     def of(cls, view: JobView) -> IndexedJob:
-        return cls(
-            job_id=view.job_id,
-            name=sys.intern(view.name),
-            state=view.state,
-            submitted_at=view.submitted_at or 0.0,
-            updated_at=view.updated_at,
-            reason=_cut(view.reason),
-            attempt_count=view.attempt_count,
-            failures=view.failures,
-            labels=_shared(view.labels),
-            submitter=None if view.submitter is None else sys.intern(view.submitter),
-            latest_attempt=LatestAttempt.of(view.attempts[-1]) if view.attempts else None,
-            timeout=view.timeout,
-            team=None if view.team is None else sys.intern(view.team),
-        )
+        return cls._described(view, view.state, view.updated_at, view.reason)
 
     @classmethod
     def of_status(cls, record: JobStatusRecord) -> IndexedJob:
         """What :meth:`of` makes of the record's view (``reads.status_view``), built without
         one: the leader indexes every record it writes."""
-        return cls(
-            job_id=record.job_id,
-            name=sys.intern(record.name),
-            state=record.state,
-            submitted_at=record.submitted_at or 0.0,
-            updated_at=record.updated_at,
-            reason=_cut(None if record.reason is None else SECRETS.text(record.reason)),
-            attempt_count=record.attempt_count,
-            failures=record.failures,
-            labels=_shared(record.labels),
-            submitter=None if record.submitter is None else sys.intern(record.submitter),
-            latest_attempt=LatestAttempt.of(record.attempts[-1]) if record.attempts else None,
-            timeout=record.timeout,
-            team=None if record.team is None else sys.intern(record.team),
-        )
+        reason = None if record.reason is None else SECRETS.text(record.reason)
+        return cls._described(record, record.state, record.updated_at, reason)
 
     @classmethod
     def of_result(cls, entry: JobResultEntry) -> IndexedJob:
         """What :meth:`of` makes of the result's view (``reads.result_view``)."""
+        reason = SECRETS.text(entry.error.message) if entry.error else None
+        return cls._described(entry, JobState.of(entry.state), entry.finished_at, reason)
+
+    @classmethod
+    def _described(
+        cls, job: _Described, state: JobState, updated_at: float | None, reason: str | None
+    ) -> IndexedJob:
+        """The fields a view, a status record and a result name alike, taken in one place (a
+        field added to the index is then added to all three at once)."""
         return cls(
-            job_id=entry.job_id,
-            name=sys.intern(entry.name),
-            state=JobState.of(entry.state),
-            submitted_at=entry.submitted_at or 0.0,
-            updated_at=entry.finished_at,
-            reason=_cut(SECRETS.text(entry.error.message) if entry.error else None),
-            attempt_count=entry.attempt_count,
-            failures=entry.failures,
-            labels=_shared(entry.labels),
-            submitter=None if entry.submitter is None else sys.intern(entry.submitter),
-            latest_attempt=LatestAttempt.of(entry.attempts[-1]) if entry.attempts else None,
-            timeout=entry.timeout,
-            team=None if entry.team is None else sys.intern(entry.team),
+            job_id=job.job_id,
+            name=sys.intern(job.name),
+            state=state,
+            submitted_at=job.submitted_at or 0.0,
+            updated_at=updated_at,
+            reason=_cut(reason),
+            attempt_count=job.attempt_count,
+            failures=job.failures,
+            labels=_shared(job.labels),
+            submitter=None if job.submitter is None else sys.intern(job.submitter),
+            latest_attempt=LatestAttempt.of(job.attempts[-1]) if job.attempts else None,
+            timeout=job.timeout,
+            team=None if job.team is None else sys.intern(job.team),
         )
 
     def changed_by(self, event: JobEvent) -> IndexedJob:
