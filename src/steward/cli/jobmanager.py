@@ -11,6 +11,8 @@ from steward import logformat
 from steward.config import Configuration
 from steward.wire.values import check_job_id
 
+from .foreground import serve_until_signalled
+
 
 def default_id() -> str:
     host = "".join(c if c.isalnum() or c in "-_." else "-" for c in socket.gethostname())
@@ -22,8 +24,6 @@ def default_id() -> str:
 @click.pass_obj
 def jobmanager(config: Configuration, jobmanager_id: str | None) -> int:
     """Run a JobManager: contend for leadership, serve the REST API (foreground)."""
-    from steward.jobmanager.foreground import run
-
     chosen = jobmanager_id or default_id()
     try:
         check_job_id(chosen)
@@ -32,3 +32,17 @@ def jobmanager(config: Configuration, jobmanager_id: str | None) -> int:
     # Its initialize hooks' child processes log as it does.
     logformat.configure(config.settings.log.format, f"jobmanager:{chosen}", export=True)
     return run(config, chosen)
+
+
+def run(config: Configuration, jobmanager_id: str) -> int:
+    """Run a JobManager in the foreground until SIGTERM or SIGINT; returns the exit code."""
+    from steward.jobmanager.manager import JobManager
+
+    def announce(manager: JobManager) -> None:
+        if config.settings.log.format == "text":  # in JSON, "jobmanager started" says it
+            print(
+                f"jobmanager {jobmanager_id} serving on {manager.address} pid={os.getpid()}",
+                flush=True,
+            )
+
+    return serve_until_signalled(lambda: JobManager(config, jobmanager_id).start(), announce)

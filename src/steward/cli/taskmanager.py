@@ -8,16 +8,13 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
-import threading
-from types import FrameType
 
 import click
 
 from steward import logformat
 from steward.config import Configuration
 
-log = logging.getLogger(__name__)
+from .foreground import serve_until_signalled
 
 
 @click.command()
@@ -45,20 +42,11 @@ def run(config: Configuration, taskmanager_id: str) -> int:
     # A server process: its own INFO lines are its log, unless -v asked for more.
     if logging.getLogger().getEffectiveLevel() > logging.INFO:
         logging.getLogger("steward").setLevel(logging.INFO)
-    done = threading.Event()
 
-    def on_signal(signum: int, _frame: FrameType | None) -> None:
-        log.info("signal received signal=%s", signal.Signals(signum).name)
-        done.set()
+    def announce(manager: TaskManager) -> None:
+        if config.settings.log.format == "text":  # in JSON, "taskmanager started" says it
+            click.echo(
+                f"taskmanager {taskmanager_id} started pid={os.getpid()} slots={manager.slots}"
+            )
 
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    manager = TaskManager(config, taskmanager_id).start()
-    if config.settings.log.format == "text":  # in JSON, its "taskmanager started" record says it
-        click.echo(f"taskmanager {taskmanager_id} started pid={os.getpid()} slots={manager.slots}")
-    try:
-        while not done.wait(1.0):
-            pass
-    finally:
-        manager.stop()
-    return 0
+    return serve_until_signalled(lambda: TaskManager(config, taskmanager_id).start(), announce)
