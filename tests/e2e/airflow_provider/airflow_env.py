@@ -4,11 +4,10 @@ Airflow is far too heavy (and too pinned) to share Steward's venv, so the first 
 needs it builds one with uv from ``integrations/airflow/requirements-airflow.txt`` (every
 package pinned: Airflow's constraint files are on GitHub, out of the tests' reach) under
 ``~/.cache/steward-tests/airflow-<sha256 of that file>``, and migrates a SQLite metadata
-database there once, which each test copies into its own ``AIRFLOW_HOME``. A changed
-requirements file is a new folder; a finished build is marked by ``.complete``, so a build cut
-short is redone. A file lock keeps concurrent test sessions (xdist workers, several checkouts)
-from building the same venv twice. uv is taken from the PATH or next to the running Python,
-else installed from PyPI into ``~/.cache/steward-tests/uv-<version>``.
+database there once, which each test copies into its own ``AIRFLOW_HOME`` (built once behind
+a lock, as ``tests/cached_builds.py`` makes every such tool). uv is taken from the PATH or
+next to the running Python, else installed from PyPI into
+``~/.cache/steward-tests/uv-<version>``.
 
 The provider is installed into the venv (``--no-deps``, so its entry point is registered) once
 per version of its pyproject.toml, and the tests also put this checkout's
@@ -18,28 +17,22 @@ whatever another one installed.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import os
 import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+
+from cached_builds import built_once, cache_root, locked
 
 REPO = Path(__file__).resolve().parents[3]
 PROVIDER = REPO / "integrations" / "airflow"
 REQUIREMENTS = PROVIDER / "requirements-airflow.txt"
 UV_VERSION = "0.13.8"
 BUILD_TIMEOUT = 1800.0
-
-
-def cache_root() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "steward-tests"
 
 
 @dataclass(frozen=True)
@@ -60,18 +53,13 @@ class AirflowVenv:
 def airflow_venv() -> AirflowVenv:
     """The cached venv, built (and its template database migrated) if missing."""
     started = time.monotonic()
-    digest = hashlib.sha256(REQUIREMENTS.read_bytes()).hexdigest()[:16]
-    root = cache_root() / f"airflow-{digest}"
-    root.parent.mkdir(parents=True, exist_ok=True)
-    with _locked(root.parent / f"airflow-{digest}.lock"):
-        if not (root / ".complete").exists():
-            _build(root)
+    root = built_once("airflow", REQUIREMENTS.read_bytes(), _build)
+    with locked(root):
         _install_provider(root)
     return AirflowVenv(root, time.monotonic() - started)
 
 
 def _build(root: Path) -> None:
-    shutil.rmtree(root, ignore_errors=True)
     uv = find_uv()
     _run([uv, "venv", "-q", "--python", sys.executable, str(root)])
     _run(
@@ -89,7 +77,6 @@ def _build(root: Path) -> None:
     home = root / "template-home"
     home.mkdir()
     _run([str(root / "bin" / "airflow"), "db", "migrate"], env=base_env(home))
-    (root / ".complete").write_text(REQUIREMENTS.read_text())
 
 
 def _install_provider(root: Path) -> None:
@@ -150,13 +137,3 @@ def _run(argv: list[str], env: dict[str, str] | None = None) -> None:
     )
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(argv)} failed ({done.returncode}):\n{done.stderr[-4000:]}")
-
-
-@contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    with path.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)

@@ -3,21 +3,17 @@
 ``npm ci`` from the registry installs exactly ``provider/package-lock.json`` under
 ``~/.cache/steward-tests/oidc-provider-<sha256 of package.json and the lock file>`` (a changed
 file is a new folder; ``.complete`` marks a finished install, so one cut short is redone), behind
-a file lock as the Airflow venv (concurrent sessions, xdist workers). Node and npm are Debian's
+a file lock (``tests/cached_builds.py``, as the Airflow venv). Node and npm are Debian's
 (``nodejs npm``, scripts/setup.sh); without them the tests are skipped with the reason.
 """
 
 from __future__ import annotations
 
-import fcntl
-import hashlib
 import shutil
 import subprocess
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
-from e2e.airflow_provider.airflow_env import cache_root
+from cached_builds import built_once
 
 PROVIDER = Path(__file__).resolve().parent / "provider"
 SCRIPT = PROVIDER / "provider.mjs"
@@ -30,19 +26,13 @@ def node() -> str | None:
 
 def installed_modules() -> Path:
     """The ``node_modules`` folder with oidc-provider, installed if missing."""
-    digest = hashlib.sha256(
-        (PROVIDER / "package.json").read_bytes() + (PROVIDER / "package-lock.json").read_bytes()
-    ).hexdigest()[:16]
-    root = cache_root() / f"oidc-provider-{digest}"
-    root.parent.mkdir(parents=True, exist_ok=True)
-    with _locked(root.parent / f"oidc-provider-{digest}.lock"):
-        if not (root / ".complete").exists():
-            _install(root)
-    return root / "node_modules"
+    lock_files = (PROVIDER / "package.json").read_bytes() + (
+        PROVIDER / "package-lock.json"
+    ).read_bytes()
+    return built_once("oidc-provider", lock_files, _install) / "node_modules"
 
 
 def _install(root: Path) -> None:
-    shutil.rmtree(root, ignore_errors=True)
     root.mkdir()
     for name in ("package.json", "package-lock.json"):
         shutil.copy(PROVIDER / name, root / name)
@@ -58,14 +48,3 @@ def _install(root: Path) -> None:
     if done.returncode != 0:
         raise RuntimeError(f"npm ci of oidc-provider failed:\n{done.stderr[-4000:]}")
     shutil.rmtree(root / ".npm", ignore_errors=True)
-    (root / ".complete").touch()
-
-
-@contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    with path.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
