@@ -71,6 +71,7 @@ class ScriptedLeader:
         self.status = 200
         """Answer every heartbeat with this status (409/503: "not the leader")."""
         self.epoch_override: int | None = None
+        self._last_epoch: int | None = None
         self._commands: list[Command] = []
         self._cond = threading.Condition()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
@@ -106,9 +107,21 @@ class ScriptedLeader:
     def epoch(self) -> int:
         return self.leadership.epoch
 
+    def _epoch_held(self) -> int:
+        """The epoch it leads with, or, once it stepped down, the last one it held: a deposed
+        leader that has not noticed answers with its old epoch (never with an error)."""
+        leadership = self.election.leadership
+        if leadership is not None:
+            self._last_epoch = leadership.epoch
+        assert self._last_epoch is not None, f"{self.name} never led"
+        return self._last_epoch
+
     def step_down(self) -> None:
         """Stop contending (leader/info goes); the HTTP server keeps answering, as a deposed
         leader that has not noticed would."""
+        leadership = self.election.leadership
+        if leadership is not None:
+            self._last_epoch = leadership.epoch
         self.election.stop()
 
     def close(self) -> None:
@@ -183,7 +196,7 @@ class ScriptedLeader:
                 self._cond.wait_for(lambda: bool(self._commands), timeout=beat.wait)
             commands, self._commands = self._commands, []
         acks = [ack for report in beat.attempts if (ack := self._ack(report)) is not None]
-        epoch = self.epoch_override or self.leadership.epoch
+        epoch = self.epoch_override or self._epoch_held()
         return HeartbeatReply(epoch=epoch, leader=self.name, commands=commands, acks=acks)
 
     def _ack(self, report: AttemptReport) -> Ack | None:
