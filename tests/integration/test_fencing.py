@@ -223,6 +223,38 @@ def test_current_leader_writes_through_its_fence(
     assert term.fence.is_current()
 
 
+def test_a_connection_broken_by_a_protocol_error_is_an_unknown_outcome_not_a_crash(
+    cluster: dict[str, JobManager], observer: Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # kazoo's connection thread, on a protocol error ("xids do not match",
+    # python-zk/kazoo#254), hands the pending requests a bare RuntimeError. It cannot be
+    # provoked on demand from a real server, so the pending commit is given one here.
+    term = cluster["jm-1"].term()
+    assert term is not None
+    client = term.fence.client
+    real_transaction = client.transaction
+
+    def breaking_transaction() -> Any:
+        transaction = real_transaction()
+
+        def commit_async() -> Any:
+            broken = client.handler.async_result()
+            broken.set_exception(RuntimeError("xids do not match, expected 7 received 8"))
+            return broken
+
+        transaction.commit_async = commit_async  # type: ignore[method-assign]
+        return transaction
+
+    monkeypatch.setattr(client, "transaction", breaking_transaction)
+    graph = observer.layout.jobgraph(JOB)
+    # When a fenced write meets it
+    with pytest.raises(ZooKeeperUnavailableError, match="connection broke"):
+        term.fence.transaction().create(graph, pointer(term.epoch)).commit()
+    # Then it is the error of a lost connection (the caller retries with the same body), not
+    # a RuntimeError that would reach a submission as a 500
+    assert observer.client.exists(graph) is None
+
+
 def test_ephemeral_and_sequential_creates_go_through_the_fence(
     cluster: dict[str, JobManager], observer: Session
 ) -> None:
