@@ -68,6 +68,15 @@ class JobView(Value):
     team: str | None = Field(
         default=None, description="the team that owns it (None: stored before teams: the default)"
     )
+    queue: str | None = Field(
+        default=None, description="the queue it waits in for slots (None: recorded before queues)"
+    )
+    priority: int | None = Field(
+        default=None, description="its priority within its queue (None: recorded before queues)"
+    )
+    proxy_user: str | None = Field(
+        default=None, description="the OS user its driver runs as (None: the TaskManager's)"
+    )
     timeout: float | None = Field(
         default=None, description="seconds the job may take from its submission (None: no limit)"
     )
