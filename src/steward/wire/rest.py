@@ -69,13 +69,16 @@ class JobView(Value):
         default=None, description="the team that owns it (None: stored before teams: the default)"
     )
     queue: str | None = Field(
-        default=None, description="the queue it waits in for slots (None: recorded before queues)"
+        default=None,
+        description="the queue it waits in for slots (null: recorded before queues; in a listing)",
     )
     priority: int | None = Field(
-        default=None, description="its priority within its queue (None: recorded before queues)"
+        default=None,
+        description="its priority within its queue (null: recorded before queues; in a listing)",
     )
     proxy_user: str | None = Field(
-        default=None, description="the OS user its driver runs as (None: the TaskManager's)"
+        default=None,
+        description="the OS user its driver runs as (null: the TaskManager's; in a listing)",
     )
     timeout: float | None = Field(
         default=None, description="seconds the job may take from its submission (None: no limit)"
