@@ -79,7 +79,7 @@ class Launches:
             return
         runner = RunnerProcess(
             launch.document,
-            cwd=launch.attempt_dir,
+            cwd=launch.working_dir,
             log_path=launch.log_path,
             on_event=lambda event: self._attempts.runner_event(attempt, event),
             env=_env(launch),

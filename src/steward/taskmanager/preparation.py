@@ -28,7 +28,7 @@ from steward.supervisor.os_user import OsUser
 from steward.taskmanager.dependency_cache import CACHE_DIR, DependencyCache
 from steward.taskmanager.environments import Environments
 from steward.taskmanager.private_dirs import PRIVATE_DIR_MODE, TRAVERSABLE_DIR_MODE, private_dir
-from steward.taskmanager.proxy_users import hand_over, resolve
+from steward.taskmanager.proxy_users import WORKING_FOLDER, hand_over, resolve
 from steward.wire.heartbeat import StartAttempt
 from steward.wire.jobs import JobGraph, JobSpec
 from steward.wire.runner_protocol import LaunchDocument, RunMode
@@ -54,6 +54,12 @@ class Launch:
     spec: JobSpec
     user: OsUser | None = None
     """The OS user the runner runs as (the job's ``proxy_user``); None: this process's."""
+
+    @property
+    def working_dir(self) -> Path:
+        """The runner's working directory: the attempt's folder, or a proxy user's own folder
+        inside it (:func:`~steward.taskmanager.proxy_users.hand_over`)."""
+        return self.attempt_dir if self.user is None else self.attempt_dir / WORKING_FOLDER
 
 
 class Preparation:

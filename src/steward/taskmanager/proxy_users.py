@@ -9,9 +9,12 @@ operator did not list. Then, before the lease is taken:
   that is not root, a user it does not list, a missing user or root itself is a
   :class:`ProxyUserError`: permanent, so the job fails at once, spending no restart (the next
   attempt would fail alike);
-- :func:`hand_over` gives the attempt's folder (the unpacked pipeline) to that user, mode 0700;
-  the folders above it are made traversable (0711: no listing) by
-  :mod:`~steward.taskmanager.preparation`;
+- :func:`hand_over` gives the user the unpacked pipeline and a working folder of its own
+  (``<attempt>/work``, the driver's working directory), both mode 0700. The attempt's folder
+  itself stays this process's (0711: traversable, not listable), so the attempt's log beside
+  them (``runner.log``, which this process writes, serves and archives by its path) can be
+  neither replaced nor made a symlink by the user; the folders above are 0711 too
+  (:mod:`~steward.taskmanager.preparation`);
 - :func:`driver_env` is the runner's environment: only the variables a driver needs from the
   TaskManager's (:data:`KEPT`), never one that looks secret, then the job's own ``env``.
 
@@ -28,8 +31,11 @@ from pathlib import Path
 
 from steward.errors import StewardError
 from steward.supervisor.os_user import OsUser
+from steward.taskmanager.private_dirs import TRAVERSABLE_DIR_MODE
 from steward.wire.redaction import DEFAULT_REGEX
 
+WORKING_FOLDER = "work"
+"""A proxy user's driver works in ``<attempt>/work``, its own folder."""
 KEPT = frozenset(
     {"PATH", "LANG", "LANGUAGE", "TZ", "TMPDIR", "PYTHONPATH", "STEWARD_LOG_FORMAT", "TERM"}
 )
@@ -67,14 +73,15 @@ def resolve(user: str, grants: Iterable[tuple[str, str]]) -> OsUser:
     return OsUser(user, entry.pw_uid, entry.pw_gid, groups, entry.pw_dir)
 
 
-def hand_over(folder: Path, user: OsUser) -> None:
-    """Make ``folder`` and everything in it ``user``'s, the folder mode 0700 (symlinks are
-    changed themselves, never what they point to)."""
-    for root, folders, files in os.walk(folder):
+def hand_over(attempt_dir: Path, user: OsUser) -> None:
+    """Give ``user`` what is in ``attempt_dir`` and a working folder there, each mode 0700;
+    ``attempt_dir`` stays ours, traversable (0711), so nothing of ours in it can be swapped."""
+    (attempt_dir / WORKING_FOLDER).mkdir(mode=0o700)
+    for root, folders, files in os.walk(attempt_dir):
         for name in [*folders, *files]:
+            # Symlinks are changed themselves, never what they point to.
             os.chown(Path(root) / name, user.uid, user.gid, follow_symlinks=False)
-    os.chown(folder, user.uid, user.gid)
-    folder.chmod(0o700)
+    attempt_dir.chmod(TRAVERSABLE_DIR_MODE)
 
 
 def driver_env(user: OsUser, job_env: Mapping[str, str]) -> dict[str, str]:

@@ -54,6 +54,14 @@ def _try(path):
     except PermissionError:
         return "denied"
 
+def _swap_log():
+    # The TaskManager writes, serves and archives runner.log by its path, as root.
+    try:
+        os.unlink("../runner.log")
+        return "removed"
+    except PermissionError:
+        return "denied"
+
 def main(ctx):
     print("running as uid", os.getuid(), flush=True)
     folder = os.stat(".")
@@ -65,6 +73,7 @@ def main(ctx):
         "folder_mode": stat.S_IMODE(folder.st_mode),
         "tries": {path: _try(path) for path in ctx.args},
         "env": sorted(os.environ),
+        "log_swap": _swap_log(),
     }
 """
 
@@ -198,6 +207,7 @@ def test_the_proxy_user_cannot_read_the_taskmanagers_credentials(proxied: Proxie
     seen = done.value
     assert isinstance(seen, dict)
     assert seen["tries"] == dict.fromkeys(paths, "denied")
+    assert seen["log_swap"] == "denied"  # no symlink to a root-only file in its place
     # The TaskManager has the admin token in its environment (the kit exports it); the
     # driver gets only what a driver needs, and its attempt's markers.
     assert os.environ["STEWARD_TOKEN"]
