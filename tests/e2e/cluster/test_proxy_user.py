@@ -227,14 +227,21 @@ def test_a_caller_not_granted_the_user_gets_403_and_nothing_is_stored(proxied: P
 def test_livy_proxy_user_is_checked_against_the_grants(proxied: Proxied) -> None:
     jm = proxied.cluster.jobmanagers()[0]
     body = {"file": str(proxied.folder / "whoami.py"), "proxyUser": proxied.users.user}
-    answer = httpx.post(
-        jm.address + "/batches",
-        content=json.dumps(body),
-        headers={"authorization": f"Bearer {proxied.tokens['bob']}"},
-        verify=proxied.cluster.tls.context,
-        timeout=30,
-    )
-    assert answer.status_code == 403, answer.text
+
+    def post(name: str) -> httpx.Response:
+        return httpx.post(
+            jm.address + "/batches",
+            content=json.dumps(body),
+            headers={"authorization": f"Bearer {proxied.tokens[name]}"},
+            verify=proxied.cluster.tls.context,
+            timeout=30,
+        )
+
+    refused = post("bob")
+    assert refused.status_code == 403, refused.text
+    accepted = post("alice")
+    assert accepted.status_code == 201, accepted.text
+    assert accepted.json()["proxyUser"] == proxied.users.user
 
 
 def test_an_unknown_os_user_fails_the_job_at_once_without_restarts(proxied: Proxied) -> None:
