@@ -505,3 +505,28 @@ def test_a_stopped_local_cluster_is_reported_at_once(
     # Then discovery says so instead of retrying dead addresses
     with pytest.raises(ClusterUnreachableError, match="is not running"):
         discover_addresses(load(environ={}), tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "repeats"),
+    [
+        ("GET", "/v1/jobs/j", True),
+        ("PUT", "/v1/contents/abc", True),
+        ("POST", "/v1/jobs", True),
+        ("POST", "/v1/jobs/batch", True),
+        ("POST", "/v1/jobs/j/cancel", False),
+        ("POST", "/batches", False),
+    ],
+)
+def test_only_idempotent_requests_and_submissions_wait_out_a_429(
+    method: str, path: str, repeats: bool
+) -> None:
+    assert failover_module.repeatable(method, path) is repeats
+
+
+def test_a_429s_wait_is_its_retry_after_jittered_upward() -> None:
+    limited = httpx.Response(429, headers={"retry-after": "2"})
+    waits = [failover_module.rate_limit_wait(limited, 0.2) for _ in range(200)]
+    assert all(2.0 <= wait <= 2.0 * (1 + failover_module.RATE_LIMIT_JITTER) for wait in waits)
+    assert len(set(waits)) > 1
+    assert failover_module.rate_limit_wait(httpx.Response(429), 0.4) >= 0.4

@@ -107,6 +107,7 @@ def _send(client: Client, plan: SubmitPlan) -> JobView:
         queue=plan.queue,
         priority=plan.priority,
         max_concurrent=plan.max_concurrent,
+        proxy_user=plan.proxy_user,
         program=plan.program,
         py_files=plan.py_files,
         files=plan.files,

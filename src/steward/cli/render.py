@@ -115,6 +115,10 @@ def job_details(view: JobView) -> Group:
     fields.add_row("submitted", timestamp(view.submitted_at))
     fields.add_row("updated", timestamp(view.updated_at))
     fields.add_row("attempts", f"{view.attempt_count} ({view.failures} failed)")
+    if view.queue is not None:
+        fields.add_row("queue", f"{view.queue} (priority {view.priority or 0})")
+    if view.proxy_user is not None:
+        fields.add_row("proxy user", view.proxy_user)
     if view.timeout is not None:
         fields.add_row(
             "timeout", f"{describe_timeout(view.timeout)} (until {timestamp(view.deadline)})"

@@ -167,6 +167,12 @@ STEWARD_OPTIONS: tuple[Option, ...] = (
     ),
     Option("--priority", "N", "Within its queue, a higher priority starts first (default 0)."),
     Option("--max-concurrent", "N", "At most N jobs of this --name have an attempt at once."),
+    Option(
+        "--proxy-user",
+        "NAME",
+        "Run the driver as this OS user on the TaskManager; security.proxy-users must grant it"
+        " to you.",
+    ),
 )
 """Steward's own options."""
 
@@ -180,7 +186,6 @@ REFUSED: dict[str, str] = {
     "--supervise": "Steward always supervises the driver; --restart sets how it restarts it",
     "--kill": "use steward cancel JOB",
     "--status": "use steward status JOB",
-    "--proxy-user": "the driver runs as the TaskManager's user; Steward impersonates nobody",
     "--principal": _KERBEROS,
     "--keytab": _KERBEROS,
 }

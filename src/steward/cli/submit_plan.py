@@ -87,6 +87,7 @@ class SubmitPlan:
     queue: str | None = None
     priority: int | None = None
     max_concurrent: int | None = None
+    proxy_user: str | None = None
     detach: bool = False
     as_json: bool = False
     verbose: bool = False
@@ -122,6 +123,7 @@ def parse(words: Sequence[str]) -> SubmitPlan:
         queue=line.last("--queue"),
         priority=_integer(line.last("--priority"), "--priority", -MAX_PRIORITY, MAX_PRIORITY),
         max_concurrent=_integer(line.last("--max-concurrent"), "--max-concurrent", 1, 10_000),
+        proxy_user=line.last("--proxy-user"),
         detach=line.given("--detach"),
         as_json=line.given("--json"),
         verbose=line.given("--verbose"),
@@ -324,6 +326,7 @@ def describe(plan: SubmitPlan) -> list[str]:
         "notify": ",".join(redact_url(url) for url in plan.notify),
         "queue": plan.queue,
         "priority": plan.priority,
+        "proxy-user": plan.proxy_user,
     }
     lines += [f"{key}: {value}" for key, value in optional.items() if value]
     shown = rule.conf(plan.spark_conf)

@@ -174,6 +174,7 @@ class Client:
         queue: str | None = None,
         priority: int | None = None,
         max_concurrent: int | None = None,
+        proxy_user: str | None = None,
     ) -> JobView:
         """Submit the pipeline at ``pipeline`` (a .py file, a folder or a .zip).
 
@@ -188,7 +189,8 @@ class Client:
         file is hashed once until it changes, and asked about and uploaded once per client
         (skipped when the cluster has it; sent again, once, if the leader says it lost it:
         :mod:`steward.client.uploads`). ``queue``, ``priority`` and ``max_concurrent`` (jobs
-        of its name at once): how it waits for slots. Many jobs: :meth:`submit_many`.
+        of its name at once): how it waits for slots. ``proxy_user``: the OS user its driver
+        runs as (security.proxy-users must grant it). Many jobs: :meth:`submit_many`.
         Unset options take the server's defaults. A bad path or spec is a :class:`JobRejectedError`
         before any request is made.
         """
@@ -212,6 +214,7 @@ class Client:
             "queue": queue,
             "priority": priority,
             "max_concurrent": max_concurrent,
+            "proxy_user": proxy_user,
         }
         checked = specs.submit_spec(path, args, job_id, restart, optional)
         return self._uploads.sent_with(

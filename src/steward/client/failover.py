@@ -6,6 +6,13 @@ one, and when a whole round failed it waits (exponential backoff, at least the s
 ``Retry-After``), looks the addresses up again if it can, and tries them all again, until its
 timeout. The address that answered last is tried first next time.
 
+A 429 (a rate limit) is waited out for a request that may be sent again: an idempotent
+method, or a submission (``POST /v1/jobs`` and ``/v1/jobs/batch``: the same body is the same
+submission, so a retry never makes a second job). It waits the server's ``Retry-After`` (at
+least the backoff's delay), jittered so that many limited clients do not come back at once,
+and never past the request's timeout: a wait that would end after it returns the 429 at once.
+Other requests get their 429 as it came.
+
 It also reports whether an earlier attempt of a request may have reached a JobManager (anything
 but a refused connection or a ``no_leader`` answer; a standby's ``outcome_unknown`` says its
 forward was sent and not answered), which is what lets the client tell its own retried
@@ -20,6 +27,7 @@ error naming ``rest.ssl.ca`` instead of retrying until the timeout.
 from __future__ import annotations
 
 import logging
+import random
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -36,6 +44,13 @@ from steward.wire.values import STORED
 log = logging.getLogger(__name__)
 
 _RETRYABLE_STATUS = frozenset({502, 503, 504})
+TOO_MANY_REQUESTS = 429
+_IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
+SUBMISSION_PATHS = frozenset({"/v1/jobs", "/v1/jobs/batch"})
+"""Submissions, idempotent by body (the leader answers a retry of the same body as the same
+submission)."""
+RATE_LIMIT_JITTER = 0.25
+"""A limited request waits its Retry-After times 1 to 1.25."""
 # Connection failures that prove the request never reached a server.
 _NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout)
 _sleep = time.sleep  # tests replace it to run the backoff without waiting
@@ -132,8 +147,10 @@ class Failover:
         maybe_accepted = False
         unavailable: httpx.Response | None = None
         untrusted: StewardError | None = None
+        may_repeat = repeatable(method, path)
         while True:
             retry_after = 0.0
+            limited: httpx.Response | None = None
             for address in list(self.addresses):
                 remaining = deadline - time.monotonic()
                 if remaining <= 0 and failures:
@@ -150,6 +167,11 @@ class Failover:
                     maybe_accepted |= not isinstance(exc, _NOT_SENT)
                     untrusted = untrusted or self._tls.untrusted(address, exc)
                     continue
+                if response.status_code == TOO_MANY_REQUESTS and may_repeat:
+                    # The limit is the caller's, wherever it asks: wait, not the next address.
+                    limited = response
+                    retry_after = rate_limit_wait(response, delay)
+                    break
                 if response.status_code not in _RETRYABLE_STATUS:
                     self._prefer(address)
                     return response, maybe_accepted
@@ -161,6 +183,12 @@ class Failover:
             if untrusted is not None:
                 raise untrusted
             remaining = deadline - time.monotonic()
+            if limited is not None and retry_after >= remaining:
+                return limited, maybe_accepted  # waiting it out would pass the deadline
+            if limited is not None:
+                log.info(
+                    "rate limited, retrying method=%s path=%s wait=%.2fs", method, path, retry_after
+                )
             if remaining <= 0:
                 raise _gave_up(self.timeout, failures, unavailable)
             _sleep(min(max(delay, retry_after), remaining))
@@ -209,6 +237,20 @@ def error_body(response: httpx.Response) -> ErrorBody:
             f": {text}" if text else ""
         )
         return ErrorBody(code=f"http_{response.status_code}", message=message)
+
+
+def repeatable(method: str, path: str) -> bool:
+    """Whether a request may be sent again after a 429: idempotent, or a submission."""
+    method = method.upper()
+    route = path.split("?", 1)[0]
+    return method in _IDEMPOTENT_METHODS or (method == "POST" and route in SUBMISSION_PATHS)
+
+
+def rate_limit_wait(response: httpx.Response, delay: float) -> float:
+    """How long to wait before asking again after a 429: its Retry-After (at least ``delay``),
+    jittered."""
+    wait = max(retry_after_seconds(response), delay)
+    return wait * (1.0 + random.uniform(0.0, RATE_LIMIT_JITTER))
 
 
 def retry_after_seconds(response: httpx.Response) -> float:

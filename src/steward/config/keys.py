@@ -18,6 +18,7 @@ from steward.config.keys_logs import LOG_ARCHIVE_OPTIONS
 from steward.config.keys_notifications import NOTIFICATION_OPTIONS
 from steward.config.keys_oidc import OIDC_OPTIONS
 from steward.config.keys_processes import PROCESS_OPTIONS
+from steward.config.keys_proxy_users import PROXY_USER_OPTIONS
 from steward.config.keys_rate_limits import RATE_LIMIT_OPTIONS
 from steward.config.keys_results import RESULT_OPTIONS
 from steward.config.keys_scheduling import SCHEDULING_OPTIONS
@@ -40,6 +41,7 @@ OPTIONS: tuple[Option, ...] = (
     *OIDC_OPTIONS,
     *SCHEDULING_OPTIONS,
     *TEAM_OPTIONS,
+    *PROXY_USER_OPTIONS,
     *RATE_LIMIT_OPTIONS,
     Option(
         "rest.address",

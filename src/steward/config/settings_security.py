@@ -23,6 +23,8 @@ class SecuritySettings:
     """A verified client certificate is a credential."""
     default_team: str = "default"
     """The team of callers in none, and of jobs stored before teams (steward.security.teams)."""
+    proxy_users: tuple[tuple[str, str], ...] = ()
+    """(OS user, caller) pairs: who may run jobs as whom (steward.security.proxy_users)."""
 
 
 @dataclass(frozen=True, slots=True)

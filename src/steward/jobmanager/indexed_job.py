@@ -183,6 +183,10 @@ class IndexedJob:
             "timeout": self.timeout,
             "deadline": deadline(self.submitted_at or None, self.timeout),
             "env": None,
+            # A listing leaves out what only a job's own view shows (as env).
+            "queue": None,
+            "priority": None,
+            "proxy_user": None,
             "served_by": served_by,
         }
 

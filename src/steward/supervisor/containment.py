@@ -220,7 +220,8 @@ def enter_attempt() -> None:
     """
     become_subreaper()
     path = os.environ.get(CGROUP_ENV)
-    if path:
+    # Already inside: a runner started as a proxy user may not write cgroup.procs itself.
+    if path and own_cgroup() is None:
         Cgroup(Path(path)).add(os.getpid())
 
 

@@ -52,6 +52,7 @@ from steward.errors import StewardError
 from steward.supervisor import reaping
 from steward.supervisor.containment import CGROUP_ENV, TOKEN_ENV, Cgroup
 from steward.supervisor.logcap import LogCapper
+from steward.supervisor.os_user import OsUser
 
 log = logging.getLogger(__name__)
 
@@ -97,13 +98,15 @@ class ProcessGroup:
         log_path: str | os.PathLike[str] | None = None,
         pass_fds: Sequence[int] = (),
         log_max_size: int | None = None,
+        user: OsUser | None = None,
     ) -> ProcessGroup:
         """Start ``argv`` in a new process group and a cgroup of its own (where there are
         cgroups); stdout and stderr go to ``log_path``.
 
         ``stdin`` is a pipe by default: the runner's dead-man's switch (rule 4) is the
         end of that pipe when this process dies. With ``log_max_size`` the log keeps at most
-        that many bytes (:mod:`steward.supervisor.logcap`). Raises :class:`SpawnError`.
+        that many bytes (:mod:`steward.supervisor.logcap`). With ``user`` the process runs as
+        that OS user (the log and the capper stay this process's). Raises :class:`SpawnError`.
         """
         token = secrets.token_hex(8)
         cgroup = Cgroup.create(token)
@@ -120,6 +123,7 @@ class ProcessGroup:
                 log_path=log_path,
                 pass_fds=pass_fds,
                 log_max_size=log_max_size,
+                user=user,
             )
         except BaseException:
             if cgroup is not None:
@@ -291,6 +295,7 @@ def _start(
     log_path: str | os.PathLike[str] | None,
     pass_fds: Sequence[int],
     log_max_size: int | None,
+    user: OsUser | None = None,
 ) -> tuple[subprocess.Popen[bytes], LogCapper | None]:
     capper: LogCapper | None = None
     try:
@@ -314,6 +319,7 @@ def _start(
                 stderr=subprocess.STDOUT,
                 pass_fds=tuple(pass_fds),
                 start_new_session=True,
+                **(user.popen_arguments() if user is not None else {}),
             )
     except OSError as exc:
         if capper is not None:  # its pipe's write end is closed: it exits at once

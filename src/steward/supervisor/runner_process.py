@@ -40,6 +40,7 @@ import threading
 from collections.abc import Mapping
 from pathlib import Path
 
+from steward.supervisor.os_user import OsUser
 from steward.supervisor.process_group import ProcessGroup
 from steward.supervisor.runner_events import OnEvent, RunnerEvents
 from steward.wire.heartbeat import lost_outcome
@@ -81,10 +82,12 @@ class RunnerProcess:
         heartbeat_interval: float | None = None,
         spare_of: tuple[str, float] | None = None,
         log_max_size: int | None = None,
+        user: OsUser | None = None,
     ) -> None:
         """``launch`` is None only for a spare, whose ``spare_of`` is (master, deadman).
 
-        ``log_max_size``: cap the log at that many bytes (:mod:`steward.supervisor.logcap`).
+        ``log_max_size``: cap the log at that many bytes (:mod:`steward.supervisor.logcap`);
+        ``user``: the OS user the runner runs as (None: this process's).
         """
         if (launch is None) == (spare_of is None):
             raise ValueError("a runner has a launch document, or is a spare; not both")
@@ -95,6 +98,7 @@ class RunnerProcess:
         self._python = python
         self._spare_of = spare_of
         self._log_max_size = log_max_size
+        self.user = user
         if launch is not None:
             deadman = launch.deadman_timeout
         else:
@@ -158,6 +162,7 @@ class RunnerProcess:
                 log_path=self.log_path,
                 pass_fds=(write_end,),
                 log_max_size=self._log_max_size,
+                user=self.user,
             )
         except BaseException:
             os.close(read_end)

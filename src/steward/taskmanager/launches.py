@@ -21,6 +21,7 @@ from steward.supervisor.process_group import ProcessGroup, SpawnError
 from steward.supervisor.runner_process import RunnerProcess, runner_env
 from steward.taskmanager.execution import Execution, Executions
 from steward.taskmanager.preparation import Launch, Preparation
+from steward.taskmanager.proxy_users import driver_env
 from steward.taskmanager.reporting import Attempt, Attempts
 from steward.taskmanager.self_fencing import Fence
 from steward.taskmanager.spares import SparePool
@@ -78,11 +79,12 @@ class Launches:
             return
         runner = RunnerProcess(
             launch.document,
-            cwd=launch.attempt_dir,
+            cwd=launch.working_dir,
             log_path=launch.log_path,
             on_event=lambda event: self._attempts.runner_event(attempt, event),
-            env=runner_env(launch.spec.env),
+            env=_env(launch),
             log_max_size=self._log_max_size,
+            user=launch.user,
         )
         self._attempts.attach(attempt, runner)
         execution = self._execute(attempt, launch)
@@ -152,7 +154,12 @@ class Launches:
 
         def spawn() -> ProcessGroup:
             pool, spare = self._spares, None
-            if pool is not None and files_cold_reason(launch.document) is None:
+            # A spare runs as this process's user: a proxy user's driver is always cold.
+            if (
+                pool is not None
+                and launch.user is None
+                and files_cold_reason(launch.document) is None
+            ):
                 spare = pool.take(launch.spec.spark_conf, launch.document.spark_master)
             if pool is None or spare is None:
                 assert attempt.runner is not None
@@ -179,6 +186,13 @@ class Launches:
             return spare.group
 
         return spawn
+
+
+def _env(launch: Launch) -> dict[str, str] | None:
+    """The runner's environment: a proxy user's driver gets none of this process's secrets."""
+    if launch.user is not None:
+        return driver_env(launch.user, launch.spec.env)
+    return runner_env(launch.spec.env)
 
 
 def failed(exc: BaseException) -> FailedEvent:

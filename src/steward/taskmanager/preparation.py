@@ -24,9 +24,11 @@ from steward.errors import CorruptStateError
 from steward.sparkconf.event_log import event_log_dir
 from steward.store.blob import BlobRef, BlobStore
 from steward.store.contents import ContentStore
+from steward.supervisor.os_user import OsUser
 from steward.taskmanager.dependency_cache import CACHE_DIR, DependencyCache
 from steward.taskmanager.environments import Environments
-from steward.taskmanager.private_dirs import private_dir
+from steward.taskmanager.private_dirs import PRIVATE_DIR_MODE, TRAVERSABLE_DIR_MODE, private_dir
+from steward.taskmanager.proxy_users import WORKING_FOLDER, hand_over, resolve
 from steward.wire.heartbeat import StartAttempt
 from steward.wire.jobs import JobGraph, JobSpec
 from steward.wire.runner_protocol import LaunchDocument, RunMode
@@ -50,6 +52,14 @@ class Launch:
     attempt_dir: Path
     log_path: Path
     spec: JobSpec
+    user: OsUser | None = None
+    """The OS user the runner runs as (the job's ``proxy_user``); None: this process's."""
+
+    @property
+    def working_dir(self) -> Path:
+        """The runner's working directory: the attempt's folder, or a proxy user's own folder
+        inside it (:func:`~steward.taskmanager.proxy_users.hand_over`)."""
+        return self.attempt_dir if self.user is None else self.attempt_dir / WORKING_FOLDER
 
 
 class Preparation:
@@ -66,6 +76,10 @@ class Preparation:
         cache = settings.taskmanager.workdir.resolve() / CACHE_DIR
         # Not taskmanager.workdir itself: it may be a shared folder (/tmp), left as it is.
         self._private = (workdir, cache)
+        self._grants = settings.security.proxy_users
+        # A proxy user's driver reaches its folder by its path: the folders above it are
+        # traversable then, never listable (docs/security.md#proxy-users).
+        self._dir_mode = TRAVERSABLE_DIR_MODE if self._grants else PRIVATE_DIR_MODE
         self._dependencies = DependencyCache(ContentStore(blobs), cache)
         self._environments = Environments(cache)
 
@@ -83,12 +97,19 @@ class Preparation:
                 f"job graph {command.job_graph_blob} is of job {spec.job_id!r},"
                 f" not {command.job_id!r}"
             )
+        # Before anything is fetched or the lease taken: a user this host cannot switch to
+        # fails the attempt at once, for good.
+        user = resolve(spec.proxy_user, self._grants) if spec.proxy_user else None
         attempt_dir = self.attempt_dir(command.job_id, command.attempt)
         # The job's code, settings and data are this user's alone (mode 0700 folders).
-        for folder in self._private:
-            private_dir(folder)
+        workdir, cache = self._private
+        private_dir(workdir, self._dir_mode)
+        private_dir(cache)
+        private_dir(attempt_dir.parent, self._dir_mode)
         private_dir(attempt_dir)
         artifact_path = materialize(graph.artifact, attempt_dir / "artifact", spec.entrypoint)
+        if user is not None:
+            hand_over(attempt_dir, user)
         dependencies = [self._dependencies.fetch(d) for d in spec.dependencies]
         python_env = self._environments.python_env(spec, dependencies)
         try:
@@ -122,4 +143,4 @@ class Preparation:
             command.attempt,
             artifact_path,
         )
-        return Launch(document, attempt_dir, attempt_dir / LOG_FILE, spec)
+        return Launch(document, attempt_dir, attempt_dir / LOG_FILE, spec, user)

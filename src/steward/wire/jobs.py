@@ -88,6 +88,8 @@ MAX_LABELS = 64
 QUEUE_PATTERN = r"^[a-z0-9][a-z0-9_.\-]{0,62}$"
 MAX_PRIORITY = 1_000_000
 MAX_LABEL_LENGTH = 256
+OS_USER_PATTERN = r"^[a-z_][a-z0-9_.\-]{0,31}$"
+"""An OS user's name a job may run as (``proxy_user``): POSIX's portable names, lower case."""
 
 
 SHA256_PATTERN = r"^[0-9a-f]{64}$"
@@ -185,6 +187,13 @@ class JobSpec(Value):
         description="at most this many jobs of this name have an attempt at once (as"
         " Databricks' max_concurrent_runs); None: no limit",
     )
+    proxy_user: str | None = Field(
+        default=None,
+        pattern=OS_USER_PATTERN,
+        description="the OS user the driver runs as on the TaskManager (spark-submit's"
+        " --proxy-user); only one security.proxy-users maps the submitter to. None: the"
+        " TaskManager's own user",
+    )
 
     @field_validator("job_id")
     @classmethod
@@ -233,6 +242,17 @@ class JobSpec(Value):
     def _named_if_limited(self) -> Self:
         if self.max_concurrent is not None and not self.name:
             raise ValueError("max_concurrent limits the jobs of one name: give the job a name")
+        return self
+
+    @model_validator(mode="after")
+    def _proxy_user_without_host_cache(self) -> Self:
+        # The files a job names and its built environment live in the TaskManager's host
+        # cache, which only the TaskManager's user may read (docs/security.md#proxy-users).
+        if self.proxy_user is not None and (self.dependencies or self.requirements):
+            raise ValueError(
+                "a job run as a proxy user cannot name files (--py-files, --files, --archives,"
+                " --jars) or requirements yet: package them with the pipeline"
+            )
         return self
 
     @model_validator(mode="after")

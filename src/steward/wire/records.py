@@ -125,6 +125,12 @@ class JobResultEntry(Payload):
     """Who submitted the job (None: recorded before authentication)."""
     team: str | None = None
     """The team that owns the job (None: recorded before teams, the default team)."""
+    queue: str | None = None
+    """The queue the job waits in for slots (None: recorded before queues)."""
+    priority: int | None = None
+    """Its priority within the queue (None: recorded before queues)."""
+    proxy_user: str | None = None
+    """The OS user its driver runs as (None: the TaskManager's own)."""
     timeout: float | None = Field(default=None, description="the job's timeout (seconds)")
     env: dict[str, str] = Field(
         default_factory=dict, description="the job's environment variables, as shown (redacted)"
@@ -232,6 +238,12 @@ class JobStatusRecord(Payload):
     """Who submitted the job (None: recorded before authentication)."""
     team: str | None = None
     """The team that owns the job (None: recorded before teams, the default team)."""
+    queue: str | None = None
+    """The queue the job waits in for slots (None: recorded before queues)."""
+    priority: int | None = None
+    """Its priority within the queue (None: recorded before queues)."""
+    proxy_user: str | None = None
+    """The OS user its driver runs as (None: the TaskManager's own)."""
     labels: dict[str, str] = Field(default_factory=dict, description="the job's labels")
     timeout: float | None = Field(default=None, description="the job's timeout (seconds)")
     timed_out: bool = Field(

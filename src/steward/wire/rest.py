@@ -68,6 +68,18 @@ class JobView(Value):
     team: str | None = Field(
         default=None, description="the team that owns it (None: stored before teams: the default)"
     )
+    queue: str | None = Field(
+        default=None,
+        description="the queue it waits in for slots (null: recorded before queues; in a listing)",
+    )
+    priority: int | None = Field(
+        default=None,
+        description="its priority within its queue (null: recorded before queues; in a listing)",
+    )
+    proxy_user: str | None = Field(
+        default=None,
+        description="the OS user its driver runs as (null: the TaskManager's; in a listing)",
+    )
     timeout: float | None = Field(
         default=None, description="seconds the job may take from its submission (None: no limit)"
     )

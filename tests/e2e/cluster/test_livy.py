@@ -220,7 +220,6 @@ def test_delete_kills_a_running_batch(
 
 BAD_BATCHES = [
     ({"file": "JOBS/pi.py", "className": "org.apache.spark.examples.SparkPi"}, "className"),
-    ({"file": "JOBS/pi.py", "proxyUser": "alice"}, "proxyUser"),
     ({"file": "JOBS/absent.py"}, "file"),
     ({"file": "/etc/passwd"}, "file"),
     ({"file": "JOBS/pi.py", "pyFiles": ["JOBS/../../x.py"]}, "pyFiles[0]"),

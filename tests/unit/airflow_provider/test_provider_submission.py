@@ -109,3 +109,9 @@ def test_bad_options_are_a_clear_error_before_anything_is_sent(
     arguments: dict[str, object] = {"job_id": "j", "application": pipeline(tmp_path), **options}
     with pytest.raises(SubmissionError, match=message):
         build(**arguments)  # type: ignore[arg-type]
+
+
+def test_the_proxy_user_is_passed_through(tmp_path: Path) -> None:
+    made = build(job_id="d.t.run-1", application=pipeline(tmp_path), proxy_user="etl")
+    spec = JobSpec.model_validate(SubmitRequest.model_validate_json(made.body).spec)
+    assert spec.proxy_user == "etl"

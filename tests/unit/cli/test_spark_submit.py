@@ -252,7 +252,6 @@ def test_cluster_deploy_mode_is_refused_with_the_reason(words: list[str]) -> Non
         ("--supervise", "always supervises the driver"),
         ("--kill", "steward cancel"),
         ("--status", "steward status"),
-        ("--proxy-user", "impersonates nobody"),
         ("--principal", "spark.kerberos.principal"),
     ],
 )

@@ -178,7 +178,6 @@ def test_a_spark_env_setting_that_names_no_variable_is_refused_naming_it(key: st
     ("body", "named"),
     [
         (b'{"file": "/a.py", "className": "org.example.Main"}', "className"),
-        (b'{"file": "/a.py", "proxyUser": "alice"}', "proxyUser"),
         (b'{"args": []}', "file"),
         (b'{"file": null}', "file"),
         (b'{"file": "/a.py", "executorCores": 0}', "executorCores"),

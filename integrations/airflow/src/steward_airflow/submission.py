@@ -92,6 +92,7 @@ def build(
     timeout: float | str | None = None,
     env: Mapping[str, str] | None = None,
     slots: int | None = None,
+    proxy_user: str | None = None,
 ) -> Submission:
     """The submission of ``application`` (a .py file, a .zip, or a folder) as ``job_id``."""
     try:
@@ -113,6 +114,7 @@ def build(
         "timeout": timeout,
         "env": dict(env) if env else None,
         "slots": slots,
+        "proxy_user": proxy_user,
         "requirements": list(requirements) if requirements else None,
         "dependencies": [f.dependency() for f in local] or None,
     }

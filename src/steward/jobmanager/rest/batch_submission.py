@@ -45,7 +45,7 @@ from .jobs_submit import (
     submission_body,
 )
 from .state import Backend, Contents, Forwarder, services_of
-from .teams import default_team
+from .teams import default_team, proxy_grants
 
 router = APIRouter(tags=["jobs"])
 
@@ -144,7 +144,7 @@ def _storer(
     caller: Identity,
     where: str | None,
 ) -> Callable[[dict[str, JsonValue], bool], BatchItemResult]:
-    team = default_team(backend)
+    team, grants = default_team(backend), proxy_grants(backend)
 
     def store(item: dict[str, JsonValue], duplicate: bool) -> BatchItemResult:
         job_id = _job_id(item)
@@ -152,7 +152,9 @@ def _storer(
         try:
             request = _item(item, job_id, duplicate=duplicate)
             digest = hashlib.sha256(request.model_dump_json().encode()).hexdigest()
-            view = store_request(dispatcher, contents, caller, request, digest, default=team)
+            view = store_request(
+                dispatcher, contents, caller, request, digest, default=team, grants=grants
+            )
         except ApiError as exc:
             audit.record("job.submit", caller, client=where, outcome=str(exc.status))
             return _known(dispatcher, job_id, digest, exc) or _refused(job_id, exc)

@@ -50,7 +50,7 @@ from .bodies import bounded_body
 from .contents import missing_contents
 from .errors import ApiError, describe, raise_for
 from .forwarding import forward, leading
-from .teams import default_team
+from .teams import check_proxy, default_team, proxy_grants
 
 MAX_ARTIFACT_BYTES = 64 * 1024 * 1024
 MAX_SUBMISSION_BYTES = MAX_ARTIFACT_BYTES * 4 // 3 + 64 * 1024
@@ -90,7 +90,8 @@ def submit(
         return _noted(backend, dispatcher)
     where = client_address(request)
     try:
-        view = _store(dispatcher, contents, caller, body, default_team(backend))
+        team, grants = default_team(backend), proxy_grants(backend)
+        view = _store(dispatcher, contents, caller, body, team, grants=grants)
     except ApiError as exc:
         audit.record("job.submit", caller, client=where, outcome=str(exc.status))
         raise
@@ -122,7 +123,13 @@ def _noted(backend: ApiBackend, answer: Response) -> Response:
 
 
 def _store(
-    dispatcher: LeaderTerm, contents: ContentStore, caller: Identity, body: bytes, team: str
+    dispatcher: LeaderTerm,
+    contents: ContentStore,
+    caller: Identity,
+    body: bytes,
+    team: str,
+    *,
+    grants: tuple[tuple[str, str], ...],
 ) -> JobView:
     """The job stored by the leader's term, as the submitter ``caller``; or an ApiError."""
     digest = hashlib.sha256(body).hexdigest()  # a retry of these bytes is this submission
@@ -130,7 +137,7 @@ def _store(
         request = SubmitRequest.model_validate_json(body)
     except ValidationError as exc:
         raise ApiError(400, "bad_request", describe(exc.errors())) from None
-    return store_request(dispatcher, contents, caller, request, digest, default=team)
+    return store_request(dispatcher, contents, caller, request, digest, default=team, grants=grants)
 
 
 def store_request(
@@ -141,9 +148,11 @@ def store_request(
     digest: str,
     *,
     default: str,
+    grants: tuple[tuple[str, str], ...] = (),
 ) -> JobView:
     """The job a parsed submission describes, stored as the submitter ``caller``; ``digest``
-    names the submission for its retries. An ApiError if refused."""
+    names the submission for its retries; ``grants``: security.proxy-users. An ApiError if
+    refused."""
     spec_fields = dict(request.spec)
     spec_fields["submitter"] = caller.name
     spec_fields["team"] = _team(caller, spec_fields.get("team"), default)
@@ -155,6 +164,7 @@ def store_request(
         spec = JobSpec.model_validate(spec_fields)
     except ValidationError as exc:
         raise ApiError(400, "bad_request", "bad spec: " + describe(exc.errors())) from None
+    check_proxy(caller, spec.proxy_user, grants)
     try:
         data = base64.b64decode(request.artifact.data_b64, validate=True)
     except (binascii.Error, ValueError):

@@ -56,7 +56,7 @@ from .errors import ApiError, no_leader, raise_for
 from .forwarding import forward, leading
 from .jobs_submit import check_json_shape
 from .state import Backend, Contents, Forwarder
-from .teams import default_team, scope, sees
+from .teams import check_proxy, default_team, proxy_grants, scope, sees
 
 router = APIRouter(tags=["livy"])
 
@@ -125,6 +125,7 @@ async def _stored(
         team = submission_team(caller, None, default_team(backend))
     except TeamRefusedError as exc:
         raise ApiError(403, "forbidden", str(exc)) from None
+    check_proxy(caller, prepared[0].proxy_user, proxy_grants(backend))
     return await run_in_threadpool(
         livy_submit.store, dispatcher, contents, prepared, caller=caller, body=body, team=team
     )
@@ -249,6 +250,7 @@ def _batch(request: Request, view: JobView, lines: list[str]) -> Batch:
         id=batch_id_of(view.job_id) or 0,
         name=view.name or None,
         owner=view.submitter,
+        proxyUser=view.proxy_user,
         state=BATCH_STATES[view.state],
         appId=app.app_id if app is not None else None,
         appInfo=AppInfo(driverLogUrl=log_url, sparkUiUrl=app.ui_url if app else None),

@@ -5,7 +5,8 @@ nothing (files already fetched into the content store are unnamed, and its garba
 removes them). Then the id comes from the fenced counter (:mod:`steward.store.batch_ids`) and
 the job is stored as a ``POST /v1/jobs`` would store it, its files pinned meanwhile. A Livy
 ``file`` is a spark-submit script: it runs as ``__main__``. What Steward cannot do
-(``className``, ``proxyUser``) is a 400 naming the field, never silently ignored.
+(``className``) is a 400 naming the field, never silently ignored; ``proxyUser`` is the job's
+``proxy_user``, checked against ``security.proxy-users`` by the route (403 otherwise).
 
 Livy has no field for environment variables: its users set them in ``conf``, as
 ``spark.executorEnv.X``, ``spark.yarn.appMasterEnv.X`` (YARN's driver in cluster mode) or
@@ -45,8 +46,6 @@ ID_ATTEMPTS = 3
 REFUSED = {
     "className": "Steward runs Python (PySpark) batches only; a JVM main class cannot be run"
     " (leave className out and give a .py file)",
-    "proxyUser": "Steward does not impersonate users: a batch runs as its TaskManager's user,"
-    " and its owner is the name of the token that submitted it (leave proxyUser out)",
 }
 ENV_PREFIXES = ("spark.executorEnv.", "spark.yarn.appMasterEnv.", "spark.kubernetes.driverEnv.")
 """Spark settings of an environment variable; a later prefix wins (the driver's own)."""
@@ -149,6 +148,7 @@ def _spec(request: BatchRequest, dependencies: list[Dependency]) -> JobSpec:
         "env": driver_env(conf),
         "program": ProgramKind.SCRIPT,
         "dependencies": dependencies,
+        "proxy_user": request.proxyUser,
     }
     try:
         return JobSpec.model_validate(fields)

@@ -9,6 +9,7 @@ for the caller's teams' jobs only (:func:`scope`).
 from __future__ import annotations
 
 from steward.security.identity import Identity
+from steward.security.proxy_users import ProxyUserRefusedError, check_proxy_user
 from steward.security.teams import TeamScope, scope_of
 from steward.wire.rest import JobView
 
@@ -18,6 +19,18 @@ from .errors import ApiError
 
 def default_team(backend: ApiBackend) -> str:
     return backend.config.settings.security.default_team
+
+
+def proxy_grants(backend: ApiBackend) -> tuple[tuple[str, str], ...]:
+    return backend.config.settings.security.proxy_users
+
+
+def check_proxy(caller: Identity, user: str | None, grants: tuple[tuple[str, str], ...]) -> None:
+    """403 (before anything is stored) unless ``caller`` may run jobs as OS user ``user``."""
+    try:
+        check_proxy_user(caller, user, grants)
+    except ProxyUserRefusedError as exc:
+        raise ApiError(403, "forbidden", str(exc)) from None
 
 
 def scope(caller: Identity, backend: ApiBackend, team: str | None = None) -> TeamScope | None:

@@ -39,7 +39,9 @@ class StewardSubmitOperator(BaseOperator):
     (``path#alias``), ``conf`` (Spark settings), ``name``. Steward's: ``requirements`` (pip
     lines, built into a venv on the TaskManager), ``labels``, ``restart`` (``"none"``,
     ``"fixed-delay"``, ``"exponential-delay"`` or Steward's JSON form), ``timeout`` (seconds
-    or ``"2h"``, over all attempts), ``env`` (the driver's environment), ``slots``, ``job_id``.
+    or ``"2h"``, over all attempts), ``env`` (the driver's environment), ``slots``, ``job_id``,
+    ``proxy_user`` (spark-submit's ``--proxy-user``: the OS user the driver runs as, granted to
+    the connection's token by the cluster's ``security.proxy-users``).
     ``cancel_on_kill``: whether stopping the task from Airflow (mark failed or successful,
     clear, a task timeout) cancels the job, deferred or not.
     """
@@ -75,6 +77,7 @@ class StewardSubmitOperator(BaseOperator):
         env: Mapping[str, str] | None = None,
         slots: int | None = None,
         job_id: str | None = None,
+        proxy_user: str | None = None,
         steward_conn_id: str = StewardHook.default_conn_name,
         deferrable: bool = True,
         poll_interval: float = 5.0,
@@ -97,6 +100,7 @@ class StewardSubmitOperator(BaseOperator):
         self.env = dict(env or {})
         self.slots = slots
         self.job_id = job_id
+        self.proxy_user = proxy_user
         self.steward_conn_id = steward_conn_id
         self.deferrable = deferrable
         self.poll_interval = poll_interval
@@ -172,6 +176,7 @@ class StewardSubmitOperator(BaseOperator):
                 timeout=self.job_timeout,
                 env=self.env,
                 slots=self.slots,
+                proxy_user=self.proxy_user,
             )
         except submission.SubmissionError as exc:
             raise AirflowFailException(str(exc)) from None

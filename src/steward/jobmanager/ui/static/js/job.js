@@ -40,6 +40,8 @@ function render() {
     fact("Reason", job.reason || "—"),
     fact("Submitter", job.submitter || "—"),
     fact("Team", job.team || "—"),
+    fact("Queue", job.queue == null ? "—" : `${job.queue} (priority ${job.priority ?? 0})`),
+    fact("Proxy user", job.proxy_user || "—"),
     fact("Submitted", when(job.submitted_at)),
     fact("Updated", `${when(job.updated_at)} (${ago(job.updated_at)})`),
     fact("Attempts", `${job.attempt_count} (${job.failures} failure(s))`),
