@@ -24,14 +24,13 @@ from steward.wire.queues import QueueList, QueueView
 from steward.wire.records import MAX_EARLIER_APPS
 from steward.wire.runner_protocol import completed_stages_of
 
+from .context import TermContext
 from .jobmaster import JobMaster
 from .jobmaster_values import Deployment
 from .membership import Membership
 from .queues import QueuePass
 from .records import Records
-from .stores import LeaderStores, checkpoint_dir
-from .table import JobTable
-from .term import Term
+from .stores import checkpoint_dir
 from .timeouts import Timeouts
 
 log = logging.getLogger(__name__)
@@ -43,17 +42,13 @@ TICK = 0.2
 class Scheduler:
     def __init__(
         self,
-        term: Term,
-        table: JobTable,
-        stores: LeaderStores,
+        ctx: TermContext,
         records: Records,
         membership: Membership,
         *,
         timeouts: Timeouts | None = None,
     ) -> None:
-        self._term = term
-        self._table = table
-        self._stores = stores
+        self._term, self._table, self._stores = ctx.term, ctx.table, ctx.stores
         self._records = records
         self._membership = membership
         self._timeouts = timeouts
@@ -156,8 +151,7 @@ class Scheduler:
         # still waiting; failing after deploy() would strand it with no start command sent.
         latest = self._stores.checkpoints(master.job_id).latest().checkpoint
         metadata = latest.metadata if latest else None
-        deployment = master.deploy(tm_id, self._term.epoch)
-        rm.assign(tm_id, master.job_id, deployment.number, master.spec.slots)
+        deployment = self._table.place(master, tm_id, self._term.epoch)
         self._records.persist(master)
         rm.enqueue(tm_id, self._start_command(master, deployment, metadata))
         self._term.metrics.attempt_started(
