@@ -15,7 +15,10 @@ one); a submission's graph and creates are stored outside it, its id reserved me
 An attempt in flight (:attr:`JobMaster.current`) holds slots on its TaskManager: every
 transition that starts, adopts or ends one goes through a method here (:meth:`place`,
 :meth:`adopt`, :meth:`await_report`, :meth:`end`, :meth:`lose`, :meth:`reject`,
-:meth:`withdraw`), which assigns or releases the slots with it.
+:meth:`withdraw`), which assigns or releases the slots with it and keeps the slots in use per
+queue, name and label current (:attr:`JobTable.slot_use`): a scheduling pass reads those, and
+looks only at the jobs with no attempt in flight and the attempts awaiting a report, never at
+every running job (issue 22).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from .deadlines import Deadlines
 from .jobmaster import JobMaster
 from .jobmaster_values import Deployment, Terminal
 from .resources import ResourceManager
+from .slot_use import SlotUse
 
 _T = TypeVar("_T")
 
@@ -65,6 +69,10 @@ class JobTable:
     rm: ResourceManager = field(default_factory=ResourceManager)
     deadlines: Deadlines = field(default_factory=Deadlines)
     """Live jobs with a timeout, by deadline (:mod:`.deadlines`)."""
+    slot_use: SlotUse = field(default_factory=SlotUse)
+    """Slots held per queue, name and label; the live jobs with no attempt in flight."""
+    awaiting: set[str] = field(default_factory=set)
+    """Jobs whose attempt awaited a report or a loss (pruned by :meth:`awaiting_reports`)."""
 
     # ------------------------------------------------------------------ which jobs are live
 
@@ -77,6 +85,7 @@ class JobTable:
             self.hookless.add(job_id)
         if master.deadline is not None:
             self.deadlines.add(job_id, master.deadline)
+        self._count(master)
 
     def forget(self, master: JobMaster) -> None:
         """The job leaves the table (its result is recorded, or its recovery is undone): its
@@ -85,6 +94,8 @@ class JobTable:
         self.jobs.pop(job_id, None)
         self.hookless.discard(job_id)
         self.deadlines.discard(job_id)
+        self.slot_use.drop(job_id)
+        self.awaiting.discard(job_id)
         current = master.current
         if current is not None:
             self.rm.release(current.taskmanager, job_id, current.number)
@@ -124,6 +135,7 @@ class JobTable:
         """Deploy the job's next attempt on ``tm_id``: its slots are taken there."""
         deployment = master.deploy(tm_id, epoch)
         self.rm.assign(tm_id, master.job_id, deployment.number, master.spec.slots)
+        self._count(master)
         return deployment
 
     def adopt(self, master: JobMaster, lease: ExecutionLease, epoch: int) -> Deployment:
@@ -131,6 +143,7 @@ class JobTable:
         holds its slots as if this leader had placed it."""
         deployment = master.adopt(lease.taskmanager, lease.attempt, lease.epoch, epoch)
         self.rm.assign(lease.taskmanager, master.job_id, lease.attempt, master.spec.slots)
+        self._count(master)
         return deployment
 
     def await_report(self, master: JobMaster, last: AttemptRecord, until: float) -> None:
@@ -138,6 +151,8 @@ class JobTable:
         holds its slots until the TaskManager reports it or ``until`` (monotonic) passes."""
         master.await_report(last.number, last.taskmanager, last.epoch, until)
         self.rm.assign(last.taskmanager, master.job_id, last.number, master.spec.slots)
+        self._count(master)
+        self.awaiting.add(master.job_id)
 
     def owe_loss(self, master: JobMaster, cause: ErrorInfo, now: float) -> None:
         """The attempt in flight is to be counted lost with ``cause`` on the next pass (its
@@ -145,6 +160,25 @@ class JobTable:
         current = master.current
         if current is not None:
             current.pending_loss, current.await_report_until = cause, now
+            self.awaiting.add(master.job_id)
+
+    def idle(self) -> list[JobMaster]:
+        """The live jobs with no attempt in flight (a copy: a pass may change the table)."""
+        return list(self.slot_use.idle.values())
+
+    def awaiting_reports(self) -> list[JobMaster]:
+        """The jobs whose attempt in flight awaits its TaskManager's report, or a loss owed
+        (:meth:`owe_loss`): what a pass must give up once due. Those no longer awaiting (the
+        report came, the attempt ended, the job left) are forgotten here."""
+        found = []
+        for job_id in list(self.awaiting):
+            master = self.jobs.get(job_id)
+            current = master.current if master is not None else None
+            if master is None or current is None or current.await_report_until is None:
+                self.awaiting.discard(job_id)
+            else:
+                found.append(master)
+        return found
 
     def reject(
         self, master: JobMaster, number: int, rejection: Rejection, message: str, *, now: float
@@ -182,7 +216,15 @@ class JobTable:
         answer = transition()
         if before is not None and master.current is not before:
             self.rm.release(before.taskmanager, master.job_id, before.number)
+        self._count(master)
         return answer
+
+    def _count(self, master: JobMaster) -> None:
+        """Keep :attr:`slot_use` current for ``master`` (counted nowhere once it left)."""
+        if self.jobs.get(master.job_id) is master:
+            self.slot_use.sync(master)
+        else:
+            self.slot_use.drop(master.job_id)
 
     # ------------------------------------------------------------------ writes to retry
 
