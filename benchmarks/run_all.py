@@ -80,6 +80,7 @@ CLUSTER_SUITE = (
     Benchmark("log_stream", "log_stream"),
     Benchmark("ui_cost", "ui_cost"),
     Benchmark("fair_share", "fair_share"),
+    Benchmark("scheduling_pass", "scheduling_pass"),
     Benchmark("content_gc", "content_gc"),
     Benchmark("log_retention", "log_retention"),
     Benchmark("result_store", "result_store"),

@@ -1,9 +1,11 @@
 """The leader's timeout pass: which live jobs it cancels as timed out, and which it leaves.
 
-The term's fence and configuration are not used by this logic: placeholders stand in."""
+The term's fence and configuration, the stores and the hooks are not used by this logic:
+placeholders stand in."""
 
 from __future__ import annotations
 
+from steward.jobmanager.leader.context import TermContext
 from steward.jobmanager.leader.jobmaster import JobMaster
 from steward.jobmanager.leader.table import JobTable
 from steward.jobmanager.leader.term import Term
@@ -25,7 +27,8 @@ def _master(job_id: str, timeout: float | None) -> JobMaster:
 def _pass(table: JobTable, now: float) -> list[str]:
     cancelled: list[str] = []
     term = Term(1, fence=None, config=None, jobmanager_id="jm", wall=lambda: now)  # type: ignore[arg-type]
-    Timeouts(term, table, lambda master: cancelled.append(master.job_id)).expire()
+    ctx = TermContext(term, table, stores=None, hooks=None)  # type: ignore[arg-type]
+    Timeouts(ctx, lambda master: cancelled.append(master.job_id)).expire()
     return cancelled
 
 
@@ -52,7 +55,7 @@ def test_an_ended_or_cancelling_job_is_left_alone() -> None:
 
 def test_a_job_that_left_the_table_is_not_cancelled() -> None:
     table = JobTable()
-    table.admit(_master("gone", 10.0))
-    table.jobs.pop("gone")
-    table.deadlines.discard("gone")
+    gone = _master("gone", 10.0)
+    table.admit(gone)
+    table.forget(gone)
     assert _pass(table, now=200.0) == []

@@ -22,20 +22,17 @@ import threading
 from steward.artifacts import checkpoint_dirs
 from steward.errors import FencedError, JobNotFoundError, StewardError
 
-from .stores import LeaderStores, checkpoint_dir
-from .table import JobTable
-from .term import Term
+from .context import TermContext
+from .stores import checkpoint_dir
 
 log = logging.getLogger(__name__)
 
 
 class Cleanup:
-    def __init__(self, term: Term, table: JobTable, stores: LeaderStores) -> None:
-        self._term = term
-        self._table = table
-        self._stores = stores
+    def __init__(self, ctx: TermContext) -> None:
+        self._term, self._table, self._stores = ctx.term, ctx.table, ctx.stores
         self._queue: queue.Queue[str] = queue.Queue()
-        term.when_stopped(self.wake)
+        ctx.term.when_stopped(self.wake)
 
     def put(self, job_id: str) -> None:
         """Queue a terminated job's cleanup."""

@@ -53,6 +53,7 @@ from ..hooks import HookRunner
 from ..log_retention import LogRetention
 from .cleanup import Cleanup
 from .content_gc import ContentCollector
+from .context import TermContext
 from .delivery import Delivery
 from .heartbeats import Heartbeats
 from .initialization import Initialization
@@ -109,41 +110,30 @@ class Dispatcher:
         self.log_retention = LogRetention(
             LogArchive(blobs), config.settings.log_archive, fence=leadership.fence
         )
-        self._cleanup = Cleanup(term, table, stores)
+        ctx = TermContext(term, table, stores, hooks)
+        self._cleanup = Cleanup(ctx)
         self._retention = ResultRetention(term, stores, resume=self._cleanup.put)
         term.when_stopped(table.rm.wake_all)
         term.when_stopped(hooks.cancel_all)
         cluster_id = config.settings.zookeeper.cluster_id
         self._delivery = Delivery(term, stores.outbox, cluster_id)  # notifications hook
-        records = Records(term, table, stores, self._cleanup, hooks, delivery=self._delivery)
-        initialization = Initialization(term, table, records, hooks)
-        self._membership = Membership(term, table, session, records, initialization)
+        records = Records(ctx, self._cleanup, self._delivery)
+        initialization = Initialization(ctx, records)
+        self._membership = Membership(ctx, records, initialization)
         self._recovery = Recovery(
-            term,
-            table,
-            stores,
+            ctx,
             records=records,
             cleanup=self._cleanup,
             initialization=initialization,
             membership=self._membership,
         )
         self._submissions = Submissions(
-            term,
-            table,
-            stores,
-            records=records,
-            initialization=initialization,
-            recovery=self._recovery,
-            hooks=hooks,
+            ctx, records=records, initialization=initialization, recovery=self._recovery
         )
-        self._heartbeats = Heartbeats(
-            term, table, stores, records, on_stranger=self._membership.notice_change
-        )
-        timeouts = Timeouts(term, table, self._submissions.cancel_live)
-        self._scheduler = Scheduler(
-            term, table, stores, records, self._membership, timeouts=timeouts
-        )
-        self._views = Views(term, table, stores)
+        self._heartbeats = Heartbeats(ctx, records, on_stranger=self._membership.notice_change)
+        timeouts = Timeouts(ctx, self._submissions.cancel_live)
+        self._scheduler = Scheduler(ctx, records, self._membership, timeouts=timeouts)
+        self._views = Views(ctx)
         self._threads: list[threading.Thread] = []
         self._granted_at = term.monotonic()
         self._granted_wall = term.wall()

@@ -32,13 +32,11 @@ from steward.wire.runner_protocol import CheckpointEvent
 from steward.wire.states import AttemptPhase, JobState
 
 from .commands import send_cancel
+from .context import TermContext
 from .jobmaster import JobMaster
 from .membership import NOT_TAKEN
 from .outcomes import AttemptOutcomes
 from .records import Records
-from .stores import LeaderStores
-from .table import JobTable
-from .term import Term
 
 log = logging.getLogger(__name__)
 
@@ -47,21 +45,14 @@ _SETTLED = (AttemptPhase.ENDED, AttemptPhase.REJECTED)
 
 class Heartbeats:
     def __init__(
-        self,
-        term: Term,
-        table: JobTable,
-        stores: LeaderStores,
-        records: Records,
-        on_stranger: Callable[[], None] = lambda: None,
+        self, ctx: TermContext, records: Records, on_stranger: Callable[[], None] = lambda: None
     ) -> None:
         """``on_stranger``: called when a heartbeat comes from another incarnation of a
         TaskManager than the membership last read (see :meth:`heartbeat`)."""
-        self._term = term
+        self._term, self._table, self._stores = ctx.term, ctx.table, ctx.stores
         self._on_stranger = on_stranger
-        self._table = table
-        self._stores = stores
         self._records = records
-        self._outcomes = AttemptOutcomes(term, table, stores.session, records)
+        self._outcomes = AttemptOutcomes(ctx, records)
 
     def heartbeat(self, beat: Heartbeat) -> HeartbeatReply:
         """Take a TaskManager's reports; answer with acknowledgements and its commands."""
@@ -147,9 +138,12 @@ class Heartbeats:
                 current.number,
                 beat.taskmanager,
             )
-            self._table.rm.release(current.taskmanager, master.job_id, current.number)
-            terminal = master.rejected(
-                current.number, NOT_TAKEN, "the TaskManager never took the attempt", now=now
+            terminal = self._table.reject(
+                master,
+                current.number,
+                NOT_TAKEN,
+                "the TaskManager never took the attempt",
+                now=now,
             )
             self._records.settle(master, terminal)
 
@@ -203,8 +197,8 @@ class Heartbeats:
         ]
 
     def _on_rejected(self, tm_id: str, master: JobMaster, report: AttemptReport) -> list[Ack]:
-        self._table.rm.release(tm_id, master.job_id, report.attempt)
-        terminal = master.rejected(
+        terminal = self._table.reject(
+            master,
             report.attempt,
             report.rejection or NOT_TAKEN,
             report.rejection_message or "refused",
@@ -218,9 +212,8 @@ class Heartbeats:
         self, tm_id: str, master: JobMaster, report: AttemptReport, acked: int
     ) -> list[Ack]:
         outcome = report.outcome or lost_outcome("the TaskManager reported no outcome")
-        self._table.rm.release(tm_id, master.job_id, report.attempt)
         master.running(report.attempt, report.started_at)
-        terminal = master.ended(report.attempt, outcome, now=self._term.monotonic())
+        terminal = self._table.end(master, report.attempt, outcome, now=self._term.monotonic())
         self._term.metrics.attempt_ended(str(outcome.event))
         if master.state is JobState.RESTARTING:
             self._term.metrics.restart_scheduled(master.not_before - self._term.monotonic())

@@ -11,20 +11,16 @@ from __future__ import annotations
 from steward.wire.runner_protocol import FailedEvent, FinishedEvent
 from steward.wire.states import JobState
 
-from ..hooks import HookRunner
+from .context import TermContext
 from .jobmaster import JobMaster
 from .records import Records
 from .stores import checkpoint_dir
-from .table import JobTable
-from .term import Term
 
 
 class Initialization:
-    def __init__(self, term: Term, table: JobTable, records: Records, hooks: HookRunner) -> None:
-        self._term = term
-        self._table = table
+    def __init__(self, ctx: TermContext, records: Records) -> None:
+        self._term, self._table, self._hooks = ctx.term, ctx.table, ctx.hooks
         self._records = records
-        self._hooks = hooks
 
     def start(self, master: JobMaster) -> None:
         """Run the job's hook (or skip it), then schedule it; called under the lock."""

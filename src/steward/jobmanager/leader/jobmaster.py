@@ -301,6 +301,12 @@ class JobMaster:
         self._set(JobState.CANCELLING, self._cancelling())
         return None
 
+    def withdrawn(self) -> Terminal | None:
+        """The attempt in flight was withdrawn before its TaskManager took it (a cancel):
+        nothing of it ran, and the cancel ends the job now."""
+        self.current = None
+        return self.cancel()
+
     def fail(self, error: ErrorInfo) -> Terminal:
         """The job cannot go on (its graph or state is unusable): FAILED with ``error``."""
         self._set(JobState.FAILED, error.message)

@@ -28,17 +28,16 @@ import threading
 
 from steward.errors import StewardError
 from steward.ha.membership import watch_members
-from steward.ha.session import ConnectionState, Session
+from steward.ha.session import ConnectionState
 from steward.store import zk
 from steward.wire.heartbeat import Rejection
 from steward.wire.records import ErrorInfo, TaskManagerInfo
 
+from .context import TermContext
 from .initialization import Initialization
 from .jobmaster import JobMaster
 from .outcomes import AttemptOutcomes
 from .records import Records
-from .table import JobTable
-from .term import Term
 
 log = logging.getLogger(__name__)
 
@@ -47,20 +46,11 @@ NOT_TAKEN = Rejection.NO_SLOT
 
 
 class Membership:
-    def __init__(
-        self,
-        term: Term,
-        table: JobTable,
-        session: Session,
-        records: Records,
-        initialization: Initialization,
-    ) -> None:
-        self._term = term
-        self._table = table
-        self._session = session
+    def __init__(self, ctx: TermContext, records: Records, initialization: Initialization) -> None:
+        self._term, self._table, self._session = ctx.term, ctx.table, ctx.stores.session
         self._records = records
         self._initialization = initialization
-        self._outcomes = AttemptOutcomes(term, table, session, records)
+        self._outcomes = AttemptOutcomes(ctx, records)
         self._changed = threading.Event()
 
     def watch(self) -> None:
@@ -149,8 +139,8 @@ class Membership:
                 continue
             if current.never_sent:
                 # The start command never left this leader: nothing ran, nothing is spent.
-                terminal = master.rejected(
-                    current.number, NOT_TAKEN, f"TaskManager {tm_id} left", now=now
+                terminal = self._table.reject(
+                    master, current.number, NOT_TAKEN, f"TaskManager {tm_id} left", now=now
                 )
                 self._records.settle(master, terminal)
                 continue
@@ -159,7 +149,7 @@ class Membership:
                 message=f"TaskManager {tm_id} lost its ZooKeeper session (and the attempt's"
                 " lease) before the attempt reported an outcome",
             )
-            current.pending_loss = cause
+            self._table.owe_loss(master, cause, now)
             self.expire_awaited_report(master, now, due=True)
 
     def expire_awaited_report(self, master: JobMaster, now: float, *, due: bool = False) -> bool:
@@ -190,9 +180,8 @@ class Membership:
                 current.number,
                 exc,
             )
-            current.pending_loss, current.await_report_until = cause, now
+            self._table.owe_loss(master, cause, now)
             return True
-        self._table.rm.release(current.taskmanager, master.job_id, current.number)
         if terminal is not None:
             self._records.terminate(master, terminal)
         elif current.pending_loss is not None:

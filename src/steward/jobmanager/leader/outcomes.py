@@ -26,18 +26,16 @@ from __future__ import annotations
 import logging
 
 from steward.errors import FencedError, StewardError
-from steward.ha.session import Session
 from steward.store.outcomes import AttemptOutcomes as OutcomeStore
 from steward.wire.heartbeat import Ack, AttemptReport
 from steward.wire.records import ErrorInfo
 from steward.wire.states import AttemptPhase
 
 from .commands import send_cancel
+from .context import TermContext
 from .jobmaster import JobMaster
 from .jobmaster_values import Late, Terminal
 from .records import Records
-from .table import JobTable
-from .term import Term
 
 log = logging.getLogger(__name__)
 
@@ -45,10 +43,9 @@ log = logging.getLogger(__name__)
 class AttemptOutcomes:
     """The leader's use of outcome records and of late outcomes, for one term."""
 
-    def __init__(self, term: Term, table: JobTable, session: Session, records: Records) -> None:
-        self._term = term
-        self._table = table
-        self._store = OutcomeStore(session)
+    def __init__(self, ctx: TermContext, records: Records) -> None:
+        self._term, self._table = ctx.term, ctx.table
+        self._store = OutcomeStore(ctx.stores.session)
         self._records = records
 
     # ------------------------------------------------------------------ lost attempts
@@ -66,7 +63,7 @@ class AttemptOutcomes:
         record = self._store.find(master.job_id, number)  # a corrupt record reads as None
         self._term.metrics.attempt_ended(str(record.outcome.event) if record else "lost")
         if record is None:
-            return master.lost(number, cause, now=now, grace=grace)
+            return self._table.lose(master, number, cause, now=now, grace=grace)
         log.warning(
             "attempt settled from its recorded outcome job=%s attempt=%d tm=%s outcome=%s",
             master.job_id,
@@ -74,7 +71,7 @@ class AttemptOutcomes:
             record.taskmanager,
             record.outcome.event,
         )
-        terminal = master.ended(number, record.outcome, now=now)
+        terminal = self._table.end(master, number, record.outcome, now=now)
         if terminal is None:
             # The job goes on: drop the record now (a terminal job's goes with its cleanup).
             # Should the status write after this fail and the leader change, the attempt is

@@ -1,13 +1,15 @@
 """Queues: which waiting job a free slot goes to, fair between queues (``scheduling.queues``).
 
-Each scheduling pass builds a :class:`QueuePass` in one walk over the job table: per queue, the
-slots its attempts in flight hold and a heap of its jobs that want a slot, ordered by priority
-(higher first) then submission (older first). Each free slot then goes to
+Each scheduling pass builds a :class:`QueuePass` from the slots in use the job table keeps
+current (:mod:`.slot_use`: per queue, the slots its attempts in flight hold) and a walk over
+the jobs with no attempt in flight: a heap per queue of its jobs that want a slot, ordered by
+priority (higher first) then submission (older first). Each free slot then goes to
 :meth:`QueuePass.neediest`: among the queues with a job waiting and room under their maximum,
 the one furthest below its guarantee (used / guaranteed slots, among those owed a whole slot);
 once every such queue has its guarantee, the one with the least use beyond it per unit of
-weight. A pass costs one walk, one heapify per queue and a pop per placement, never a sort of
-every waiting job; each job left waiting is then given its reason (:meth:`QueuePass.reasons`).
+weight. A pass costs a walk over the waiting jobs (never the running ones), one heapify per
+queue and a pop per placement, never a sort of every waiting job; each job left waiting is
+then given its reason (:meth:`QueuePass.reasons`).
 
 Limits that hold a job back whatever its queue (its name's ``max_concurrent``, a label's
 ``scheduling.max-concurrent``) are :class:`Concurrency`'s. Nothing here preempts: a queue
@@ -28,6 +30,7 @@ from steward.wire.jobs import JobSpec
 from steward.wire.queues import QueueView
 
 from .jobmaster import JobMaster
+from .slot_use import SlotUse
 
 _Entry = tuple[int, float, str, JobMaster]
 """A waiting job in its queue's heap: (-priority, submitted_at, job id, master); ids are
@@ -48,12 +51,13 @@ class QueueUse:
     spec: QueueSpec
     capacity: int = 0
     """All registered slots, this pass."""
+    use: SlotUse = field(default_factory=SlotUse)
+    """The slots in use, kept current as attempts start and end (the job table's)."""
+    catch_all: frozenset[str] | None = None
+    """For the default queue: the configured queues' names. A job naming a queue not among
+    them counts against this one."""
     cap: int = field(init=False, default=1)
     """The slots it may hold this pass (:meth:`max_slots`)."""
-    used: int = 0
-    """Slots held by its jobs' attempts in flight."""
-    running: int = 0
-    """Its jobs with an attempt in flight."""
     waiting: list[_Entry] = field(default_factory=list)
     """A heap of its jobs that want a slot."""
     wanted: int = 0
@@ -64,6 +68,16 @@ class QueueUse:
     @property
     def name(self) -> str:
         return self.spec.name
+
+    @property
+    def used(self) -> int:
+        """Slots held by its jobs' attempts in flight."""
+        return self.use.slots_of(self.name, self.catch_all)
+
+    @property
+    def running(self) -> int:
+        """Its jobs with an attempt in flight."""
+        return self.use.running_of(self.name, self.catch_all)
 
     def __post_init__(self) -> None:
         self.cap = self.max_slots(self.capacity)
@@ -114,21 +128,15 @@ class QueueUse:
 
 
 class Concurrency:
-    """Running jobs per name (a job's own ``max_concurrent``) and per limited label."""
+    """Running jobs per name (a job's own ``max_concurrent``) and per limited label, as the
+    job table keeps them (:class:`~.slot_use.SlotUse`)."""
 
-    def __init__(self, limits: tuple[LabelLimit, ...]) -> None:
+    def __init__(self, limits: tuple[LabelLimit, ...], use: SlotUse) -> None:
         self._limits = limits
         self.active = bool(limits)
         """Whether any job this pass may be held back (asked of every waiting job if so)."""
-        self._names: Counter[str] = Counter()
-        self._labels: Counter[str] = Counter()
-
-    def count(self, master: JobMaster) -> None:
-        """``master`` has an attempt in flight."""
-        if master.spec.name:
-            self._names[master.spec.name] += 1
-        for limit in self._limited(master):
-            self._labels[limit.label] += 1
+        self._names: Counter[str] = use.names
+        self._labels: Counter[str] = use.labels
 
     def held(self, master: JobMaster) -> str | None:
         """Why ``master`` may not start now, or None."""
@@ -154,29 +162,39 @@ class Concurrency:
 
 
 class QueuePass:
-    """The queues as one scheduling pass finds them (built and used under the table's lock)."""
+    """The queues as one scheduling pass finds them (built and used under the table's lock).
+
+    ``use``: the slots in use, which the job table keeps current as the pass places attempts
+    (a pass of its own, for a test or a replay, counts in a fresh one: :meth:`holding`)."""
 
     def __init__(
-        self, queues: tuple[QueueSpec, ...], limits: tuple[LabelLimit, ...], capacity: int
+        self,
+        queues: tuple[QueueSpec, ...],
+        limits: tuple[LabelLimit, ...],
+        capacity: int,
+        use: SlotUse | None = None,
     ) -> None:
         self.capacity = capacity
-        self.queues = {spec.name: QueueUse(spec, capacity) for spec in queues}
+        self.use = use = SlotUse() if use is None else use
+        names = frozenset(spec.name for spec in queues) | {DEFAULT_QUEUE}
+        self.queues = {
+            spec.name: QueueUse(spec, capacity, use, _catch_all(spec.name, names))
+            for spec in queues
+        }
         # Configured queues always hold it (to_queues); a hand-built list gets one at 0 %.
         self._default = self.queues.setdefault(
-            DEFAULT_QUEUE, QueueUse(QueueSpec(DEFAULT_QUEUE, 0.0), capacity)
+            DEFAULT_QUEUE, QueueUse(QueueSpec(DEFAULT_QUEUE, 0.0), capacity, use, names)
         )
-        self.concurrency = Concurrency(limits)
+        self.concurrency = Concurrency(limits, use)
 
     def queue_of(self, master: JobMaster) -> QueueUse:
         """Its queue; a queue no longer configured is the default one's (nothing strands)."""
         return self.queues.get(master.spec.queue) or self._default
 
     def holding(self, master: JobMaster) -> None:
-        """``master`` has an attempt in flight: its slots count against its queue."""
-        queue = self.queue_of(master)
-        queue.used += master.spec.slots
-        queue.running += 1
-        self.concurrency.count(master)
+        """``master`` has an attempt in flight: its slots count against its queue (once; the
+        job table counts the attempts it places itself)."""
+        self.use.hold(master)
 
     def wants(self, master: JobMaster) -> None:
         spec = master.spec
@@ -239,3 +257,7 @@ class QueuePass:
 
     def views(self) -> list[QueueView]:
         return [queue.view(self.capacity) for queue in self.queues.values()]
+
+
+def _catch_all(name: str, names: frozenset[str]) -> frozenset[str] | None:
+    return names if name == DEFAULT_QUEUE else None

@@ -22,37 +22,23 @@ from steward.wire.notifications import NotificationRecord
 from steward.wire.records import ErrorInfo, JobResultEntry, attempts_to_keep
 from steward.wire.states import TerminalState
 
-from ..hooks import HookRunner
 from .cleanup import Cleanup
+from .context import TermContext
 from .delivery import Delivery
 from .jobmaster import JobMaster
 from .jobmaster_values import Terminal
 from .notifications import Notifications
-from .stores import LeaderStores
-from .table import JobTable, PendingResult
-from .term import Term
 
 log = logging.getLogger(__name__)
 
 
 class Records:
-    def __init__(
-        self,
-        term: Term,
-        table: JobTable,
-        stores: LeaderStores,
-        cleanup: Cleanup,
-        hooks: HookRunner,
-        *,
-        delivery: Delivery,
-    ) -> None:
-        self._term = term
-        self._table = table
-        self._stores = stores
+    def __init__(self, ctx: TermContext, cleanup: Cleanup, delivery: Delivery) -> None:
+        self._term, self._table, self._stores = ctx.term, ctx.table, ctx.stores
+        self._hooks = ctx.hooks
         self._cleanup = cleanup
-        self._hooks = hooks
         self._delivery = delivery
-        self.notifications = Notifications(term)
+        self.notifications = Notifications(ctx.term)
 
     def persist(self, master: JobMaster) -> bool:
         """Write the job's status record; False (retried later) if ZooKeeper is unreachable.
@@ -61,9 +47,7 @@ class Records:
         record in a few batched transactions before the leader is ready (one write per job,
         made under the lock, used to bound recovery and so failover).
         """
-        table = self._table
-        if table.deferred is not None:
-            table.deferred.add(master.job_id)
+        if self._table.defer([master]):
             return True
         try:
             self._write(master)
@@ -72,15 +56,13 @@ class Records:
             return False
         except StewardError as exc:
             log.warning("job status not persisted yet job=%s error=%r", master.job_id, exc)
-            table.unpersisted.add(master.job_id)
+            self._table.mark_unpersisted([master])
             return False
         return True
 
     def persist_many(self, masters: list[JobMaster]) -> None:
         """Write these jobs' status records in batched transactions (see :meth:`persist`)."""
-        table = self._table
-        if table.deferred is not None:
-            table.deferred.update(m.job_id for m in masters)
+        if self._table.defer(masters):
             return
         restarting = {m.job_id for m in masters if self.notifications.of_restart(m) is not None}
         for master in masters:
@@ -98,19 +80,18 @@ class Records:
             self._term.fenced(exc)
         except StewardError as exc:
             log.warning("job statuses not persisted yet count=%d error=%r", len(masters), exc)
-            table.unpersisted.update(m.job_id for m in masters)
+            self._table.mark_unpersisted(masters)
 
     def defer(self) -> None:
         """From now until :meth:`flush_deferred`, only note which records to write."""
         with self._table.lock:
-            self._table.deferred = set()
+            self._table.defer_status_writes()
 
     def flush_deferred(self) -> None:
         """Write the status records noted during recovery; FencedError propagates."""
         table, epoch = self._table, self._term.epoch
         with table.lock:
-            deferred, table.deferred = table.deferred or set(), None
-            masters = [table.jobs[job_id] for job_id in sorted(deferred) if job_id in table.jobs]
+            masters = table.take_deferred()
             try:
                 self._stores.statuses.write_many(
                     self._term.fence, [m.record(epoch) for m in masters]
@@ -119,7 +100,7 @@ class Records:
                 raise
             except StewardError as exc:
                 log.warning("recovered job statuses not persisted yet error=%r", exc)
-                table.unpersisted.update(m.job_id for m in masters)
+                table.mark_unpersisted(masters)
                 return
             for master in masters:  # restarts decided in recovery: their event with a record
                 if self.notifications.of_restart(master) is not None:
@@ -127,15 +108,10 @@ class Records:
 
     def retry_unwritten(self) -> None:
         """Write again the results and status records ZooKeeper refused before."""
-        table = self._table
-        for job_id, pending in list(table.pending_results.items()):
-            del table.pending_results[job_id]
+        for pending in self._table.take_pending_results():
             self.terminate(pending.master, pending.terminal)
-        for job_id in list(table.unpersisted):
-            master = table.jobs.get(job_id)
-            table.unpersisted.discard(job_id)
-            if master is not None:
-                self.persist(master)
+        for master in self._table.take_unpersisted():
+            self.persist(master)
 
     def settle(self, master: JobMaster, terminal: Terminal | None) -> bool:
         """Record ``terminal`` if the job ended, else persist its new state."""
@@ -157,7 +133,7 @@ class Records:
             return False
         except StewardError as exc:
             log.warning("result not recorded yet job=%s error=%r", job_id, exc)
-            self._table.pending_results[job_id] = PendingResult(master, terminal)
+            self._table.pend_result(master, terminal)
             return False
         self._forget(master)
         log.info(
@@ -241,11 +217,7 @@ class Records:
     def _forget(self, master: JobMaster) -> None:
         """The result is recorded: the job leaves the table, its slot is free, cleanup next."""
         job_id = master.job_id
-        self._table.jobs.pop(job_id, None)
-        self._table.hookless.discard(job_id)
-        self._table.deadlines.discard(job_id)
+        self._table.forget(master)
         self._hooks.cancel(job_id)
         self.notifications.forget(job_id)
-        if master.current is not None:
-            self._table.rm.release(master.current.taskmanager, job_id, master.current.number)
         self._cleanup.put(job_id)

@@ -40,14 +40,12 @@ from steward.wire.records import AttemptRecord, ErrorInfo, ExecutionLease, JobSt
 
 from .cleanup import Cleanup
 from .commands import send_cancel
+from .context import TermContext
 from .initialization import Initialization
 from .jobmaster import JobMaster
 from .membership import Membership
 from .outcomes import AttemptOutcomes
 from .records import Records
-from .stores import LeaderStores
-from .table import JobTable
-from .term import Term
 
 log = logging.getLogger(__name__)
 
@@ -82,23 +80,19 @@ class Prefetched:
 class Recovery:
     def __init__(
         self,
-        term: Term,
-        table: JobTable,
-        stores: LeaderStores,
+        ctx: TermContext,
         *,
         records: Records,
         cleanup: Cleanup,
         initialization: Initialization,
         membership: Membership,
     ) -> None:
-        self._term = term
-        self._table = table
-        self._stores = stores
+        self._term, self._table, self._stores = ctx.term, ctx.table, ctx.stores
         self._records = records
         self._cleanup = cleanup
         self._initialization = initialization
         self._membership = membership
-        self._outcomes = AttemptOutcomes(term, table, stores.session, records)
+        self._outcomes = AttemptOutcomes(ctx, records)
 
     def recover(self) -> dict[str, int]:
         """Recover every job of the cluster into the table; the summary, by outcome."""
@@ -302,9 +296,9 @@ class Recovery:
     def _unload(self, job_id: str) -> None:
         """Forget a half-recovered job (its master was put in the table before a read failed)."""
         with self._table.lock:
-            self._table.jobs.pop(job_id, None)
-            self._table.hookless.discard(job_id)
-            self._table.deadlines.discard(job_id)
+            master = self._table.jobs.get(job_id)
+            if master is not None:
+                self._table.forget(master)
 
     def _recover_job(
         self, job_id: str, leases: dict[str, ExecutionLease], found: Prefetched | None
@@ -315,10 +309,8 @@ class Recovery:
         master, hookless = loaded
         lease = leases.get(job_id)
         with self._table.lock:
-            self._table.admit(master)
+            self._table.admit(master, hookless=hookless)
             self._records.recovered(master)
-            if hookless:
-                self._table.hookless.add(job_id)
             if lease is not None:
                 return self._adopt(master, lease)
             return self._resume(master)
@@ -356,11 +348,10 @@ class Recovery:
 
     def _adopt(self, master: JobMaster, lease: ExecutionLease) -> str:
         """The attempt holds its lease: it keeps running under this term (rule 8)."""
-        epoch, rm = self._term.epoch, self._table.rm
-        master.adopt(lease.taskmanager, lease.attempt, lease.epoch, epoch)
-        rm.assign(lease.taskmanager, master.job_id, lease.attempt, master.spec.slots)
+        epoch = self._term.epoch
+        self._table.adopt(master, lease, epoch)
         if master.cancel_requested:
-            send_cancel(self._term, rm, master)
+            send_cancel(self._term, self._table.rm, master)
         self._records.persist(master)
         log.info(
             "attempt adopted job=%s attempt=%d tm=%s lease_epoch=%d epoch=%d",
@@ -398,6 +389,5 @@ class Recovery:
         until = (
             self._term.monotonic() + 3 * self._term.settings.taskmanager.heartbeat_interval + 5.0
         )
-        master.await_report(last.number, last.taskmanager, last.epoch, until)
-        self._table.rm.assign(last.taskmanager, master.job_id, last.number, master.spec.slots)
+        self._table.await_report(master, last, until)
         return "awaiting"

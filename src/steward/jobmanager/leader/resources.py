@@ -43,6 +43,9 @@ class TaskManagerState:
     wake: threading.Event = field(default_factory=threading.Event)
     stray_cancelled: set[str] = field(default_factory=set)
     """``job/attempt`` of stray attempts a cancel was already sent for."""
+    used: int | None = field(default=None, repr=False)
+    """:meth:`used_slots` as last counted; None once an assignment or a report changed
+    (a scheduling pass asks every TaskManager: counting each time walked every attempt)."""
 
     def live_reports(self) -> dict[str, AttemptReport]:
         """The attempts its last heartbeat says still have a process group (or are starting
@@ -54,11 +57,13 @@ class TaskManagerState:
         }
 
     def used_slots(self) -> int:
-        used = sum(slots for _attempt, slots in self.assigned.values())
-        # Attempts it runs that this leader did not place (e.g. of a job it does not know):
-        # they occupy a slot until they are gone.
-        used += sum(1 for job_id in self.live_reports() if job_id not in self.assigned)
-        return used
+        if self.used is None:
+            used = sum(slots for _attempt, slots in self.assigned.values())
+            # Attempts it runs that this leader did not place (e.g. of a job it does not
+            # know): they occupy a slot until they are gone.
+            used += sum(1 for job_id in self.live_reports() if job_id not in self.assigned)
+            self.used = used
+        return self.used
 
     def free_slots(self) -> int:
         return max(0, self.slots - self.used_slots())
@@ -112,18 +117,16 @@ class ResourceManager:
         state.address, state.slots = beat.address, beat.slots
         state.last_heartbeat = time.monotonic()
         state.reports = {report.job_id: report for report in beat.attempts}
+        state.used = None
         return state
 
     # ------------------------------------------------------------------ slots
 
     def allocate(self, slots: int) -> str | None:
         """The registered TaskManager with the most free slots (at least ``slots``), or None."""
-        best: TaskManagerState | None = None
-        for state in sorted(self._tms.values(), key=lambda s: s.id):
-            if not state.registered or state.free_slots() < slots:
-                continue
-            if best is None or state.free_slots() > best.free_slots():
-                best = state
+        fit = (s for s in self._tms.values() if s.registered and s.free_slots() >= slots)
+        # The lowest id among the freest: the same choice each time for the same slots.
+        best = min(fit, key=lambda s: (-s.free_slots(), s.id), default=None)
         return best.id if best else None
 
     def capacity(self) -> int:
@@ -134,11 +137,13 @@ class ResourceManager:
         state = self._tms.get(tm_id)
         if state is not None:
             state.assigned[job_id] = (attempt, slots)
+            state.used = None
 
     def release(self, tm_id: str, job_id: str, attempt: int) -> None:
         state = self._tms.get(tm_id)
         if state is not None and state.assigned.get(job_id, (None,))[0] == attempt:
             del state.assigned[job_id]
+            state.used = None
 
     def shortage(self, slots: int) -> str:
         """Why no TaskManager can take ``slots`` slots now, for the job's reason."""

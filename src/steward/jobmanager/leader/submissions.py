@@ -28,17 +28,14 @@ from steward.wire.jobs import JobGraph, JobSpec
 from steward.wire.records import ExecutionLease
 from steward.wire.rest import JobView
 
-from ..hooks import HookRunner
 from .commands import send_cancel
+from .context import TermContext
 from .initialization import Initialization
 from .jobmaster import JobMaster
 from .notifications import check_targets
 from .queues import check_queue
 from .records import Records
 from .recovery import Recovery
-from .stores import LeaderStores
-from .table import JobTable
-from .term import Term
 from .views import live_view
 
 log = logging.getLogger(__name__)
@@ -47,22 +44,17 @@ log = logging.getLogger(__name__)
 class Submissions:
     def __init__(
         self,
-        term: Term,
-        table: JobTable,
-        stores: LeaderStores,
+        ctx: TermContext,
         *,
         records: Records,
         initialization: Initialization,
         recovery: Recovery,
-        hooks: HookRunner,
     ) -> None:
-        self._term = term
-        self._table = table
-        self._stores = stores
+        self._term, self._table, self._stores = ctx.term, ctx.table, ctx.stores
+        self._hooks = ctx.hooks
         self._records = records
         self._initialization = initialization
         self._recovery = recovery
-        self._hooks = hooks
 
     def submit(self, spec: JobSpec, graph: JobGraph) -> JobView:
         """Persist a new job's graph and first status record, then schedule it.
@@ -81,8 +73,7 @@ class Submissions:
         job_id, table = spec.job_id, self._table
         hookless = not may_define_initialize(graph.artifact)
         with table.lock:
-            self._refuse_live(job_id, graph.submission_sha256)
-            table.submitting[job_id] = graph.submission_sha256
+            table.reserve(job_id, graph.submission_sha256)
         try:
             master, recorded = self._store(spec, graph, hookless)
         except FencedError as exc:
@@ -93,11 +84,9 @@ class Submissions:
             raise
         finally:
             with table.lock:
-                table.submitting.pop(job_id, None)
+                table.unreserve(job_id)
         with table.lock:
-            table.admit(master)
-            if hookless:
-                table.hookless.add(job_id)
+            table.admit(master, hookless=hookless)
             if not recorded:
                 self._records.persist(master)
             self._initialization.begin_new(master, hookless=hookless)
@@ -159,20 +148,6 @@ class Submissions:
             return {}
         return {} if lease is None else {job_id: lease}
 
-    def _refuse_live(self, job_id: str, digest: str | None) -> None:
-        """Refuse an id that is live or being submitted; called under the lock."""
-        master = self._table.jobs.get(job_id)
-        if master is not None:
-            stored = master.pointer.submission_sha256
-            raise JobExistsError(job_id, "running submission", submission_sha256=stored)
-        if job_id not in self._table.submitting:
-            return
-        if digest is not None and self._table.submitting[job_id] == digest:
-            # A retry of the submission still being stored (its first try's answer was lost
-            # while the store hung): neither "exists" (the store may yet fail) nor a new job.
-            raise NotReadyError(f"the submission of job {job_id!r} is still being stored")
-        raise JobExistsError(job_id, "running submission")
-
     def _refuse_result(self, job_id: str, digest: str | None) -> None:
         """Refuse an id that has a result (rule 7), with that result. The usual submission
         checks this in its own transaction (:meth:`_store`); this read is for the rest. Read
@@ -219,24 +194,17 @@ class Submissions:
     def cancel_live(self, master: JobMaster) -> None:
         """Cancel a live job (a request, or its timeout: ``master.timed_out``), its new
         state persisted or its result recorded; called under the lock."""
-        job_id, rm = master.job_id, self._table.rm
-        current = master.current
         terminal = master.cancel()
-        self._hooks.cancel(job_id)
+        self._hooks.cancel(master.job_id)
         if terminal is not None:
             self._records.terminate(master, terminal)
-        elif current is not None:
-            if not current.reported and rm.withdraw_start(
-                current.taskmanager, job_id, current.number
-            ):
-                # Never collected by its TaskManager: nothing runs.
-                rm.release(current.taskmanager, job_id, current.number)
-                master.current = None
-                finished = master.cancel()
-                if finished is not None:
-                    self._records.terminate(master, finished)
+        elif master.current is not None:
+            # Never collected by its TaskManager: nothing runs, the job ends now.
+            withdrawn = self._table.withdraw(master)
+            if withdrawn is not None:
+                self._records.terminate(master, withdrawn)
             else:
-                send_cancel(self._term, rm, master)
+                send_cancel(self._term, self._table.rm, master)
                 self._records.persist(master)
 
     def _require_stored(self, master: JobMaster) -> None:
@@ -248,9 +216,8 @@ class Submissions:
         job_id, table = master.job_id, self._table
         if self._term.stopped.is_set():  # fenced while writing it: the next leader decides
             raise NotReadyError("this JobManager is no longer the leader")
-        if job_id in table.unpersisted:
-            table.unpersisted.discard(job_id)
-            self._records.persist(master)  # adds it back if ZooKeeper is still unreachable
+        if table.unmark_unpersisted(job_id):
+            self._records.persist(master)  # marks it again if ZooKeeper is still unreachable
         if job_id in table.unpersisted or job_id in table.pending_results:
             raise ZooKeeperUnavailableError(
                 f"the cancel of job {job_id!r} is not stored yet: ZooKeeper is unreachable; retry"

@@ -17,9 +17,8 @@ from collections.abc import Callable
 
 from steward.wire.job_options import describe_timeout
 
+from .context import TermContext
 from .jobmaster import JobMaster
-from .table import JobTable
-from .term import Term
 
 log = logging.getLogger(__name__)
 
@@ -28,9 +27,8 @@ CancelLive = Callable[[JobMaster], None]
 
 
 class Timeouts:
-    def __init__(self, term: Term, table: JobTable, cancel_live: CancelLive) -> None:
-        self._term = term
-        self._table = table
+    def __init__(self, ctx: TermContext, cancel_live: CancelLive) -> None:
+        self._term, self._table = ctx.term, ctx.table
         self._cancel_live = cancel_live
 
     def expire(self) -> None:

@@ -13,9 +13,8 @@ from steward.errors import StewardError
 from steward.wire.rest import CheckpointView, JobView, TaskManagerView
 
 from ..reads import status_view
+from .context import TermContext
 from .jobmaster import JobMaster
-from .stores import LeaderStores
-from .table import JobTable
 from .term import Term
 
 log = logging.getLogger(__name__)
@@ -28,10 +27,8 @@ def live_view(term: Term, master: JobMaster) -> JobView:
 
 
 class Views:
-    def __init__(self, term: Term, table: JobTable, stores: LeaderStores) -> None:
-        self._term = term
-        self._table = table
-        self._stores = stores
+    def __init__(self, ctx: TermContext) -> None:
+        self._term, self._table, self._stores = ctx.term, ctx.table, ctx.stores
 
     def view(self, job_id: str, *, with_checkpoints: bool = True) -> JobView | None:
         """The live job's view, or None if this leader has no such live job."""
