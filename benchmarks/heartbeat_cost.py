@@ -49,7 +49,12 @@ AT = 1000
 CPU_WINDOW_S = 10.0
 
 
-def measure(zookeeper: TempZooKeeper, taskmanagers: int, window: float, hold: float = 0.0) -> Json:
+def measure(
+    zookeeper: TempZooKeeper, taskmanagers: int, window: float, hold: float = 0.0, unheld: int = 0
+) -> Json:
+    """``unheld``: jobs written beside the held ones, which no TaskManager runs (the leader
+    keeps them SCHEDULED: every slot is taken), to see whether a heartbeat costs more when
+    the leader holds more jobs than its TaskManagers run."""
     jobs = taskmanagers * JOBS_PER_TM
     with bench_cluster(
         zookeeper.workdir, zookeeper.connect_string, f"heartbeat-cost-{jobs}", SESSION_TIMEOUT
@@ -59,7 +64,7 @@ def measure(zookeeper: TempZooKeeper, taskmanagers: int, window: float, hold: fl
             zookeeper.connect_string,
             root,
             cluster.settings["high-availability.storage-dir"],
-            jobs,
+            jobs + unheld,
             cluster.zookeeper_access,
         )
         simulator = RawHeartbeatSimulator(
@@ -76,7 +81,8 @@ def measure(zookeeper: TempZooKeeper, taskmanagers: int, window: float, hold: fl
             simulator.register()
             simulator.hold([f"job-{i:05d}" for i in range(jobs)], epoch=_epoch(cluster, root))
             progress(f"{jobs} jobs written in {written:.1f}s, {taskmanagers} TMs hold them")
-            return _heartbeats(cluster, simulator, jobs, window, hold)
+            point = _heartbeats(cluster, simulator, jobs + unheld, window, hold)
+            return {**point, "held": jobs, "unheld": unheld}
         finally:
             simulator.stop()
 
@@ -142,6 +148,12 @@ def main() -> int:
         default=0.0,
         help="seconds to keep the heartbeats going after each point (to profile the leader)",
     )
+    cli.add_argument(
+        "--unheld",
+        type=int,
+        default=0,
+        help="jobs written beside the held ones at each point, run by no TaskManager",
+    )
     args = cli.parse_args()
     window = 2.0 if args.quick else CPU_WINDOW_S
     counts = [int(n) for n in (args.taskmanagers or ("10" if args.quick else "100,300")).split(",")]
@@ -151,11 +163,12 @@ def main() -> int:
         "heartbeat_interval": configured_default("heartbeat.interval"),
         "cpu_window_s": window,
         "quick": args.quick,
+        "unheld": args.unheld,
     }
 
     def body() -> Json:
         with temp_zookeeper("heartbeat-cost") as zookeeper:
-            points = [measure(zookeeper, n, window, args.hold) for n in counts]
+            points = [measure(zookeeper, n, window, args.hold, args.unheld) for n in counts]
             return cluster_document(
                 "heartbeat_cost", parameters, {"points": points}, rows(points), zookeeper
             )
