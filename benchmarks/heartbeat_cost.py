@@ -80,7 +80,9 @@ def measure(
         try:
             simulator.register()
             simulator.hold([f"job-{i:05d}" for i in range(jobs)], epoch=_epoch(cluster, root))
-            progress(f"{jobs} jobs written in {written:.1f}s, {taskmanagers} TMs hold them")
+            progress(
+                f"{jobs + unheld} jobs written in {written:.1f}s, {taskmanagers} TMs hold {jobs}"
+            )
             point = _heartbeats(cluster, simulator, jobs + unheld, window, hold)
             return {**point, "held": jobs, "unheld": unheld}
         finally:
