@@ -65,6 +65,8 @@ CLUSTER_SUITE = (
     Benchmark("recovery_scaling", "recovery_scaling"),
     # 10,000 jobs on 1,000 simulated TaskManagers: ~15 min on a loaded 2-core machine.
     Benchmark("failover_scale", "failover_scale", timeout=3600.0),
+    # 100 and 300 simulated TaskManagers over bare HTTP: ~5 min on a loaded 2-core machine.
+    Benchmark("heartbeat_cost", "heartbeat_cost", timeout=1800.0),
     Benchmark("submission", "submission"),
     Benchmark("footprint", "footprint"),
     Benchmark("job_start", "job_start"),

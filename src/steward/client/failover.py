@@ -230,7 +230,7 @@ def error_body(response: httpx.Response) -> ErrorBody:
     """The response's ErrorBody; a body that is not one (a proxy's page) becomes one. Fields a
     newer JobManager added are ignored, as in everything another Steward process wrote."""
     try:
-        return ErrorBody.model_validate_json(response.content, context=STORED)
+        return ErrorBody.model_validate_json(response.content, extra="ignore", context=STORED)
     except ValidationError:
         text = response.text.strip().splitlines()[0][:200] if response.text.strip() else ""
         message = f"HTTP {response.status_code} {response.reason_phrase}" + (

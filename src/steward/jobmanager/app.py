@@ -40,6 +40,7 @@ from .rest.auth import LOGIN_PAGE, PUBLIC_PATHS, SUBMISSION_PATHS, ApiSecurity, 
 from .rest.backend import ApiBackend
 from .rest.errors import add_error_handlers
 from .rest.forwarding import new_forwarder
+from .rest.heartbeat_route import LeanApi
 from .rest.openapi_errors import document_bad_requests
 from .rest.state import Services, install
 from .ui import routes as ui
@@ -57,11 +58,13 @@ def create_app(
     ``client_tls`` (default: the system's CAs). ``event_feed``: the journal the event routes
     read (default: one that nothing feeds). ``job_metrics``: what ``/metrics`` serves (default:
     a registry of its own)."""
-    app = FastAPI(
+    app = LeanApi(
         title="Steward",
         summary="A highly available job manager for PySpark pipelines",
         version="1",
     )
+    heartbeat_threads = anyio.CapacityLimiter(internal.HEARTBEAT_THREADS)
+    app.lean(backend, security.authenticator, heartbeat_threads)
     install(
         app,
         Services(
@@ -70,7 +73,7 @@ def create_app(
                 backend.blobs, max_size=backend.config.settings.jobmanager.upload_max_size
             ),
             forwarder=new_forwarder(client_tls),
-            heartbeat_threads=anyio.CapacityLimiter(internal.HEARTBEAT_THREADS),
+            heartbeat_threads=heartbeat_threads,
             security=security,
         ),
     )

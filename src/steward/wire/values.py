@@ -25,7 +25,6 @@ from pydantic import (
     Field,
     ValidationError,
     ValidationInfo,
-    model_validator,
 )
 
 from steward.errors import CorruptStateError, UnsupportedSchemaError
@@ -97,29 +96,6 @@ class Value(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
-    @model_validator(mode="before")
-    @classmethod
-    def _without_newer_fields(cls, data: Any, info: ValidationInfo) -> Any:
-        if info.context is not STORED or not isinstance(data, dict):
-            return data
-        known = _known_keys(cls)
-        if all(key in known for key in data):
-            return data
-        return {key: value for key, value in data.items() if key in known}
-
-
-_KNOWN_KEYS: dict[type[BaseModel], frozenset[str]] = {}
-
-
-def _known_keys(cls: type[BaseModel]) -> frozenset[str]:
-    """Every name a field of ``cls`` may be given under: its own and its alias."""
-    keys = _KNOWN_KEYS.get(cls)
-    if keys is None:
-        names = {name for name in cls.model_fields}
-        names |= {f.alias for f in cls.model_fields.values() if f.alias}
-        keys = _KNOWN_KEYS[cls] = frozenset(names)
-    return keys
-
 
 class Payload(Value):
     """Base of every stored top-level payload: a :class:`Value` with a schema version."""
@@ -134,26 +110,40 @@ class Payload(Value):
     def from_json(cls, data: bytes | str) -> Self:
         """Decode ``data``; anything but a valid payload of a known schema raises."""
         try:
-            raw = json.loads(data)
-        except (ValueError, UnicodeDecodeError, RecursionError) as exc:  # nested too deep
-            raise CorruptStateError(f"{cls.kind_name}: not valid JSON ({exc})") from exc
-        if not isinstance(raw, dict):
-            raise CorruptStateError(f"{cls.kind_name}: expected a JSON object")
-        schema = raw.get("schema")
-        if isinstance(schema, bool) or not isinstance(schema, int):
-            raise CorruptStateError(f"{cls.kind_name}: missing or invalid schema {schema!r}")
-        if schema > SCHEMA_VERSION:
-            raise UnsupportedSchemaError(
-                f"{cls.kind_name}: schema {schema} was written by a newer Steward"
-                f" (this version reads schema {SCHEMA_VERSION})"
-            )
-        if schema != SCHEMA_VERSION:
-            raise CorruptStateError(f"{cls.kind_name}: missing or invalid schema {schema!r}")
-        try:
             # Strict: a stored payload must have exactly the right JSON types ("1" is not 1,
-            # false is not 0); a payload that only fits after coercion is corrupt.
-            return cls.model_validate_json(data, strict=True, context=STORED)
+            # false is not 0); a payload that only fits after coercion is corrupt. Newer
+            # fields are ignored at every depth by pydantic's core (a Python validator per
+            # nested value was half of a heartbeat's decoding), and the body is parsed once:
+            # only a payload that does not validate is read again to say what is wrong.
+            payload = cls.model_validate_json(data, strict=True, extra="ignore", context=STORED)
         except ValidationError as exc:
+            _check_schema(cls.kind_name, _schema_of(cls.kind_name, data))
             first = exc.errors()[0]
             where = ".".join(str(part) for part in first["loc"]) or "payload"
             raise CorruptStateError(f"{cls.kind_name}: {where}: {first['msg']}") from exc
+        given = "schema_version" in payload.model_fields_set
+        _check_schema(cls.kind_name, payload.schema_version if given else None)
+        return payload
+
+
+def _schema_of(kind_name: str, data: bytes | str) -> object:
+    """The ``schema`` of a JSON object that did not validate: its JSON read on its own."""
+    try:
+        raw = json.loads(data)
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:  # nested too deep
+        raise CorruptStateError(f"{kind_name}: not valid JSON ({exc})") from exc
+    if not isinstance(raw, dict):
+        raise CorruptStateError(f"{kind_name}: expected a JSON object")
+    return raw.get("schema")
+
+
+def _check_schema(kind_name: str, schema: object) -> None:
+    if isinstance(schema, bool) or not isinstance(schema, int):
+        raise CorruptStateError(f"{kind_name}: missing or invalid schema {schema!r}")
+    if schema > SCHEMA_VERSION:
+        raise UnsupportedSchemaError(
+            f"{kind_name}: schema {schema} was written by a newer Steward"
+            f" (this version reads schema {SCHEMA_VERSION})"
+        )
+    if schema != SCHEMA_VERSION:
+        raise CorruptStateError(f"{kind_name}: missing or invalid schema {schema!r}")

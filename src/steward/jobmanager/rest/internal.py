@@ -1,6 +1,7 @@
 """The TaskManagers' heartbeat (:data:`~steward.wire.heartbeat.HEARTBEAT_PATH`): reports in,
 commands back. Only the leader takes heartbeats; a standby answers 409 ``not_leader`` naming
-the leader it knows of, and the TaskManager turns to it.
+the leader it knows of, and the TaskManager turns to it. An internal caller's heartbeat is
+answered before FastAPI (:mod:`.heartbeat_route`); this route answers the others the same way.
 """
 
 from __future__ import annotations
@@ -42,12 +43,13 @@ async def heartbeat(request: Request, backend: Backend, threads: HeartbeatThread
     # Heartbeats long-poll: they wait on their own threads, never on the pool that
     # serves the API (40 waiting TaskManagers would otherwise starve /healthz).
     response: Response = await anyio.to_thread.run_sync(
-        lambda: _heartbeat(backend, body), limiter=threads
+        lambda: answer_heartbeat(backend, body), limiter=threads
     )
     return response
 
 
-def _heartbeat(backend: ApiBackend, body: bytes) -> Response:
+def answer_heartbeat(backend: ApiBackend, body: bytes) -> Response:
+    """The answer to a heartbeat's ``body`` (also :mod:`.heartbeat_route`'s)."""
     try:
         beat = Heartbeat.from_json(body)
     except StewardError as exc:

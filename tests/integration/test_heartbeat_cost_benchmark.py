@@ -1,0 +1,20 @@
+"""The heartbeat-cost benchmark keeps working: a quick run's simulated TaskManagers are all
+answered over bare HTTP, nothing is restarted, and the leader's CPU per heartbeat is printed."""
+
+from __future__ import annotations
+
+import pytest
+
+from support import run_benchmark
+
+
+@pytest.mark.zookeeper
+def test_quick_run_answers_every_simulated_taskmanager_and_prints_the_cpu_per_heartbeat() -> None:
+    doc = run_benchmark("heartbeat_cost.py", "--quick", timeout=300)
+    (point,) = doc["results"]["points"]
+    assert point["running_in_simulator"] == point["jobs"]
+    assert point["commands"] == {}
+    assert point["heartbeat"]["heartbeats"] > 0
+    assert point["heartbeat"]["cpu_us_per_heartbeat"] > 0
+    (row,) = doc["summary"]
+    assert row["unit"] == "% of a core"
