@@ -550,7 +550,7 @@ def test_a_job_waits_for_enough_slots_with_the_reason_shown(cluster: JobManagerC
         message="the shortage is shown",
     )
     assert view["state"] == "SCHEDULED"
-    assert view["reason"] == ("waiting for 3 free slot(s) on one TaskManager (free: tm-small=2/2)")
+    assert view["reason"] == "waiting for a TaskManager with 3 slot(s) (largest registered: 2)"
     assert view["failures"] == 0
     assert small.heartbeat(leader).commands == []
     big = PretendTaskManager(cluster, "tm-big", slots=4).register()
@@ -566,8 +566,8 @@ def test_a_pass_refusing_a_wide_job_still_places_a_narrower_one_behind_it(
     cluster: JobManagerCluster,
 ) -> None:
     """A pass remembers the slot counts it found no room for (one search per count, not per
-    waiting job): a narrower job behind a refused wide one is still placed, and the reasons
-    shown after that deployment name the slots it took."""
+    waiting job): a narrower job behind a refused wide one is still placed, and the others
+    say why they wait."""
     leader = cluster.start_leader("jm-1")
     for job_id, slots in (("job-wide", 3), ("job-narrow", 1), ("job-mid", 2)):
         cluster.submitted(leader, job_id, slots=slots)
@@ -575,8 +575,8 @@ def test_a_pass_refusing_a_wide_job_still_places_a_narrower_one_behind_it(
     start, _ = tm.wait_command(leader, StartAttempt, "job-narrow")
     assert start.attempt == 1
     expected = {
-        "job-wide": "waiting for 3 free slot(s) on one TaskManager (free: tm-small=1/2)",
-        "job-mid": "waiting for 2 free slot(s) on one TaskManager (free: tm-small=1/2)",
+        "job-wide": "waiting for a TaskManager with 3 slot(s) (largest registered: 2)",
+        "job-mid": "waiting for 2 free slot(s) on one TaskManager (1 registered)",
     }
     for job_id, reason in expected.items():
         wait_until(

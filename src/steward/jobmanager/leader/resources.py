@@ -146,12 +146,19 @@ class ResourceManager:
             state.used = None
 
     def shortage(self, slots: int) -> str:
-        """Why no TaskManager can take ``slots`` slots now, for the job's reason."""
-        registered = [s for s in self._tms.values() if s.registered]
+        """Why no TaskManager can take ``slots`` slots now, for the job's reason.
+
+        The reason names no free-slot count: it is written into every waiting job's status
+        record when it changes, and a count that moved with each attempt's start and end
+        would rewrite thousands of waiting jobs' records each time (and grow with the
+        TaskManagers). The free slots are in ``/v1/cluster`` and ``steward queues``."""
+        registered = [s.slots for s in self._tms.values() if s.registered]
         if not registered:
             return "waiting for a TaskManager to register"
-        free = ", ".join(f"{s.id}={s.free_slots()}/{s.slots}" for s in registered)
-        return f"waiting for {slots} free slot(s) on one TaskManager (free: {free})"
+        largest = max(registered)
+        if largest < slots:
+            return f"waiting for a TaskManager with {slots} slot(s) (largest registered: {largest})"
+        return f"waiting for {slots} free slot(s) on one TaskManager ({len(registered)} registered)"
 
     # ------------------------------------------------------------------ commands
 
