@@ -543,7 +543,7 @@ def test_a_job_waits_for_enough_slots_with_the_reason_shown(cluster: JobManagerC
     cluster.submitted(leader, "job-wide", slots=3)
     view = wait_until(
         lambda: (
-            ((v := cluster.job(leader, "job-wide"))["reason"] or "").startswith("waiting for 3")
+            ((v := cluster.job(leader, "job-wide"))["reason"] or "").endswith("registered: 2)")
             and v
         ),
         SETTLE,
