@@ -87,6 +87,7 @@ OTHER_VALUES: dict[str, str] = {
     "notifications.outbox-max": "50",
     "scheduling.queues": "etl:guarantee=0.6,maximum=1,weight=2",
     "scheduling.max-concurrent": "team=ml:4",
+    "security.proxy-users": "etl=alice, etl=team:data",
     "security.rate-limits.auth-failures.per-address": "7",
     "security.rate-limits.auth-failures.per-credential": "0",
     "security.rate-limits.auth-failures.window": "90s",
