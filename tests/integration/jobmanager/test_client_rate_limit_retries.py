@@ -50,7 +50,9 @@ def pipeline(tmp_path: Path) -> Path:
 def test_submissions_past_the_limit_wait_their_retry_after_and_are_stored(
     cluster: JobManagerCluster, pipeline: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    leader = cluster.start_leader(**_limits("5s"))
+    # A window long enough that spending the share (one batch, seconds on a loaded machine)
+    # ends well inside it, short enough that the client's wait stays short.
+    leader = cluster.start_leader(**_limits("15s"))
     caplog.set_level(logging.INFO, logger="steward.client.failover")
     _spend_the_share(cluster, leader, "share")
     with Client([leader.address], timeout=60) as client:
