@@ -125,8 +125,8 @@ class Concurrency:
 
     def count(self, master: JobMaster) -> None:
         """``master`` has an attempt in flight."""
-        if master.spec.name:
-            self._names[master.spec.name] += 1
+        if master.facts.name:
+            self._names[master.facts.name] += 1
         for limit in self._limited(master):
             self._labels[limit.label] += 1
 
@@ -149,7 +149,7 @@ class Concurrency:
         return None
 
     def _limited(self, master: JobMaster) -> Iterator[LabelLimit]:
-        labels = master.spec.labels
+        labels = master.facts.labels
         return (limit for limit in self._limits if labels.get(limit.key) == limit.value)
 
 
@@ -169,12 +169,12 @@ class QueuePass:
 
     def queue_of(self, master: JobMaster) -> QueueUse:
         """Its queue; a queue no longer configured is the default one's (nothing strands)."""
-        return self.queues.get(master.spec.queue) or self._default
+        return self.queues.get(master.facts.queue) or self._default
 
     def holding(self, master: JobMaster) -> None:
         """``master`` has an attempt in flight: its slots count against its queue."""
         queue = self.queue_of(master)
-        queue.used += master.spec.slots
+        queue.used += master.facts.slots
         queue.running += 1
         self.concurrency.count(master)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from dataclasses import dataclass
+from functools import partial
 
 from steward.artifacts.pipeline import may_define_initialize
 from steward.errors import (
@@ -19,11 +20,13 @@ from steward.errors import (
     StewardError,
     is_unavailable,
 )
-from steward.wire.jobs import JobGraph, JobGraphPointer
+from steward.wire.jobs import JobGraph, JobGraphPointer, JobSpec
 from steward.wire.records import AttemptRecord, ErrorInfo, ExecutionLease, JobStatusRecord
+from steward.wire.states import JobState
 
 from .commands import send_cancel
 from .initialization import Initialization
+from .job_facts import JobFacts, LazySpec
 from .jobmaster import JobMaster
 from .outcomes import AttemptOutcomes
 from .records import Records
@@ -44,7 +47,8 @@ class Prefetched:
 
 
 class JobRecovery:
-    """Recovers one job at a time into the table, for one term."""
+    """Recovers jobs into the table, for one term: adopted from their records in bulk, or
+    one at a time."""
 
     def __init__(
         self,
@@ -61,6 +65,43 @@ class JobRecovery:
         self._records = records
         self._initialization = initialization
         self._outcomes = AttemptOutcomes(term, table, stores.session, records)
+
+    def adopt_from_records(
+        self, chunk: list[str], leases: dict[str, ExecutionLease], found: Prefetched
+    ) -> list[str]:
+        """Adopt every job of ``chunk`` whose lease and status record hold all its adoption
+        needs, without reading its graph (the spec is read when the job next needs it:
+        :meth:`JobMaster.read_graph`); the jobs left, to recover one by one. One hold of the
+        table's lock for the chunk: no pool, no blob, no log line per job."""
+        rest: list[str] = []
+        with self._table.lock:
+            for job_id in chunk:
+                lease = leases.get(job_id)
+                master = None if lease is None else self._from_record(job_id, found)
+                if master is None or lease is None:
+                    rest.append(job_id)
+                    continue
+                self._table.admit(master)
+                self._records.recovered(master)
+                self._adopt(master, lease)
+        return rest
+
+    def _from_record(self, job_id: str, found: Prefetched) -> JobMaster | None:
+        """The job's master from its pointer and record alone; None if they do not suffice
+        (no usable pointer or record, a record from before the facts were kept, or a restart
+        delay running, whose length is the spec's)."""
+        pointer, record = found.pointers.get(job_id), found.records.get(job_id)
+        if not isinstance(pointer, JobGraphPointer) or record is None:
+            return None
+        facts = JobFacts.of_record(record)
+        if facts is None or record.state is JobState.RESTARTING:
+            return None
+        read = partial(self._spec_at, job_id, pointer)
+        lazy = LazySpec(facts, record.env, read)
+        return JobMaster(lazy, pointer, record.submitted_at, record=record)
+
+    def _spec_at(self, job_id: str, pointer: JobGraphPointer) -> JobSpec:
+        return self._stores.graphs.graph_at(job_id, pointer).spec
 
     def recover_one(
         self, job_id: str, leases: dict[str, ExecutionLease], found: Prefetched | None = None
@@ -167,11 +208,11 @@ class JobRecovery:
         """The attempt holds its lease: it keeps running under this term (rule 8)."""
         epoch, rm = self._term.epoch, self._table.rm
         master.adopt(lease.taskmanager, lease.attempt, lease.epoch, epoch)
-        rm.assign(lease.taskmanager, master.job_id, lease.attempt, master.spec.slots)
+        rm.assign(lease.taskmanager, master.job_id, lease.attempt, master.facts.slots)
         if master.cancel_requested:
             send_cancel(self._term, rm, master)
         self._records.persist(master)
-        log.info(
+        log.debug(  # the summary counts them: a line each was 10,000 at a takeover
             "attempt adopted job=%s attempt=%d tm=%s lease_epoch=%d epoch=%d",
             master.job_id,
             lease.attempt,
