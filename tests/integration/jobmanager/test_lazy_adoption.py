@@ -106,6 +106,26 @@ def test_an_adopted_job_whose_graph_is_gone_fails_when_its_attempt_ends(
     assert cluster.job(successor, kept)["state"] in ("RESTARTING", "SCHEDULED", "RUNNING")
 
 
+def test_an_outcome_while_the_storage_is_away_concludes_nothing_until_it_is_back(
+    cluster: JobManagerCluster,
+) -> None:
+    (job_id,), tm = leased_jobs(cluster, 1)
+    successor = cluster.start_leader("jm-2")  # ready: adoption needed no blob
+    away = cluster.storage.with_name("storage-unmounted")
+    cluster.storage.rename(away)
+
+    reply = tm.heartbeat(successor, failed_report(job_id))
+
+    assert [ack for ack in reply.acks if ack.job_id == job_id and ack.outcome] == []
+    assert cluster.job(successor, job_id)["state"] == "RUNNING"
+    assert not cluster.exists(cluster.layout.result(job_id)), "a blip gave the job a result"
+    away.rename(cluster.storage)
+    reply = tm.heartbeat(successor, failed_report(job_id))  # sent again, as a TaskManager does
+    assert [ack.outcome for ack in reply.acks if ack.job_id == job_id] == [True]
+    assert _attempt_state(cluster, successor, job_id) == "FAILED"
+    assert not cluster.exists(cluster.layout.result(job_id)), "its strategy restarts it"
+
+
 def test_a_record_from_before_the_facts_were_kept_is_recovered_from_its_graph(
     cluster: JobManagerCluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
