@@ -3,8 +3,9 @@
 A new leader that cannot read a job's graph because the storage or ZooKeeper is unavailable
 retries that job's recovery; the term is not ready until the job is known, so its running
 attempt is neither failed nor cancelled meanwhile. (A job adopted from its record alone needs
-no graph at the takeover: its graph's unavailability later is test_lazy_adoption.py's.) An outcome record that could not be read
-is read again before the attempt is counted LOST, so a FINISHED outcome is never ignored.
+no graph at the takeover: its graph's unavailability later is test_lazy_adoption.py's.) An
+outcome record that could not be read is read again before the attempt is counted LOST, so a
+FINISHED outcome is never ignored.
 """
 
 from __future__ import annotations
