@@ -4,7 +4,9 @@ In order: every DIRTY result, and every job graph whose job already has a result
 cleanup; the execution leases are read once; every other job graph is recovered on its own, on
 ``jobmanager.recovery-parallelism`` threads. ZooKeeper is read in pipelined batches (the
 members, the leases, then per :data:`CHUNK` jobs their pointers and status records, one round
-trip each), so only the graphs' blobs are read job by job. A job that cannot be recovered
+trip each), so only the graphs' blobs are read job by job, and not even those for a job whose
+lease and record say all its adoption needs: it is adopted from them, its graph read when it
+next needs it (:meth:`JobRecovery.adopt_from_records`, issue 22). A job that cannot be recovered
 (graph missing or corrupt, anything else raised) becomes FAILED with its cause; no other job
 is affected and the leader keeps going (rule 6). A job whose lease exists is adopted: its
 attempt keeps running (rule 8). A job whose record shows an attempt in flight without a lease
@@ -172,23 +174,7 @@ class Recovery:
         self._records.defer()
         outcomes: list[str] = []
         for start in range(0, len(todo), CHUNK):
-            chunk = todo[start : start + CHUNK]
-            began = self._term.monotonic()
-            found = self._prefetch(chunk, pool)
-            read = self._term.monotonic()
-            rest = chunk if found is None else self._job.adopt_from_records(chunk, leases, found)
-            log.info(  # a line a chunk: where a takeover's time goes, without a profiler
-                "recovery chunk epoch=%d jobs=%d read_s=%.3f adopted=%d adopt_s=%.3f",
-                self._term.epoch,
-                len(chunk),
-                read - began,
-                len(chunk) - len(rest),
-                self._term.monotonic() - read,
-            )
-            outcomes.extend(["adopted"] * (len(chunk) - len(rest)))
-            outcomes.extend(
-                pool.map(partial(self._recover_until_known, leases=leases, found=found), rest)
-            )
+            outcomes.extend(self._recover_chunk(todo[start : start + CHUNK], leases, pool))
         started = self._term.monotonic()
         self._records.flush_deferred()
         log.info(
@@ -197,6 +183,25 @@ class Recovery:
             self._term.monotonic() - started,
         )
         return outcomes
+
+    def _recover_chunk(
+        self, chunk: list[str], leases: dict[str, ExecutionLease], pool: ThreadPoolExecutor
+    ) -> list[str]:
+        """Read the chunk's pointers and records, adopt what they allow, recover the rest."""
+        began = self._term.monotonic()
+        found = self._prefetch(chunk, pool)
+        read = self._term.monotonic()
+        rest = chunk if found is None else self._job.adopt_from_records(chunk, leases, found)
+        log.info(  # a line a chunk: where a takeover's time goes, without a profiler
+            "recovery chunk epoch=%d jobs=%d read_s=%.3f adopted=%d adopt_s=%.3f",
+            self._term.epoch,
+            len(chunk),
+            read - began,
+            len(chunk) - len(rest),
+            self._term.monotonic() - read,
+        )
+        recovered = pool.map(partial(self._recover_until_known, leases=leases, found=found), rest)
+        return ["adopted"] * (len(chunk) - len(rest)) + list(recovered)
 
     def _prefetch(self, chunk: list[str], pool: ThreadPoolExecutor) -> Prefetched | None:
         """The chunk's pointers and records, read at once; None if ZooKeeper did not answer
