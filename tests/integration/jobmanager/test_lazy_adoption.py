@@ -1,22 +1,25 @@
 """A new leader adopts running attempts from their leases and status records alone (issue 22).
 
 Reading and validating every job graph blob at the takeover was most of a failover's cost at
-10,000 running jobs. The graph of an adopted job is now read when the job next needs it (its
-attempt ends or is lost: the restart strategy and webhooks are in it); a graph that turns out
-missing then fails that job alone, as recovery failed it before (rule 6). A record written
+10,000 running jobs. The graph of an adopted job is now read once the term is ready, or first
+when the job needs it (its attempt ends or is lost: the restart strategy and webhooks are in
+it); a graph that turns out missing then fails that job alone, as recovery failed it before
+(rule 6). A record written
 before the facts adoption needs were kept in it is recovered as before, reading the graph.
 """
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
 from jobmanager_harness import SETTLE, JobManagerCluster, PretendTaskManager, dispatcher_of
 
+from steward.jobmanager.leader.graph_checks import AdoptedGraphs
 from steward.jobmanager.manager import JobManager
 from steward.store.job_graphs import JobGraphStore
-from steward.wire.heartbeat import AttemptReport
+from steward.wire.heartbeat import AttemptReport, CancelAttempt
 from steward.wire.jobs import JobGraphPointer
 from steward.wire.records import ErrorInfo, ExecutionLease, JobStatusRecord
 from steward.wire.runner_protocol import FailedEvent
@@ -43,16 +46,23 @@ def leased_jobs(cluster: JobManagerCluster, count: int) -> tuple[list[str], Pret
 
 
 def graph_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The ids of the job graphs read from now on."""
+    """The ids of the job graphs recovery reads from now on (not the reads made once the
+    term is ready, by :mod:`steward.jobmanager.leader.graph_checks`)."""
     reads: list[str] = []
     real = JobGraphStore.graph_at
 
     def counted(store: JobGraphStore, job_id: str, pointer: JobGraphPointer) -> Any:
-        reads.append(job_id)
+        if "recover" in threading.current_thread().name:
+            reads.append(job_id)
         return real(store, job_id, pointer)
 
     monkeypatch.setattr(JobGraphStore, "graph_at", counted)
     return reads
+
+
+def no_background_reads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hold back the reads made once the term is ready: the attempt's end is the first need."""
+    monkeypatch.setattr(AdoptedGraphs, "run", lambda graphs: None)
 
 
 def failed_report(job_id: str) -> AttemptReport:
@@ -86,9 +96,29 @@ def test_takeover_reads_no_graph_blob_for_an_adopted_job(
         assert job["attempts"][-1]["adopted_by"] == [2]
 
 
-def test_an_adopted_job_whose_graph_is_gone_fails_when_its_attempt_ends(
+def test_an_adopted_job_whose_graph_is_gone_fails_after_the_takeover_and_its_attempt_stops(
     cluster: JobManagerCluster,
 ) -> None:
+    (gone, kept), tm = leased_jobs(cluster, 2)
+    pointer = JobGraphPointer.from_json(cluster.data(cluster.layout.jobgraph(gone)) or b"")
+    (cluster.storage / pointer.blob).unlink()
+    successor = cluster.start_leader("jm-2")
+    assert dispatcher_of(successor).recovery_summary["adopted"] == 2
+
+    result = cluster.wait_result_clean(successor, gone)
+
+    assert result["state"] == "FAILED"
+    assert result["error"]["type"] == "steward.RecoveryError"
+    running = [running_report(job_id) for job_id in (gone, kept)]
+    cancel, _ = tm.wait_command(successor, CancelAttempt, gone, *running)
+    assert cancel.attempt == 1
+    assert cluster.job(successor, kept)["state"] == "RUNNING"
+
+
+def test_an_adopted_job_whose_graph_is_gone_fails_when_its_attempt_ends(
+    cluster: JobManagerCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    no_background_reads(monkeypatch)
     (gone, kept), tm = leased_jobs(cluster, 2)
     pointer = JobGraphPointer.from_json(cluster.data(cluster.layout.jobgraph(gone)) or b"")
     (cluster.storage / pointer.blob).unlink()
@@ -107,8 +137,9 @@ def test_an_adopted_job_whose_graph_is_gone_fails_when_its_attempt_ends(
 
 
 def test_an_outcome_while_the_storage_is_away_concludes_nothing_until_it_is_back(
-    cluster: JobManagerCluster,
+    cluster: JobManagerCluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    no_background_reads(monkeypatch)
     (job_id,), tm = leased_jobs(cluster, 1)
     successor = cluster.start_leader("jm-2")  # ready: adoption needed no blob
     away = cluster.storage.with_name("storage-unmounted")
@@ -140,6 +171,17 @@ def test_a_record_from_before_the_facts_were_kept_is_recovered_from_its_graph(
     assert dispatcher_of(successor).recovery_summary["adopted"] == 2
     assert reads == [old]
     wait_until(lambda: _state(cluster, successor, new) == "RUNNING", SETTLE, "adopted")
+
+
+def running_report(job_id: str) -> AttemptReport:
+    return AttemptReport(
+        job_id=job_id,
+        attempt=1,
+        epoch=1,
+        phase=AttemptPhase.RUNNING,
+        pid=1,
+        started_at=1_700_000_000.0,
+    )
 
 
 def _state(cluster: JobManagerCluster, manager: JobManager, job_id: str) -> str:

@@ -54,6 +54,7 @@ from ..log_retention import LogRetention
 from .cleanup import Cleanup
 from .content_gc import ContentCollector
 from .delivery import Delivery
+from .graph_checks import AdoptedGraphs
 from .heartbeats import Heartbeats
 from .initialization import Initialization
 from .membership import Membership
@@ -144,6 +145,7 @@ class Dispatcher:
             term, table, stores, records, self._membership, timeouts=timeouts
         )
         self._views = Views(term, table, stores)
+        self._graphs = AdoptedGraphs(term, table, records)
         self._threads: list[threading.Thread] = []
         self._granted_at = term.monotonic()
         self._granted_wall = term.wall()
@@ -179,6 +181,7 @@ class Dispatcher:
             ("content-gc", lambda: self.content_gc.run(self.term.stopped)),  # content GC hook
             ("log-retention", lambda: self.log_retention.run(self.term.stopped)),
             ("notifications", self._delivery.run),
+            ("adopted-graphs", self._graphs.run),
         ):
             self._start_thread(name, target)
 
