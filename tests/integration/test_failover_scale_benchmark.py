@@ -18,3 +18,13 @@ def test_quick_run_adopts_every_simulated_attempt_and_prints_the_figures() -> No
     assert {row["figure"] for row in doc["summary"]} >= {
         "leader RSS, 50 jobs on 5 TaskManagers",
     }
+
+
+@pytest.mark.zookeeper
+def test_quick_graceful_handoff_adopts_every_simulated_attempt() -> None:
+    doc = run_benchmark("failover_scale.py", "--quick", "--handoff", "term", timeout=300)
+    (point,) = doc["results"]["points"]
+    assert point["handoff"] == "term"
+    assert point["summary"]["adopted"] == str(point["jobs"])
+    assert point["commands_after_kill"] == {}
+    assert any(row["figure"].startswith("graceful handoff (SIGTERM)") for row in doc["summary"])

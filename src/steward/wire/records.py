@@ -254,6 +254,12 @@ class JobStatusRecord(Payload):
         description="the job's environment variables as shown (redacted): no secret is kept"
         " in ZooKeeper",
     )
+    slots: int | None = Field(
+        default=None,
+        ge=1,
+        description="the job's slots: with ``queue``, what a new leader needs to adopt its"
+        " running attempt without reading the job graph (None: written before they were kept)",
+    )
 
 
 RESULT_ATTEMPTS_KEPT = 5

@@ -2,8 +2,10 @@
 
 A new leader that cannot read a job's graph because the storage or ZooKeeper is unavailable
 retries that job's recovery; the term is not ready until the job is known, so its running
-attempt is neither failed nor cancelled meanwhile. An outcome record that could not be read
-is read again before the attempt is counted LOST, so a FINISHED outcome is never ignored.
+attempt is neither failed nor cancelled meanwhile. (A job adopted from its record alone needs
+no graph at the takeover: its graph's unavailability later is test_lazy_adoption.py's.) An
+outcome record that could not be read is read again before the attempt is counted LOST, so a
+FINISHED outcome is never ignored.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from steward.store.outcomes import AttemptOutcomes as OutcomeStore
 from steward.store.outcomes import encode
 from steward.wire.heartbeat import CancelAttempt, OutcomeRecord, StartAttempt
 from steward.wire.jobs import JobGraph, JobGraphPointer
-from steward.wire.records import ExecutionLease
+from steward.wire.records import ExecutionLease, JobStatusRecord
 from steward.wire.runner_protocol import FinishedEvent
 from steward.wire.states import AttemptPhase
 from support import wait_until
@@ -48,6 +50,13 @@ def _running(
     tm.heartbeat(leader, report(start, RUNNING))
     cluster.wait_state(leader, job_id, "RUNNING")
     return start
+
+
+def _without_adoption_facts(cluster: JobManagerCluster, job_id: str) -> None:
+    """Make ``job_id``'s record one written before records kept what adoption needs."""
+    path = cluster.layout.job_status(job_id)
+    record = JobStatusRecord.from_json(cluster.data(path) or b"")
+    cluster.zk.set(path, record.model_copy(update={"slots": None, "queue": None}).to_json())
 
 
 def _cancels(reply_commands: list[Any], job_id: str) -> list[Any]:
@@ -77,6 +86,7 @@ def test_an_unmounted_storage_during_recovery_is_waited_out_and_the_attempt_adop
     tm = PretendTaskManager(cluster, "tm-1").register()
     start = _running(cluster, leader, tm, "job-a")
     leader.stop()
+    _without_adoption_facts(cluster, "job-a")  # its recovery reads the graph (issue 22)
     # The storage's mount goes away (an NFS share dropped, a bucket unreachable): every blob
     # read fails, though nothing is lost.
     away = cluster.storage.with_name("storage-unmounted")

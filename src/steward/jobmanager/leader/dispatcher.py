@@ -55,6 +55,7 @@ from .cleanup import Cleanup
 from .content_gc import ContentCollector
 from .context import TermContext
 from .delivery import Delivery
+from .graph_checks import AdoptedGraphs
 from .heartbeats import Heartbeats
 from .initialization import Initialization
 from .membership import Membership
@@ -134,6 +135,7 @@ class Dispatcher:
         timeouts = Timeouts(ctx, self._submissions.cancel_live)
         self._scheduler = Scheduler(ctx, records, self._membership, timeouts=timeouts)
         self._views = Views(ctx)
+        self._graphs = AdoptedGraphs(ctx, records)
         self._threads: list[threading.Thread] = []
         self._granted_at = term.monotonic()
         self._granted_wall = term.wall()
@@ -169,6 +171,7 @@ class Dispatcher:
             ("content-gc", lambda: self.content_gc.run(self.term.stopped)),  # content GC hook
             ("log-retention", lambda: self.log_retention.run(self.term.stopped)),
             ("notifications", self._delivery.run),
+            ("adopted-graphs", self._graphs.run),
         ):
             self._start_thread(name, target)
 

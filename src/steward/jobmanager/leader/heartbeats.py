@@ -208,9 +208,21 @@ class Heartbeats:
         self._term.wakeup.set()
         return [Ack(job_id=report.job_id, attempt=report.attempt, outcome=True)]
 
+    def _graph_at_hand(self, master: JobMaster) -> bool:
+        """Read the graph of a job adopted from its record, which its outcome's handling
+        needs (:meth:`JobMaster.read_graph`); False if the store did not answer."""
+        try:
+            master.read_graph()
+        except StewardError as exc:
+            log.warning("job graph not readable yet job=%s error=%r", master.job_id, exc)
+            return False
+        return True
+
     def _on_ended(
         self, tm_id: str, master: JobMaster, report: AttemptReport, acked: int
     ) -> list[Ack]:
+        if not self._graph_at_hand(master):
+            return []  # not acknowledged: the TaskManager sends the outcome again
         outcome = report.outcome or lost_outcome("the TaskManager reported no outcome")
         master.running(report.attempt, report.started_at)
         terminal = self._table.end(master, report.attempt, outcome, now=self._term.monotonic())

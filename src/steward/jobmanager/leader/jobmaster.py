@@ -1,6 +1,8 @@
 """One job's life on the leader: its attempts, its restart budget, cancellation.
 
-A :class:`JobMaster` is a state machine with no I/O. The Dispatcher feeds it what happened
+A :class:`JobMaster` is a state machine with no I/O of its own (a job adopted from its record
+reads its spec through the reader it was given, :mod:`.job_facts`, when an attempt of it ends
+or is lost: a missing or corrupt graph then fails the job). The Dispatcher feeds it what happened
 (an attempt deployed, running, ended, lost, rejected; a cancel) and carries out what it
 answers: persist the status record, send a command, record a result. Keeping it pure keeps
 every decision unit-testable, and keeps ZooKeeper and HTTP in one place (the Dispatcher).
@@ -41,7 +43,6 @@ from steward.wire.records import (
     SparkApp,
     trim_cause,
 )
-from steward.wire.redaction import Redactor
 from steward.wire.runner_protocol import (
     AttemptCancelled,
     FailedEvent,
@@ -52,6 +53,7 @@ from steward.wire.states import AttemptState, JobState, TerminalState
 from steward.wire.values import JsonValue
 
 from . import jobmaster_attempts as attempts
+from .job_facts import LazySpec, SpecAtHand
 from .jobmaster_records import restore, status_record
 from .jobmaster_values import Deployment, Late, Terminal
 from .restart import restart_delay, restarts_allowed
@@ -67,13 +69,17 @@ class JobMaster:
 
     def __init__(
         self,
-        spec: JobSpec,
+        spec: JobSpec | LazySpec,
         pointer: JobGraphPointer,
         submitted_at: float,
         *,
         record: JobStatusRecord | None = None,
     ) -> None:
-        self.spec = spec
+        """``spec``: the job's spec, or (a job adopted from its record alone) a
+        :class:`LazySpec` that reads it when first needed."""
+        self._spec = SpecAtHand(spec)
+        self.facts = self._spec.facts
+        self.shown_env = self._spec.shown_env
         self.pointer = pointer
         self.submitted_at = submitted_at
         self.state = JobState.SUBMITTED
@@ -89,7 +95,6 @@ class JobMaster:
         self.cancel_requested = False
         self.timed_out = False
         """Set before :meth:`cancel` at the job's deadline: it ends with reason TIMEOUT."""
-        self.shown_env = Redactor.for_job(spec.spark_conf, spec.args, spec.env).env(spec.env)
         self.late: tuple[int, FinishedEvent] | None = None
         """An attempt counted LOST that finished after all: the job ends with its value once
         the attempt in flight is gone (kept in memory only: its TaskManager sends the outcome
@@ -102,12 +107,26 @@ class JobMaster:
 
     @property
     def job_id(self) -> str:
-        return self.spec.job_id
+        return self.facts.job_id
+
+    @property
+    def spec(self) -> JobSpec:
+        """The job's spec; for a job adopted from its record, read from its graph now (see
+        :meth:`read_graph`; raises the store's StewardError)."""
+        return self._spec.spec
+
+    @property
+    def broken(self) -> ErrorInfo | None:
+        return self._spec.broken
 
     @property
     def deadline(self) -> float | None:
         """Wall-clock time at which the leader cancels the job (None: it has no timeout)."""
-        return deadline(self.submitted_at, self.spec.timeout)
+        return deadline(self.submitted_at, self.facts.timeout)
+
+    def read_graph(self) -> ErrorInfo | None:
+        """:meth:`SpecAtHand.read`: before a decision needs the spec, and anything changes."""
+        return self._spec.read()
 
     # ------------------------------------------------------------------ queries
 
@@ -215,6 +234,7 @@ class JobMaster:
         self, number: int, outcome: FinishedEvent | FailedEvent, *, now: float
     ) -> Terminal | None:
         """The attempt's process group is gone with this outcome."""
+        broken = self.read_graph()
         replacement = self._replacement_of_late(number)
         if isinstance(outcome, FinishedEvent):
             self._finish_attempt(number, AttemptState.FINISHED, None, outcome.at)
@@ -227,14 +247,19 @@ class JobMaster:
         self._finish_attempt(number, state, outcome.error, outcome.at)
         if replacement:
             return self._finish_late()
+        if broken is not None:
+            return self.fail(broken)
         return self._after_failure(outcome.error, now=now, grace=0.0)
 
     def lost(self, number: int, cause: ErrorInfo, *, now: float, grace: float) -> Terminal | None:
         """The attempt's TaskManager is gone (its lease with it) without an outcome."""
+        broken = self.read_graph()
         replacement = self._replacement_of_late(number)
         self._finish_attempt(number, AttemptState.LOST, cause, time.time())
         if replacement:
             return self._finish_late()
+        if broken is not None:
+            return self.fail(broken)
         return self._after_failure(cause, now=now, grace=grace)
 
     def rejected(
@@ -315,10 +340,10 @@ class JobMaster:
     # ------------------------------------------------------------------ helpers
 
     def _canceled(self) -> Terminal:
-        if not self.timed_out or self.spec.timeout is None:
+        if not self.timed_out or self.facts.timeout is None:
             self._set(JobState.CANCELED, "cancelled")
             return Terminal(TerminalState.CANCELED)
-        error = timeout_error(self.spec.timeout)
+        error = timeout_error(self.facts.timeout)
         self._set(JobState.CANCELED, error.message)
         return Terminal(TerminalState.CANCELED, error=error)
 

@@ -19,10 +19,10 @@ if TYPE_CHECKING:
 
 def status_record(master: JobMaster, epoch: int) -> JobStatusRecord:
     """What ``master`` persists under the leader's ``epoch``."""
-    spec = master.spec
+    facts = master.facts
     return JobStatusRecord(
-        job_id=spec.job_id,
-        name=spec.name,
+        job_id=facts.job_id,
+        name=facts.name,
         state=master.state,
         reason=master.reason,
         submitted_at=master.submitted_at,
@@ -32,15 +32,16 @@ def status_record(master: JobMaster, epoch: int) -> JobStatusRecord:
         failures=master.failures,
         restart_at=master.restart_at if master.state is JobState.RESTARTING else None,
         epoch=epoch,
-        submitter=spec.submitter,
-        team=spec.team,
-        queue=spec.queue,
-        priority=spec.priority,
-        proxy_user=spec.proxy_user,
-        labels=spec.labels,
-        timeout=spec.timeout,
+        submitter=facts.submitter,
+        team=facts.team,
+        queue=facts.queue,
+        priority=facts.priority,
+        proxy_user=facts.proxy_user,
+        labels=facts.labels,
+        timeout=facts.timeout,
         timed_out=master.timed_out,
         env=master.shown_env,
+        slots=facts.slots,
     )
 
 

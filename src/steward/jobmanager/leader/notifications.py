@@ -96,7 +96,9 @@ class Notifications:
         attempt: int,
         error: ErrorInfo | None,
     ) -> NotificationRecord | None:
-        targets = [t for t in master.spec.notifications if t.wants(event)]
+        # A job whose graph turned out unusable has no webhooks of its own left to call.
+        own = [] if master.broken is not None else master.spec.notifications
+        targets = [t for t in own if t.wants(event)]
         cluster = self._cluster_wants(event)
         if not targets and not cluster:
             return None
@@ -107,8 +109,8 @@ class Notifications:
             state=state,
             attempt=attempt,
             at=self._term.wall(),
-            name=master.spec.name,
-            labels=master.spec.labels,
+            name=master.facts.name,
+            labels=master.facts.labels,
             error=short_error(error),
             targets=[NotificationTarget(url=t.url, events=[event]) for t in targets],
             cluster=cluster,

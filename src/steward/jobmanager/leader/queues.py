@@ -157,7 +157,7 @@ class Concurrency:
         return None
 
     def _limited(self, master: JobMaster) -> Iterator[LabelLimit]:
-        labels = master.spec.labels
+        labels = master.facts.labels
         return (limit for limit in self._limits if labels.get(limit.key) == limit.value)
 
 
@@ -189,7 +189,7 @@ class QueuePass:
 
     def queue_of(self, master: JobMaster) -> QueueUse:
         """Its queue; a queue no longer configured is the default one's (nothing strands)."""
-        return self.queues.get(master.spec.queue) or self._default
+        return self.queues.get(master.facts.queue) or self._default
 
     def holding(self, master: JobMaster) -> None:
         """``master`` has an attempt in flight: its slots count against its queue (once; the

@@ -76,7 +76,7 @@ class SlotUse:
 
     def hold(self, master: JobMaster) -> None:
         """Count ``master``'s slots as held (once: a job holds for one attempt at a time)."""
-        job_id, spec = master.job_id, master.spec
+        job_id, spec = master.job_id, master.facts
         if job_id in self.held:
             return
         labels = tuple(f"{key}={value}" for key, value in spec.labels.items())

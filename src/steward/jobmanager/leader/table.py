@@ -134,7 +134,7 @@ class JobTable:
     def place(self, master: JobMaster, tm_id: str, epoch: int) -> Deployment:
         """Deploy the job's next attempt on ``tm_id``: its slots are taken there."""
         deployment = master.deploy(tm_id, epoch)
-        self.rm.assign(tm_id, master.job_id, deployment.number, master.spec.slots)
+        self.rm.assign(tm_id, master.job_id, deployment.number, master.facts.slots)
         self._count(master)
         return deployment
 
@@ -142,7 +142,7 @@ class JobTable:
         """The attempt holding the job's lease keeps running under ``epoch`` (rule 8), and
         holds its slots as if this leader had placed it."""
         deployment = master.adopt(lease.taskmanager, lease.attempt, lease.epoch, epoch)
-        self.rm.assign(lease.taskmanager, master.job_id, lease.attempt, master.spec.slots)
+        self.rm.assign(lease.taskmanager, master.job_id, lease.attempt, master.facts.slots)
         self._count(master)
         return deployment
 
@@ -150,7 +150,7 @@ class JobTable:
         """Recovery found the job's last attempt without a lease, its TaskManager alive: it
         holds its slots until the TaskManager reports it or ``until`` (monotonic) passes."""
         master.await_report(last.number, last.taskmanager, last.epoch, until)
-        self.rm.assign(last.taskmanager, master.job_id, last.number, master.spec.slots)
+        self.rm.assign(last.taskmanager, master.job_id, last.number, master.facts.slots)
         self._count(master)
         self.awaiting.add(master.job_id)
 

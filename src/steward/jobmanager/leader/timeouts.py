@@ -38,11 +38,11 @@ class Timeouts:
             # Ended (its result still being written: the outcome stands) or being cancelled.
             if master is None or master.state.is_terminal or master.cancel_requested:
                 continue
-            assert master.spec.timeout is not None  # only jobs with one have a deadline
+            assert master.facts.timeout is not None  # only jobs with one have a deadline
             log.warning(
                 "job timed out, cancelling job=%s timeout=%s state=%s epoch=%d",
                 job_id,
-                describe_timeout(master.spec.timeout),
+                describe_timeout(master.facts.timeout),
                 master.state,
                 self._term.epoch,
             )

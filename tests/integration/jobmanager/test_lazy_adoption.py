@@ -1,0 +1,192 @@
+"""A new leader adopts running attempts from their leases and status records alone (issue 22).
+
+Reading and validating every job graph blob at the takeover was most of a failover's cost at
+10,000 running jobs. The graph of an adopted job is now read once the term is ready, or first
+when the job needs it (its attempt ends or is lost: the restart strategy and webhooks are in
+it); a graph that turns out missing then fails that job alone, as recovery failed it before
+(rule 6). A record written
+before the facts adoption needs were kept in it is recovered as before, reading the graph.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+from jobmanager_harness import SETTLE, JobManagerCluster, PretendTaskManager, dispatcher_of
+
+from steward.jobmanager.leader.graph_checks import AdoptedGraphs
+from steward.jobmanager.manager import JobManager
+from steward.store.job_graphs import JobGraphStore
+from steward.wire.heartbeat import AttemptReport, CancelAttempt
+from steward.wire.jobs import JobGraphPointer
+from steward.wire.records import ErrorInfo, ExecutionLease, JobStatusRecord
+from steward.wire.runner_protocol import FailedEvent
+from steward.wire.states import AttemptPhase
+from support import wait_until
+
+pytestmark = pytest.mark.zookeeper
+
+JOBS = 5
+
+
+def leased_jobs(cluster: JobManagerCluster, count: int) -> tuple[list[str], PretendTaskManager]:
+    """``count`` jobs submitted to a first leader, each attempt 1 holding its lease on a
+    pretend TaskManager; the first leader then stops (its successor takes over)."""
+    leader = cluster.start_leader("jm-1")
+    tm = PretendTaskManager(cluster, "tm-1", slots=count).register()
+    job_ids = [f"job-{i}" for i in range(count)]
+    for job_id in job_ids:
+        cluster.submitted(leader, job_id)
+        lease = ExecutionLease(taskmanager=tm.id, attempt=1, epoch=1)
+        tm.zk.create(cluster.layout.execution(job_id), lease.to_json(), ephemeral=True)
+    leader.stop()
+    return job_ids, tm
+
+
+def graph_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The ids of the job graphs recovery reads from now on (not the reads made once the
+    term is ready, by :mod:`steward.jobmanager.leader.graph_checks`)."""
+    reads: list[str] = []
+    real = JobGraphStore.graph_at
+
+    def counted(store: JobGraphStore, job_id: str, pointer: JobGraphPointer) -> Any:
+        if "recover" in threading.current_thread().name:
+            reads.append(job_id)
+        return real(store, job_id, pointer)
+
+    monkeypatch.setattr(JobGraphStore, "graph_at", counted)
+    return reads
+
+
+def no_background_reads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hold back the reads made once the term is ready: the attempt's end is the first need."""
+    monkeypatch.setattr(AdoptedGraphs, "run", lambda graphs: None)
+
+
+def failed_report(job_id: str) -> AttemptReport:
+    return AttemptReport(
+        job_id=job_id,
+        attempt=1,
+        epoch=1,
+        phase=AttemptPhase.ENDED,
+        pid=1,
+        started_at=1_700_000_000.0,
+        ended_at=1_700_000_100.0,
+        outcome=FailedEvent(error=ErrorInfo(type="ValueError", message="bad row 17")),
+        lease_released=True,
+    )
+
+
+def test_takeover_reads_no_graph_blob_for_an_adopted_job(
+    cluster: JobManagerCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    job_ids, _tm = leased_jobs(cluster, JOBS)
+    reads = graph_reads(monkeypatch)
+
+    successor = cluster.start_leader("jm-2")
+
+    summary = dispatcher_of(successor).recovery_summary
+    assert (summary["adopted"], summary["failed"]) == (JOBS, 0)
+    assert reads == []
+    for job_id in job_ids:
+        job = cluster.job(successor, job_id)
+        assert job["state"] == "RUNNING"
+        assert job["attempts"][-1]["adopted_by"] == [2]
+
+
+def test_an_adopted_job_whose_graph_is_gone_fails_after_the_takeover_and_its_attempt_stops(
+    cluster: JobManagerCluster,
+) -> None:
+    (gone, kept), tm = leased_jobs(cluster, 2)
+    pointer = JobGraphPointer.from_json(cluster.data(cluster.layout.jobgraph(gone)) or b"")
+    (cluster.storage / pointer.blob).unlink()
+    successor = cluster.start_leader("jm-2")
+    assert dispatcher_of(successor).recovery_summary["adopted"] == 2
+
+    result = cluster.wait_result_clean(successor, gone)
+
+    assert result["state"] == "FAILED"
+    assert result["error"]["type"] == "steward.RecoveryError"
+    running = [running_report(job_id) for job_id in (gone, kept)]
+    cancel, _ = tm.wait_command(successor, CancelAttempt, gone, *running)
+    assert cancel.attempt == 1
+    assert cluster.job(successor, kept)["state"] == "RUNNING"
+
+
+def test_an_adopted_job_whose_graph_is_gone_fails_when_its_attempt_ends(
+    cluster: JobManagerCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    no_background_reads(monkeypatch)
+    (gone, kept), tm = leased_jobs(cluster, 2)
+    pointer = JobGraphPointer.from_json(cluster.data(cluster.layout.jobgraph(gone)) or b"")
+    (cluster.storage / pointer.blob).unlink()
+    successor = cluster.start_leader("jm-2")
+    assert dispatcher_of(successor).recovery_summary["adopted"] == 2
+
+    tm.heartbeat(successor, failed_report(gone), failed_report(kept))
+
+    result = cluster.wait_result_clean(successor, gone)
+    assert result["state"] == "FAILED"
+    assert result["error"]["type"] == "steward.RecoveryError"
+    assert "could not be recovered" in result["error"]["message"]
+    # The other job's graph was read for its restart: it restarts, as its strategy says.
+    wait_until(lambda: _attempt_state(cluster, successor, kept) == "FAILED", SETTLE, "ended")
+    assert cluster.job(successor, kept)["state"] in ("RESTARTING", "SCHEDULED", "RUNNING")
+
+
+def test_an_outcome_while_the_storage_is_away_concludes_nothing_until_it_is_back(
+    cluster: JobManagerCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    no_background_reads(monkeypatch)
+    (job_id,), tm = leased_jobs(cluster, 1)
+    successor = cluster.start_leader("jm-2")  # ready: adoption needed no blob
+    away = cluster.storage.with_name("storage-unmounted")
+    cluster.storage.rename(away)
+
+    reply = tm.heartbeat(successor, failed_report(job_id))
+
+    assert [ack for ack in reply.acks if ack.job_id == job_id and ack.outcome] == []
+    assert cluster.job(successor, job_id)["state"] == "RUNNING"
+    assert not cluster.exists(cluster.layout.result(job_id)), "a blip gave the job a result"
+    away.rename(cluster.storage)
+    reply = tm.heartbeat(successor, failed_report(job_id))  # sent again, as a TaskManager does
+    assert [ack.outcome for ack in reply.acks if ack.job_id == job_id] == [True]
+    assert _attempt_state(cluster, successor, job_id) == "FAILED"
+    assert not cluster.exists(cluster.layout.result(job_id)), "its strategy restarts it"
+
+
+def test_a_record_from_before_the_facts_were_kept_is_recovered_from_its_graph(
+    cluster: JobManagerCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (old, new), _tm = leased_jobs(cluster, 2)
+    path = cluster.layout.job_status(old)
+    record = JobStatusRecord.from_json(cluster.data(path) or b"")
+    cluster.zk.set(path, record.model_copy(update={"slots": None, "queue": None}).to_json())
+    reads = graph_reads(monkeypatch)
+
+    successor = cluster.start_leader("jm-2")
+
+    assert dispatcher_of(successor).recovery_summary["adopted"] == 2
+    assert reads == [old]
+    wait_until(lambda: _state(cluster, successor, new) == "RUNNING", SETTLE, "adopted")
+
+
+def running_report(job_id: str) -> AttemptReport:
+    return AttemptReport(
+        job_id=job_id,
+        attempt=1,
+        epoch=1,
+        phase=AttemptPhase.RUNNING,
+        pid=1,
+        started_at=1_700_000_000.0,
+    )
+
+
+def _state(cluster: JobManagerCluster, manager: JobManager, job_id: str) -> str:
+    return str(cluster.job(manager, job_id)["state"])
+
+
+def _attempt_state(cluster: JobManagerCluster, manager: JobManager, job_id: str) -> str:
+    return str(cluster.job(manager, job_id)["attempts"][0]["state"])
