@@ -24,6 +24,7 @@ from steward.errors import ApiError
 from steward.jobmanager.manager import JobManager
 from steward.testing.credentials import kit_admin_token
 from steward.wire.submissions import MAX_BATCH
+from support import wait_until
 
 pytestmark = pytest.mark.zookeeper
 
@@ -35,7 +36,19 @@ def _limits(window: str) -> dict[str, object]:
     }
 
 
-def _spend_the_share(cluster: JobManagerCluster, leader: JobManager, prefix: str) -> None:
+def _spend_the_share(
+    cluster: JobManagerCluster, leader: JobManager, prefix: str, window: float
+) -> None:
+    """Spend the team's share early in one of the limiter's windows. Its windows are aligned to
+    the clock (multiples of their length), and a share spent in one window weighs a little
+    less the moment the next begins: a request just past that boundary would pass (the first
+    test then saw no 429 at all when the batch and the client's submission straddled it)."""
+    margin = min(window / 2, 30.0)
+    wait_until(
+        lambda: window - time.time() % window > margin,
+        margin + 1,
+        message="early enough in a window of the limiter",
+    )
     batch = {"submissions": [submission(f"{prefix}-{n}") for n in range(MAX_BATCH)]}
     assert cluster.post(leader, "/v1/jobs/batch", batch).status_code == 200
 
@@ -54,7 +67,7 @@ def test_submissions_past_the_limit_wait_their_retry_after_and_are_stored(
     # ends well inside it, short enough that the client's wait stays short.
     leader = cluster.start_leader(**_limits("15s"))
     caplog.set_level(logging.INFO, logger="steward.client.failover")
-    _spend_the_share(cluster, leader, "share")
+    _spend_the_share(cluster, leader, "share", 15)
     with Client([leader.address], timeout=60) as client:
         view = client.submit(pipeline, job_id="limited")
     assert view.job_id == "limited"
@@ -67,7 +80,7 @@ def test_a_wait_past_the_clients_timeout_returns_the_429_at_once(
 ) -> None:
     leader = cluster.start_leader(**_limits("10m"))
     started = time.monotonic()
-    _spend_the_share(cluster, leader, "share")
+    _spend_the_share(cluster, leader, "share", 600)
     with Client([leader.address], timeout=5) as client, pytest.raises(ApiError) as refused:
         client.submit(pipeline, job_id="past-the-limit")
     assert refused.value.status == 429
@@ -79,7 +92,7 @@ def test_a_request_that_is_not_idempotent_gets_its_429_unretried(
 ) -> None:
     leader = cluster.start_leader(**_limits("10m"))
     caplog.set_level(logging.INFO, logger="steward.client.failover")
-    _spend_the_share(cluster, leader, "share")
+    _spend_the_share(cluster, leader, "share", 600)
     failover = Failover([leader.address], timeout=30, token=kit_admin_token())
     try:
         # A Livy batch: the same body sent again would be a second batch.
