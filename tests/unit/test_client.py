@@ -505,3 +505,26 @@ def test_a_stopped_local_cluster_is_reported_at_once(
     # Then discovery says so instead of retrying dead addresses
     with pytest.raises(ClusterUnreachableError, match="is not running"):
         discover_addresses(load(environ={}), tmp_path)
+
+
+def test_the_same_pipeline_is_packaged_once_until_its_files_change(
+    client: Client, fake: FakeJobManagers, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from steward.client import packaging
+
+    made: list[Path] = []
+    real = packaging.package
+    monkeypatch.setattr(packaging, "package", lambda path: made.append(path) or real(path))
+    folder = tmp_path / "pipeline"
+    folder.mkdir()
+    (folder / "__main__.py").write_text("def main(ctx):\n    return 1\n")
+    for n in range(3):
+        client.submit(folder, job_id=f"same-{n}")
+    assert len(made) == 1
+    (folder / "helper.py").write_text("X = 1\n")  # a file came: packaged again, with it
+    client.submit(folder, job_id="changed")
+    assert len(made) == 2
+    sent = zipfile.ZipFile(io.BytesIO(base64.b64decode(fake.posts()[-1]["artifact"]["data_b64"])))
+    assert sorted(sent.namelist()) == ["__main__.py", "helper.py"]
+    bodies = {post["artifact"]["data_b64"] for post in fake.posts()[:3]}
+    assert len(bodies) == 1
