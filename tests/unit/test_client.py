@@ -530,3 +530,26 @@ def test_a_429s_wait_is_its_retry_after_jittered_upward() -> None:
     assert all(2.0 <= wait <= 2.0 * (1 + failover_module.RATE_LIMIT_JITTER) for wait in waits)
     assert len(set(waits)) > 1
     assert failover_module.rate_limit_wait(httpx.Response(429), 0.4) >= 0.4
+
+
+def test_the_same_pipeline_is_packaged_once_until_its_files_change(
+    client: Client, fake: FakeJobManagers, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from steward.client import packaging
+
+    made: list[Path] = []
+    real = packaging.package
+    monkeypatch.setattr(packaging, "package", lambda path: made.append(path) or real(path))
+    folder = tmp_path / "pipeline"
+    folder.mkdir()
+    (folder / "__main__.py").write_text("def main(ctx):\n    return 1\n")
+    for n in range(3):
+        client.submit(folder, job_id=f"same-{n}")
+    assert len(made) == 1
+    (folder / "helper.py").write_text("X = 1\n")  # a file came: packaged again, with it
+    client.submit(folder, job_id="changed")
+    assert len(made) == 2
+    sent = zipfile.ZipFile(io.BytesIO(base64.b64decode(fake.posts()[-1]["artifact"]["data_b64"])))
+    assert sorted(sent.namelist()) == ["__main__.py", "helper.py"]
+    bodies = {post["artifact"]["data_b64"] for post in fake.posts()[:3]}
+    assert len(bodies) == 1

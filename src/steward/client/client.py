@@ -27,7 +27,7 @@ from typing import Any, Self
 
 import httpx
 
-from steward.client import job_files, packaging, specs, submission, waiting
+from steward.client import job_files, packaged, packaging, specs, submission, waiting
 from steward.client import tokens as admin_tokens
 from steward.client.batches import BatchSender, prepare_many
 from steward.client.discovery import (
@@ -110,6 +110,7 @@ class Client:
             ),
         )
         self._uploads = Uploads(self._failover)
+        self._pipelines = packaged.Pipelines()  # submitted again: not read and encoded again
         self._batches = BatchSender(self._failover, self._uploads, self.job)
 
     @classmethod
@@ -195,7 +196,7 @@ class Client:
         before any request is made.
         """
         path = Path(pipeline)
-        artifact = packaging.package(path)
+        artifact = self._pipelines.packaged(path)
         local = job_files.collect(py_files=py_files, files=files, archives=archives, jars=jars)
         optional = {
             "name": name,
@@ -217,8 +218,9 @@ class Client:
             "proxy_user": proxy_user,
         }
         checked = specs.submit_spec(path, args, job_id, restart, optional)
+        body = submission.prepare(checked, *artifact.fields)
         return self._uploads.sent_with(
-            local, lambda: self.submit_raw(checked, artifact.filename, artifact.data), self.upload
+            local, lambda: submission.send(self._failover, body, self.job), self.upload
         )
 
     def submit_many(

@@ -30,6 +30,7 @@ from .rest import (
     health,
     internal,
     jobs,
+    jobs_submit,
     livy,
     logs,
     metrics,
@@ -38,6 +39,7 @@ from .rest import (
 )
 from .rest.auth import LOGIN_PAGE, PUBLIC_PATHS, SUBMISSION_PATHS, ApiSecurity, document
 from .rest.backend import ApiBackend
+from .rest.direct import DirectRoutes
 from .rest.errors import add_error_handlers
 from .rest.forwarding import new_forwarder
 from .rest.heartbeat_route import LeanApi
@@ -82,6 +84,15 @@ def create_app(
     metrics.install(app, backend, job_metrics or JobManagerMetrics())
     add_error_handlers(app)
     document_bad_requests(app)  # 400, not FastAPI's 422
+    # Inside the authentication below: the submission routes, answered without FastAPI's
+    # routing (.rest.direct).
+    app.add_middleware(
+        DirectRoutes,
+        routes={
+            ("POST", "/v1/jobs"): jobs_submit.submission_route,
+            ("POST", "/v1/jobs/batch"): batch_submission.batch_route,
+        },
+    )
     # Around everything, the OpenAPI document and unknown paths included (rule: no route
     # can forget it).
     app.add_middleware(

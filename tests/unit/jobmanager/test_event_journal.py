@@ -40,6 +40,25 @@ def test_a_cursor_of_another_journal_or_a_dropped_event_cannot_be_replayed() -> 
     assert journal.read(journal.head.rsplit("-", 1)[0] + "-99") is None  # from the future
 
 
+def test_a_full_journal_replays_exactly_the_kept_events_after_a_cursor() -> None:
+    journal = Journal(capacity=3)
+    for name in ("a", "b", "c", "d"):  # "a" falls out
+        journal.append(_event(name))
+    cursors = {}
+    for name in ("e", "f"):
+        cursors[name] = journal.head
+        journal.append(_event(name))
+    replay = journal.read(cursors["f"])
+    assert replay is not None and [e.event.job_id for e in replay.entries] == ["f"]
+    assert replay.entries[0].cursor == journal.head
+    journal.break_continuity()
+    journal.append(_event("g"))
+    fresh = journal.head
+    journal.append(_event("h"))
+    after = journal.read(fresh)
+    assert after is not None and [e.event.job_id for e in after.entries] == ["h"]
+
+
 def test_broken_continuity_invalidates_every_cursor() -> None:
     journal = Journal()
     cursor = journal.head

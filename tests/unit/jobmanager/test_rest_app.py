@@ -29,6 +29,8 @@ from steward.errors import (
 )
 from steward.jobmanager.app import create_app
 from steward.jobmanager.job_index import JobIndex, JobQuery, Page
+from steward.jobmanager.rest import batch_submission
+from steward.jobmanager.rest import jobs as rest_jobs
 from steward.jobmanager.rest.backend import ApiBackend
 from steward.jobmanager.rest.internal import MAX_HEARTBEAT_BYTES
 from steward.store.blob import BlobStore
@@ -430,3 +432,26 @@ def test_contents_are_stored_and_found_under_their_hash(leader: InMemoryJobManag
     assert (found.status_code, found.headers["x-steward-size"]) == (200, str(len(data)))
     mismatch = api.put(f"/v1/contents/{'0' * 64}", content=data)
     assert (mismatch.status_code, mismatch.json()["code"]) == (400, "content_mismatch")
+
+
+def test_submissions_are_answered_before_fastapis_routing_and_still_authenticated(
+    leader: InMemoryJobManager, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    app = create_app(leader, MemorySecurity().api)
+
+    async def unreachable(_request: object) -> None:
+        raise AssertionError("FastAPI's route answered a submission")
+
+    # FastAPI's routes of both paths would now fail (500): the lean path (.rest.direct) answers.
+    monkeypatch.setattr(rest_jobs, "submission_route", unreachable)
+    monkeypatch.setattr(batch_submission, "batch_route", unreachable)
+    api = TestClient(app, headers=auth_headers())
+    assert api.post("/v1/jobs", json=submission("direct-1")).status_code == 201
+    batch = api.post("/v1/jobs/batch", json={"submissions": [submission("direct-2")]})
+    assert batch.status_code == 200, batch.text
+    assert [r["status"] for r in batch.json()["results"]] == [201]
+    refused = api.post("/v1/jobs", content=b"{")
+    assert (refused.status_code, refused.json()["code"]) == (400, "bad_request")
+    stranger = TestClient(app).post("/v1/jobs", json=submission("direct-3"))
+    assert (stranger.status_code, stranger.json()["code"]) == (401, "unauthorized")
+    assert leader.dispatcher is not None and set(leader.dispatcher.live) == {"direct-1", "direct-2"}

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import secrets
 import threading
 from collections import deque
@@ -127,11 +128,12 @@ class Journal:
             oldest = self._entries[0][0] if self._entries else self._sequence + 1
             if after + 1 < oldest:
                 return None
-            entries = [
-                Entry(self._cursor(sequence), event, job)
-                for sequence, event, job in self._entries
-                if sequence > after
-            ]
+            # Sequences are consecutive: what follows ``after`` is the newest entries, taken
+            # from the right. A scan of the whole journal per read cost the leader's index
+            # follower 10,000 entries for each burst of submissions it took up.
+            newer = itertools.islice(reversed(self._entries), self._sequence - after)
+            entries = [Entry(self._cursor(sequence), event, job) for sequence, event, job in newer]
+            entries.reverse()
             return Replay(entries, self._cursor(self._sequence))
 
     @contextlib.contextmanager

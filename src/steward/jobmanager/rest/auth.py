@@ -57,11 +57,16 @@ class ApiSecurity:
     """Failed authentications and submissions (:mod:`steward.security.rate_limits`)."""
 
 
-async def _caller(request: Request) -> Identity:
+def identity_of(request: Request) -> Identity:
+    """The caller the authentication middleware found (401 if none: never on a route)."""
     identity = getattr(request.state, "identity", None)
     if not isinstance(identity, Identity):  # never: the middleware sets it on every route
         raise ApiError(401, "unauthorized", "a valid bearer token is required")
     return identity
+
+
+async def _caller(request: Request) -> Identity:
+    return identity_of(request)
 
 
 Caller = Annotated[Identity, Depends(_caller)]

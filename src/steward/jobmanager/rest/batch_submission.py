@@ -35,7 +35,7 @@ from steward.wire.submissions import (
     ItemOutcome,
 )
 
-from .auth import Caller, client_address
+from .auth import client_address, identity_of
 from .backend import ApiBackend, LeaderTerm
 from .errors import ApiError, describe, rate_limited
 from .jobs_submit import (
@@ -44,7 +44,7 @@ from .jobs_submit import (
     store_request,
     submission_body,
 )
-from .state import Backend, Contents, Forwarder, services_of
+from .state import services_of
 from .teams import default_team, proxy_grants
 
 router = APIRouter(tags=["jobs"])
@@ -65,16 +65,28 @@ _pool = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="batch-submit
         504: {"model": ErrorBody, "description": "outcome_unknown: a standby's forward"},
     },
 )
-async def submit_batch(
-    request: Request, caller: Caller, backend: Backend, forwarder: Forwarder, contents: Contents
-) -> Response:
+async def submit_batch(request: Request) -> Response:
     """Submit up to 100 jobs, each a ``POST /v1/jobs`` body; one result per job, in order
     (201 created, 200 stored before by these very bytes, else the error that route gives)."""
-    body = await submission_body(
-        request, caller, f"a batch is limited to {MAX_ARTIFACT_BYTES} bytes of artifacts in all"
-    )
+    # Documented here; answered before FastAPI's routing (.direct).
+    return await batch_route(request)
+
+
+async def batch_route(request: Request) -> Response:
+    """``POST /v1/jobs/batch``, answered on the lean path (:mod:`.direct`)."""
+    caller = identity_of(request)
+    services = services_of(request)
+    limit = f"a batch is limited to {MAX_ARTIFACT_BYTES} bytes of artifacts in all"
+    body = await submission_body(request, caller, limit)
     answer: Response = await run_in_threadpool(
-        lambda: _submit(backend, forwarder, contents, request, caller=caller, body=body)
+        lambda: _submit(
+            services.backend,
+            services.forwarder,
+            services.contents,
+            request,
+            caller=caller,
+            body=body,
+        )
     )
     return answer
 

@@ -70,16 +70,21 @@ def outcome_unknown(leader: str, cause: Exception) -> ApiError:
     return ApiError(504, "outcome_unknown", message, headers={"Retry-After": RETRY_AFTER})
 
 
+def error_response(exc: ApiError) -> JSONResponse:
+    """The answer to a route's ApiError: its status, headers and ErrorBody."""
+    return JSONResponse(
+        exc.body.model_dump(mode="json", exclude_none=True),
+        status_code=exc.status,
+        headers=exc.headers,
+    )
+
+
 def add_error_handlers(app: FastAPI) -> None:
     """Every error answer is an ErrorBody ``{code, message}``, whatever raised it."""
 
     @app.exception_handler(ApiError)
     async def api_error(_request: Request, exc: ApiError) -> JSONResponse:
-        return JSONResponse(
-            exc.body.model_dump(mode="json", exclude_none=True),
-            status_code=exc.status,
-            headers=exc.headers,
-        )
+        return error_response(exc)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:

@@ -37,9 +37,8 @@ from .errors import ApiError, raise_for
 from .events import Feed, check_wait, long_poll, long_poll_headers
 from .forwarding import forward, leading
 from .history import with_history_links
-from .jobs_submit import MAX_ARTIFACT_BYTES, submission_body
-from .jobs_submit import submit as submit_job
-from .state import Backend, Contents, Forwarder
+from .jobs_submit import submission_route
+from .state import Backend, Forwarder
 from .teams import job_not_found, scope, sees, visible
 
 router = APIRouter(tags=["jobs"])
@@ -61,16 +60,10 @@ MAX_PAGE_READS = 10
         507: {"model": ErrorBody},
     },
 )
-async def submit(
-    request: Request, caller: Caller, backend: Backend, forwarder: Forwarder, contents: Contents
-) -> Response:
+async def submit(request: Request) -> Response:
     """Submit a job: a spec and the pipeline (a .py file or a zipped folder), base64."""
-    body = await submission_body(
-        request, caller, f"submissions are limited to {MAX_ARTIFACT_BYTES} bytes of artifact"
-    )
-    return await _run_sync(
-        lambda: submit_job(backend, forwarder, contents, request, caller=caller, body=body)
-    )
+    # Documented here; answered before FastAPI's routing (.direct).
+    return await submission_route(request)
 
 
 @router.get("/v1/jobs", response_model=JobList, responses={400: {"model": ErrorBody}})

@@ -27,6 +27,7 @@ import httpx
 from fastapi import Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import ValidationError
+from starlette.concurrency import run_in_threadpool
 
 from steward.artifacts.checked import CheckedArtifacts
 from steward.errors import JobExistsError, JobRejectedError, StewardError
@@ -44,12 +45,13 @@ from steward.wire.values import new_job_id
 
 from .. import faults
 from .archive_checks import check_archives
-from .auth import client_address, require
+from .auth import client_address, identity_of, require
 from .backend import ApiBackend, LeaderTerm
 from .bodies import bounded_body
 from .contents import missing_contents
 from .errors import ApiError, describe, raise_for
 from .forwarding import forward, leading
+from .state import services_of
 from .teams import check_proxy, default_team, proxy_grants
 
 MAX_ARTIFACT_BYTES = 64 * 1024 * 1024
@@ -64,6 +66,26 @@ _TEAM = re.compile(TEAM_PATTERN)
 MAX_JSON_CONTAINERS = 50_000
 """A submission holds at most this many objects and arrays (a spec with 1000 dependencies
 needs about 1000)."""
+
+
+async def submission_route(request: Request) -> Response:
+    """``POST /v1/jobs``, answered on the lean path (:mod:`.direct`); the FastAPI route of the
+    same path delegates here."""
+    caller = identity_of(request)
+    services = services_of(request)
+    limit = f"submissions are limited to {MAX_ARTIFACT_BYTES} bytes of artifact"
+    body = await submission_body(request, caller, limit)
+    answer: Response = await run_in_threadpool(
+        lambda: submit(
+            services.backend,
+            services.forwarder,
+            services.contents,
+            request,
+            caller=caller,
+            body=body,
+        )
+    )
+    return answer
 
 
 async def submission_body(request: Request, caller: Identity, limit: str) -> bytes:
