@@ -9,6 +9,7 @@ import threading
 import time
 from typing import Any
 
+from steward.jobmanager.leader.context import TermContext
 from steward.jobmanager.leader.scheduler import MIN_GAP, Scheduler
 from steward.jobmanager.leader.term import Term
 from steward.testing.waiting import wait_until
@@ -33,7 +34,8 @@ class CountingScheduler(Scheduler):
 def _scheduler() -> tuple[Term, CountingScheduler]:
     term = Term(1, fence=None, config=None, jobmanager_id="jm")  # type: ignore[arg-type]
     none: Any = None
-    return term, CountingScheduler(term, _Table(), none, none, _Membership())  # type: ignore[arg-type]
+    ctx = TermContext(term, _Table(), stores=none, hooks=none)  # type: ignore[arg-type]
+    return term, CountingScheduler(ctx, none, _Membership())  # type: ignore[arg-type]
 
 
 def test_a_burst_of_wake_ups_runs_a_pass_per_gap_not_one_per_wake_up() -> None:
