@@ -21,7 +21,6 @@ import httpx
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from pydantic import JsonValue, ValidationError
-from starlette.concurrency import run_in_threadpool
 
 from steward.security import audit
 from steward.security.identity import Identity
@@ -35,14 +34,14 @@ from steward.wire.submissions import (
     ItemOutcome,
 )
 
-from .auth import client_address, identity_of
+from .auth import client_address
 from .backend import ApiBackend, LeaderTerm
 from .errors import ApiError, describe, rate_limited
 from .jobs_submit import (
     MAX_ARTIFACT_BYTES,
+    answered,
     leader_or_forward,
     store_request,
-    submission_body,
 )
 from .state import services_of
 from .teams import default_team, proxy_grants
@@ -74,21 +73,8 @@ async def submit_batch(request: Request) -> Response:
 
 async def batch_route(request: Request) -> Response:
     """``POST /v1/jobs/batch``, answered on the lean path (:mod:`.direct`)."""
-    caller = identity_of(request)
-    services = services_of(request)
     limit = f"a batch is limited to {MAX_ARTIFACT_BYTES} bytes of artifacts in all"
-    body = await submission_body(request, caller, limit)
-    answer: Response = await run_in_threadpool(
-        lambda: _submit(
-            services.backend,
-            services.forwarder,
-            services.contents,
-            request,
-            caller=caller,
-            body=body,
-        )
-    )
-    return answer
+    return await answered(request, limit, _submit)
 
 
 def _submit(

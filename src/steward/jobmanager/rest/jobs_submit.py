@@ -21,7 +21,7 @@ import hashlib
 import itertools
 import re
 import time
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 from fastapi import Request
@@ -71,12 +71,33 @@ needs about 1000)."""
 async def submission_route(request: Request) -> Response:
     """``POST /v1/jobs``, answered on the lean path (:mod:`.direct`); the FastAPI route of the
     same path delegates here."""
+    limit = f"submissions are limited to {MAX_ARTIFACT_BYTES} bytes of artifact"
+    return await answered(request, limit, submit)
+
+
+class Submitter(Protocol):
+    """What stores one route's submissions (:func:`submit`, a batch's)."""
+
+    def __call__(
+        self,
+        backend: ApiBackend,
+        forwarder: httpx.Client,
+        contents: ContentStore,
+        request: Request,
+        *,
+        caller: Identity,
+        body: bytes,
+    ) -> Response: ...
+
+
+async def answered(request: Request, limit: str, submitter: Submitter) -> Response:
+    """A submission route's answer: the caller's body read (``limit`` past the submission
+    limit), then ``submitter`` on a worker thread (it waits for ZooKeeper)."""
     caller = identity_of(request)
     services = services_of(request)
-    limit = f"submissions are limited to {MAX_ARTIFACT_BYTES} bytes of artifact"
     body = await submission_body(request, caller, limit)
     answer: Response = await run_in_threadpool(
-        lambda: submit(
+        lambda: submitter(
             services.backend,
             services.forwarder,
             services.contents,
