@@ -28,7 +28,13 @@ from steward.supervisor.os_user import OsUser
 from steward.taskmanager.dependency_cache import CACHE_DIR, DependencyCache
 from steward.taskmanager.environments import Environments
 from steward.taskmanager.private_dirs import PRIVATE_DIR_MODE, TRAVERSABLE_DIR_MODE, private_dir
-from steward.taskmanager.proxy_users import WORKING_FOLDER, hand_over, resolve
+from steward.taskmanager.proxy_users import (
+    DEPENDENCIES_FOLDER,
+    WORKING_FOLDER,
+    hand_over,
+    own_copies,
+    resolve,
+)
 from steward.wire.heartbeat import StartAttempt
 from steward.wire.jobs import JobGraph, JobSpec
 from steward.wire.runner_protocol import LaunchDocument, RunMode
@@ -108,9 +114,10 @@ class Preparation:
         private_dir(attempt_dir.parent, self._dir_mode)
         private_dir(attempt_dir)
         artifact_path = materialize(graph.artifact, attempt_dir / "artifact", spec.entrypoint)
-        if user is not None:
-            hand_over(attempt_dir, user)
         dependencies = [self._dependencies.fetch(d) for d in spec.dependencies]
+        if user is not None:
+            dependencies = own_copies(dependencies, attempt_dir / DEPENDENCIES_FOLDER)
+            hand_over(attempt_dir, user)
         python_env = self._environments.python_env(spec, dependencies)
         try:
             document = LaunchDocument(

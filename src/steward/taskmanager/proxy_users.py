@@ -9,12 +9,15 @@ operator did not list. Then, before the lease is taken:
   that is not root, a user it does not list, a missing user or root itself is a
   :class:`ProxyUserError`: permanent, so the job fails at once, spending no restart (the next
   attempt would fail alike);
-- :func:`hand_over` gives the user the unpacked pipeline and a working folder of its own
-  (``<attempt>/work``, the driver's working directory), both mode 0700. The attempt's folder
-  itself stays this process's (0711: traversable, not listable), so the attempt's log beside
-  them (``runner.log``, which this process writes, serves and archives by its path) can be
-  neither replaced nor made a symlink by the user; the folders above are 0711 too
-  (:mod:`~steward.taskmanager.preparation`);
+- :func:`own_copies` copies the files the job names (``--py-files``, ``--files``,
+  ``--archives``, ``--jars``) out of the host cache, which stays this process's alone, into
+  the attempt's folder;
+- :func:`hand_over` gives the user the unpacked pipeline, those copies and a working folder
+  of its own (``<attempt>/work``, the driver's working directory), each mode 0700. The
+  attempt's folder itself stays this process's (0711: traversable, not listable), so the
+  attempt's log beside them (``runner.log``, which this process writes, serves and archives
+  by its path) can be neither replaced nor made a symlink by the user; the folders above are
+  0711 too (:mod:`~steward.taskmanager.preparation`);
 - :func:`driver_env` is the runner's environment: only the variables a driver needs from the
   TaskManager's (:data:`KEPT`), never one that looks secret, then the job's own ``env``.
 
@@ -26,16 +29,20 @@ from __future__ import annotations
 import os
 import pwd
 import re
-from collections.abc import Iterable, Mapping
+import shutil
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from steward.errors import StewardError
 from steward.supervisor.os_user import OsUser
 from steward.taskmanager.private_dirs import TRAVERSABLE_DIR_MODE
 from steward.wire.redaction import DEFAULT_REGEX
+from steward.wire.runner_protocol import LocalDependency
 
 WORKING_FOLDER = "work"
 """A proxy user's driver works in ``<attempt>/work``, its own folder."""
+DEPENDENCIES_FOLDER = "dependencies"
+"""Where a proxy user's copies of its job's files are: ``<attempt>/dependencies``."""
 KEPT = frozenset(
     {"PATH", "LANG", "LANGUAGE", "TZ", "TMPDIR", "PYTHONPATH", "STEWARD_LOG_FORMAT", "TERM"}
 )
@@ -82,6 +89,28 @@ def hand_over(attempt_dir: Path, user: OsUser) -> None:
             # Symlinks are changed themselves, never what they point to.
             os.chown(Path(root) / name, user.uid, user.gid, follow_symlinks=False)
     attempt_dir.chmod(TRAVERSABLE_DIR_MODE)
+
+
+def own_copies(dependencies: Sequence[LocalDependency], folder: Path) -> list[LocalDependency]:
+    """Copies of ``dependencies`` in ``folder`` (inside the attempt's folder, handed over with
+    it): the host cache they were fetched into is this process's alone, and a proxy user's
+    driver must read them (and may change its copies, never the cache others share)."""
+    folder.mkdir(mode=0o700)
+    copies = []
+    for index, dependency in enumerate(dependencies):
+        # One folder each, the names kept: the runner puts a .py file on the path by its name.
+        own = folder / str(index)
+        own.mkdir(mode=0o700)
+        source, packed = Path(dependency.path), dependency.packed
+        target = own / source.name
+        if source.is_dir():
+            shutil.copytree(source, target, symlinks=True)
+        else:
+            shutil.copyfile(source, target)
+        if packed is not None:
+            packed = str(shutil.copyfile(packed, own / f"packed-{Path(packed).name}"))
+        copies.append(dependency.model_copy(update={"path": str(target), "packed": packed}))
+    return copies
 
 
 def driver_env(user: OsUser, job_env: Mapping[str, str]) -> dict[str, str]:

@@ -246,12 +246,14 @@ class JobSpec(Value):
 
     @model_validator(mode="after")
     def _proxy_user_without_host_cache(self) -> Self:
-        # The files a job names and its built environment live in the TaskManager's host
-        # cache, which only the TaskManager's user may read (docs/security.md#proxy-users).
-        if self.proxy_user is not None and (self.dependencies or self.requirements):
+        # A built environment lives in the TaskManager's host cache, which only the
+        # TaskManager's user may read (docs/security.md#proxy-users); the files a job names
+        # are copied into its attempt's folder for its proxy user.
+        if self.proxy_user is not None and self.requirements:
             raise ValueError(
-                "a job run as a proxy user cannot name files (--py-files, --files, --archives,"
-                " --jars) or requirements yet: package them with the pipeline"
+                "a job run as a proxy user cannot name requirements yet: build its environment"
+                " into an archive (--archives env.tar.gz#environment) or package it with the"
+                " pipeline"
             )
         return self
 

@@ -77,6 +77,18 @@ def main(ctx):
     }
 """
 
+USES_FILES = """
+import os
+
+def main(ctx):
+    import helper  # --py-files
+
+    with open("data.txt") as f:  # --files, linked into the working folder
+        text = f.read()
+    owner = os.stat(os.path.realpath("data.txt")).st_uid
+    return {"helper": helper.VALUE, "data": text, "owner": owner}
+"""
+
 
 @dataclass(frozen=True)
 class OsUsers:
@@ -213,6 +225,26 @@ def test_the_proxy_user_cannot_read_the_taskmanagers_credentials(proxied: Proxie
     assert os.environ["STEWARD_TOKEN"]
     steward_env = {name for name in seen["env"] if name.startswith("STEWARD_")}
     assert steward_env <= {"STEWARD_LOG_FORMAT", TOKEN_ENV, CGROUP_ENV}
+
+
+def test_the_files_a_job_names_reach_its_proxy_user_as_its_own_copies(proxied: Proxied) -> None:
+    # The host cache they are fetched into is the TaskManager's alone (0700): without the
+    # copies the driver could not read them (and such a job was refused before).
+    folder = proxied.folder
+    (folder / "uses_files.py").write_text(USES_FILES)
+    (folder / "helper.py").write_text("VALUE = 42\n")
+    (folder / "data.txt").write_text("the words\n")
+    with proxied.client("alice") as alice:
+        alice.submit(
+            folder / "uses_files.py",
+            job_id="with-files",
+            py_files=[folder / "helper.py"],
+            files=[folder / "data.txt"],
+            proxy_user=proxied.users.user,
+        )
+        done = alice.wait("with-files", timeout=90)
+    assert done.state.value == "FINISHED", done.error
+    assert done.value == {"helper": 42, "data": "the words\n", "owner": proxied.users.uid}
 
 
 def test_a_caller_not_granted_the_user_gets_403_and_nothing_is_stored(proxied: Proxied) -> None:

@@ -56,11 +56,11 @@ def test_the_key_parses_pairs_and_refuses_what_is_not_one() -> None:
             load(environ={}, overrides={"security.proxy-users": bad})
 
 
-def test_a_spec_names_a_valid_os_user_and_no_host_cache_files() -> None:
+def test_a_spec_names_a_valid_os_user_and_no_requirements() -> None:
     assert JobSpec(job_id="j", proxy_user="etl").proxy_user == "etl"
     with pytest.raises(ValidationError, match="proxy_user"):
         JobSpec(job_id="j", proxy_user="../root")
-    with pytest.raises(ValidationError, match="cannot name files"):
+    with pytest.raises(ValidationError, match="cannot name requirements"):
         JobSpec(job_id="j", proxy_user="etl", requirements=["six"])
 
 
