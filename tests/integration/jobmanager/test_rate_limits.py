@@ -20,6 +20,7 @@ from jobmanager_harness import JobManagerCluster, PretendTaskManager, submission
 from steward.jobmanager.manager import JobManager
 from steward.security.source_address import FORWARDED_FOR, FORWARDED_PROOF
 from steward.wire.submissions import MAX_BATCH
+from support import wait_until
 
 pytestmark = pytest.mark.zookeeper
 
@@ -43,7 +44,18 @@ def client_from(address: str, token: str | None = None) -> Iterator[httpx.Client
 
 
 def new_token(cluster: JobManagerCluster, leader: JobManager, name: str, role: str) -> str:
-    answer = cluster.post(leader, "/v1/tokens", {"name": name, "role": role})
+    """A new token, asked again as a client does after a 503 (the leader's ZooKeeper
+    connection dropped under load: the write's outcome unknown), under a fresh name each time
+    so that a first write that did land is not a conflict."""
+    tries = iter(range(1_000))
+
+    def created() -> httpx.Response | None:
+        attempt = next(tries)
+        body = {"name": name if attempt == 0 else f"{name}-{attempt}", "role": role}
+        answer = cluster.post(leader, "/v1/tokens", body)
+        return None if answer.status_code == 503 else answer
+
+    answer = wait_until(created, 30, message="a token created")
     assert answer.status_code == 201, answer.text
     token: str = answer.json()["token"]
     return token

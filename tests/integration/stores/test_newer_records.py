@@ -23,7 +23,7 @@ pytestmark = pytest.mark.zookeeper
 
 def with_newer_fields(data: bytes) -> bytes:
     raw = json.loads(data)
-    raw["priority"] = {"class": "gold", "preemptible": False}  # a field of a future release
+    raw["preemption"] = {"class": "gold", "preemptible": False}  # a field of a future release
     return json.dumps(raw).encode()
 
 
