@@ -450,9 +450,15 @@ def test_reports_of_unknown_attempts_are_cancelled_or_forgotten(
     reply = tm.heartbeat(leader, ended)
     assert [(a.job_id, a.attempt, a.outcome) for a in reply.acks] == [("job-ghost", 3, True)]
     assert not cluster.exists(cluster.layout.result("job-ghost"))
-    # It occupied a slot while it ran: the free count shows it until it is gone.
-    tms = cluster.get(leader, "/v1/cluster").json()["taskmanagers"]
-    assert [(t["id"], t["free_slots"]) for t in tms] == [("tm-1", 2)]
+
+    # It occupied a slot while it ran: the free count shows it until it is gone. (The
+    # leader lists a TaskManager once its membership watch saw it register, which may come
+    # after these heartbeats: wait for the listing.)
+    def free_slots() -> list[tuple[str, int]]:
+        tms = cluster.get(leader, "/v1/cluster").json()["taskmanagers"]
+        return [(t["id"], t["free_slots"]) for t in tms]
+
+    wait_until(lambda: free_slots() == [("tm-1", 2)], SETTLE, message="tm-1 with 2 free slots")
 
 
 def test_a_long_polling_heartbeat_gets_a_new_command_at_once(cluster: JobManagerCluster) -> None:
