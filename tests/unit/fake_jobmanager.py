@@ -48,6 +48,10 @@ class FakeJobManagers:
         self.leader: dict[str, Any] | None = {"id": "jm-1", "address": "http://a", "epoch": 1}
         self.digests: dict[str, str] = {}  # the sha256 of the body that created each job
         self.say_digest = True  # False: answer job_exists as a JobManager before digests did
+        # The CLI's client gives up after this many seconds of wall time (the retries' sleeps
+        # are patched out, so an unreachable cluster spins for all of it): short for the
+        # give-up tests, longer where a retry must land on a loaded machine.
+        self.client_timeout = 0.5
 
     def transport(self) -> httpx.MockTransport:
         return httpx.MockTransport(self)

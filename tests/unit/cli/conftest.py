@@ -19,7 +19,7 @@ def fake(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> FakeJobManagers:
     api = FakeJobManagers()
 
     def open_client(_config: Configuration) -> Client:
-        return Client(["http://jm-a:8081"], timeout=0.5, transport=api.transport())
+        return Client(["http://jm-a:8081"], timeout=api.client_timeout, transport=api.transport())
 
     monkeypatch.setattr(jobs, "open_client", open_client)
     monkeypatch.setattr("steward.client.waiting._sleep", lambda _s: None)

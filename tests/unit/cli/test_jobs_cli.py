@@ -118,6 +118,7 @@ def test_submit_sends_its_own_job_id_and_the_same_body_when_its_answer_was_lost(
         fake.route(request)
         raise httpx.ReadTimeout("timed out", request=request)
 
+    fake.client_timeout = 30.0  # the retry must come within it even on a loaded machine
     fake.script.append(stored_then_lost)
     code, out, err = run("submit", PIPELINE, "--detach", "--json", "--", "--ticks", "2")
     assert code == 0, err
