@@ -20,6 +20,10 @@ def test_quick_run_adopts_every_simulated_attempt_and_prints_the_figures() -> No
     }
 
 
+# Slow (a second takeover of the quick run, 35 s when loaded): the default run has the crash
+# case above, and a graceful handoff's recovery in
+# tests/integration/jobmanager/test_jobmanager_recovery.py.
+@pytest.mark.slow
 @pytest.mark.zookeeper
 def test_quick_graceful_handoff_adopts_every_simulated_attempt() -> None:
     doc = run_benchmark("failover_scale.py", "--quick", "--handoff", "term", timeout=300)
