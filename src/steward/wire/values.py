@@ -97,14 +97,27 @@ class Value(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
 
+_SCHEMA = {"schema_version"}
+
+
 class Payload(Value):
     """Base of every stored top-level payload: a :class:`Value` with a schema version."""
 
     kind_name: ClassVar[str] = "payload"
+    compact: ClassVar[bool] = False
+    """Written without the fields that hold their default (None, "", 0, [], {}, false): for
+    the records kept per live job in ZooKeeper, whose bytes count (issue 22). Reading back
+    gives the same value, for this release and an older one: a missing field is its default,
+    and a release never changes a field's default within a schema."""
     schema_version: int = Field(default=SCHEMA_VERSION, alias="schema")
 
     def to_json(self) -> bytes:
-        return self.model_dump_json(by_alias=True).encode()
+        if not self.compact:
+            return self.model_dump_json(by_alias=True).encode()
+        # The schema is written always (from_json refuses a payload without it), first.
+        rest = self.model_dump_json(by_alias=True, exclude_defaults=True, exclude=_SCHEMA)
+        head = f'{{"schema":{self.schema_version}'
+        return f"{head}}}".encode() if rest == "{}" else f"{head},{rest[1:]}".encode()
 
     @classmethod
     def from_json(cls, data: bytes | str) -> Self:
