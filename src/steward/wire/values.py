@@ -97,7 +97,8 @@ class Value(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
 
-_SCHEMA = {"schema_version"}
+_SCHEMA_HEAD = b'{"schema":%d,' % SCHEMA_VERSION
+_SCHEMA_ONLY = b'{"schema":%d}' % SCHEMA_VERSION
 
 
 class Payload(Value):
@@ -112,12 +113,14 @@ class Payload(Value):
     schema_version: int = Field(default=SCHEMA_VERSION, alias="schema")
 
     def to_json(self) -> bytes:
-        if not self.compact:
-            return self.model_dump_json(by_alias=True).encode()
-        # The schema is written always (from_json refuses a payload without it), first.
-        rest = self.model_dump_json(by_alias=True, exclude_defaults=True, exclude=_SCHEMA)
-        head = f'{{"schema":{self.schema_version}'
-        return f"{head}}}".encode() if rest == "{}" else f"{head},{rest[1:]}".encode()
+        # The serializer's bytes as they are (model_dump_json decodes them to a str).
+        serializer = self.__pydantic_serializer__
+        if not self.compact or self.schema_version != SCHEMA_VERSION:
+            return serializer.to_json(self, by_alias=True)
+        # exclude_defaults leaves the schema out (it is its default); from_json refuses a
+        # payload without one, so it is written first, as a constant.
+        rest = serializer.to_json(self, by_alias=True, exclude_defaults=True)
+        return _SCHEMA_ONLY if rest == b"{}" else _SCHEMA_HEAD + rest[1:]
 
     @classmethod
     def from_json(cls, data: bytes | str) -> Self:
