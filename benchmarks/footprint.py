@@ -47,6 +47,8 @@ from _common import (
 from steward.client import Client
 from steward.testing.processes import Proc
 
+ZK_BYTES_GOAL = 600
+
 
 def rss(procs: dict[str, tuple[Proc, bool]], samples: int) -> dict[str, float]:
     """Highest RSS in MiB of each named process (``True``: with its descendants)."""
@@ -217,10 +219,14 @@ def rows(results: Json, jobs: int) -> list[Json]:
             "ZooKeeper bytes per running job",
             results["zk_approximate_data_size_bytes_per_job"],
             "B",
-            goal="",
-            met=None,
+            goal=f"< {ZK_BYTES_GOAL} B (issue 22)",
+            met=results["zk_approximate_data_size_bytes_per_job"] < ZK_BYTES_GOAL,
             note=f"zk_approximate_data_size delta / {jobs} jobs; "
-            f"{results['zk_znodes_per_job']} znodes per job",
+            f"{results['zk_znodes_per_job']} znodes per job: "
+            + ", ".join(  # each kind without the cluster's root: jobs/<job-id>/status
+                f"{kind.split('/', 3)[-1]} {znode['bytes_per_job']} B"
+                for kind, znode in results["zk_per_job_znodes"].items()
+            ),
             digits=1,
         ),
     ]

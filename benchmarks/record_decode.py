@@ -157,6 +157,7 @@ def main() -> int:
         progress(f"record decode: {results}")
         return {
             "benchmark": "record_decode",
+            "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()),
             "parameters": {"batches": batches, "calls": calls, "quick": args.quick},
             "results": results,
             "summary": rows(results),
