@@ -12,18 +12,25 @@ is ready, highest sample reported:
 
 ZooKeeper bytes per job: the server's ``mntr`` ``zk_approximate_data_size`` (data plus path
 bytes of every znode) and ``zk_znode_count``, before and after the jobs were submitted and
-run, divided by the number of jobs: a job graph pointer, a status record and an execution
-lease each.
+run, divided by the number of jobs. The breakdown (``zk_per_job_znodes``) says which znodes
+those are and what each costs: the cluster's tree is read before and after (a kazoo client
+with the cluster's credential), and every znode created or grown in between is counted under
+its path with the job id as ``<job-id>``: its path bytes (the full path, as the server counts
+it; the benchmark's root ``/steward-bench/footprint`` is 8 bytes longer than the default
+``/steward/default``) and its data bytes, averaged over the jobs.
 """
 
 from __future__ import annotations
 
+import re
 import statistics
 import sys
 import time
+from collections import defaultdict
 from pathlib import Path
 
 import psutil
+from kazoo.client import KazooClient
 
 from _cluster import TICKING, BenchCluster, bench_cluster, rss_mib, tick_count
 from _common import (
@@ -40,6 +47,8 @@ from _common import (
 from steward.client import Client
 from steward.testing.processes import Proc
 
+ZK_BYTES_GOAL = 600
+
 
 def rss(procs: dict[str, tuple[Proc, bool]], samples: int) -> dict[str, float]:
     """Highest RSS in MiB of each named process (``True``: with its descendants)."""
@@ -54,6 +63,57 @@ def rss(procs: dict[str, tuple[Proc, bool]], samples: int) -> dict[str, float]:
 def zk_counts(zookeeper: TempZooKeeper) -> tuple[int, int]:
     mntr = zookeeper.monitor()
     return int(mntr["zk_approximate_data_size"]), int(mntr["zk_znode_count"])
+
+
+def zk_tree(cluster: BenchCluster) -> dict[str, tuple[int, int]]:
+    """Every znode under the cluster's root: path -> (path bytes, data bytes)."""
+    settings = cluster.settings
+    client = KazooClient(
+        settings["high-availability.zookeeper.quorum"],
+        **cluster.zookeeper_access.kazoo_options(),
+    )
+    client.start(timeout=30)
+    try:
+        tree: dict[str, tuple[int, int]] = {}
+        pending = [
+            f"{settings['high-availability.zookeeper.root']}/{settings['high-availability.cluster-id']}"
+        ]
+        while pending:
+            path = pending.pop()
+            data, _stat = client.get(path)
+            tree[path] = (len(path.encode()), len(data))
+            pending.extend(f"{path}/{child}" for child in client.get_children(path))
+        return tree
+    finally:
+        client.stop()
+        client.close()
+
+
+_JOB_ID = re.compile(r"footprint-\d{3}")
+
+
+def breakdown(
+    before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]], jobs: int
+) -> Json:
+    """What the jobs added to the tree, per znode kind (path with ``<job-id>``), per job."""
+    kinds: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    for path, (path_bytes, data_bytes) in after.items():
+        old_path, old_data = before.get(path, (0, 0))
+        if (path_bytes - old_path, data_bytes - old_data) != (0, 0):
+            kinds[_JOB_ID.sub("<job-id>", path)].append(
+                (path_bytes - old_path, data_bytes - old_data)
+            )
+    znodes = {
+        kind: {
+            "znodes_per_job": round(len(sizes) / jobs, 2),
+            "path_bytes": round(sum(p for p, _ in sizes) / len(sizes), 1),
+            "data_bytes": round(sum(d for _, d in sizes) / len(sizes), 1),
+            "bytes_per_job": round(sum(p + d for p, d in sizes) / jobs, 1),
+        }
+        for kind, sizes in sorted(kinds.items())
+    }
+    total = sum(kind["bytes_per_job"] for kind in znodes.values())
+    return {"zk_per_job_znodes": znodes, "zk_tree_bytes_per_job": round(total, 1)}
 
 
 def run(zookeeper: TempZooKeeper, parameters: Json) -> Json:
@@ -75,12 +135,15 @@ def run(zookeeper: TempZooKeeper, parameters: Json) -> Json:
         )
         progress(f"idle RSS MiB: {idle}")
         data_before, znodes_before = zk_counts(zookeeper)
+        tree_before = zk_tree(cluster)
         procs = {"leader": leader, "standby": standby, "taskmanager": tm}
         loaded = _with_jobs(cluster, procs, parameters, pipeline)
         data_after, znodes_after = zk_counts(zookeeper)
+        tree_after = zk_tree(cluster)
     per_job = {
         "zk_approximate_data_size_bytes_per_job": round((data_after - data_before) / jobs, 1),
         "zk_znodes_per_job": round((znodes_after - znodes_before) / jobs, 2),
+        **breakdown(tree_before, tree_after, jobs),
     }
     progress(f"loaded RSS MiB: {loaded}; ZooKeeper per job: {per_job}")
     return {"idle_rss_mib": idle, "loaded_rss_mib": loaded, **per_job}
@@ -156,10 +219,14 @@ def rows(results: Json, jobs: int) -> list[Json]:
             "ZooKeeper bytes per running job",
             results["zk_approximate_data_size_bytes_per_job"],
             "B",
-            goal="",
-            met=None,
+            goal=f"< {ZK_BYTES_GOAL} B (issue 22)",
+            met=results["zk_approximate_data_size_bytes_per_job"] < ZK_BYTES_GOAL,
             note=f"zk_approximate_data_size delta / {jobs} jobs; "
-            f"{results['zk_znodes_per_job']} znodes per job",
+            f"{results['zk_znodes_per_job']} znodes per job: "
+            + ", ".join(  # each kind without the cluster's root: jobs/<job-id>/status
+                f"{kind.split('/', 3)[-1]} {znode['bytes_per_job']} B"
+                for kind, znode in results["zk_per_job_znodes"].items()
+            ),
             digits=1,
         ),
     ]

@@ -28,3 +28,14 @@ def test_quick_fair_share_run_starts_the_second_team_s_jobs_and_prints_the_figur
     assert results["a_started"] < results["a_jobs"]
     assert 0.0 < results["shares"]["b"] < 1.0
     assert {row["unit"] for row in doc["summary"]} == {"slot turnovers", "points", "ms CPU"}
+
+
+def test_quick_record_decode_run_measures_both_encodings_of_one_record() -> None:
+    # In-process, no ZooKeeper: a second. The benchmark itself fails if either encoding reads
+    # back another record, or if a corrupt record is read.
+    doc = run_benchmark("record_decode.py", "--quick", timeout=120)
+    results = doc["results"]
+    assert results["bytes_after"] < results["bytes_before"]
+    assert min(results["decode_before_us"], results["decode_after_us"]) > 0
+    assert results["json_loads_us"] > 0
+    assert {row["unit"] for row in doc["summary"]} == {"us CPU"}

@@ -21,6 +21,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from _cluster import replayed_ticks  # noqa: E402
 from _cluster_report import render_section, write_cluster_section  # noqa: E402
 from _common import summary_row  # noqa: E402
+from footprint import breakdown  # noqa: E402
 
 OWN = ("cluster_failover", "failover_reads", "recovery_scaling", "submission", "footprint")
 
@@ -81,6 +82,34 @@ def test_replayed_ticks_counts_ticks_a_later_attempt_wrote_again(tmp_path: Path)
     assert replayed_ticks(truth) == 2
     truth.write_text("start 1 10\ntick 1 1\ntick 1 2\ntick 1 3\n")
     assert replayed_ticks(truth) == 0
+
+
+def test_footprint_breakdown_counts_what_each_job_added_per_znode_kind() -> None:
+    root = "/steward-bench/footprint"
+    before = {root: (24, 0), f"{root}/jobs": (29, 0), f"{root}/leader/info": (36, 60)}
+    after = {**before, f"{root}/leader/info": (36, 60)}
+    for n in range(2):
+        job = f"footprint-{n:03d}"
+        after[f"{root}/jobs/{job}"] = (43, 0)
+        after[f"{root}/jobs/{job}/status"] = (50, 300 + 10 * n)
+
+    found = breakdown(before, after, jobs=2)
+
+    assert found["zk_per_job_znodes"] == {
+        f"{root}/jobs/<job-id>": {
+            "znodes_per_job": 1.0,
+            "path_bytes": 43.0,
+            "data_bytes": 0.0,
+            "bytes_per_job": 43.0,
+        },
+        f"{root}/jobs/<job-id>/status": {
+            "znodes_per_job": 1.0,
+            "path_bytes": 50.0,
+            "data_bytes": 305.0,
+            "bytes_per_job": 355.0,
+        },
+    }
+    assert found["zk_tree_bytes_per_job"] == 398.0
 
 
 @pytest.mark.slow

@@ -19,8 +19,8 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+import secrets
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -100,7 +100,7 @@ from a store that stopped answering hung for minutes)."""
 
 
 class BlobStore:
-    """Blobs under one fsspec URL. Keys are relative paths like ``jobgraphs/<job>/<uuid>``.
+    """Blobs under one fsspec URL. Keys are relative paths like ``jobgraphs/<job>/<unique>``.
 
     ``on_error`` hears the name of each operation the storage failed (``put``, ``get``,
     ``delete``, ``exists``, ``list``): the process's metrics count them for alerting. A
@@ -152,7 +152,9 @@ class BlobStore:
 
     def unique_key(self, prefix: str, suffix: str = "") -> str:
         """A key no other writer will use: blobs are never overwritten, only replaced."""
-        return f"{prefix}/{time.time_ns():x}-{uuid.uuid4().hex}{suffix}"
+        # Nanoseconds and 48 random bits: two writers of one prefix would have to meet in
+        # both. Short, since a job graph's key is written in its pointer in ZooKeeper.
+        return f"{prefix}/{time.time_ns():x}-{secrets.token_hex(6)}{suffix}"
 
     def put(self, key: str, payload: bytes) -> BlobRef:
         """Write ``payload`` under ``key`` atomically; returns its reference."""

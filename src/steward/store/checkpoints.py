@@ -3,7 +3,8 @@
 ``jobs/<job-id>/checkpoint-counter`` holds the next checkpoint id as a decimal int64, moved only
 by a fenced compare-and-set, so two leaders can never hand out the same id (seed 001 shows
 what happens when they try). ``jobs/<job-id>/checkpoints/<%019d>`` holds one
-:class:`CheckpointPointer` per retained checkpoint; the metadata itself is a blob. Adding a
+:class:`CheckpointPointer` per retained checkpoint (the ``checkpoints`` container is created
+with a job's first checkpoint: a job without one has none); the metadata itself is a blob. Adding a
 checkpoint and dropping the ones beyond the retention limit is one fenced transaction; their
 blobs are deleted afterwards, so no pointer ever names a deleted blob.
 """
@@ -41,13 +42,13 @@ BLOB_PREFIX = "checkpoints"
 
 def ensure_job_node(client: KazooClient, layout: Layout, fence: Fence, job_id: str) -> None:
     # The per-job container is created through the fence too: a deposed leader must not
-    # re-create the state of a job the new leader has already cleaned up.
+    # re-create the state of a job the new leader has already cleaned up. Its checkpoints'
+    # container comes with the job's first checkpoint (CompletedCheckpointStore.add): most
+    # jobs never make one, and an empty znode is bytes in ZooKeeper for every live job.
     if zk.read(client, layout.job(job_id)) is not None:
         return
     with contextlib.suppress(NodeExistsError):
-        fence.transaction().create(layout.job(job_id), b"").create(
-            layout.checkpoints(job_id), b""
-        ).commit()
+        fence.transaction().create(layout.job(job_id), b"").commit()
 
 
 class CheckpointIDCounter:
@@ -134,9 +135,10 @@ class CompletedCheckpointStore:
         pointer = CheckpointPointer(
             checkpoint_id=cid, blob=ref.key, sha256=ref.sha256, epoch=fence.epoch
         )
-        txn = fence.transaction().create(
-            self._layout.checkpoint(self.job_id, cid), pointer.to_json()
-        )
+        txn = fence.transaction()
+        if not existing and zk.read(self._client, self._layout.checkpoints(self.job_id)) is None:
+            txn.create(self._layout.checkpoints(self.job_id), b"")  # the job's first checkpoint
+        txn.create(self._layout.checkpoint(self.job_id, cid), pointer.to_json())
         for old in doomed:
             txn.delete(self._layout.checkpoint(self.job_id, old))
         try:

@@ -3,7 +3,7 @@
 Layout under the blob storage's root::
 
     contents/sha256/<hex>            the file's bytes as they are (the key names the hash)
-    contents/uploads/<time>-<uuid>   an upload in progress, renamed into place once verified
+    contents/uploads/<time>-<random> an upload in progress, renamed into place once verified
     contents/touched/<hex>           object stores only: empty, written when the file was last
                                      asked for or uploaded again (:meth:`ContentStore.touch`)
 

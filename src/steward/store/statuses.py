@@ -84,7 +84,6 @@ class JobStatusStore:
         job_id = record.job_id
         return [
             Create(self._layout.job(job_id), b""),
-            Create(self._layout.checkpoints(job_id), b""),
             Create(self._layout.job_status(job_id), record.to_json()),
         ]
 

@@ -219,6 +219,7 @@ class JobStatusRecord(Payload):
     """``jobs/<job-id>/status``: the job's state and its recent attempts, fenced."""
 
     kind_name: ClassVar[str] = "job status"
+    compact: ClassVar[bool] = True
     job_id: str
     name: str = ""
     state: JobState

@@ -97,14 +97,30 @@ class Value(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
 
+_SCHEMA_HEAD = b'{"schema":%d,' % SCHEMA_VERSION
+_SCHEMA_ONLY = b'{"schema":%d}' % SCHEMA_VERSION
+
+
 class Payload(Value):
     """Base of every stored top-level payload: a :class:`Value` with a schema version."""
 
     kind_name: ClassVar[str] = "payload"
+    compact: ClassVar[bool] = False
+    """Written without the fields that hold their default (None, "", 0, [], {}, false): for
+    the records kept per live job in ZooKeeper, whose bytes count (issue 22). Reading back
+    gives the same value, for this release and an older one: a missing field is its default,
+    and a release never changes a field's default within a schema."""
     schema_version: int = Field(default=SCHEMA_VERSION, alias="schema")
 
     def to_json(self) -> bytes:
-        return self.model_dump_json(by_alias=True).encode()
+        # The serializer's bytes as they are (model_dump_json decodes them to a str).
+        serializer = self.__pydantic_serializer__
+        if not self.compact or self.schema_version != SCHEMA_VERSION:
+            return serializer.to_json(self, by_alias=True)
+        # exclude_defaults leaves the schema out (it is its default); from_json refuses a
+        # payload without one, so it is written first, as a constant.
+        rest = serializer.to_json(self, by_alias=True, exclude_defaults=True)
+        return _SCHEMA_ONLY if rest == b"{}" else _SCHEMA_HEAD + rest[1:]
 
     @classmethod
     def from_json(cls, data: bytes | str) -> Self:

@@ -150,6 +150,23 @@ def test_given_five_checkpoints_with_three_retained_then_the_newest_three_and_th
     assert [store.get(cid).checkpoint_id for cid in (3, 4, 5)] == [3, 4, 5]
 
 
+def test_given_a_job_without_a_checkpoints_container_then_its_first_checkpoint_makes_it(
+    store: CompletedCheckpointStore,
+    counter: CheckpointIDCounter,
+    session: Session,
+    leader: Contender,
+) -> None:
+    # As a submission leaves a job (issue 22): its node and status, no empty container.
+    session.client.create(session.layout.job(JOB), b"")
+    assert store.checkpoint_ids() == []
+    assert store.latest().checkpoint is None
+
+    _add(store, counter, leader, 2)
+
+    assert session.client.exists(session.layout.checkpoints(JOB)) is not None
+    assert store.checkpoint_ids() == [1, 2]
+
+
 def test_given_checkpoints_when_asking_for_the_latest_then_the_newest_is_returned(
     store: CompletedCheckpointStore, counter: CheckpointIDCounter, leader: Contender
 ) -> None:

@@ -52,3 +52,31 @@ def test_a_newer_releases_records_are_read_and_found_sound(
     assert JobStatusStore(session).find("job-new") == status
     assert JobResultStore(session, blobs).find("job-old") == result
     assert examine(session, blobs, "test", limits=Limits(grace=60.0)).findings == []
+
+
+def test_a_status_record_is_stored_without_nulls_and_one_stored_whole_still_reads(
+    leader: Contender, session: Session
+) -> None:
+    # Issue 22: a record is written without its default-valued fields; the previous
+    # release wrote them all (nulls included), and a new leader must read those as they are.
+    now = time.time()
+    status = JobStatusRecord(
+        job_id="job-both",
+        state=JobState.SCHEDULED,
+        submitted_at=now,
+        updated_at=now,
+        epoch=leader.fence.epoch,
+        queue="default",
+        priority=0,
+        slots=1,
+    )
+    store = JobStatusStore(session)
+    store.write(leader.fence, status)
+    path = session.layout.job_status("job-both")
+    stored, _stat = session.client.get(path)
+    assert b"null" not in stored and b'"reason"' not in stored
+
+    session.client.set(path, status.model_dump_json(by_alias=True).encode())  # stored whole
+
+    assert b"null" in session.client.get(path)[0]
+    assert store.find("job-both") == status
