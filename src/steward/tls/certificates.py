@@ -149,19 +149,25 @@ def _new_ca(
     return certificate, key
 
 
+_NO_CIPHER = dict.fromkeys(
+    (
+        "content_commitment",
+        "key_encipherment",
+        "data_encipherment",
+        "key_agreement",
+        "encipher_only",
+        "decipher_only",
+    ),
+    False,
+)
+"""The key usages a signing-only key has not."""
+
+
 def _signing_only(*, certificates: bool) -> x509.KeyUsage:
     """A key that signs, and nothing else: certificates and revocation lists too (a CA's),
     or not (an end entity's)."""
     return x509.KeyUsage(
-        digital_signature=True,
-        content_commitment=False,
-        key_encipherment=False,
-        data_encipherment=False,
-        key_agreement=False,
-        key_cert_sign=certificates,
-        crl_sign=certificates,
-        encipher_only=False,
-        decipher_only=False,
+        digital_signature=True, key_cert_sign=certificates, crl_sign=certificates, **_NO_CIPHER
     )
 
 
