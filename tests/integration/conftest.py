@@ -29,3 +29,14 @@ def stoppable_zookeeper(own_zookeeper: ManagedEnsemble) -> Iterator[ManagedEnsem
     yield own_zookeeper
     if not own_zookeeper.status()[0].running:
         restart_server(own_zookeeper, 1)
+
+
+@pytest.fixture
+def frozen_zk(own_zookeeper: ManagedEnsemble) -> Iterator[ManagedEnsemble]:
+    """``own_zookeeper`` for tests that freeze it (SIGSTOP), thawed and serving after the
+    test whatever the test did. A module whose every session must use it overrides
+    ``zk_quorum`` with :func:`frozen_zk`'s connect string."""
+    yield own_zookeeper
+    if own_zookeeper.status()[0].frozen:
+        own_zookeeper.thaw_server(1)
+    own_zookeeper.wait_serving(timeout=60.0)

@@ -17,6 +17,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError
 from kazoo.security import OPEN_ACL_UNSAFE
 
+from acl_probes import stranger_client, tree, world_open
 from steward.errors import ConfigurationError
 from steward.ha.acl import AclMode, DigestCredential, ZooKeeperAccess, create_digest_file
 from steward.ha.session import Session
@@ -47,27 +48,9 @@ def _creator(credential: DigestCredential) -> ZooKeeperAccess:
 
 @pytest.fixture
 def stranger(zk_quorum: str) -> Iterator[KazooClient]:
-    client = KazooClient(hosts=zk_quorum, timeout=SESSION_TIMEOUT)
-    client.start(timeout=15)
-    try:
+    """A kazoo client without the cluster's credential."""
+    with stranger_client(zk_quorum) as client:
         yield client
-    finally:
-        client.stop()
-        client.close()
-
-
-def _tree(client: KazooClient, root: str) -> list[str]:
-    paths, pending = [], [root]
-    while pending:
-        path = pending.pop()
-        paths.append(path)
-        pending += [f"{path}/{child}" for child in client.get_children(path)]
-    return paths
-
-
-def _world_open(client: KazooClient, path: str) -> bool:
-    acls, _stat = client.get_acls(path)
-    return any(acl.id.scheme == "world" for acl in acls)
 
 
 def test_what_a_session_creates_is_closed_to_a_client_without_the_credential(
@@ -79,9 +62,9 @@ def test_what_a_session_creates_is_closed_to_a_client_without_the_credential(
         txn = session.client.transaction()
         txn.create(session.layout.result("j1"), b"{}")
         txn.commit()
-        paths = _tree(session.client, root)
+        paths = tree(session.client, root)
         assert len(paths) >= 10
-        assert not [path for path in paths if _world_open(session.client, path)]
+        assert not [path for path in paths if world_open(session.client, path)]
         for path in paths:
             with pytest.raises(NoAuthError):
                 stranger.get(path)
@@ -92,7 +75,7 @@ def test_what_a_session_creates_is_closed_to_a_client_without_the_credential(
             with pytest.raises(NoAuthError):
                 stranger.create(f"{path}/intruder", b"x")
         # The znode above the root is shared by clusters with other credentials: open.
-        assert _world_open(stranger, ZK_TEST_ROOT)
+        assert world_open(stranger, ZK_TEST_ROOT)
 
 
 def test_a_world_open_cluster_is_migrated_by_the_first_session_with_the_credential(
@@ -106,16 +89,16 @@ def test_a_world_open_cluster_is_migrated_by_the_first_session_with_the_credenti
     with _session(zk_quorum, root, ZooKeeperAccess(AclMode.OPEN)) as old:
         old.client.create(f"{old.layout.job('j1')}/status", b"{}", makepath=True)
         old.client.create(old.layout.result("j1"), b"{}")
-        before = _tree(old.client, root)
-        assert all(_world_open(old.client, path) for path in before)
+        before = tree(old.client, root)
+        assert all(world_open(old.client, path) for path in before)
     # When a session with the credential starts on it
     with caplog.at_level(logging.WARNING, logger="steward.ha.acl"):
         session = _session(zk_quorum, root, _creator(credential)).start()
     try:
         # Then every znode is closed, the data kept, and the migration said how much it did
-        paths = _tree(session.client, root)
+        paths = tree(session.client, root)
         assert set(before) <= set(paths)
-        assert not [path for path in paths if _world_open(session.client, path)]
+        assert not [path for path in paths if world_open(session.client, path)]
         assert session.client.get(session.layout.result("j1"))[0] == b"{}"
         assert f"protected={len(before)}" in caplog.text
         assert credential.password not in caplog.text
@@ -146,8 +129,8 @@ def test_an_interrupted_migration_is_finished_by_the_next_session(
         admin.close()
     # When a session with the credential starts, the rest is done
     with _session(zk_quorum, root, _creator(credential)) as session:
-        paths = _tree(session.client, root)
-        assert not [path for path in paths if _world_open(session.client, path)]
+        paths = tree(session.client, root)
+        assert not [path for path in paths if world_open(session.client, path)]
     with pytest.raises(NoAuthError):
         stranger.get_children(root)
 

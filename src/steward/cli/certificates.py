@@ -15,11 +15,12 @@ from pathlib import Path
 
 import click
 
+from steward.cli.options import role_option
 from steward.cluster.local import TLS_DIR
 from steward.cluster.workdir import StateDir
 from steward.errors import ConfigurationError
 from steward.tls.certificates import issue_client_certificate
-from steward.wire.tokens import TOKEN_NAME_PATTERN, Role, check_teams
+from steward.wire.tokens import TOKEN_NAME_PATTERN, check_teams
 
 _NAME = re.compile(TOKEN_NAME_PATTERN)
 
@@ -31,13 +32,7 @@ def certificate() -> None:
 
 @certificate.command()
 @click.argument("name")
-@click.option(
-    "--role",
-    type=click.Choice([role.value for role in Role]),
-    default=Role.SUBMITTER.value,
-    show_default=True,
-    help="viewer: read; submitter: also submit and cancel its own jobs; admin: everything.",
-)
+@role_option
 @click.option(
     "--days", type=click.IntRange(1, 397), default=90, show_default=True, help="Validity."
 )

@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from steward.cli.cluster_node import node
+from steward.cli.options import json_option
 from steward.cluster.hosts import plan_topology
 from steward.cluster.local import (
     READY_TIMEOUT,
@@ -32,7 +33,6 @@ from steward.config import Configuration, parse_overrides
 from steward.errors import LocalClusterStartError
 from steward.tls.certificates import TlsFiles
 
-_json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 _workdir_option = click.option(
     "--workdir",
     type=click.Path(file_okay=False, path_type=Path),
@@ -97,7 +97,7 @@ cluster.add_command(node)
     help="Serve HTTPS: make a private CA and a certificate in .steward/tls/ (kept across"
     " starts); commands run in this folder verify with it.",
 )
-@_json_option
+@json_option
 @click.pass_context
 def start(
     ctx: click.Context,
@@ -168,7 +168,7 @@ def _print_started(state_dir: StateDir, state: ClusterState, status: ClusterStat
 
 @cluster.command()
 @_workdir_option
-@_json_option
+@json_option
 def status(workdir: Path, as_json: bool) -> None:
     """Show every process of the cluster and which JobManager leads. Exit 1 if any is down."""
     report = LocalCluster(workdir).status()
@@ -218,7 +218,7 @@ def _print_status(report: ClusterStatus) -> None:
 @_workdir_option
 @click.option("--timeout", type=float, default=STOP_GRACE, show_default=True, help="SIGKILL after.")
 @click.option("--purge", is_flag=True, help="Also delete .steward (jobs, results, logs).")
-@_json_option
+@json_option
 def stop(workdir: Path, timeout: float, purge: bool, as_json: bool) -> None:
     """Stop exactly the processes start started; keep the data unless --purge."""
     local = LocalCluster(workdir)

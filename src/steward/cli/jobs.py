@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import click
@@ -23,6 +23,7 @@ from rich.console import Console
 from rich.live import Live
 
 from steward.cli import render, submit_plan
+from steward.cli.options import json_option
 from steward.cli.spark_submit import HelpRequested
 from steward.cli.submit_command import SubmitCommand, echo_help
 from steward.cli.submit_plan import SubmitPlan
@@ -30,8 +31,6 @@ from steward.client import Client, JobFilter
 from steward.config import Configuration
 from steward.wire.rest import JobView, ResultView
 from steward.wire.states import JobState, TerminalState
-
-_json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 
 
 def open_client(config: Configuration) -> Client:
@@ -49,6 +48,20 @@ def _echo_json(document: BaseModel | Sequence[BaseModel] | None) -> None:
     else:
         data = None if document is None else document.model_dump(mode="json")
     click.echo(json.dumps(data, indent=2))
+
+
+def _show(document: BaseModel, *, as_json: bool, human: Callable[[], None]) -> None:
+    """``document`` as JSON with --json, else as ``human`` prints it."""
+    if as_json:
+        _echo_json(document)
+    else:
+        human()
+
+
+def _show_result(outcome: ResultView, *, as_json: bool) -> None:
+    """A terminated job's result, then the command's exit code: 0 if it FINISHED, 1 otherwise."""
+    _show(outcome, as_json=as_json, human=lambda: render.print_result(Console(), outcome))
+    click.get_current_context().exit(_exit_code(outcome))
 
 
 def _exit_code(result: ResultView) -> int:
@@ -161,7 +174,7 @@ LIST_DEFAULT = 50
 
 
 @click.command("list")
-@_json_option
+@json_option
 @click.option("--all", "every", is_flag=True, help="Every job, however many (read page by page).")
 @click.option(
     "--limit", type=click.IntRange(min=1), help=f"The newest N jobs [default: {LIST_DEFAULT}]."
@@ -211,7 +224,7 @@ def list_jobs(
 
 @click.command()
 @click.argument("job_id", metavar="JOB")
-@_json_option
+@json_option
 @click.option(
     "-f", "--follow", is_flag=True, help="Follow the job until it ends, then show its result."
 )
@@ -224,50 +237,40 @@ def status(config: Configuration, job_id: str, as_json: bool, follow: bool) -> N
     if follow:
         with open_client(config) as client:
             outcome = _follow(client, job_id, quiet=as_json)
-        if as_json:
-            _echo_json(outcome)
-        else:
-            render.print_result(Console(), outcome)
-        click.get_current_context().exit(_exit_code(outcome))
+        _show_result(outcome, as_json=as_json)
     with open_client(config) as client:
         view = client.job(job_id)
-    if as_json:
-        _echo_json(view)
-    else:
-        Console().print(render.job_details(view))
+    _show(view, as_json=as_json, human=lambda: Console().print(render.job_details(view)))
 
 
 @click.command()
 @click.argument("job_id", metavar="JOB")
-@_json_option
+@json_option
 @click.pass_obj
 def cancel(config: Configuration, job_id: str, as_json: bool) -> None:
     """Cancel a job; returns once the cluster accepted (steward status shows the end)."""
     with open_client(config) as client:
         view = client.cancel(job_id)
-    if as_json:
-        _echo_json(view)
-    else:
-        click.echo(f"cancelling {view.job_id} ({view.state.value})")
+    _show(
+        view,
+        as_json=as_json,
+        human=lambda: click.echo(f"cancelling {view.job_id} ({view.state.value})"),
+    )
 
 
 @click.command()
 @click.argument("job_id", metavar="JOB")
-@_json_option
+@json_option
 @click.pass_obj
 def result(config: Configuration, job_id: str, as_json: bool) -> None:
     """Show a terminated job's result. Exit code 0 if it FINISHED, 1 otherwise."""
     with open_client(config) as client:
         outcome = client.result(job_id)
-    if as_json:
-        _echo_json(outcome)
-    else:
-        render.print_result(Console(), outcome)
-    click.get_current_context().exit(_exit_code(outcome))
+    _show_result(outcome, as_json=as_json)
 
 
 @click.command()
-@_json_option
+@json_option
 @click.option("--history", is_flag=True, help="Also the latest terms of leadership, oldest first.")
 @click.pass_obj
 def leader(config: Configuration, as_json: bool, history: bool) -> None:

@@ -1,5 +1,5 @@
 """Parsing the job commands' option values: ``--restart`` strategies, ``key=value`` pairs,
-``--timeout`` and ``--env``.
+``--timeout`` and ``--env``; and the options several commands share (``--json``, ``--role``).
 
 Pure functions raising ``click.BadParameter`` (a usage error, exit code 2) with a sentence that
 says what was expected, so they are tested without a cluster.
@@ -16,10 +16,20 @@ from pydantic import TypeAdapter, ValidationError
 from steward.config import parse_duration
 from steward.wire.job_options import MAX_TIMEOUT, check_env, describe_timeout
 from steward.wire.jobs import RestartStrategy
+from steward.wire.tokens import Role
 
 RESTART_HELP = (
     "none | fixed-delay[:attempts=3,delay=10s] |"
     " exponential-delay[:initial=1s,max=60s,multiplier=2,max-attempts=10]"
+)
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+role_option = click.option(
+    "--role",
+    type=click.Choice([role.value for role in Role]),
+    default=Role.SUBMITTER.value,
+    show_default=True,
+    help="viewer: read; submitter: also submit and cancel its own jobs; admin: everything.",
 )
 
 _BARE_NUMBER = re.compile(r"\s*\d+(\.\d+)?\s*")

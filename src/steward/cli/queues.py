@@ -14,12 +14,13 @@ from rich.console import Console
 from rich.table import Table
 
 from steward.cli import jobs
+from steward.cli.options import json_option
 from steward.config import Configuration
 from steward.wire.queues import QueueList
 
 
 @click.command()
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@json_option
 @click.pass_obj
 def queues(config: Configuration, as_json: bool) -> None:
     """Show each queue: its shares, jobs running and waiting, slots used."""

@@ -13,9 +13,9 @@ import time
 import click
 
 from steward.cli.jobs import open_client
+from steward.cli.options import json_option, role_option
 from steward.config import parse_duration
 from steward.errors import ConfigurationError
-from steward.wire.tokens import Role
 
 
 @click.group()
@@ -25,13 +25,7 @@ def token() -> None:
 
 @token.command()
 @click.option("--name", required=True, help="Who the token is for (letters, digits, . _ - @).")
-@click.option(
-    "--role",
-    type=click.Choice([role.value for role in Role]),
-    default=Role.SUBMITTER.value,
-    show_default=True,
-    help="viewer: read; submitter: also submit and cancel its own jobs; admin: everything.",
-)
+@role_option
 @click.option("--expires", metavar="DURATION", help="Lifetime, e.g. 12h, 30d (default: never).")
 @click.option(
     "--team",
@@ -41,7 +35,7 @@ def token() -> None:
     help="A team whose jobs it sees and submits as; repeat it (default: the cluster's default"
     " team).",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@json_option
 @click.pass_context
 def create(
     ctx: click.Context,
@@ -73,7 +67,7 @@ def create(
 
 
 @token.command(name="list")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@json_option
 @click.pass_context
 def list_tokens(ctx: click.Context, as_json: bool) -> None:
     """Every token: id, name, role, created, expires (never a secret)."""

@@ -16,6 +16,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from steward.cli.options import json_option
 from steward.zookeeper.managed import DEFAULT_CLIENT_PORT, ManagedEnsemble, ServerStatus
 
 logger = logging.getLogger(__name__)
@@ -70,7 +71,7 @@ def start(servers: int, port: int, timeout: float, data_dir: Path) -> None:
 
 
 @zookeeper.command()
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@json_option
 @_data_dir_option
 def status(as_json: bool, data_dir: Path) -> None:
     """Say which servers run, which serve, and who leads. Exit code 1 unless all serve."""

@@ -18,7 +18,6 @@ artifact or size), ``NoLeaderError``, ``ClusterUnreachableError``, otherwise ``A
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
@@ -27,20 +26,14 @@ from typing import Any, Self
 
 import httpx
 
-from steward.client import job_files, packaged, packaging, specs, submission, waiting
+from steward.client import connection, job_files, packaged, specs, submission, waiting
 from steward.client import tokens as admin_tokens
 from steward.client.batches import BatchSender, prepare_many
-from steward.client.discovery import (
-    discover_addresses,
-    local_cluster_only,
-    normalize_address,
-    rediscovery,
-)
+from steward.client.discovery import discover_addresses, rediscovery
 from steward.client.failover import (
     DEFAULT_BACKOFF,
     DEFAULT_REQUEST_TIMEOUTS,
     Backoff,
-    Failover,
     RequestTimeouts,
     error_body,
 )
@@ -48,14 +41,11 @@ from steward.client.listing import JobFilter, pages
 from steward.client.log_stream import attempt_log
 from steward.client.responses import api_error, decode, job_path, latest_attempt
 from steward.client.uploads import Uploads
-from steward.config import Configuration, load
+from steward.config import Configuration
 from steward.errors import StewardError
-from steward.security.credentials import find_token
-from steward.tls.contexts import client_tls
 from steward.wire.doctor import DoctorReport
 from steward.wire.jobs import JobKind, ProgramKind, RestartStrategy
 from steward.wire.logs import LogQuery
-from steward.wire.notifications import target_fields
 from steward.wire.queues import QueueList
 from steward.wire.rest import ClusterView, JobList, JobView, LeadershipView, LeaderView, ResultView
 from steward.wire.tokens import CreatedToken, Role, TokenList, TokenView
@@ -85,29 +75,15 @@ class Client:
         token: str | None = None,
         workdir: Path | None = None,
     ) -> None:
-        rediscover = None
-        workdir = Path.cwd() if workdir is None else workdir
-        if addresses is None:
-            config = config if config is not None else load()
-            addresses = discover_addresses(config, workdir)
-            rediscover = rediscovery(config, workdir)
-        urls = [normalize_address(address) for address in addresses]
-        if config is None and any(url.startswith("https://") for url in urls):
-            config = load()  # rest.ssl.ca: of ./steward.toml, or of the local cluster here
-        self._failover = Failover(
-            urls,
+        self._failover = connection.failover(
+            addresses,
+            config=config,
+            workdir=Path.cwd() if workdir is None else workdir,
             timeout=timeout,
             transport=transport,
             backoff=backoff,
             request_timeouts=request_timeouts,
-            rediscover=rediscover,
-            tls=client_tls(config.settings.tls if config is not None else None),
-            token=find_token(
-                token,
-                token_file=config.settings.client.token_file if config is not None else "",
-                workdir=workdir,
-                local_cluster=local_cluster_only(urls, workdir),
-            ),
+            token=token,
         )
         self._uploads = Uploads(self._failover)
         self._pipelines = packaged.Pipelines()  # submitted again: not read and encoded again
@@ -195,10 +171,11 @@ class Client:
         Unset options take the server's defaults. A bad path or spec is a :class:`JobRejectedError`
         before any request is made.
         """
-        path = Path(pipeline)
-        artifact = self._pipelines.packaged(path)
-        local = job_files.collect(py_files=py_files, files=files, archives=archives, jars=jars)
-        optional = {
+        named = {"py_files": py_files, "files": files, "archives": archives, "jars": jars}
+        given = {
+            "job_id": job_id,
+            "args": args,
+            "restart": restart,
             "name": name,
             "slots": slots,
             "spark_conf": spark_conf,
@@ -207,18 +184,17 @@ class Client:
             "labels": labels,
             "team": team,
             "program": program,
-            "dependencies": [f.dependency.model_dump(mode="json") for f in local] or None,
-            "requirements": job_files.requirement_lines(requirements) or None,
-            "timeout": timeout.total_seconds() if isinstance(timeout, timedelta) else timeout,
-            "env": dict(env) if env else None,
-            "notifications": [target_fields(t) for t in notify] or None,
+            "dependencies": None,  # the files named, in this place of the body
+            "requirements": requirements,
+            "timeout": timeout,
+            "env": env,
+            "notifications": notify,
             "queue": queue,
             "priority": priority,
             "max_concurrent": max_concurrent,
             "proxy_user": proxy_user,
         }
-        checked = specs.submit_spec(path, args, job_id, restart, optional)
-        body = submission.prepare(checked, *artifact.fields)
+        body, local = specs.submit_body(self._pipelines, Path(pipeline), named, given)
         return self._uploads.sent_with(
             local, lambda: submission.send(self._failover, body, self.job), self.upload
         )
@@ -265,10 +241,7 @@ class Client:
         only a missing ``job_id`` is filled in, so that a retry is recognised
         (:mod:`steward.client.submission`).
         """
-        spec = dict(spec)
-        spec.setdefault("job_id", packaging.default_job_id(filename))
-        prepared = submission.prepare(spec, filename, base64.b64encode(data).decode("ascii"))
-        return submission.send(self._failover, prepared, self.job)
+        return submission.send(self._failover, specs.raw_body(spec, filename, data), self.job)
 
     def jobs(self, where: JobFilter | None = None, limit: int | None = None) -> list[JobView]:
         """Every job the cluster knows (matching ``where``), live ones and those with a

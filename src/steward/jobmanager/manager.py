@@ -20,7 +20,6 @@ works again; a term whose session is gone never resumes them (docs/architecture.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import logging
 import threading
@@ -42,8 +41,7 @@ from steward.metrics import JobManagerMetrics
 from steward.security.rate_limits import RateLimiter
 from steward.store.blob import BlobStore
 from steward.tls import contexts as tls
-from steward.tls.peer import PeerCertificateProtocol
-from steward.tls.serving import bind_listener, uvicorn_tls_options
+from steward.tls.serving import bind_listener, serve_on_thread
 from steward.wire.doctor import DoctorReport
 from steward.wire.records import LeaderInfo
 
@@ -357,22 +355,9 @@ class JobManager:
             event_feed=feed,
             job_metrics=self.metrics,
         )
-        config = uvicorn.Config(
-            app,
-            http=PeerCertificateProtocol,  # a client certificate may be a credential
-            log_level="warning",
-            access_log=False,
-            lifespan="off",
-            **uvicorn_tls_options(self.settings.tls, self._server_tls),
+        self._server, self._server_thread = serve_on_thread(
+            app, self._socket, (self.settings.tls, self._server_tls), thread_name=f"{self.id}-rest"
         )
-        server = uvicorn.Server(config)
-        self._server = server
-
-        def serve() -> None:
-            asyncio.run(server.serve(sockets=[self._socket]))
-
-        self._server_thread = threading.Thread(target=serve, name=f"{self.id}-rest", daemon=True)
-        self._server_thread.start()
 
 
 def leader_host(leader: LeaderInfo) -> str:

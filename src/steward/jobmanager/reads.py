@@ -9,6 +9,7 @@ answers live jobs from memory and everything else from here. Listings page throu
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from steward.errors import StewardError
 from steward.ha.election import LATCH_PREFIX
@@ -43,53 +44,46 @@ log = logging.getLogger(__name__)
 def result_view(entry: JobResultEntry, served_by: str) -> JobView:
     """A terminated job as a JobView: its state and result from the JobResultStore."""
     return JobView(
-        job_id=entry.job_id,
-        name=entry.name,
+        **_shared_fields(entry),
         state=JobState.of(entry.state),
-        submitted_at=entry.submitted_at,
         updated_at=entry.finished_at,
         # Secrets are hidden at their source (the runner); these catch what comes from
         # elsewhere (a TaskManager's error quoting a URL with a password, say).
         reason=SECRETS.text(entry.error.message) if entry.error else None,
-        attempts=redact_attempts(entry.attempts),
-        attempt_count=entry.attempt_count,
-        failures=entry.failures,
-        labels=entry.labels,
         result=ResultView.of(entry),
-        submitter=entry.submitter,
-        team=entry.team,
-        queue=entry.queue,
-        priority=entry.priority,
-        proxy_user=entry.proxy_user,
-        timeout=entry.timeout,
-        deadline=deadline(entry.submitted_at, entry.timeout),
-        env=entry.env,
         served_by=served_by,
     )
 
 
 def status_view(record: JobStatusRecord, served_by: str) -> JobView:
     return JobView(
-        job_id=record.job_id,
-        name=record.name,
+        **_shared_fields(record),
         state=record.state,
         reason=None if record.reason is None else SECRETS.text(record.reason),
-        submitted_at=record.submitted_at,
         updated_at=record.updated_at,
-        attempts=redact_attempts(record.attempts),
-        attempt_count=record.attempt_count,
-        failures=record.failures,
-        labels=record.labels,
-        submitter=record.submitter,
-        team=record.team,
-        queue=record.queue,
-        priority=record.priority,
-        proxy_user=record.proxy_user,
-        timeout=record.timeout,
-        deadline=deadline(record.submitted_at, record.timeout),
-        env=record.env,
         served_by=served_by,
     )
+
+
+def _shared_fields(source: JobResultEntry | JobStatusRecord) -> dict[str, Any]:
+    """The JobView fields a job's result entry and its status record both carry."""
+    return {
+        "job_id": source.job_id,
+        "name": source.name,
+        "submitted_at": source.submitted_at,
+        "attempts": redact_attempts(source.attempts),
+        "attempt_count": source.attempt_count,
+        "failures": source.failures,
+        "labels": source.labels,
+        "submitter": source.submitter,
+        "team": source.team,
+        "queue": source.queue,
+        "priority": source.priority,
+        "proxy_user": source.proxy_user,
+        "timeout": source.timeout,
+        "deadline": deadline(source.submitted_at, source.timeout),
+        "env": source.env,
+    }
 
 
 class ClusterReader:

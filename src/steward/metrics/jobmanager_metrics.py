@@ -14,7 +14,6 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from prometheus_client import Counter, Gauge, Histogram
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 
 from .registry import BACKOFF_BUCKETS, LATENCY_BUCKETS, ProcessMetrics
@@ -69,110 +68,84 @@ class JobManagerMetrics(ProcessMetrics[JobManagerSnapshot]):
         self._clock = clock
         self._lock = threading.Lock()
         self._heartbeats: dict[str, float] = {}
-        r = self.registry
-        self.leadership_grants = Counter(
-            "steward_leadership_grants", "Times this JobManager was granted leadership.", registry=r
+        self.leadership_grants = self.counter(
+            "steward_leadership_grants", "Times this JobManager was granted leadership."
         )
-        self.recovery_duration = Histogram(
+        self.recovery_duration = self.histogram(
             "steward_recovery_duration_seconds",
             "From a grant of leadership to the term being ready (jobs recovered).",
-            buckets=LATENCY_BUCKETS,
-            registry=r,
+            LATENCY_BUCKETS,
         )
-        self.attempts_started = Counter(
-            "steward_attempts_started", "Attempts deployed (start command sent).", registry=r
+        self.attempts_started = self.counter(
+            "steward_attempts_started", "Attempts deployed (start command sent)."
         )
-        self.attempts_ended = Counter(
+        self.attempts_ended = self.counter(
             "steward_attempts_ended",
             "Attempts that ended, by outcome: finished, failed, lost (their TaskManager gone).",
-            ["outcome"],
-            registry=r,
+            by=("outcome", ATTEMPT_OUTCOMES),
         )
-        self.attempts_adopted = Counter(
+        self.attempts_adopted = self.counter(
             "steward_attempts_adopted",
             "Running attempts a new leader adopted from their lease during recovery.",
-            registry=r,
         )
-        self.attempts_restarted = Counter(
+        self.attempts_restarted = self.counter(
             "steward_attempts_restarted",
             "Restarts scheduled: after a failed attempt, or in recovery for a dead one.",
-            registry=r,
         )
-        self.restart_backoff = Histogram(
+        self.restart_backoff = self.histogram(
             "steward_restart_backoff_seconds",
             "How long a restart waits before its attempt (the restart strategy's delay).",
-            buckets=BACKOFF_BUCKETS,
-            registry=r,
+            BACKOFF_BUCKETS,
         )
-        self.submission_latency = Histogram(
+        self.submission_latency = self.histogram(
             "steward_submission_duration_seconds",
             "Time the leader takes to accept a submission (graph stored, job recorded).",
-            buckets=LATENCY_BUCKETS,
-            registry=r,
+            LATENCY_BUCKETS,
         )
-        self.scheduling_latency = Histogram(
+        self.scheduling_latency = self.histogram(
             "steward_scheduling_latency_seconds",
             "From a job's submission to its first attempt's start command.",
-            buckets=LATENCY_BUCKETS,
-            registry=r,
+            LATENCY_BUCKETS,
         )
-        self.fenced_writes = Counter(
+        self.fenced_writes = self.counter(
             "steward_fenced_writes_rejected",
             "Writes ZooKeeper refused because a newer leader's epoch fenced this term.",
-            registry=r,
         )
-        self.jobs_terminated = Counter(
+        self.jobs_terminated = self.counter(
             "steward_jobs_terminated",
             "Jobs that reached a terminal state (their result recorded), by state.",
-            ["state"],
-            registry=r,
+            by=("state", TERMINAL_STATES),
         )
-        self.cleanup_retries = Counter(
+        self.cleanup_retries = self.counter(
             "steward_cleanup_retries",
             "Cleanups of a terminated job's HA data that failed and are retried.",
-            registry=r,
         )
-        self.zookeeper_lost_writes = Counter(
+        self.zookeeper_lost_writes = self.counter(
             "steward_zookeeper_lost_writes",
             "Writes ZooKeeper acknowledged and later lost (a job's result gone before its"
             " cleanup ended): an incident of the ensemble, never expected.",
-            registry=r,
         )
-        self.notifications = Counter(
+        self.notifications = self.counter(
             "steward_notifications",
             "Job notifications' webhook calls, by outcome: delivered (2xx), retried (to be tried"
             " again), given_up (past notifications.max-age), dropped (the outbox was full).",
-            ["outcome"],
-            registry=r,
+            by=("outcome", ("delivered", "retried", "given_up", "dropped")),
         )
-        for outcome in ("delivered", "retried", "given_up", "dropped"):
-            self.notifications.labels(outcome=outcome)
-        self.rate_limited = Counter(
+        self.rate_limited = self.counter(
             "steward_rate_limited",
             "Requests answered 429 by a rate limit, by kind: auth-address and auth-credential"
             " (too many failed authentications), submissions (a team's jobs).",
-            ["kind"],
-            registry=r,
+            by=("kind", RATE_LIMIT_KINDS),
         )
-        for kind in RATE_LIMIT_KINDS:
-            self.rate_limited.labels(kind=kind)
-        self.doctor_findings = Gauge(
+        self.doctor_findings = self.gauge(
             "steward_doctor_findings",
             "Findings of the last `steward doctor` examination this JobManager made, by severity.",
             ["severity"],
-            registry=r,
         )
-        self.doctor_examined_at = Gauge(
+        self.doctor_examined_at = self.gauge(
             "steward_doctor_last_run_timestamp_seconds",
             "Unix time of the last `steward doctor` examination this JobManager made (0: none).",
-            registry=r,
         )
-        # Every labelled series from the start: increase() misses a counter's first step from
-        # nothing to 1, and the first failed job of a term is one an alert must see.
-        for state in TERMINAL_STATES:
-            self.jobs_terminated.labels(state=state)
-        for outcome in ATTEMPT_OUTCOMES:
-            self.attempts_ended.labels(outcome=outcome)
 
     # ------------------------------------------------------------------ events
 

@@ -3,10 +3,10 @@ scrape-time state (:class:`ProcessMetrics`), latency buckets, and the text expos
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Generic, TypeVar
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
@@ -24,6 +24,8 @@ STORAGE_OPERATIONS = ("put", "get", "delete", "exists", "list")
 """What a process asks of the blob storage (:class:`steward.store.blob.BlobStore`)."""
 
 S = TypeVar("S")
+Labels = tuple[str, Sequence[str]]
+"""A counter's label and the values it takes."""
 
 
 def new_registry() -> CollectorRegistry:
@@ -56,23 +58,35 @@ class ProcessMetrics(Generic[S]):
         self.registry: CollectorRegistry = new_registry()
         self._render = render
         self._state: SnapshotCollector[S] | None = None
-        self.zookeeper_round_trip = Histogram(
+        self.zookeeper_round_trip = self.histogram(
             "steward_zookeeper_round_trip_seconds",
             "Round trips of the liveness probe to ZooKeeper.",
-            buckets=LATENCY_BUCKETS,
-            registry=self.registry,
+            LATENCY_BUCKETS,
         )
-        self.storage_errors = Counter(
+        self.storage_errors = self.counter(
             "steward_storage_errors",
             "Operations on the blob storage that failed (unreachable, full, read-only, timed"
             " out), by operation; a missing blob is not counted.",
-            ["operation"],
-            registry=self.registry,
+            by=("operation", STORAGE_OPERATIONS),
         )
-        for operation in STORAGE_OPERATIONS:
-            # Every series from the start: increase() misses a counter's first step from
-            # nothing to 1, and the first storage failure is the one an alert must see.
-            self.storage_errors.labels(operation=operation)
+
+    def counter(self, name: str, text: str, *, by: Labels | None = None) -> Counter:
+        """A counter of this registry; ``by``: its label and every value it takes, each
+        series made at once (increase() misses a counter's first step from nothing to 1,
+        and the first failure is the one an alert must see)."""
+        if by is None:
+            return Counter(name, text, registry=self.registry)
+        label, values = by
+        counter = Counter(name, text, [label], registry=self.registry)
+        for value in values:
+            counter.labels(value)
+        return counter
+
+    def histogram(self, name: str, text: str, buckets: Sequence[float]) -> Histogram:
+        return Histogram(name, text, buckets=buckets, registry=self.registry)
+
+    def gauge(self, name: str, text: str, labels: Sequence[str] = ()) -> Gauge:
+        return Gauge(name, text, labels, registry=self.registry)
 
     def storage_failed(self, operation: str) -> None:
         """The blob storage refused ``operation`` (a :data:`STORAGE_OPERATIONS` name)."""

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from prometheus_client import Counter
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 
 from .registry import ProcessMetrics
@@ -34,34 +33,27 @@ class TaskManagerMetrics(ProcessMetrics[TaskManagerSnapshot]):
 
     def __init__(self) -> None:
         super().__init__(render_taskmanager)
-        r = self.registry
-        self.attempts_started = Counter(
-            "steward_taskmanager_attempts_started",
-            "Attempts this TaskManager launched.",
-            registry=r,
+        self.attempts_started = self.counter(
+            "steward_taskmanager_attempts_started", "Attempts this TaskManager launched."
         )
-        self.attempts_ended = Counter(
+        self.attempts_ended = self.counter(
             "steward_taskmanager_attempts_ended",
             "Attempts of this TaskManager that ended, by outcome.",
-            ["outcome"],
-            registry=r,
+            by=("outcome", ()),
         )
-        self.attempt_log_dropped = Counter(
+        self.attempt_log_dropped = self.counter(
             "steward_taskmanager_attempt_log_dropped_bytes",
             "Bytes of attempts' output left out of their logs to keep them within"
             " taskmanager.attempt-log.max-size (or lost to a full disk).",
-            registry=r,
         )
-        self.attempt_log_archive_failures = Counter(
+        self.attempt_log_archive_failures = self.counter(
             "steward_taskmanager_attempt_log_archive_failures",
             "Failed tries to copy an ended attempt's log to the HA storage (each is retried;"
             " the local copy stays until one succeeds).",
-            registry=r,
         )
-        self.self_fencings = Counter(
+        self.self_fencings = self.counter(
             "steward_taskmanager_self_fencings",
             "Times this TaskManager fenced itself (ZooKeeper silent for fence-after).",
-            registry=r,
         )
 
     def attempt_ended(self, outcome: str) -> None:

@@ -141,25 +141,34 @@ def _new_ca(
     certificate = (
         _builder(subject, subject, key.public_key(), now, CA_VALIDITY)
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=True,
-                crl_sign=True,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
+        .add_extension(_signing_only(certificates=True), critical=True)
         .sign(key, hashes.SHA256())
     )
     _write_private(files.ca_key, _pem_key(key))
     _write_public(files.ca, certificate.public_bytes(serialization.Encoding.PEM))
     return certificate, key
+
+
+_NO_CIPHER = dict.fromkeys(
+    (
+        "content_commitment",
+        "key_encipherment",
+        "data_encipherment",
+        "key_agreement",
+        "encipher_only",
+        "decipher_only",
+    ),
+    False,
+)
+"""The key usages a signing-only key has not."""
+
+
+def _signing_only(*, certificates: bool) -> x509.KeyUsage:
+    """A key that signs, and nothing else: certificates and revocation lists too (a CA's),
+    or not (an end entity's)."""
+    return x509.KeyUsage(
+        digital_signature=True, key_cert_sign=certificates, crl_sign=certificates, **_NO_CIPHER
+    )
 
 
 # ---------------------------------------------------------------------------- the certificate
@@ -278,20 +287,7 @@ def _signed_leaf(
     """``builder``'s certificate as an end entity (not a CA; signatures only), signed."""
     return (
         builder.add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=False,
-                crl_sign=False,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
+        .add_extension(_signing_only(certificates=False), critical=True)
         .add_extension(
             x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()),
             critical=False,

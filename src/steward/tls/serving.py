@@ -1,4 +1,5 @@
-"""How a Steward HTTP server listens: its socket, and the TLS options handed to uvicorn.
+"""How a Steward HTTP server listens: its socket, the TLS options handed to uvicorn, and
+uvicorn serving on a thread of its own.
 
 Shared by the JobManager's REST API and the TaskManager's HTTP port, which never import each
 other. The socket is bound before uvicorn starts (so a port in use is a clear error at start,
@@ -8,12 +9,18 @@ and port 0 gives the real port to register); the TLS options are the files
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import ssl
+import threading
 from typing import Any
+
+import uvicorn
+from starlette.types import ASGIApp
 
 from steward.config import TlsSettings
 from steward.errors import StewardError
+from steward.tls.peer import PeerCertificateProtocol
 
 
 def bind_listener(host: str, port: int, *, port_key: str) -> socket.socket:
@@ -49,3 +56,33 @@ def uvicorn_tls_options(settings: TlsSettings, context: ssl.SSLContext | None) -
         "ssl_ca_certs": str(settings.ca) if settings.request_client_certificate else None,
         "ssl_cert_reqs": context.verify_mode,
     }
+
+
+def serve_on_thread(
+    app: ASGIApp,
+    listener: socket.socket,
+    tls: tuple[TlsSettings, ssl.SSLContext | None],
+    *,
+    thread_name: str,
+    **options: Any,
+) -> tuple[uvicorn.Server, threading.Thread]:
+    """uvicorn serving ``app`` on ``listener`` (``tls``: the settings and their checked
+    context) on a daemon thread, started; ``options`` are more of uvicorn's. Stop it with
+    ``server.should_exit`` and a join of the thread."""
+    config = uvicorn.Config(
+        app,
+        http=PeerCertificateProtocol,  # a client certificate may be a credential
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
+        **options,
+        **uvicorn_tls_options(*tls),
+    )
+    server = uvicorn.Server(config)
+
+    def serve() -> None:
+        asyncio.run(server.serve(sockets=[listener]))
+
+    thread = threading.Thread(target=serve, name=thread_name, daemon=True)
+    thread.start()
+    return server, thread

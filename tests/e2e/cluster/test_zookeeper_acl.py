@@ -18,6 +18,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError, NotEmptyError
 from kazoo.security import OPEN_ACL_UNSAFE
 
+from acl_probes import stranger_client, tree, world_open
 from e2e.ticking import write_pipeline
 from steward.ha.acl import ACL_KEY, DIGEST_FILE_KEY, create_digest_file
 from steward.ha.layout import Layout
@@ -31,13 +32,8 @@ pytestmark = pytest.mark.zookeeper
 @pytest.fixture
 def stranger(zk_quorum: str) -> Iterator[KazooClient]:
     """A kazoo client without the cluster's credential."""
-    client = KazooClient(hosts=zk_quorum, timeout=10.0)
-    client.start(timeout=15)
-    try:
+    with stranger_client(zk_quorum) as client:
         yield client
-    finally:
-        client.stop()
-        client.close()
 
 
 def _admin(cluster: ProcessCluster) -> KazooClient:
@@ -46,20 +42,6 @@ def _admin(cluster: ProcessCluster) -> KazooClient:
     client = KazooClient(hosts=quorum, timeout=10.0, **cluster.zookeeper_access.kazoo_options())
     client.start(timeout=15)
     return client
-
-
-def _tree(client: KazooClient, root: str) -> list[str]:
-    paths, pending = [], [root]
-    while pending:
-        path = pending.pop()
-        paths.append(path)
-        pending += [f"{path}/{child}" for child in client.get_children(path)]
-    return paths
-
-
-def _world_open(client: KazooClient, path: str) -> bool:
-    acls, _stat = client.get_acls(path)
-    return any(acl.id.scheme == "world" for acl in acls)
 
 
 def _layout(cluster: ProcessCluster) -> Layout:
@@ -116,11 +98,11 @@ def test_a_client_without_the_credential_can_neither_read_nor_change_the_state(
             layout.result("done"),
         ]
         wait_until(lambda: all(admin.exists(path) for path in wanted), 20, "state written")
-        paths = _tree(admin, layout.root)
+        paths = tree(admin, layout.root)
         assert len(admin.get_children(layout.leader_latch)) == 2
         assert set(wanted) <= set(paths)
         # Then each of them carries the creator ACL alone
-        assert not [path for path in paths if _world_open(admin, path)]
+        assert not [path for path in paths if world_open(admin, path)]
     finally:
         admin.stop()
         admin.close()
@@ -207,8 +189,8 @@ def test_a_world_open_cluster_is_migrated_when_it_restarts_with_a_credential(
         assert client.result("before").state.value == "FINISHED"
     admin = _admin(process_cluster)
     try:
-        paths = _tree(admin, layout.root)
-        assert not [path for path in paths if _world_open(admin, path)]
+        paths = tree(admin, layout.root)
+        assert not [path for path in paths if world_open(admin, path)]
     finally:
         admin.stop()
         admin.close()

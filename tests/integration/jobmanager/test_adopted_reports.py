@@ -13,12 +13,10 @@ import time
 from typing import Any
 
 import pytest
-from jobmanager_harness import JobManagerCluster, PretendTaskManager, dispatcher_of
+from adoption_harness import leased_jobs, running_report
+from jobmanager_harness import JobManagerCluster, dispatcher_of
 
 from steward.ha.fencing import FencedTransaction
-from steward.wire.heartbeat import AttemptReport
-from steward.wire.records import ExecutionLease
-from steward.wire.states import AttemptPhase
 
 pytestmark = pytest.mark.zookeeper
 
@@ -28,14 +26,8 @@ JOBS = 6
 def test_first_reports_of_adopted_attempts_are_written_in_one_transaction(
     cluster: JobManagerCluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    leader = cluster.start_leader("jm-1")
-    tm = PretendTaskManager(cluster, "tm-1", slots=JOBS).register()
     job_ids = [f"job-{i}" for i in range(JOBS)]
-    for job_id in job_ids:
-        cluster.submitted(leader, job_id)
-        lease = ExecutionLease(taskmanager=tm.id, attempt=1, epoch=1)
-        tm.zk.create(cluster.layout.execution(job_id), lease.to_json(), ephemeral=True)
-    leader.stop()
+    tm = leased_jobs(cluster, job_ids)
     successor = cluster.start_leader("jm-2")
     assert dispatcher_of(successor).recovery_summary["adopted"] == JOBS
 
@@ -47,17 +39,7 @@ def test_first_reports_of_adopted_attempts_are_written_in_one_transaction(
         return real(transaction)
 
     monkeypatch.setattr(FencedTransaction, "commit_or_failure", counted)
-    reports = [
-        AttemptReport(
-            job_id=job_id,
-            attempt=1,
-            epoch=1,
-            phase=AttemptPhase.RUNNING,
-            pid=1,
-            started_at=time.time(),
-        )
-        for job_id in job_ids
-    ]
+    reports = [running_report(job_id, started_at=time.time()) for job_id in job_ids]
     tm.heartbeat(successor, *reports)
 
     assert [name for name in commits if "AnyIO" in name] == ["AnyIO worker thread"]

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -34,15 +33,6 @@ KAZOO_NOTICES_AFTER = SESSION_TIMEOUT * 2 / 3
 SLOW_HOOK = (
     b"import time\n\ndef initialize(ctx):\n    time.sleep(120)\n\ndef main(ctx):\n    return 3\n"
 )
-
-
-@pytest.fixture
-def frozen_zk(own_zookeeper: ManagedEnsemble) -> Iterator[ManagedEnsemble]:
-    """The module's own server, thawed after the test whatever the test did."""
-    yield own_zookeeper
-    if own_zookeeper.status()[0].frozen:
-        own_zookeeper.thaw_server(1)
-    own_zookeeper.wait_serving(timeout=60.0)
 
 
 @pytest.fixture

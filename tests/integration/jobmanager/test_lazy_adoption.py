@@ -14,35 +14,21 @@ import threading
 from typing import Any
 
 import pytest
-from jobmanager_harness import SETTLE, JobManagerCluster, PretendTaskManager, dispatcher_of
+from adoption_harness import ended_report, leased_jobs, running_report
+from jobmanager_harness import SETTLE, JobManagerCluster, dispatcher_of
 
 from steward.jobmanager.leader.graph_checks import AdoptedGraphs
 from steward.jobmanager.manager import JobManager
 from steward.store.job_graphs import JobGraphStore
 from steward.wire.heartbeat import AttemptReport, CancelAttempt
 from steward.wire.jobs import JobGraphPointer
-from steward.wire.records import ErrorInfo, ExecutionLease, JobStatusRecord
+from steward.wire.records import ErrorInfo, JobStatusRecord
 from steward.wire.runner_protocol import FailedEvent
-from steward.wire.states import AttemptPhase
 from support import wait_until
 
 pytestmark = pytest.mark.zookeeper
 
 JOBS = 5
-
-
-def leased_jobs(cluster: JobManagerCluster, count: int) -> tuple[list[str], PretendTaskManager]:
-    """``count`` jobs submitted to a first leader, each attempt 1 holding its lease on a
-    pretend TaskManager; the first leader then stops (its successor takes over)."""
-    leader = cluster.start_leader("jm-1")
-    tm = PretendTaskManager(cluster, "tm-1", slots=count).register()
-    job_ids = [f"job-{i}" for i in range(count)]
-    for job_id in job_ids:
-        cluster.submitted(leader, job_id)
-        lease = ExecutionLease(taskmanager=tm.id, attempt=1, epoch=1)
-        tm.zk.create(cluster.layout.execution(job_id), lease.to_json(), ephemeral=True)
-    leader.stop()
-    return job_ids, tm
 
 
 def graph_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -66,23 +52,16 @@ def no_background_reads(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def failed_report(job_id: str) -> AttemptReport:
-    return AttemptReport(
-        job_id=job_id,
-        attempt=1,
-        epoch=1,
-        phase=AttemptPhase.ENDED,
-        pid=1,
-        started_at=1_700_000_000.0,
-        ended_at=1_700_000_100.0,
-        outcome=FailedEvent(error=ErrorInfo(type="ValueError", message="bad row 17")),
-        lease_released=True,
+    return ended_report(
+        job_id, FailedEvent(error=ErrorInfo(type="ValueError", message="bad row 17"))
     )
 
 
 def test_takeover_reads_no_graph_blob_for_an_adopted_job(
     cluster: JobManagerCluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    job_ids, _tm = leased_jobs(cluster, JOBS)
+    job_ids = [f"job-{i}" for i in range(JOBS)]
+    leased_jobs(cluster, job_ids)
     reads = graph_reads(monkeypatch)
 
     successor = cluster.start_leader("jm-2")
@@ -99,7 +78,8 @@ def test_takeover_reads_no_graph_blob_for_an_adopted_job(
 def test_an_adopted_job_whose_graph_is_gone_fails_after_the_takeover_and_its_attempt_stops(
     cluster: JobManagerCluster,
 ) -> None:
-    (gone, kept), tm = leased_jobs(cluster, 2)
+    gone, kept = "job-0", "job-1"
+    tm = leased_jobs(cluster, [gone, kept])
     pointer = JobGraphPointer.from_json(cluster.data(cluster.layout.jobgraph(gone)) or b"")
     (cluster.storage / pointer.blob).unlink()
     successor = cluster.start_leader("jm-2")
@@ -119,7 +99,8 @@ def test_an_adopted_job_whose_graph_is_gone_fails_when_its_attempt_ends(
     cluster: JobManagerCluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     no_background_reads(monkeypatch)
-    (gone, kept), tm = leased_jobs(cluster, 2)
+    gone, kept = "job-0", "job-1"
+    tm = leased_jobs(cluster, [gone, kept])
     pointer = JobGraphPointer.from_json(cluster.data(cluster.layout.jobgraph(gone)) or b"")
     (cluster.storage / pointer.blob).unlink()
     successor = cluster.start_leader("jm-2")
@@ -140,7 +121,8 @@ def test_an_outcome_while_the_storage_is_away_concludes_nothing_until_it_is_back
     cluster: JobManagerCluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     no_background_reads(monkeypatch)
-    (job_id,), tm = leased_jobs(cluster, 1)
+    job_id = "job-0"
+    tm = leased_jobs(cluster, [job_id])
     successor = cluster.start_leader("jm-2")  # ready: adoption needed no blob
     away = cluster.storage.with_name("storage-unmounted")
     cluster.storage.rename(away)
@@ -160,7 +142,8 @@ def test_an_outcome_while_the_storage_is_away_concludes_nothing_until_it_is_back
 def test_a_record_from_before_the_facts_were_kept_is_recovered_from_its_graph(
     cluster: JobManagerCluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    (old, new), _tm = leased_jobs(cluster, 2)
+    old, new = "job-0", "job-1"
+    leased_jobs(cluster, [old, new])
     path = cluster.layout.job_status(old)
     record = JobStatusRecord.from_json(cluster.data(path) or b"")
     cluster.zk.set(path, record.model_copy(update={"slots": None, "queue": None}).to_json())
@@ -171,17 +154,6 @@ def test_a_record_from_before_the_facts_were_kept_is_recovered_from_its_graph(
     assert dispatcher_of(successor).recovery_summary["adopted"] == 2
     assert reads == [old]
     wait_until(lambda: _state(cluster, successor, new) == "RUNNING", SETTLE, "adopted")
-
-
-def running_report(job_id: str) -> AttemptReport:
-    return AttemptReport(
-        job_id=job_id,
-        attempt=1,
-        epoch=1,
-        phase=AttemptPhase.RUNNING,
-        pid=1,
-        started_at=1_700_000_000.0,
-    )
 
 
 def _state(cluster: JobManagerCluster, manager: JobManager, job_id: str) -> str:

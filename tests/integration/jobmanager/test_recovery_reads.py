@@ -12,10 +12,9 @@ import threading
 from typing import Any
 
 import pytest
-from jobmanager_harness import JobManagerCluster, PretendTaskManager
+from adoption_harness import leased_jobs
+from jobmanager_harness import JobManagerCluster
 from kazoo.client import KazooClient
-
-from steward.wire.records import ExecutionLease
 
 pytestmark = pytest.mark.zookeeper
 
@@ -28,15 +27,8 @@ PER_JOB = ("jobgraphs", "jobs", "executions", "taskmanagers")
 def test_recovery_reads_no_pointer_record_or_lease_one_request_at_a_time(
     cluster: JobManagerCluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    leader = cluster.start_leader("jm-1")
-    tm = PretendTaskManager(cluster, "tm-1", slots=JOBS).register()
     job_ids = [f"job-{i:02d}" for i in range(JOBS)]
-    for job_id in job_ids:
-        cluster.submitted(leader, job_id)
-    for job_id in job_ids[:LEASED]:
-        lease = ExecutionLease(taskmanager=tm.id, attempt=1, epoch=1)
-        tm.zk.create(cluster.layout.execution(job_id), lease.to_json(), ephemeral=True)
-    leader.stop()
+    leased_jobs(cluster, job_ids, leased=LEASED)
 
     one_by_one: list[str] = []
     real_get = KazooClient.get

@@ -12,7 +12,7 @@ These tests freeze a ZooKeeper of their own module, and always thaw it.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -31,15 +31,6 @@ pytestmark = pytest.mark.zookeeper
 SESSION_TIMEOUT = 10.0
 FENCE_AFTER = 2.0
 KAZOO_NOTICES_AFTER = SESSION_TIMEOUT * 2 / 3
-
-
-@pytest.fixture
-def frozen_zk(own_zookeeper: ManagedEnsemble) -> Iterator[ManagedEnsemble]:
-    """The module's own server, thawed after the test whatever the test did."""
-    yield own_zookeeper
-    if own_zookeeper.status()[0].frozen:
-        own_zookeeper.thaw_server(1)
-    own_zookeeper.wait_serving(timeout=60.0)
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ rejected, cancel, adopt, fail) and the status record it persists.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import pytest
 
@@ -54,6 +55,20 @@ def make_master(
         restart_strategy=strategy if strategy is not None else NoRestart(),
     )
     return JobMaster(spec, POINTER, submitted_at=123.0, record=record)
+
+
+def earlier_record(
+    state: JobState, attempts: list[AttemptRecord], **fields: Any
+) -> JobStatusRecord:
+    """The status record an earlier leader wrote for ``job-1`` (submitted at 50, updated at 60)."""
+    return JobStatusRecord(
+        job_id="job-1",
+        state=state,
+        submitted_at=50.0,
+        updated_at=60.0,
+        attempts=attempts,
+        **fields,
+    )
 
 
 def scheduled(strategy: RestartStrategy | None = None) -> JobMaster:
@@ -467,16 +482,7 @@ def test_a_master_built_from_a_record_continues_numbers_and_budget() -> None:
         AttemptRecord(number=1, taskmanager="tm-1", epoch=1, state=AttemptState.FAILED),
         AttemptRecord(number=2, taskmanager="tm-2", epoch=2, state=AttemptState.LOST),
     ]
-    record = JobStatusRecord(
-        job_id="job-1",
-        state=JobState.RESTARTING,
-        submitted_at=50.0,
-        updated_at=60.0,
-        attempts=attempts,
-        attempt_count=2,
-        failures=2,
-        epoch=2,
-    )
+    record = earlier_record(JobState.RESTARTING, attempts, attempt_count=2, failures=2, epoch=2)
     master = make_master(FixedDelayRestart(attempts=3, delay=0.0), record=record)
     assert master.is_recovery
     assert master.submitted_at == 50.0
@@ -497,15 +503,7 @@ def test_attempt_count_from_a_record_is_at_least_its_attempts() -> None:
         AttemptRecord(number=n, taskmanager="tm-1", epoch=1, state=AttemptState.FAILED)
         for n in (1, 2, 3)
     ]
-    record = JobStatusRecord(
-        job_id="job-1",
-        state=JobState.RESTARTING,
-        submitted_at=50.0,
-        updated_at=60.0,
-        attempts=attempts,
-        attempt_count=0,
-        epoch=1,
-    )
+    record = earlier_record(JobState.RESTARTING, attempts, attempt_count=0, epoch=1)
     assert make_master(record=record).attempt_count == 3
 
 
@@ -516,16 +514,7 @@ def test_adopt_keeps_the_attempt_number_and_records_the_adopting_epoch() -> None
             number=2, taskmanager="tm-2", epoch=2, state=AttemptState.RUNNING, started_at=77.0
         ),
     ]
-    record = JobStatusRecord(
-        job_id="job-1",
-        state=JobState.RUNNING,
-        submitted_at=50.0,
-        updated_at=60.0,
-        attempts=attempts,
-        attempt_count=2,
-        failures=1,
-        epoch=2,
-    )
+    record = earlier_record(JobState.RUNNING, attempts, attempt_count=2, failures=1, epoch=2)
     master = make_master(FixedDelayRestart(attempts=3, delay=0.0), record=record)
     deployment = master.adopt("tm-2", 2, lease_epoch=2, epoch=5)
     assert (deployment.number, deployment.taskmanager, deployment.epoch) == (2, "tm-2", 2)
@@ -654,12 +643,10 @@ def test_a_cancel_request_survives_recovery_when_the_attempt_is_gone() -> None:
 
 
 def restarting_record(restart_at: float | None, failures: int = 1) -> JobStatusRecord:
-    return JobStatusRecord(
-        job_id="job-1",
-        state=JobState.RESTARTING,
-        submitted_at=50.0,
-        updated_at=60.0,
-        attempts=[AttemptRecord(number=1, taskmanager="tm-1", epoch=1, state=AttemptState.FAILED)],
+    failed = AttemptRecord(number=1, taskmanager="tm-1", epoch=1, state=AttemptState.FAILED)
+    return earlier_record(
+        JobState.RESTARTING,
+        [failed],
         attempt_count=1,
         failures=failures,
         restart_at=restart_at,

@@ -21,12 +21,8 @@ Rules it owns:
   no restart could end otherwise, so none is spent waiting for it;
 - a cancel ends the job CANCELED, unless the attempt already finished: then it is FINISHED;
   the leader's cancel at the job's deadline (``timed_out``) ends it so too, saying TIMEOUT;
-- a late outcome (:meth:`JobMaster.late_outcome`) of an attempt counted LOST: a FINISHED one
-  wins, because an attempt that finished on its own did so before self-fencing could kill it,
-  so while it held its lease, before any replacement could start (rule 4). With no
-  attempt in flight the job finishes at once; with a replacement in flight, the replacement
-  is cancelled and the job finishes with the late value once the replacement is gone,
-  whatever the replacement's own end. A late FAILED outcome only corrects the attempt's cause.
+- a late outcome (:meth:`JobMaster.late_outcome`) of an attempt counted LOST is judged by
+  :mod:`.late_outcomes`: a FINISHED one wins, a FAILED one only corrects the attempt's cause.
 """
 
 from __future__ import annotations
@@ -41,7 +37,6 @@ from steward.wire.records import (
     ErrorInfo,
     JobStatusRecord,
     SparkApp,
-    trim_cause,
 )
 from steward.wire.runner_protocol import (
     AttemptCancelled,
@@ -53,6 +48,7 @@ from steward.wire.states import AttemptState, JobState, TerminalState
 from steward.wire.values import JsonValue
 
 from . import jobmaster_attempts as attempts
+from . import late_outcomes as late_rules
 from .job_facts import LazySpec, SpecAtHand
 from .jobmaster_records import restore, status_record
 from .jobmaster_values import Deployment, Late, Terminal
@@ -148,12 +144,12 @@ class JobMaster:
     # ------------------------------------------------------------------ transitions
 
     def initializing(self) -> None:
-        self._set(JobState.INITIALIZING, "running the initialize hook")
+        self.set_state(JobState.INITIALIZING, "running the initialize hook")
 
     def initialized(self, outcome: FinishedEvent | FailedEvent) -> Terminal | None:
         """The initialize hook ended: the job may be scheduled, or it failed for good."""
         if isinstance(outcome, FailedEvent):
-            self._set(JobState.FAILED, f"initialize failed: {outcome.error.message}")
+            self.set_state(JobState.FAILED, f"initialize failed: {outcome.error.message}")
             return Terminal(TerminalState.FAILED, error=outcome.error)
         if self.cancel_requested:
             return self._canceled()
@@ -165,9 +161,9 @@ class JobMaster:
             self.reason = reason
         elif self.restart_at is not None:  # recovered while a restart delay was running
             left = max(0.0, self.restart_at - time.time())
-            self._set(JobState.RESTARTING, f"{reason} (restart delay: {left:.1f}s left)")
+            self.set_state(JobState.RESTARTING, f"{reason} (restart delay: {left:.1f}s left)")
         else:
-            self._set(JobState.SCHEDULED, reason)
+            self.set_state(JobState.SCHEDULED, reason)
 
     def waiting(self, reason: str) -> bool:
         """No slot now: show why. True if the reason changed (worth persisting)."""
@@ -192,7 +188,9 @@ class JobMaster:
                 state=AttemptState.DEPLOYING,
             ),
         )
-        self._set(JobState.SCHEDULED, f"deploying attempt {deployment.number} to {taskmanager}")
+        self.set_state(
+            JobState.SCHEDULED, f"deploying attempt {deployment.number} to {taskmanager}"
+        )
         return deployment
 
     def adopt(self, taskmanager: str, number: int, lease_epoch: int, epoch: int) -> Deployment:
@@ -219,7 +217,7 @@ class JobMaster:
         if not attempts.start(self.attempts, number, started_at):
             return False
         if not self.cancel_requested:
-            self._set(JobState.RUNNING, None)
+            self.set_state(JobState.RUNNING, None)
         return True
 
     def spark_app(self, number: int, app: SparkApp) -> bool:
@@ -235,18 +233,18 @@ class JobMaster:
     ) -> Terminal | None:
         """The attempt's process group is gone with this outcome."""
         broken = self.read_graph()
-        replacement = self._replacement_of_late(number)
+        replacement = late_rules.replaces_late(self, number)
         if isinstance(outcome, FinishedEvent):
             self._finish_attempt(number, AttemptState.FINISHED, None, outcome.at)
             if replacement:
-                return self._finish_late()
-            self._set(JobState.FINISHED, None)
+                return late_rules.finish(self)
+            self.set_state(JobState.FINISHED, None)
             return Terminal(TerminalState.FINISHED, value=outcome.value)
         cancelled = outcome.error.type == _CANCELLED_TYPE
         state = AttemptState.CANCELED if cancelled else AttemptState.FAILED
         self._finish_attempt(number, state, outcome.error, outcome.at)
         if replacement:
-            return self._finish_late()
+            return late_rules.finish(self)
         if broken is not None:
             return self.fail(broken)
         return self._after_failure(outcome.error, now=now, grace=0.0)
@@ -254,10 +252,10 @@ class JobMaster:
     def lost(self, number: int, cause: ErrorInfo, *, now: float, grace: float) -> Terminal | None:
         """The attempt's TaskManager is gone (its lease with it) without an outcome."""
         broken = self.read_graph()
-        replacement = self._replacement_of_late(number)
+        replacement = late_rules.replaces_late(self, number)
         self._finish_attempt(number, AttemptState.LOST, cause, time.time())
         if replacement:
-            return self._finish_late()
+            return late_rules.finish(self)
         if broken is not None:
             return self.fail(broken)
         return self._after_failure(cause, now=now, grace=grace)
@@ -276,54 +274,28 @@ class JobMaster:
         self.attempt_count = max((a.number for a in self.attempts), default=0)
         self.attempt_count = max(self.attempt_count, number - 1)
         if self.late is not None:
-            return self._finish_late()
+            return late_rules.finish(self)
         if self.cancel_requested:
             return self._canceled()
         self.not_before = now + REJECTION_BACKOFF
-        self._set(JobState.SCHEDULED, f"attempt {number} refused ({rejection.value}): {message}")
+        self.set_state(
+            JobState.SCHEDULED, f"attempt {number} refused ({rejection.value}): {message}"
+        )
         return None
 
     def late_outcome(
         self, number: int, outcome: FinishedEvent | FailedEvent
     ) -> tuple[Late, Terminal | None]:
-        """Attempt ``number`` reports an outcome after this job counted it LOST.
-
-        Only a FINISHED outcome changes the job's course (see the module docstring); the
-        caller cancels the replacement on CANCEL_REPLACEMENT and records the terminal on
-        FINISHED.
-        """
-        record = self.attempt(number)
-        current = self.current
-        if (
-            record is None
-            or record.state is not AttemptState.LOST
-            or self.state.is_terminal
-            or (current is not None and current.number == number)
-        ):
-            return Late.IGNORED, None
-        if isinstance(outcome, FailedEvent):
-            attempts.put(
-                self.attempts, record.model_copy(update={"cause": trim_cause(outcome.error)})
-            )
-            return Late.CAUSE, None
-        if self.late is not None:
-            return Late.PENDING, None
-        self.late = (number, outcome)
-        if current is None:
-            return Late.FINISHED, self._finish_late()
-        self.updated_at = time.time()
-        self.reason = (
-            f"attempt {number} finished after it was counted lost; cancelling attempt"
-            f" {current.number}"
-        )
-        return Late.CANCEL_REPLACEMENT, None
+        """Attempt ``number`` reports an outcome after this job counted it LOST: see
+        :func:`.late_outcomes.judge`."""
+        return late_rules.judge(self, number, outcome)
 
     def cancel(self) -> Terminal | None:
         """Cancel: terminal at once unless an attempt is in flight (then CANCELLING)."""
         self.cancel_requested = True
         if self.current is None:
             return self._canceled()
-        self._set(JobState.CANCELLING, self._cancelling())
+        self.set_state(JobState.CANCELLING, self._cancelling())
         return None
 
     def withdrawn(self) -> Terminal | None:
@@ -334,17 +306,17 @@ class JobMaster:
 
     def fail(self, error: ErrorInfo) -> Terminal:
         """The job cannot go on (its graph or state is unusable): FAILED with ``error``."""
-        self._set(JobState.FAILED, error.message)
+        self.set_state(JobState.FAILED, error.message)
         return Terminal(TerminalState.FAILED, error=error)
 
     # ------------------------------------------------------------------ helpers
 
     def _canceled(self) -> Terminal:
         if not self.timed_out or self.facts.timeout is None:
-            self._set(JobState.CANCELED, "cancelled")
+            self.set_state(JobState.CANCELED, "cancelled")
             return Terminal(TerminalState.CANCELED)
         error = timeout_error(self.facts.timeout)
-        self._set(JobState.CANCELED, error.message)
+        self.set_state(JobState.CANCELED, error.message)
         return Terminal(TerminalState.CANCELED, error=error)
 
     def _cancelling(self) -> str:
@@ -352,36 +324,27 @@ class JobMaster:
             return "TIMEOUT: cancelling the running attempt"
         return "cancelling the running attempt"
 
-    def _replacement_of_late(self, number: int) -> bool:
-        return self.late is not None and self.current is not None and self.current.number == number
-
-    def _finish_late(self) -> Terminal:
-        assert self.late is not None
-        number, outcome = self.late
-        self.current = None
-        attempts.end(self.attempts, number, AttemptState.FINISHED, None, outcome.at)
-        self._set(JobState.FINISHED, f"attempt {number} finished after it was counted lost")
-        return Terminal(TerminalState.FINISHED, value=outcome.value)
-
     def _after_failure(self, error: ErrorInfo, *, now: float, grace: float) -> Terminal | None:
         self.current = None
         if self.cancel_requested:
             return self._canceled()
         self.failures += 1
         if error.permanent:
-            self._set(JobState.FAILED, f"no restart can fix: {error.type}: {error.message}"[:500])
+            self.set_state(
+                JobState.FAILED, f"no restart can fix: {error.type}: {error.message}"[:500]
+            )
             return Terminal(TerminalState.FAILED, error=error)
         delay = restart_delay(self.spec.restart_strategy, self.failures)
         if delay is None:
             allowed = restarts_allowed(self.spec.restart_strategy)
-            self._set(
+            self.set_state(
                 JobState.FAILED,
                 f"attempt failed and the restart strategy allows {allowed} restart(s)",
             )
             return Terminal(TerminalState.FAILED, error=error)
         self.not_before = now + max(delay, grace)
         self.restart_at = time.time() + max(delay, grace)
-        self._set(
+        self.set_state(
             JobState.RESTARTING,
             f"restart {self.failures} of {restarts_allowed(self.spec.restart_strategy)}"
             f" in {max(delay, grace):.1f}s after: {error.type}: {error.message}"[:500],
@@ -397,11 +360,12 @@ class JobMaster:
 
     def _set_live(self, reason: str | None = None) -> None:
         if self.cancel_requested:
-            self._set(JobState.CANCELLING, self._cancelling())
+            self.set_state(JobState.CANCELLING, self._cancelling())
         else:
-            self._set(JobState.RUNNING, reason)
+            self.set_state(JobState.RUNNING, reason)
 
-    def _set(self, state: JobState, reason: str | None) -> None:
+    def set_state(self, state: JobState, reason: str | None) -> None:
+        """The one place the job's state changes (also used by :mod:`.late_outcomes`)."""
         self.state = state
         self.reason = reason
         self.updated_at = time.time()

@@ -243,9 +243,7 @@ def _ended(exc: StewardError) -> bool:
 def _batch(request: Request, view: JobView, lines: list[str]) -> Batch:
     attempt = view.attempts[-1] if view.attempts else None
     app = attempt.spark_app if attempt is not None else None
-    log_url = None
-    if attempt is not None:
-        log_url = str(request.base_url).rstrip("/") + job_log_path(view.job_id, attempt.number)
+    log_url = _log_url(request, view.job_id, attempt.number if attempt is not None else None)
     return Batch(
         id=batch_id_of(view.job_id) or 0,
         name=view.name or None,
@@ -267,9 +265,7 @@ def _listed(request: Request, backend: ApiBackend, job: IndexedJob) -> Batch:
         if live is not None:
             return _batch(request, live, [])
     attempt = job.latest_attempt
-    log_url = None
-    if attempt is not None:
-        log_url = str(request.base_url).rstrip("/") + job_log_path(job.job_id, attempt.number)
+    log_url = _log_url(request, job.job_id, attempt.number if attempt is not None else None)
     return Batch(
         id=batch_id_of(job.job_id) or 0,
         name=job.name or None,
@@ -277,6 +273,13 @@ def _listed(request: Request, backend: ApiBackend, job: IndexedJob) -> Batch:
         state=BATCH_STATES[job.state],
         appInfo=AppInfo(driverLogUrl=log_url),
     )
+
+
+def _log_url(request: Request, job_id: str, attempt: int | None) -> str | None:
+    """Where the driver's log of ``job_id``'s attempt is read (None: no attempt yet)."""
+    if attempt is None:
+        return None
+    return str(request.base_url).rstrip("/") + job_log_path(job_id, attempt)
 
 
 def _view(backend: ApiBackend, batch_id: str, caller: Identity) -> JobView:

@@ -9,7 +9,6 @@ replaced by this machine's name). TLS with the JobManagers' ``rest.ssl.*`` files
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import socket
 import threading
@@ -21,8 +20,7 @@ from fastapi import FastAPI
 from steward.config import TlsSettings
 from steward.errors import ConfigurationError
 from steward.tls import contexts as tls
-from steward.tls.peer import PeerCertificateProtocol
-from steward.tls.serving import bind_listener, uvicorn_tls_options
+from steward.tls.serving import bind_listener, serve_on_thread
 
 log = logging.getLogger(__name__)
 
@@ -59,23 +57,13 @@ class HttpServer:
         self._thread: threading.Thread | None = None
 
     def start(self, app: FastAPI) -> HttpServer:
-        config = uvicorn.Config(
+        self._server, self._thread = serve_on_thread(
             app,
-            http=PeerCertificateProtocol,  # a client certificate may be a credential
-            log_level="warning",
-            access_log=False,
-            lifespan="off",
+            self._socket,
+            (self._tls, self._context),
+            thread_name=f"{self.name}-http",
             timeout_graceful_shutdown=_GRACEFUL_STOP,
-            **uvicorn_tls_options(self._tls, self._context),
         )
-        server = uvicorn.Server(config)
-        self._server = server
-
-        def serve() -> None:
-            asyncio.run(server.serve(sockets=[self._socket]))
-
-        self._thread = threading.Thread(target=serve, name=f"{self.name}-http", daemon=True)
-        self._thread.start()
         log.info("taskmanager http serving tm=%s address=%s", self.name, self.address)
         return self
 

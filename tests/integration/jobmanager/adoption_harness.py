@@ -1,0 +1,58 @@
+"""Jobs a first leader hands to its successor with their attempts still leased.
+
+The set-up of the tests of adoption (a new leader takes running attempts from their leases):
+jobs submitted to ``jm-1``, attempt 1 of each holding its execution lease on a
+:class:`PretendTaskManager`, then ``jm-1`` stopped. The test starts the successor (after
+whatever it tampers with) and drives the TaskManager's reports of the adopted attempts.
+
+Import as ``from adoption_harness import ...`` from tests in this folder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from jobmanager_harness import JobManagerCluster, PretendTaskManager
+
+from steward.wire.heartbeat import AttemptReport
+from steward.wire.records import ExecutionLease
+from steward.wire.runner_protocol import FailedEvent
+from steward.wire.states import AttemptPhase
+
+STARTED_AT = 1_700_000_000.0
+
+
+def leased_jobs(
+    cluster: JobManagerCluster, job_ids: Sequence[str], *, leased: int | None = None
+) -> PretendTaskManager:
+    """``job_ids`` submitted to a first leader, the first ``leased`` (default: all) with
+    attempt 1 holding its lease on a pretend TaskManager ``tm-1``; the first leader then
+    stops (its successor takes over)."""
+    leader = cluster.start_leader("jm-1")
+    tm = PretendTaskManager(cluster, "tm-1", slots=len(job_ids)).register()
+    for job_id in job_ids:
+        cluster.submitted(leader, job_id)
+    for job_id in job_ids[:leased]:
+        lease = ExecutionLease(taskmanager=tm.id, attempt=1, epoch=1)
+        tm.zk.create(cluster.layout.execution(job_id), lease.to_json(), ephemeral=True)
+    leader.stop()
+    return tm
+
+
+def running_report(job_id: str, started_at: float = STARTED_AT) -> AttemptReport:
+    """The TaskManager's report that the adopted attempt 1 of ``job_id`` runs."""
+    return AttemptReport(
+        job_id=job_id, attempt=1, epoch=1, phase=AttemptPhase.RUNNING, pid=1, started_at=started_at
+    )
+
+
+def ended_report(job_id: str, outcome: FailedEvent) -> AttemptReport:
+    """The TaskManager's report that the adopted attempt 1 of ``job_id`` ended with ``outcome``."""
+    return running_report(job_id).model_copy(
+        update={
+            "phase": AttemptPhase.ENDED,
+            "ended_at": STARTED_AT + 100,
+            "outcome": outcome,
+            "lease_released": True,
+        }
+    )
