@@ -4,18 +4,22 @@ Each report about an attempt is taken by :mod:`.reports`. A start command its Ta
 collected but never mentions is expired as a rejection.
 
 A heartbeat is handled under the job table's lock; the long poll that holds an idle heartbeat
-until a command is queued waits outside it.
+until a command is queued waits outside it (:mod:`.long_poll`). The common heartbeat, whose
+reports change nothing that is stored, is taken without blocking (:meth:`Heartbeats.take`):
+on the REST server's event loop, with no worker thread (issue 22).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from steward.wire.heartbeat import Ack, Command, Heartbeat, HeartbeatReply, StartAttempt
 
 from .context import TermContext
 from .jobmaster import JobMaster
+from .long_poll import HeldHeartbeat, Wake
 from .membership import NOT_TAKEN
 from .records import Records
 from .reports import SETTLED, AttemptReports
@@ -23,39 +27,44 @@ from .reports import SETTLED, AttemptReports
 log = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class _Taken:
+    """A heartbeat taken under the table's lock."""
+
+    acks: list[Ack]
+    commands: list[Command]
+    wake: Wake | None
+    """Set if the reply is to be held (long poll) on this TaskManager's wake."""
+    stranger: int | None
+    """The incarnation known, if the heartbeat came from another one."""
+
+
 class Heartbeats:
     def __init__(
         self, ctx: TermContext, records: Records, on_stranger: Callable[[], None] = lambda: None
     ) -> None:
         """``on_stranger``: called when a heartbeat comes from another incarnation of a
-        TaskManager than the membership last read (see :meth:`heartbeat`)."""
+        TaskManager than the membership last read (see :meth:`take`)."""
         self._term, self._table = ctx.term, ctx.table
         self._on_stranger = on_stranger
         self._records = records
         self._reports = AttemptReports(ctx, records)
 
-    def heartbeat(self, beat: Heartbeat) -> HeartbeatReply:
-        """Take a TaskManager's reports; answer with acknowledgements and its commands."""
-        term, table = self._term, self._table
-        with table.lock:
-            state = table.rm.heartbeat(beat)
-            stranger = _another_incarnation(beat, state.registered, state.incarnation)
-            term.metrics.heartbeat_from(beat.taskmanager)
-            acks: list[Ack] = []
-            commands: list[Command] = []
-            if term.ready.is_set() and not term.stopped.is_set():
-                news: dict[str, JobMaster] = {}
-                for report in beat.attempts:
-                    acks.extend(self._reports.take(beat.taskmanager, report, news))
-                # One batched write for the whole heartbeat, not a round trip per attempt
-                # under the lock: after a failover every adopted attempt's first report is
-                # news, and 10 writes in a row held each heartbeat (and every other one) for
-                # seconds at 1,000 adopted jobs.
-                self._records.persist_many(list(news.values()))
-                self._expire_uncollected(beat, state.assigned)
-                commands = table.rm.take_commands(beat.taskmanager)
-            wake = state.wake
-        if stranger:
+    def take(self, beat: Heartbeat, *, block: bool) -> HeartbeatReply | HeldHeartbeat | None:
+        """Take a TaskManager's reports: the reply, or the reply held until a command is
+        queued (long poll). With ``block`` False (on an event loop) None instead of waiting:
+        the table's lock is held (maybe across a ZooKeeper round trip), or a report needs a
+        write or a read (:meth:`_quiet`); the caller takes it again on a thread."""
+        lock = self._table.lock
+        if not lock.acquire(blocking=block):
+            return None
+        try:
+            if not block and not self._quiet(beat):
+                return None
+            taken = self._take(beat)
+        finally:
+            lock.release()
+        if taken.stranger is not None:
             # The TaskManager restarted (a new session owns its registration) and the
             # membership watch has not told yet, or never will (kazoo swallows a delete and
             # re-create that happen while this leader is disconnected): read it again now.
@@ -63,33 +72,110 @@ class Heartbeats:
                 "heartbeat from another incarnation tm=%s session=0x%x known=0x%x",
                 beat.taskmanager,
                 beat.session or 0,
-                state.incarnation or 0,
+                taken.stranger,
             )
             self._on_stranger()
+        acks = taken.acks
+        if taken.wake is not None:
+            return HeldHeartbeat(
+                taken.wake, beat.wait, lambda block: self._finish(beat, acks, block=block)
+            )
+        return self._reply(taken.commands, acks)
+
+    def _take(self, beat: Heartbeat) -> _Taken:
+        term, table = self._term, self._table
+        state = table.rm.heartbeat(beat)
+        stranger = _another_incarnation(beat, state.registered, state.incarnation)
+        term.metrics.heartbeat_from(beat.taskmanager)
+        acks: list[Ack] = []
+        commands: list[Command] = []
+        if term.ready.is_set() and not term.stopped.is_set():
+            news: dict[str, JobMaster] = {}
+            for report in beat.attempts:
+                acks.extend(self._reports.take(beat.taskmanager, report, news))
+            # One batched write for the whole heartbeat, not a round trip per attempt
+            # under the lock: after a failover every adopted attempt's first report is
+            # news, and 10 writes in a row held each heartbeat (and every other one) for
+            # seconds at 1,000 adopted jobs.
+            self._records.persist_many(list(news.values()))
+            self._expire_uncollected(beat, state.assigned)
+            commands = table.rm.take_commands(beat.taskmanager)
         # Hold the reply (long poll) unless it carries something the TaskManager waits for:
         # commands, or acks of outcomes and checkpoints. Plain acks of running attempts do not
         # count, or a busy TaskManager would never be held.
         fresh = any(report.checkpoints or report.phase in SETTLED for report in beat.attempts)
-        if not commands and not fresh and beat.wait > 0 and not term.stopped.is_set():
-            wake.wait(min(beat.wait, 30.0))
-            with table.lock:
-                if term.ready.is_set() and not term.stopped.is_set():
-                    commands = table.rm.take_commands(beat.taskmanager)
-        for command in commands:
-            if isinstance(command, StartAttempt):
-                self._mark_collected(command.job_id, command.attempt, beat.seq)
+        hold = not commands and not fresh and beat.wait > 0 and not term.stopped.is_set()
+        self._mark_collected(beat, commands)
+        return _Taken(
+            acks,
+            commands,
+            wake=state.wake if hold else None,
+            stranger=(state.incarnation or 0) if stranger else None,
+        )
+
+    def _finish(self, beat: Heartbeat, acks: list[Ack], *, block: bool) -> HeartbeatReply | None:
+        """A held heartbeat's reply: the commands queued meanwhile (None: see :meth:`take`)."""
+        term, lock = self._term, self._table.lock
+        if not lock.acquire(blocking=block):
+            return None
+        try:
+            commands: list[Command] = []
+            if term.ready.is_set() and not term.stopped.is_set():
+                commands = self._table.rm.take_commands(beat.taskmanager)
+            self._mark_collected(beat, commands)
+        finally:
+            lock.release()
+        return self._reply(commands, acks)
+
+    def _reply(self, commands: list[Command], acks: list[Ack]) -> HeartbeatReply:
+        term = self._term
         return HeartbeatReply(
             epoch=term.epoch, leader=term.jobmanager_id, commands=commands, acks=acks
         )
 
-    def _mark_collected(self, job_id: str, attempt: int, seq: int | None) -> None:
-        with self._table.lock:
-            master = self._table.jobs.get(job_id)
-            if master and master.current and master.current.number == attempt:
-                master.current.collected_at = self._term.monotonic()
-                master.current.collected_seq = seq
+    def _mark_collected(self, beat: Heartbeat, commands: list[Command]) -> None:
+        for command in commands:
+            if isinstance(command, StartAttempt):
+                master = self._table.jobs.get(command.job_id)
+                current = master.current if master else None
+                if current and current.number == command.attempt:
+                    current.collected_at = self._term.monotonic()
+                    current.collected_seq = beat.seq
+
+    def _quiet(self, beat: Heartbeat) -> bool:
+        """Whether taking ``beat`` writes nothing and reads no store, so it may be taken on
+        an event loop (under the lock). Mirrors :meth:`AttemptReports.take` and
+        :meth:`_expire_uncollected`: the common heartbeat of attempts already known to be
+        running, with no new checkpoint, Spark application or outcome, is quiet."""
+        term = self._term
+        if not term.ready.is_set() or term.stopped.is_set():
+            return True
+        if not all(self._reports.quiet(beat.taskmanager, report) for report in beat.attempts):
+            return False
+        state = self._table.rm.get(beat.taskmanager)
+        return state is None or not self._uncollected(beat, state.assigned)
 
     def _expire_uncollected(self, beat: Heartbeat, assigned: dict[str, tuple[int, int]]) -> None:
+        now = self._term.monotonic()
+        for master, number in self._uncollected(beat, assigned):
+            log.warning(
+                "start command lost job=%s attempt=%d tm=%s",
+                master.job_id,
+                number,
+                beat.taskmanager,
+            )
+            terminal = self._table.reject(
+                master,
+                number,
+                NOT_TAKEN,
+                "the TaskManager never took the attempt",
+                now=now,
+            )
+            self._records.settle(master, terminal)
+
+    def _uncollected(
+        self, beat: Heartbeat, assigned: dict[str, tuple[int, int]]
+    ) -> list[tuple[JobMaster, int]]:
         # A start command its TaskManager collected but never mentions (the reply was lost):
         # it never ran, so it is a rejection, not a failure. Only the attempts placed on this
         # TaskManager are looked at, so a heartbeat costs the same with 10 jobs or 10,000.
@@ -98,6 +184,7 @@ class Heartbeats:
         listed = {(r.job_id, r.attempt) for r in beat.attempts}
         horizon = 2 * self._term.settings.taskmanager.heartbeat_interval + 5.0
         now = self._term.monotonic()
+        found = []
         for job_id in list(assigned):
             master = self._table.jobs.get(job_id)
             current = master.current if master is not None else None
@@ -112,20 +199,8 @@ class Heartbeats:
                 or not _built_after_collection(beat, current.collected_seq)
             ):
                 continue
-            log.warning(
-                "start command lost job=%s attempt=%d tm=%s",
-                master.job_id,
-                current.number,
-                beat.taskmanager,
-            )
-            terminal = self._table.reject(
-                master,
-                current.number,
-                NOT_TAKEN,
-                "the TaskManager never took the attempt",
-                now=now,
-            )
-            self._records.settle(master, terminal)
+            found.append((master, current.number))
+        return found
 
 
 def _built_after_collection(beat: Heartbeat, collected_seq: int | None) -> bool:

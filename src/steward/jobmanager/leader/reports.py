@@ -15,7 +15,7 @@ from steward.errors import FencedError, StewardError
 from steward.wire.heartbeat import Ack, AttemptReport, CancelAttempt, lost_outcome
 from steward.wire.records import CompletedCheckpoint
 from steward.wire.runner_protocol import CheckpointEvent
-from steward.wire.states import AttemptPhase, JobState
+from steward.wire.states import AttemptPhase, AttemptState, JobState
 
 from .commands import send_cancel
 from .context import TermContext
@@ -35,6 +35,32 @@ class AttemptReports:
         self._term, self._table, self._stores = ctx.term, ctx.table, ctx.stores
         self._records = records
         self._outcomes = AttemptOutcomes(ctx, records)
+
+    def quiet(self, tm_id: str, report: AttemptReport) -> bool:
+        """Whether :meth:`take` of this report would write nothing and read no store (a
+        heartbeat of only such reports may be taken on an event loop): an attempt already
+        recorded running, with no new checkpoint, Spark application or outcome. Mirrors
+        :meth:`take`; when in doubt, not quiet."""
+        master = self._table.jobs.get(report.job_id)
+        current = master.current if master else None
+        if (
+            master is None
+            or current is None
+            or current.number != report.attempt
+            or current.taskmanager != tm_id
+        ):
+            # A stray is only cancelled (queued), unless it is the late outcome of a
+            # lost attempt (:meth:`AttemptOutcomes.late_report` may write).
+            return master is None or report.phase is not AttemptPhase.ENDED or not report.outcome
+        if report.phase in SETTLED or master.cancel_requested:
+            return False
+        if any(c.seq > current.checkpoint_acked for c in report.checkpoints):
+            return False
+        record = master.attempt(report.attempt)
+        if record is None:
+            return True  # nothing of it to record (see JobMaster.running and spark_app)
+        started = record.state is AttemptState.RUNNING and bool(record.started_at)
+        return started and report.spark_app in (None, record.spark_app)
 
     def take(self, tm_id: str, report: AttemptReport, news: dict[str, JobMaster]) -> list[Ack]:
         """Take one report of TaskManager ``tm_id``; a job whose record it changed lands in

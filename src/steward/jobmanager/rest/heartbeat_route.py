@@ -20,19 +20,17 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import anyio
-import anyio.to_thread
 from fastapi import FastAPI
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from steward.errors import StewardError
 from steward.security.asgi import bearer_token
 from steward.security.authenticator import Authenticator
 from steward.security.rate_limits import is_internal
 from steward.wire.heartbeat import HEARTBEAT_PATH
 
 from .backend import ApiBackend
-from .errors import ApiError, raise_for
+from .errors import ApiError
 from .internal import MAX_HEARTBEAT_BYTES, answer_heartbeat
 
 
@@ -73,9 +71,7 @@ class HeartbeatRoute:
             return
         try:
             body = await _bounded_body(scope, receive)
-            # Heartbeats long-poll: they wait on their own threads, never on the pool that
-            # serves the API (40 waiting TaskManagers would otherwise starve /healthz).
-            response = await anyio.to_thread.run_sync(self._answer, body, limiter=self._threads)
+            response = await answer_heartbeat(self._backend, body, self._threads)
         except ApiError as exc:
             response = _error(exc)
         await response(scope, receive, send)
@@ -87,12 +83,6 @@ class HeartbeatRoute:
             return True
         token = bearer_token(scope)
         return token is not None and is_internal(token, self._authenticator.internal_credential)
-
-    def _answer(self, body: bytes) -> Response:
-        try:
-            return answer_heartbeat(self._backend, body)
-        except StewardError as exc:  # what the app's handler of StewardError answers
-            raise_for(exc)
 
 
 async def _bounded_body(scope: Scope, receive: Receive) -> bytes:
