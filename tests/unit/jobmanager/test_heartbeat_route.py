@@ -31,7 +31,7 @@ class Term:
     beats: list[Heartbeat] = field(default_factory=list)
     stopped: bool = False
 
-    def heartbeat(self, beat: Heartbeat) -> HeartbeatReply:
+    def take_heartbeat(self, beat: Heartbeat, *, block: bool) -> HeartbeatReply:
         self.beats.append(beat)
         return HeartbeatReply(epoch=3, leader="jm-1")
 

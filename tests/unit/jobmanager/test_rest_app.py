@@ -134,7 +134,7 @@ class InMemoryTerm:
             raise JobNotFoundError(job_id)
         return self.live[job_id].model_copy(update={"state": JobState.CANCELLING})
 
-    def heartbeat(self, beat: Heartbeat) -> HeartbeatReply:
+    def take_heartbeat(self, beat: Heartbeat, *, block: bool) -> HeartbeatReply:
         self.beats.append(beat)
         return HeartbeatReply(epoch=1, leader="jm-1")
 

@@ -58,6 +58,7 @@ from .delivery import Delivery
 from .graph_checks import AdoptedGraphs
 from .heartbeats import Heartbeats
 from .initialization import Initialization
+from .long_poll import HeldHeartbeat
 from .membership import Membership
 from .records import Records
 from .recovery import Recovery
@@ -245,9 +246,12 @@ class Dispatcher:
             self.term.fenced(exc)
             raise
 
-    def heartbeat(self, beat: Heartbeat) -> HeartbeatReply:
-        """Take a TaskManager's reports; answer with acknowledgements and its commands."""
-        return self._heartbeats.heartbeat(beat)
+    def take_heartbeat(
+        self, beat: Heartbeat, *, block: bool
+    ) -> HeartbeatReply | HeldHeartbeat | None:
+        """Take a TaskManager's reports: its reply (acknowledgements and commands), held until
+        a command is queued (long poll), or None (``block`` False: it would wait)."""
+        return self._heartbeats.take(beat, block=block)
 
     def view(self, job_id: str, *, with_checkpoints: bool = True) -> JobView | None:
         """The live job's view, or None if this leader has no such live job."""

@@ -12,7 +12,6 @@ Not thread-safe on its own: the Dispatcher calls it under its lock. Only
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -21,6 +20,8 @@ from steward.wire.heartbeat import AttemptReport, CancelAttempt, Command, Heartb
 from steward.wire.records import TaskManagerInfo
 from steward.wire.rest import TaskManagerView
 from steward.wire.states import AttemptPhase
+
+from .long_poll import Wake
 
 
 @dataclass
@@ -40,7 +41,7 @@ class TaskManagerState:
     commands: list[Command] = field(default_factory=list)
     http_address: str | None = None
     """Its HTTP port (attempts' logs), from its registration."""
-    wake: threading.Event = field(default_factory=threading.Event)
+    wake: Wake = field(default_factory=Wake)
     stray_cancelled: set[str] = field(default_factory=set)
     """``job/attempt`` of stray attempts a cancel was already sent for."""
     used: int | None = field(default=None, repr=False)
@@ -190,7 +191,7 @@ class ResourceManager:
         state.wake.clear()
         return commands
 
-    def wake_event(self, tm_id: str) -> threading.Event | None:
+    def wake_event(self, tm_id: str) -> Wake | None:
         state = self._tms.get(tm_id)
         return state.wake if state else None
 

@@ -10,7 +10,7 @@ reachable.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from typing import Protocol
 
@@ -80,6 +80,24 @@ class ContentPins(Protocol):
     def pinned(self, hashes: Iterable[str]) -> AbstractContextManager[None]: ...
 
 
+class HeldHeartbeat(Protocol):
+    """A heartbeat whose reply the leader holds until a command is queued for its TaskManager
+    or :attr:`timeout` seconds pass (long poll); waited on without a thread."""
+
+    @property
+    def timeout(self) -> float: ...
+
+    def listen(self, listener: Callable[[], None]) -> None:
+        """Call ``listener`` once, from any thread, when a command is queued."""
+        ...
+
+    def unlisten(self, listener: Callable[[], None]) -> None: ...
+
+    def finish(self, *, block: bool) -> HeartbeatReply | None:
+        """The reply; None if ``block`` is False and that would wait (a lock)."""
+        ...
+
+
 class LeaderTerm(Protocol):
     """The leader's term: live jobs in memory, and every write."""
 
@@ -104,7 +122,12 @@ class LeaderTerm(Protocol):
         """A Livy batch id no batch had (a fenced counter in ZooKeeper)."""
         ...
 
-    def heartbeat(self, beat: Heartbeat) -> HeartbeatReply: ...
+    def take_heartbeat(
+        self, beat: Heartbeat, *, block: bool
+    ) -> HeartbeatReply | HeldHeartbeat | None:
+        """Take a TaskManager's heartbeat: the reply, or the reply held (long poll). With
+        ``block`` False (on the event loop) None instead of waiting for a lock or a store."""
+        ...
 
     def view(self, job_id: str, *, with_checkpoints: bool = True) -> JobView | None: ...
 
