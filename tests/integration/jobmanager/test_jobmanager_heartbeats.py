@@ -155,12 +155,15 @@ def test_a_failed_attempt_is_restarted_by_the_fixed_delay_strategy(
     cluster.submitted(
         leader,
         "job-flaky",
-        restart_strategy={"kind": "fixed-delay", "attempts": 1, "delay": 0.3},
+        # Long enough that the job is still RESTARTING when read after the reply on a loaded
+        # machine (at 0.3 s, with a load of 10, attempt 2 had already been scheduled).
+        restart_strategy={"kind": "fixed-delay", "attempts": 1, "delay": 2.0},
     )
     first, _ = tm.wait_command(leader, StartAttempt, "job-flaky")
     assert first.attempt == 1
     tm.heartbeat(leader, report(first, RUNNING))
     failure = FailedEvent(error=ErrorInfo(type="ValueError", message="bad row 17", traceback="tb"))
+    failed_at = time.monotonic()  # before the leader hears of the failure: a lower bound
     reply = tm.heartbeat(leader, report(first, ENDED, failure))
     assert [(a.job_id, a.attempt, a.outcome) for a in reply.acks] == [("job-flaky", 1, True)]
     restarting = cluster.job(leader, "job-flaky")
@@ -170,9 +173,8 @@ def test_a_failed_attempt_is_restarted_by_the_fixed_delay_strategy(
     assert restarting["attempts"][0]["state"] == "FAILED"
     assert restarting["attempts"][0]["cause"]["message"] == "bad row 17"
 
-    failed_at = time.monotonic()
     second, _ = tm.wait_command(leader, StartAttempt, "job-flaky")
-    assert time.monotonic() - failed_at >= 0.3 - 0.05  # the strategy's delay
+    assert time.monotonic() - failed_at >= 2.0  # the strategy's delay
     assert second.attempt == 2
     assert second.epoch == first.epoch
     assert second.is_recovery
