@@ -161,12 +161,12 @@ class Scheduler:
         return reason
 
     def _deploy(self, master: JobMaster, waiting: list[JobMaster]) -> bool:
-        if not self._graph_at_hand(master, waiting):
-            return False
         rm, slots = self._table.rm, master.facts.slots
         tm_id = None if self._no_room(slots) else rm.allocate(slots)
         if tm_id is None:
             _wait(master, self._shortage(slots), waiting)
+            return False
+        if not self._graph_at_hand(master, waiting):  # only once a slot is there for it
             return False
         # The reasons name the free slots, which this deployment changes.
         self._refused.clear()
