@@ -10,6 +10,7 @@ a TaskManager.
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
@@ -153,3 +154,30 @@ def test_a_job_placed_after_lazy_recovery_runs_with_its_real_graph(
     assert result["state"] == "FAILED", "its own restart strategy (none) was applied"
     assert result["error"]["message"] == "bad row 17"
     wait_until(lambda: not cluster.exists(cluster.layout.jobgraph(job_id)), SETTLE, "cleaned")
+
+
+def test_the_background_reads_hold_no_lock_while_a_blob_is_read(
+    cluster: JobManagerCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (job_id,) = waiting_jobs(cluster, 1)
+    reading, release = threading.Event(), threading.Event()
+    real = JobGraphStore.graph_at
+
+    def slow(store: JobGraphStore, job_id: str, pointer: JobGraphPointer) -> Any:
+        reading.set()
+        release.wait(SETTLE)  # a storage that takes its time
+        return real(store, job_id, pointer)
+
+    monkeypatch.setattr(JobGraphStore, "graph_at", slow)
+    successor = cluster.start_leader("jm-2")
+    table = dispatcher_of(successor).table
+    try:
+        wait_until(reading.is_set, SETTLE, "the background read began")
+
+        free = table.lock.acquire(timeout=SETTLE / 2)
+        if free:
+            table.lock.release()
+    finally:
+        release.set()
+    assert free, "the table's lock was held through a blob read"
+    assert cluster.job(successor, job_id)["state"] == "SCHEDULED"
