@@ -261,6 +261,14 @@ class JobStatusRecord(Payload):
         description="the job's slots: with ``queue``, what a new leader needs to adopt its"
         " running attempt without reading the job graph (None: written before they were kept)",
     )
+    max_concurrent: int | None = Field(
+        default=None, ge=1, description="the spec's ``max_concurrent`` (None: no limit)"
+    )
+    hookless: bool | None = Field(
+        default=None,
+        description="its pipeline cannot define ``initialize``: with the other facts, what a"
+        " new leader needs to schedule the job without reading its graph (None: not known)",
+    )
 
 
 RESULT_ATTEMPTS_KEPT = 5

@@ -204,7 +204,9 @@ def test_recovery_fails_only_the_jobs_whose_graph_is_missing_or_corrupt_or_hook_
         assert cluster.exists(cluster.layout.jobgraph(job_id))
     assert successor.is_leader
     summary = dispatcher_of(successor).recovery_summary
-    assert (summary["jobs"], summary["failed"]) == (6, 3)
+    # The pointer is read by recovery itself; the two blobs of jobs that were only waiting are
+    # read once the term is ready (lazy scheduling, issue 22), and failed as recovery would.
+    assert (summary["jobs"], summary["failed"]) == (6, 1)
     assert cluster.get(successor, "/readyz").status_code == 200
     # A failed job's id stays taken: resubmitting answers with its result.
     again = cluster.submit(successor, "job-corrupt")

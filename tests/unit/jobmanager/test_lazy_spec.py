@@ -13,6 +13,7 @@ import pytest
 from steward.errors import BlobMissingError, BlobStoreError, CorruptStateError, StewardError
 from steward.jobmanager.leader.job_facts import JobFacts, LazySpec
 from steward.jobmanager.leader.jobmaster import JobMaster
+from steward.jobmanager.leader.queues import QueuePass
 from steward.wire.jobs import FixedDelayRestart, JobGraphPointer, JobSpec
 from steward.wire.records import AttemptRecord, ErrorInfo, JobStatusRecord
 from steward.wire.runner_protocol import FailedEvent, FinishedEvent
@@ -137,3 +138,63 @@ def test_a_store_that_does_not_answer_changes_nothing() -> None:
     reader.error = None
     assert master.ended(1, FailedEvent(error=BOOM), now=10.0) is None  # asked again: read
     assert master.state is JobState.RESTARTING
+
+
+def waiting(reader: Reader, spec: JobSpec = SPEC) -> JobMaster:
+    """A job recovered from the record of a job waiting for a slot (no lease)."""
+    first = JobMaster(spec, POINTER, submitted_at=100.0)
+    first.hookless = True
+    first.initializing()
+    first.initialized(FinishedEvent())
+    record = first.record(EPOCH - 1)
+    facts = JobFacts.of_record(record)
+    assert facts is not None
+    return JobMaster(LazySpec(facts, record.env, reader), POINTER, 100.0, record=record)
+
+
+def test_a_waiting_job_is_queued_from_its_record_without_reading_its_graph() -> None:
+    spec = SPEC.model_copy(update={"max_concurrent": 2, "priority": 7})
+    reader = Reader(BlobStoreError("must not be read"))
+    master = waiting(reader, spec)
+    plan = QueuePass((), (), capacity=4)
+
+    plan.wants(master)
+    plan.ready()
+
+    assert reader.reads == 0
+    assert master.hookless is True
+    assert (master.facts.max_concurrent, master.facts.priority) == (2, 7)
+    assert plan.concurrency.held(master) is None
+    assert plan.pop(plan.queues["default"]) is master
+
+
+def test_a_read_made_outside_the_lock_is_taken_once() -> None:
+    reader = Reader()
+    master = waiting(reader)
+    read = master.spec_at_hand.pending()
+    assert read is not None
+
+    assert master.spec_at_hand.take(read()) is None
+    assert master.spec_at_hand.pending() is None
+    assert master.spec_at_hand.take(CorruptStateError("late and wrong")) is None
+    assert (reader.reads, master.spec.slots, master.broken) == (1, 2, None)
+
+
+def test_a_corrupt_graph_read_outside_the_lock_gives_recoverys_verdict() -> None:
+    master = waiting(Reader())
+
+    verdict = master.spec_at_hand.take(CorruptStateError("bad header"))
+
+    assert verdict is not None and verdict.type == "steward.RecoveryError"
+    assert "could not be recovered" in verdict.message
+    assert master.spec_at_hand.pending() is None
+
+
+def test_a_store_away_outside_the_lock_concludes_nothing() -> None:
+    master = waiting(Reader())
+
+    with pytest.raises(BlobStoreError):
+        master.spec_at_hand.take(BlobStoreError("storage unmounted"))
+
+    assert master.spec_at_hand.pending() is not None
+    assert master.broken is None

@@ -37,6 +37,7 @@ class Initialization:
     def prepare_new(self, master: JobMaster, *, hookless: bool) -> None:
         """A new job's first transitions, made before it is stored and without I/O: its first
         status record is created with its graph's pointer, in one transaction."""
+        master.hookless = hookless
         master.initializing()
         if hookless:
             master.initialized(FinishedEvent())  # a new job has no cancel: never terminal

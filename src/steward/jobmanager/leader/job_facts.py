@@ -20,8 +20,8 @@ from steward.wire.redaction import Redactor
 
 @dataclass(frozen=True)
 class JobFacts:
-    """A job's identity, ownership, timeout and slots: enough to adopt, show and schedule
-    around it while its attempt runs."""
+    """A job's identity, ownership, timeout, slots and scheduling limits: enough to adopt,
+    show and schedule it without its graph."""
 
     job_id: str
     name: str
@@ -33,6 +33,7 @@ class JobFacts:
     queue: str
     priority: int
     proxy_user: str | None
+    max_concurrent: int | None
 
     @classmethod
     def of_spec(cls, spec: JobSpec) -> JobFacts:
@@ -47,6 +48,7 @@ class JobFacts:
             queue=spec.queue,
             priority=spec.priority,
             proxy_user=spec.proxy_user,
+            max_concurrent=spec.max_concurrent,
         )
 
     @classmethod
@@ -65,6 +67,7 @@ class JobFacts:
             queue=record.queue,
             priority=record.priority,
             proxy_user=record.proxy_user,
+            max_concurrent=record.max_concurrent,
         )
 
 
@@ -99,23 +102,49 @@ class SpecAtHand:
         """The spec, read now if it was not (raises the store's StewardError)."""
         if self._spec is None:
             assert self._lazy is not None
-            self._spec, self._lazy = self._lazy.read(), None
+            self._keep(self._lazy.read())
+        assert self._spec is not None
         return self._spec
+
+    def pending(self) -> Callable[[], JobSpec] | None:
+        """The read still to make, for a caller that makes it outside the table's lock and
+        hands its answer to :meth:`take` under it; None: the spec is at hand, or the graph
+        was found broken."""
+        if self._spec is not None or self.broken is not None:
+            return None
+        assert self._lazy is not None
+        return self._lazy.read
 
     def read(self) -> ErrorInfo | None:
         """Read the spec if it was not, before a decision needs it (a restart's strategy, the
-        job's webhooks). None: it is at hand; else :attr:`broken`, the verdict recovery gives
-        a job whose graph is missing or corrupt (rule 6). A store that did not answer raises
-        its StewardError: nothing changed, the caller asks again."""
-        if self._spec is not None or self.broken is not None:
+        job's webhooks, a placement). None: it is at hand; else :attr:`broken`, the verdict
+        recovery gives a job whose graph is missing or corrupt (rule 6). A store that did not
+        answer raises its StewardError: nothing changed, the caller asks again."""
+        reader = self.pending()
+        if reader is None:
             return self.broken
         try:
-            self.spec  # noqa: B018 (read for its effect)
+            answer: JobSpec | StewardError = reader()
         except StewardError as exc:
-            if is_unavailable(exc):
-                raise
+            answer = exc
+        return self.take(answer)
+
+    def take(self, answer: JobSpec | StewardError) -> ErrorInfo | None:
+        """Keep what a read of the graph found, unless the spec was read meanwhile; the
+        verdict as :meth:`read` gives it (a store that did not answer raises)."""
+        if self._spec is not None or self.broken is not None:
+            return self.broken
+        if isinstance(answer, StewardError):
+            if is_unavailable(answer):
+                raise answer
             self.broken = ErrorInfo(
                 type="steward.RecoveryError",
-                message=f"job graph of {self.facts.job_id!r} could not be recovered: {exc}",
+                message=f"job graph of {self.facts.job_id!r} could not be recovered: {answer}",
             )
-        return self.broken
+            return self.broken
+        self._keep(answer)
+        return None
+
+    def _keep(self, spec: JobSpec) -> None:
+        # The spec's own facts from now: a record may have lacked one (max_concurrent).
+        self._spec, self._lazy, self.facts = spec, None, JobFacts.of_spec(spec)

@@ -49,7 +49,7 @@ from steward.wire.values import JsonValue
 
 from . import jobmaster_attempts as attempts
 from . import late_outcomes as late_rules
-from .job_facts import LazySpec, SpecAtHand
+from .job_facts import JobFacts, LazySpec, SpecAtHand
 from .jobmaster_records import restore, status_record
 from .jobmaster_values import Deployment, Late, Terminal
 from .restart import restart_delay, restarts_allowed
@@ -74,8 +74,10 @@ class JobMaster:
         """``spec``: the job's spec, or (a job adopted from its record alone) a
         :class:`LazySpec` that reads it when first needed."""
         self._spec = SpecAtHand(spec)
-        self.facts = self._spec.facts
         self.shown_env = self._spec.shown_env
+        self.hookless: bool | None = None
+        """Whether its pipeline cannot define ``initialize`` (None: not known), kept in its
+        record so that a new leader can schedule the job without reading its graph."""
         self.pointer = pointer
         self.submitted_at = submitted_at
         self.state = JobState.SUBMITTED
@@ -102,6 +104,10 @@ class JobMaster:
             restore(self, record)
 
     @property
+    def facts(self) -> JobFacts:
+        return self._spec.facts
+
+    @property
     def job_id(self) -> str:
         return self.facts.job_id
 
@@ -123,6 +129,11 @@ class JobMaster:
     def read_graph(self) -> ErrorInfo | None:
         """:meth:`SpecAtHand.read`: before a decision needs the spec, and anything changes."""
         return self._spec.read()
+
+    @property
+    def spec_at_hand(self) -> SpecAtHand:
+        """Its spec as held: a graph read outside the lock (``pending``, then ``take``)."""
+        return self._spec
 
     # ------------------------------------------------------------------ queries
 

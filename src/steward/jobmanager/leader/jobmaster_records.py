@@ -42,6 +42,8 @@ def status_record(master: JobMaster, epoch: int) -> JobStatusRecord:
         timed_out=master.timed_out,
         env=master.shown_env,
         slots=facts.slots,
+        max_concurrent=facts.max_concurrent,
+        hookless=master.hookless,
     )
 
 
@@ -52,6 +54,7 @@ def restore(master: JobMaster, record: JobStatusRecord) -> None:
     master.failures = record.failures
     master.submitted_at = record.submitted_at
     master.is_recovery = True
+    master.hookless = record.hookless
     if record.state is JobState.RESTARTING and record.restart_at is not None:
         # What is left of the earlier leader's restart delay still holds.
         left = _delay_left(record.restart_at, master.spec, record.failures)

@@ -96,8 +96,10 @@ class Notifications:
         attempt: int,
         error: ErrorInfo | None,
     ) -> NotificationRecord | None:
-        # A job whose graph turned out unusable has no webhooks of its own left to call.
-        own = [] if master.broken is not None else master.spec.notifications
+        # A job whose graph turned out unusable has no webhooks of its own left to call. One
+        # recovered from its record has it read now; a store that does not answer raises,
+        # and the write this record goes with is tried again.
+        own = [] if master.read_graph() is not None else master.spec.notifications
         targets = [t for t in own if t.wants(event)]
         cluster = self._cluster_wants(event)
         if not targets and not cluster:

@@ -140,13 +140,13 @@ class Concurrency:
 
     def held(self, master: JobMaster) -> str | None:
         """Why ``master`` may not start now, or None."""
-        spec = master.spec
-        if spec.max_concurrent is None and not self._limits:
+        facts = master.facts
+        if facts.max_concurrent is None and not self._limits:
             return None  # the common case, asked of every waiting job each pass
-        if spec.max_concurrent is not None and self._names[spec.name] >= spec.max_concurrent:
+        if facts.max_concurrent is not None and self._names[facts.name] >= facts.max_concurrent:
             return (
-                f"held by max_concurrent={spec.max_concurrent}: that many jobs named"
-                f" {spec.name!r} have an attempt"
+                f"held by max_concurrent={facts.max_concurrent}: that many jobs named"
+                f" {facts.name!r} have an attempt"
             )
         for limit in self._limited(master):
             if self._labels[limit.label] >= limit.limit:
@@ -197,10 +197,10 @@ class QueuePass:
         self.use.hold(master)
 
     def wants(self, master: JobMaster) -> None:
-        spec = master.spec
-        queue = self.queues.get(spec.queue) or self._default
-        queue.waiting.append((-spec.priority, master.submitted_at, spec.job_id, master))
-        if spec.max_concurrent is not None:
+        facts = master.facts  # never the spec: a recovered job's graph is read when placed
+        queue = self.queues.get(facts.queue) or self._default
+        queue.waiting.append((-facts.priority, master.submitted_at, facts.job_id, master))
+        if facts.max_concurrent is not None:
             self.concurrency.active = True
 
     def ready(self) -> None:
@@ -226,7 +226,7 @@ class QueuePass:
         """Why ``master`` may not start this pass when its slots would take ``queue`` past its
         maximum; None when they fit. Such a wide job does not hold back the narrower jobs
         behind it (as no free TaskManager wide enough does not)."""
-        slots = master.spec.slots
+        slots = master.facts.slots
         return self._reason(queue, slots, shortage) if queue.at_maximum(slots) else None
 
     def started(self, master: JobMaster) -> None:
@@ -243,7 +243,7 @@ class QueuePass:
             for _priority, _at, _id, master in queue.waiting:
                 reason = self.concurrency.held(master) if limited else None
                 if reason is None:
-                    slots = master.spec.slots
+                    slots = master.facts.slots
                     reason = made.get(slots)
                     if reason is None:
                         reason = made[slots] = self._reason(queue, slots, shortage)

@@ -6,7 +6,7 @@ cleanup; the execution leases are read once; every other job graph is recovered 
 members, the leases, then per :data:`CHUNK` jobs their pointers and status records, one round
 trip each), so only the graphs' blobs are read job by job, and not even those for a job whose
 lease and record say all its adoption needs: it is adopted from them, its graph read when it
-next needs it (:meth:`JobRecovery.adopt_from_records`, issue 22). A job that cannot be recovered
+next needs it (:meth:`JobRecovery.recover_from_records`, issue 22). A job that cannot be recovered
 (graph missing or corrupt, anything else raised) becomes FAILED with its cause; no other job
 is affected and the leader keeps going (rule 6). A job whose lease exists is adopted: its
 attempt keeps running (rule 8). A job whose record shows an attempt in flight without a lease
@@ -186,17 +186,21 @@ class Recovery:
         began = self._term.monotonic()
         found = self._prefetch(chunk, pool)
         read = self._term.monotonic()
-        rest = chunk if found is None else self._job.adopt_from_records(chunk, leases, found)
+        rest, adopted = chunk, 0
+        if found is not None:
+            rest, adopted = self._job.recover_from_records(chunk, leases, found)
+        scheduled = len(chunk) - len(rest) - adopted
         log.info(  # a line a chunk: where a takeover's time goes, without a profiler
-            "recovery chunk epoch=%d jobs=%d read_s=%.3f adopted=%d adopt_s=%.3f",
+            "recovery chunk epoch=%d jobs=%d read_s=%.3f adopted=%d scheduled=%d adopt_s=%.3f",
             self._term.epoch,
             len(chunk),
             read - began,
-            len(chunk) - len(rest),
+            adopted,
+            scheduled,
             self._term.monotonic() - read,
         )
         recovered = pool.map(partial(self._recover_until_known, leases=leases, found=found), rest)
-        return ["adopted"] * (len(chunk) - len(rest)) + list(recovered)
+        return ["adopted"] * adopted + ["restarted"] * scheduled + list(recovered)
 
     def _prefetch(self, chunk: list[str], pool: ThreadPoolExecutor) -> Prefetched | None:
         """The chunk's pointers and records, read at once; None if ZooKeeper did not answer

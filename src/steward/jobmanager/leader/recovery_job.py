@@ -56,35 +56,45 @@ class JobRecovery:
         self._initialization = initialization
         self._outcomes = AttemptOutcomes(ctx, records)
 
-    def adopt_from_records(
+    def recover_from_records(
         self, chunk: list[str], leases: dict[str, ExecutionLease], found: Prefetched
-    ) -> list[str]:
-        """Adopt every job of ``chunk`` whose lease and status record hold all its adoption
-        needs, without reading its graph (the spec is read when the job next needs it:
-        :meth:`JobMaster.read_graph`); the jobs left, to recover one by one. One hold of the
-        table's lock for the chunk: no pool, no blob, no log line per job."""
+    ) -> tuple[list[str], int]:
+        """Recover every job of ``chunk`` whose pointer and status record hold all it needs,
+        without reading its graph (the spec is read when the job next needs it:
+        :meth:`JobMaster.read_graph`): adopted if a lease names its attempt, scheduled if it
+        was only waiting for a slot and cannot run a hook. The jobs left, to recover one by
+        one, and how many were adopted. One hold of the table's lock for the chunk: no pool,
+        no blob, no log line per job."""
         rest: list[str] = []
+        adopted = 0
         with self._table.lock:
             for job_id in chunk:
                 lease = leases.get(job_id)
-                master = None if lease is None else self._from_record(job_id, found)
-                if master is None or lease is None:
+                master = self._from_record(job_id, found, leased=lease is not None)
+                if master is None:
                     rest.append(job_id)
                     continue
-                self._table.admit(master)
+                self._table.admit(master, hookless=master.hookless is True)
                 self._records.recovered(master)
-                self._adopt(master, lease)
-        return rest
+                if lease is not None:
+                    adopted += 1
+                    self._adopt(master, lease)
+                else:
+                    self._initialization.start(master)
+        return rest, adopted
 
-    def _from_record(self, job_id: str, found: Prefetched) -> JobMaster | None:
+    def _from_record(self, job_id: str, found: Prefetched, *, leased: bool) -> JobMaster | None:
         """The job's master from its pointer and record alone; None if they do not suffice
-        (no usable pointer or record, a record from before the facts were kept, or a restart
-        delay running, whose length is the spec's)."""
+        (no usable pointer or record, a record from before the facts were kept, a restart
+        delay running, whose length is the spec's, or, with no lease, anything but a job
+        waiting for a slot whose pipeline cannot define ``initialize``)."""
         pointer, record = found.pointers.get(job_id), found.records.get(job_id)
         if not isinstance(pointer, JobGraphPointer) or record is None:
             return None
         facts = JobFacts.of_record(record)
         if facts is None or record.state is JobState.RESTARTING:
+            return None
+        if not leased and not _schedulable(record):
             return None
         read = partial(self._spec_at, job_id, pointer)
         lazy = LazySpec(facts, record.env, read)
@@ -180,7 +190,8 @@ class JobRecovery:
             record = found.records.get(job_id)
         master = JobMaster(graph.spec, pointer, graph.submitted_at, record=record)
         master.is_recovery = record is not None
-        return master, not may_define_initialize(graph.artifact)
+        master.hookless = not may_define_initialize(graph.artifact)
+        return master, master.hookless
 
     def _graph(self, job_id: str, found: Prefetched | None) -> tuple[JobGraphPointer, JobGraph]:
         if found is None:
@@ -237,3 +248,21 @@ class JobRecovery:
         )
         self._table.await_report(master, last, until)
         return "awaiting"
+
+
+WAITING = frozenset({JobState.SUBMITTED, JobState.INITIALIZING, JobState.SCHEDULED})
+"""States of a job with no lease that a new leader schedules from its record alone."""
+
+
+def _schedulable(record: JobStatusRecord) -> bool:
+    """Whether a job without a lease needs nothing of its spec to be scheduled again: its
+    pipeline cannot define ``initialize`` (so no hook round), it was only waiting (no restart
+    delay, no cancel to finish), no attempt of it is in flight (none to await or count lost),
+    and the record holds every fact the scheduler reads (``max_concurrent`` is kept with
+    ``hookless``)."""
+    last = record.attempts[-1] if record.attempts else None
+    return (
+        record.hookless is True
+        and record.state in WAITING
+        and (last is None or last.state.is_final)
+    )

@@ -161,10 +161,12 @@ class Scheduler:
         return reason
 
     def _deploy(self, master: JobMaster, waiting: list[JobMaster]) -> bool:
-        rm, slots = self._table.rm, master.spec.slots
+        rm, slots = self._table.rm, master.facts.slots
         tm_id = None if self._no_room(slots) else rm.allocate(slots)
         if tm_id is None:
             _wait(master, self._shortage(slots), waiting)
+            return False
+        if not self._graph_at_hand(master, waiting):  # only once a slot is there for it
             return False
         # The reasons name the free slots, which this deployment changes.
         self._refused.clear()
@@ -184,8 +186,24 @@ class Scheduler:
             deployment.number,
             tm_id,
             self._term.epoch,
-            master.spec.queue,
+            master.facts.queue,
         )
+        return True
+
+    def _graph_at_hand(self, master: JobMaster, waiting: list[JobMaster]) -> bool:
+        """Read the graph of a job recovered from its record (a no-op for any other) before
+        its attempt is placed: a missing or corrupt graph fails the job with recovery's cause
+        (rule 6), never an attempt; a store that does not answer leaves it waiting."""
+        try:
+            broken = master.read_graph()
+        except StewardError as exc:
+            log.warning("job graph not readable yet job=%s error=%r", master.job_id, exc)
+            _wait(master, "waiting for its job graph to be read", waiting)
+            return False
+        if broken is not None:
+            log.error("recovered job failed job=%s cause=%s", master.job_id, broken.message)
+            self._records.terminate(master, master.fail(broken))
+            return False
         return True
 
     def _no_room(self, slots: int) -> bool:
