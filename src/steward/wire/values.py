@@ -94,7 +94,9 @@ class Value(BaseModel):
     """Base of every model: strict, frozen; unknown fields are errors except in what another
     Steward process wrote (see the module docstring)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, populate_by_name=True, defer_build=True
+    )
 
 
 class Payload(Value):
