@@ -24,7 +24,8 @@ from cryptography import x509
 from cryptography.x509.oid import NameOID
 from starlette.types import Scope
 
-from steward.wire.tokens import TEAM_PATTERN, TOKEN_NAME_PATTERN, Role
+from steward.wire.patterns import TEAM_PATTERN
+from steward.wire.tokens import TOKEN_NAME_PATTERN, Role
 
 from .identity import Identity
 
