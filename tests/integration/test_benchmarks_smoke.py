@@ -28,3 +28,16 @@ def test_quick_fair_share_run_starts_the_second_team_s_jobs_and_prints_the_figur
     assert results["a_started"] < results["a_jobs"]
     assert 0.0 < results["shares"]["b"] < 1.0
     assert {row["unit"] for row in doc["summary"]} == {"slot turnovers", "points", "ms CPU"}
+
+
+@pytest.mark.zookeeper
+def test_quick_startup_cost_run_prints_each_entry_point_s_cpu_and_its_ratio() -> None:
+    # Fresh interpreters import each entry point; a real JobManager and TaskManager start.
+    doc = run_benchmark("startup_cost.py", "--quick", "--rounds", "1", timeout=300)
+    imports, processes = doc["results"]["imports"], doc["results"]["processes"]
+    for name in ("interpreter", "frameworks", "cli", "jobmanager", "taskmanager", "runner"):
+        assert imports[name]["median_cpu_s"] > 0
+    # The interpreter alone is the floor every entry point stands on.
+    assert imports["jobmanager"]["median_cpu_s"] > imports["interpreter"]["median_cpu_s"]
+    assert processes["jobmanager_ready"]["n"] == processes["taskmanager_registered"]["n"] == 1
+    assert all(row["steward"] > 0 for row in doc["summary"])
