@@ -90,6 +90,7 @@ CLUSTER_SUITE = (
     Benchmark("job_listing", "job_listing"),
     Benchmark("watch_reconnect", "watch_reconnect"),
     Benchmark("liveness_probe", "liveness_probe"),
+    Benchmark("startup_cost", "startup_cost"),
 )
 SUITES = {"foundation": SUITE, "cluster": CLUSTER_SUITE}
 CHILD_STOP_TIMEOUT = 60.0

@@ -10,4 +10,7 @@ echo "[test] ruff check";           ruff check -q src tests benchmarks integrati
 echo "[test] mypy --strict src";    mypy
 echo "[test] mypy --strict integrations/airflow (against Airflow)"; scripts/check-airflow-provider.sh
 echo "[test] lint-imports";         lint-imports --no-cache --no-logo  # layer contracts: pyproject.toml
+# Bytecode written once: with PYTHONDONTWRITEBYTECODE set, each of the hundreds of processes the
+# tests start would compile Steward's sources again (~0.35 s CPU a JobManager; docs/performance.md).
+echo "[test] compileall src";       python -m compileall -q src
 echo "[test] pytest";               pytest "$@"

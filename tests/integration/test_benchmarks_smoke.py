@@ -39,3 +39,16 @@ def test_quick_record_decode_run_measures_both_encodings_of_one_record() -> None
     assert min(results["decode_before_us"], results["decode_after_us"]) > 0
     assert results["json_loads_us"] > 0
     assert {row["unit"] for row in doc["summary"]} == {"us CPU"}
+
+
+@pytest.mark.zookeeper
+def test_quick_startup_cost_run_prints_each_entry_point_s_cpu_and_its_ratio() -> None:
+    # Fresh interpreters import each entry point; a real JobManager and TaskManager start.
+    doc = run_benchmark("startup_cost.py", "--quick", "--rounds", "1", timeout=300)
+    imports, processes = doc["results"]["imports"], doc["results"]["processes"]
+    for name in ("interpreter", "frameworks", "cli", "jobmanager", "taskmanager", "runner"):
+        assert imports[name]["median_cpu_s"] > 0
+    # The interpreter alone is the floor every entry point stands on.
+    assert imports["jobmanager"]["median_cpu_s"] > imports["interpreter"]["median_cpu_s"]
+    assert processes["jobmanager_ready"]["n"] == processes["taskmanager_registered"]["n"] == 1
+    assert all(row["steward"] > 0 for row in doc["summary"])

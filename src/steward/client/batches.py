@@ -30,8 +30,9 @@ from steward.client.responses import api_error, checked_spec, decode
 from steward.client.submission import Submission
 from steward.client.uploads import Uploads
 from steward.errors import StewardError
+from steward.wire.patterns import MAX_BATCH
 from steward.wire.rest import ErrorBody, JobView
-from steward.wire.submissions import MAX_BATCH, BatchItemResult, BatchSubmitResponse
+from steward.wire.submissions import BatchItemResult, BatchSubmitResponse
 
 log = logging.getLogger(__name__)
 

@@ -17,8 +17,7 @@ import re
 
 from steward.config.option import Option
 from steward.config.units import to_str
-from steward.wire.jobs import OS_USER_PATTERN
-from steward.wire.tokens import TEAM_PATTERN
+from steward.wire.patterns import OS_USER_PATTERN, TEAM_PATTERN
 
 TEAM_PREFIX = "team:"
 EVERY_CALLER = "*"

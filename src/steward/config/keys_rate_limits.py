@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from steward.config.option import Option
 from steward.config.units import to_duration, to_int
-from steward.wire.submissions import MAX_BATCH
+from steward.wire.patterns import MAX_BATCH
 
 
 def _limit(value: int) -> str | None:

@@ -6,7 +6,7 @@ import re
 
 from steward.config.option import Option
 from steward.config.units import to_str
-from steward.wire.tokens import TEAM_PATTERN
+from steward.wire.patterns import TEAM_PATTERN
 
 
 def _team_name(value: str) -> str | None:

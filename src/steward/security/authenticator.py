@@ -28,7 +28,6 @@ from steward.wire.tokens import TokenRecord
 
 from . import tokens
 from .identity import ANONYMOUS_ADMIN, INTERNAL_IDENTITY, Identity
-from .oidc import looks_like_jwt
 
 CACHE_TTL = 2.0
 """Seconds a token's record (or its absence) is trusted before it is read again."""
@@ -39,6 +38,15 @@ Lookup = Callable[[str], TokenRecord | None]
 """A token id's record, or None; raises :class:`~steward.errors.CoordinationError`."""
 SignOnVerifier = Callable[[str], Identity | None]
 """A sign-on JWT's caller, or None (:meth:`steward.security.oidc.TokenVerifier.identity`)."""
+MAX_JWT_LENGTH = 16 * 1024
+
+
+def looks_like_jwt(token: str) -> bool:
+    """Shaped like a compact JWS (three dot-separated parts): worth verifying as one.
+
+    Here, not in :mod:`.oidc`: every process authenticates, few sign on, and :mod:`.oidc`
+    imports PyJWT and httpx (start-up cost)."""
+    return len(token) <= MAX_JWT_LENGTH and token.count(".") == 2 and token[:2] == "ey"
 
 
 class Verdict(enum.Enum):

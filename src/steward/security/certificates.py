@@ -19,14 +19,17 @@ from __future__ import annotations
 
 import functools
 import re
+from typing import TYPE_CHECKING
 
-from cryptography import x509
-from cryptography.x509.oid import NameOID
 from starlette.types import Scope
 
-from steward.wire.tokens import TEAM_PATTERN, TOKEN_NAME_PATTERN, Role
+from steward.wire.patterns import TEAM_PATTERN
+from steward.wire.tokens import TOKEN_NAME_PATTERN, Role
 
 from .identity import Identity
+
+if TYPE_CHECKING:
+    from cryptography import x509
 
 _NAME = re.compile(TOKEN_NAME_PATTERN)
 _TEAM = re.compile(TEAM_PATTERN)
@@ -44,6 +47,11 @@ def certificate_identity(scope: Scope) -> Identity | None:
 @functools.lru_cache(maxsize=1024)
 def identity_of(pem: str) -> Identity | None:
     """The identity a PEM client certificate's subject names, or None (see the module)."""
+    # Imported here: cryptography's x509 costs every JobManager and TaskManager start tens of
+    # ms of CPU, and only a cluster that takes client certificates reads one.
+    from cryptography import x509
+    from cryptography.x509.oid import NameOID
+
     try:
         subject = x509.load_pem_x509_certificate(pem.encode("ascii")).subject
     except ValueError:

@@ -22,7 +22,8 @@ import re
 from starlette.types import Scope
 
 from steward.security.scope_headers import header as _header
-from steward.wire.tokens import MAX_TEAMS, TEAM_PATTERN, TOKEN_NAME_PATTERN, Role
+from steward.wire.patterns import TEAM_PATTERN
+from steward.wire.tokens import MAX_TEAMS, TOKEN_NAME_PATTERN, Role
 
 from .certificates import identity_of
 from .identity import Identity

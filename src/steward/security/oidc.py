@@ -24,8 +24,6 @@ from .oidc_keys import SigningKeys
 
 log = logging.getLogger(__name__)
 
-MAX_TOKEN_LENGTH = 16 * 1024
-
 
 @dataclass(frozen=True)
 class TokenRules:
@@ -35,11 +33,6 @@ class TokenRules:
     audience: str
     algorithms: tuple[str, ...]
     leeway: float
-
-
-def looks_like_jwt(token: str) -> bool:
-    """Shaped like a compact JWS (three dot-separated parts): worth verifying as one."""
-    return len(token) <= MAX_TOKEN_LENGTH and token.count(".") == 2 and token[:2] == "ey"
 
 
 class TokenVerifier:

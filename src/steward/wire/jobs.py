@@ -21,7 +21,7 @@ from pydantic import (
 
 from steward.wire.job_options import MAX_TIMEOUT, check_env, timeout_seconds
 from steward.wire.notifications import MAX_TARGETS, NotificationTarget
-from steward.wire.tokens import TEAM_PATTERN
+from steward.wire.patterns import OS_USER_PATTERN, TEAM_PATTERN
 from steward.wire.values import Payload, Value, check_job_id, check_text
 
 
@@ -88,8 +88,6 @@ MAX_LABELS = 64
 QUEUE_PATTERN = r"^[a-z0-9][a-z0-9_.\-]{0,62}$"
 MAX_PRIORITY = 1_000_000
 MAX_LABEL_LENGTH = 256
-OS_USER_PATTERN = r"^[a-z_][a-z0-9_.\-]{0,31}$"
-"""An OS user's name a job may run as (``proxy_user``): POSIX's portable names, lower case."""
 
 
 SHA256_PATTERN = r"^[0-9a-f]{64}$"

@@ -18,9 +18,6 @@ from pydantic import Field
 from steward.wire.rest import ErrorBody, JobView
 from steward.wire.values import JsonValue, Value
 
-MAX_BATCH = 100
-"""Submissions one batch may hold (a larger batch is refused whole: 413, nothing stored)."""
-
 
 class BatchSubmitRequest(Value):
     """``POST /v1/jobs/batch``: up to :data:`MAX_BATCH` submissions, each the body of a ``POST

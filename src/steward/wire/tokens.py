@@ -13,13 +13,12 @@ from typing import ClassVar
 
 from pydantic import Field, field_validator
 
+from steward.wire.patterns import TEAM_PATTERN
 from steward.wire.values import Payload, Value
 
 TOKEN_ID_PATTERN = r"[0-9a-f]{12}"
 _TOKEN_ID = re.compile(TOKEN_ID_PATTERN)
 TOKEN_NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_.@\-]{0,63}"
-TEAM_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}"
-"""A team's name (docs/security.md, "Teams"): what a job belongs to and a token is in."""
 _TEAM = re.compile(TEAM_PATTERN)
 MAX_TEAMS = 64
 """Teams one token may be in."""

@@ -94,7 +94,9 @@ class Value(BaseModel):
     """Base of every model: strict, frozen; unknown fields are errors except in what another
     Steward process wrote (see the module docstring)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    # defer_build: a model's schema is built when first used, not at import; a process then
+    # pays at start-up only for the models it uses (docs/performance.md, "Start-up cost").
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, defer_build=True)
 
 
 _SCHEMA_HEAD = b'{"schema":%d,' % SCHEMA_VERSION

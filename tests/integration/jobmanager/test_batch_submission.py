@@ -19,8 +19,8 @@ from steward.errors import JobExistsError, JobRejectedError
 from steward.jobmanager.manager import JobManager
 from steward.testing.credentials import admin_record, kit_admin_token
 from steward.wire.jobs import JobGraphPointer
+from steward.wire.patterns import MAX_BATCH
 from steward.wire.rest import JobView, SubmitRequest
-from steward.wire.submissions import MAX_BATCH
 
 pytestmark = pytest.mark.zookeeper
 

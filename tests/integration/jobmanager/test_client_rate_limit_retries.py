@@ -23,7 +23,7 @@ from steward.client.failover import Failover
 from steward.errors import ApiError
 from steward.jobmanager.manager import JobManager
 from steward.testing.credentials import kit_admin_token
-from steward.wire.submissions import MAX_BATCH
+from steward.wire.patterns import MAX_BATCH
 from support import wait_until
 
 pytestmark = pytest.mark.zookeeper

@@ -19,7 +19,7 @@ from jobmanager_harness import JobManagerCluster, PretendTaskManager, submission
 
 from steward.jobmanager.manager import JobManager
 from steward.security.source_address import FORWARDED_FOR, FORWARDED_PROOF
-from steward.wire.submissions import MAX_BATCH
+from steward.wire.patterns import MAX_BATCH
 from support import wait_until
 
 pytestmark = pytest.mark.zookeeper

@@ -25,9 +25,9 @@ from pydantic import JsonValue, ValidationError
 from steward.security import audit
 from steward.security.identity import Identity
 from steward.store.contents import ContentStore
+from steward.wire.patterns import MAX_BATCH
 from steward.wire.rest import ErrorBody, SubmitRequest
 from steward.wire.submissions import (
-    MAX_BATCH,
     BatchItemResult,
     BatchSubmitRequest,
     BatchSubmitResponse,

@@ -39,8 +39,8 @@ from steward.security.teams import TeamRefusedError, scope_of, submission_team
 from steward.store.contents import ContentStore
 from steward.wire import redaction, spark_options
 from steward.wire.jobs import JobGraph, JobSpec
+from steward.wire.patterns import TEAM_PATTERN
 from steward.wire.rest import JobView, SubmitRequest
-from steward.wire.tokens import TEAM_PATTERN
 from steward.wire.values import new_job_id
 
 from .. import faults
