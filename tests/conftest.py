@@ -23,10 +23,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 import module_order
 from steward.testing.zookeeper import heal_ensemble, start_ensemble
 from steward.zookeeper.managed import ManagedEnsemble
+
+# No per-example deadline for Hypothesis: its default (200 ms) is a timing assertion, and on a
+# loaded 2-core machine the first example also builds its pydantic models (built on first use):
+# a test of behaviour must not fail on time. Speed is the benchmarks' business.
+settings.register_profile("steward", deadline=None)
+settings.load_profile("steward")
 
 # Every Spark driver the tests start reads this host's defaults (a test may still set its own
 # SPARK_CONF_DIR): see tests/spark-conf/spark-defaults.conf for what and why.
