@@ -10,11 +10,17 @@ Import as ``from adoption_harness import ...`` from tests in this folder.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
+from typing import Any
 
+import pytest
 from jobmanager_harness import JobManagerCluster, PretendTaskManager
 
+from steward.jobmanager.leader.graph_checks import AdoptedGraphs
+from steward.store.job_graphs import JobGraphStore
 from steward.wire.heartbeat import AttemptReport
+from steward.wire.jobs import JobGraphPointer
 from steward.wire.records import ExecutionLease
 from steward.wire.runner_protocol import FailedEvent
 from steward.wire.states import AttemptPhase
@@ -56,3 +62,25 @@ def ended_report(job_id: str, outcome: FailedEvent) -> AttemptReport:
             "lease_released": True,
         }
     )
+
+
+def graph_reads(monkeypatch: pytest.MonkeyPatch, *, thread: str = "") -> list[str]:
+    """The ids of the job graphs read from now on by the threads whose name contains
+    ``thread`` (default: any thread; ``"recover"``: recovery's own reads, not those made once
+    the term is ready by :mod:`steward.jobmanager.leader.graph_checks`)."""
+    reads: list[str] = []
+    real = JobGraphStore.graph_at
+
+    def counted(store: JobGraphStore, job_id: str, pointer: JobGraphPointer) -> Any:
+        if thread in threading.current_thread().name:
+            reads.append(job_id)
+        return real(store, job_id, pointer)
+
+    monkeypatch.setattr(JobGraphStore, "graph_at", counted)
+    return reads
+
+
+def no_background_reads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hold back the graph reads made once the term is ready, so that the test's own event
+    (an attempt's end, a placement) is the first need of a job's graph."""
+    monkeypatch.setattr(AdoptedGraphs, "run", lambda graphs: None)

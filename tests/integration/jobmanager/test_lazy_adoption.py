@@ -10,16 +10,17 @@ before the facts adoption needs were kept in it is recovered as before, reading 
 
 from __future__ import annotations
 
-import threading
-from typing import Any
-
 import pytest
-from adoption_harness import ended_report, leased_jobs, running_report
+from adoption_harness import (
+    ended_report,
+    graph_reads,
+    leased_jobs,
+    no_background_reads,
+    running_report,
+)
 from jobmanager_harness import SETTLE, JobManagerCluster, dispatcher_of
 
-from steward.jobmanager.leader.graph_checks import AdoptedGraphs
 from steward.jobmanager.manager import JobManager
-from steward.store.job_graphs import JobGraphStore
 from steward.wire.heartbeat import AttemptReport, CancelAttempt
 from steward.wire.jobs import JobGraphPointer
 from steward.wire.records import ErrorInfo, JobStatusRecord
@@ -29,26 +30,6 @@ from support import wait_until
 pytestmark = pytest.mark.zookeeper
 
 JOBS = 5
-
-
-def graph_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The ids of the job graphs recovery reads from now on (not the reads made once the
-    term is ready, by :mod:`steward.jobmanager.leader.graph_checks`)."""
-    reads: list[str] = []
-    real = JobGraphStore.graph_at
-
-    def counted(store: JobGraphStore, job_id: str, pointer: JobGraphPointer) -> Any:
-        if "recover" in threading.current_thread().name:
-            reads.append(job_id)
-        return real(store, job_id, pointer)
-
-    monkeypatch.setattr(JobGraphStore, "graph_at", counted)
-    return reads
-
-
-def no_background_reads(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Hold back the reads made once the term is ready: the attempt's end is the first need."""
-    monkeypatch.setattr(AdoptedGraphs, "run", lambda graphs: None)
 
 
 def failed_report(job_id: str) -> AttemptReport:
@@ -62,7 +43,7 @@ def test_takeover_reads_no_graph_blob_for_an_adopted_job(
 ) -> None:
     job_ids = [f"job-{i}" for i in range(JOBS)]
     leased_jobs(cluster, job_ids)
-    reads = graph_reads(monkeypatch)
+    reads = graph_reads(monkeypatch, thread="recover")
 
     successor = cluster.start_leader("jm-2")
 
@@ -147,7 +128,7 @@ def test_a_record_from_before_the_facts_were_kept_is_recovered_from_its_graph(
     path = cluster.layout.job_status(old)
     record = JobStatusRecord.from_json(cluster.data(path) or b"")
     cluster.zk.set(path, record.model_copy(update={"slots": None, "queue": None}).to_json())
-    reads = graph_reads(monkeypatch)
+    reads = graph_reads(monkeypatch, thread="recover")
 
     successor = cluster.start_leader("jm-2")
 

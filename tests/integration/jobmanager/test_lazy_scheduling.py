@@ -14,9 +14,9 @@ import threading
 from typing import Any
 
 import pytest
+from adoption_harness import graph_reads, no_background_reads
 from jobmanager_harness import SETTLE, JobManagerCluster, PretendTaskManager, dispatcher_of, report
 
-from steward.jobmanager.leader.graph_checks import AdoptedGraphs
 from steward.store.job_graphs import JobGraphStore
 from steward.wire.heartbeat import StartAttempt
 from steward.wire.jobs import JobGraphPointer
@@ -41,24 +41,6 @@ def waiting_jobs(cluster: JobManagerCluster, count: int, **spec: Any) -> list[st
         cluster.wait_state(leader, job_id, "SCHEDULED")
     leader.stop()
     return job_ids
-
-
-def graph_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The ids of the job graphs read from now on, by any thread."""
-    reads: list[str] = []
-    real = JobGraphStore.graph_at
-
-    def counted(store: JobGraphStore, job_id: str, pointer: JobGraphPointer) -> Any:
-        reads.append(job_id)
-        return real(store, job_id, pointer)
-
-    monkeypatch.setattr(JobGraphStore, "graph_at", counted)
-    return reads
-
-
-def no_background_reads(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Hold back the reads made once the term is ready: a placement is the first need."""
-    monkeypatch.setattr(AdoptedGraphs, "run", lambda graphs: None)
 
 
 def corrupt_graph(cluster: JobManagerCluster, job_id: str) -> None:
