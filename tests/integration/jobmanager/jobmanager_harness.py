@@ -253,14 +253,23 @@ class JobManagerCluster:
         return view
 
     def wait_state(
-        self, manager: JobManager, job_id: str, state: str, timeout: float = SETTLE
+        self,
+        manager: JobManager,
+        job_id: str,
+        state: str,
+        timeout: float = SETTLE,
+        *,
+        reason: str | None = None,
     ) -> dict[str, Any]:
+        """The job's view once it is in ``state`` (and, if given, says ``reason``: a waiting
+        job's first record says it waits for a slot, the scheduler's pass then says why)."""
         seen: list[str] = []
 
         def reached() -> dict[str, Any] | None:
             view = self.job(manager, job_id)
             seen.append(f"{view['state']}:{view.get('reason')}")
-            return view if view["state"] == state else None
+            matches = view["state"] == state and reason in (None, view.get("reason"))
+            return view if matches else None
 
         try:
             return wait_until(reached, timeout, message=f"{job_id} is {state}")
