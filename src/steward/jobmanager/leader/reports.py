@@ -20,6 +20,7 @@ from steward.wire.states import AttemptPhase, AttemptState, JobState
 from .commands import send_cancel
 from .context import TermContext
 from .jobmaster import JobMaster
+from .jobmaster_values import Deployment
 from .membership import NOT_TAKEN
 from .outcomes import AttemptOutcomes
 from .records import Records
@@ -41,17 +42,13 @@ class AttemptReports:
         heartbeat of only such reports may be taken on an event loop): an attempt already
         recorded running, with no new checkpoint, Spark application or outcome. Mirrors
         :meth:`take`; when in doubt, not quiet."""
-        master = self._table.jobs.get(report.job_id)
-        current = master.current if master else None
-        if (
-            master is None
-            or current is None
-            or current.number != report.attempt
-            or current.taskmanager != tm_id
-        ):
+        own = self._reported_on(tm_id, report)
+        if own is None:
             # A stray is only cancelled (queued), unless it is the late outcome of a
-            # lost attempt (:meth:`AttemptOutcomes.late_report` may write).
-            return master is None or report.phase is not AttemptPhase.ENDED or not report.outcome
+            # lost attempt of a known job (:meth:`AttemptOutcomes.late_report` may write).
+            known = report.job_id in self._table.jobs
+            return not known or report.phase is not AttemptPhase.ENDED or not report.outcome
+        master, current = own
         if report.phase in SETTLED or master.cancel_requested:
             return False
         if any(c.seq > current.checkpoint_acked for c in report.checkpoints):
@@ -62,10 +59,11 @@ class AttemptReports:
         started = record.state is AttemptState.RUNNING and bool(record.started_at)
         return started and report.spark_app in (None, record.spark_app)
 
-    def take(self, tm_id: str, report: AttemptReport, news: dict[str, JobMaster]) -> list[Ack]:
-        """Take one report of TaskManager ``tm_id``; a job whose record it changed lands in
-        ``news`` (written by the caller, batched) unless it ends the attempt (written here: its
-        outcome's ack waits for it)."""
+    def _reported_on(
+        self, tm_id: str, report: AttemptReport
+    ) -> tuple[JobMaster, Deployment] | None:
+        """The job and its current attempt, if ``report`` is of that attempt on ``tm_id``;
+        None for a stray (an unknown job, another attempt, another TaskManager)."""
         master = self._table.jobs.get(report.job_id)
         current = master.current if master else None
         if (
@@ -74,7 +72,17 @@ class AttemptReports:
             or current.number != report.attempt
             or current.taskmanager != tm_id
         ):
+            return None
+        return master, current
+
+    def take(self, tm_id: str, report: AttemptReport, news: dict[str, JobMaster]) -> list[Ack]:
+        """Take one report of TaskManager ``tm_id``; a job whose record it changed lands in
+        ``news`` (written by the caller, batched) unless it ends the attempt (written here: its
+        outcome's ack waits for it)."""
+        own = self._reported_on(tm_id, report)
+        if own is None:
             return self._on_stray_report(tm_id, report)
+        master = own[0]
         if report.phase is AttemptPhase.REJECTED:
             return self._on_rejected(tm_id, master, report)
         acked = self._record_checkpoints(master, report)
