@@ -38,6 +38,8 @@ def test_quick_record_decode_run_measures_both_encodings_of_one_record() -> None
     assert results["bytes_after"] < results["bytes_before"]
     assert min(results["decode_before_us"], results["decode_after_us"]) > 0
     assert results["json_loads_us"] > 0
+    assert results["bytes_format_2"] < results["bytes_after"] * 3 // 5
+    assert results["decode_format_2_us"] > 0
     assert {row["unit"] for row in doc["summary"]} == {"us CPU"}
 
 
