@@ -66,10 +66,12 @@ STATUS_IMPLIED: Final[Mapping[str, object]] = {
     "queue": "default",
     "priority": 0,
     "slots": 1,
+    "hookless": True,
 }
 """What schema 2 reads for these fields when the record leaves them out: what nearly every
-job holds (the default team and queue, one slot), where schema 1 reads ``None`` ("recorded
-before it was kept"); a schema-2 record holding ``None`` says ``null``. An encoding, not a
+job holds (the default team and queue, one slot, no ``initialize`` hook), where schema 1
+reads ``None`` ("recorded before it was kept"); a schema-2 record holding ``None`` says
+``null``. An encoding, not a
 setting: the values a cluster is configured with do not change what a record means."""
 
 ATTEMPT_KEYS: Final[Mapping[str, str]] = {
