@@ -10,8 +10,9 @@ is ready, highest sample reported:
 - loaded: the same with ``--jobs`` long-running :data:`_cluster.TICKING` pipelines, the
   TaskManager both alone and with its descendants (the runner processes, one per attempt).
 
-ZooKeeper bytes per job: the server's ``mntr`` ``zk_approximate_data_size`` (data plus path
-bytes of every znode) and ``zk_znode_count``, before and after the jobs were submitted and
+ZooKeeper bytes per job, at ``high-availability.record-format`` 2 (the default) and then 1,
+each cluster on its own ZooKeeper: the server's ``mntr`` ``zk_approximate_data_size`` (data
+plus path bytes of every znode) and ``zk_znode_count``, before and after the jobs were submitted and
 run, divided by the number of jobs. The breakdown (``zk_per_job_znodes``) says which znodes
 those are and what each costs: the cluster's tree is read before and after (a kazoo client
 with the cluster's credential), and every znode created or grown in between is counted under
@@ -116,11 +117,14 @@ def breakdown(
     return {"zk_per_job_znodes": znodes, "zk_tree_bytes_per_job": round(total, 1)}
 
 
-def run(zookeeper: TempZooKeeper, parameters: Json) -> Json:
+def run(zookeeper: TempZooKeeper, parameters: Json, record_format: int) -> Json:
     pipeline = zookeeper.workdir / "ticking.py"
     pipeline.write_text(TICKING)
     jobs, samples = parameters["jobs"], parameters["samples"]
-    with bench_cluster(zookeeper.workdir, zookeeper.connect_string, "footprint", 4.0) as cluster:
+    record_setting = {"high-availability.record-format": str(record_format)}
+    with bench_cluster(
+        zookeeper.workdir, zookeeper.connect_string, "footprint", 4.0, **record_setting
+    ) as cluster:
         first = cluster.start_jobmanager("jm-1")
         cluster.wait_leader(60)
         second = cluster.start_jobmanager("jm-2")
@@ -145,8 +149,17 @@ def run(zookeeper: TempZooKeeper, parameters: Json) -> Json:
         "zk_znodes_per_job": round((znodes_after - znodes_before) / jobs, 2),
         **breakdown(tree_before, tree_after, jobs),
     }
-    progress(f"loaded RSS MiB: {loaded}; ZooKeeper per job: {per_job}")
+    progress(f"record format {record_format}: loaded RSS MiB: {loaded}; ZooKeeper: {per_job}")
     return {"idle_rss_mib": idle, "loaded_rss_mib": loaded, **per_job}
+
+
+ZK_FIGURES = (
+    "zk_approximate_data_size_bytes_per_job",
+    "zk_znodes_per_job",
+    "zk_per_job_znodes",
+    "zk_tree_bytes_per_job",
+)
+"""What the run at record format 1 reports (its memory is the same cluster's)."""
 
 
 def _with_jobs(
@@ -229,6 +242,25 @@ def rows(results: Json, jobs: int) -> list[Json]:
             ),
             digits=1,
         ),
+        *_format_1_rows(results, jobs),
+    ]
+
+
+def _format_1_rows(results: Json, jobs: int) -> list[Json]:
+    if "record_format_1" not in results:  # a document from before record format 2
+        return []
+    older = results["record_format_1"]
+    return [
+        summary_row(
+            "ZooKeeper bytes per running job, record format 1",
+            older["zk_approximate_data_size_bytes_per_job"],
+            "B",
+            goal="",
+            met=None,
+            note=f"the same run on its own ZooKeeper, high-availability.record-format=1; "
+            f"format 2 above is {results['zk_approximate_data_size_bytes_per_job']} B",
+            digits=1,
+        )
     ]
 
 
@@ -246,7 +278,13 @@ def main() -> int:
 
     def body() -> Json:
         with temp_zookeeper("footprint") as zookeeper:
-            results = run(zookeeper, parameters)
+            results = run(zookeeper, parameters, 2)
+            # Back to back, each on its own ZooKeeper (the same paths): the format of the
+            # releases before 2026-11-28, which a rolling upgrade keeps until every process reads 2.
+            with temp_zookeeper("footprint") as older:
+                format_1 = run(older, {**parameters, "samples": 1}, 1)
+            results["record_format"] = 2
+            results["record_format_1"] = {key: format_1[key] for key in ZK_FIGURES}
             return cluster_document(
                 "footprint", parameters, results, rows(results, parameters["jobs"]), zookeeper
             )

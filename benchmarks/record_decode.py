@@ -17,8 +17,10 @@ library's ``json.loads`` of the compact record alone, no validation: the floor o
 that builds Python objects through it (pydantic's own parser is in Rust, and lands about there).
 ``encode``: the record written back (a takeover rewrites every adopted one), before
 (``model_dump_json(...).encode()``) and now (``to_json``: the serializer's bytes, defaults
-out). Figures are medians of batches of the CPU time of this thread (the machine's other
-load left out), the two interleaved batch by batch so that a busy moment weighs on both;
+out). ``format_2``: the same record at ``high-availability.record-format`` 2 (short keys, no
+job id: :mod:`steward.wire.record_format`), decoded and encoded the same way. Figures are
+medians of batches of the CPU time of this thread (the machine's other load left out), the
+forms interleaved batch by batch so that a busy moment weighs on all;
 ``ratio`` is after / before (lower is better). No ZooKeeper: decoding is what is measured,
 not the reads.
 """
@@ -33,6 +35,7 @@ from collections.abc import Callable
 
 from _common import Json, machine, parser, progress, run_main, source, summary_row
 from steward.errors import CorruptStateError
+from steward.wire.record_format import decode_status, encode_status
 from steward.wire.records import AttemptRecord, JobStatusRecord
 from steward.wire.states import AttemptState, JobState
 
@@ -82,9 +85,15 @@ def measure(batches: int, calls: int) -> Json:
     if JobStatusRecord.from_json(after_bytes) != RECORD:
         raise SystemExit("the compact record does not read back equal")
     _check_refusals(after_bytes)
+    format_2 = encode_status(RECORD, 2)
+    if decode_status(format_2, RECORD.job_id) != RECORD:
+        raise SystemExit("the record at format 2 does not read back equal")
     timings: dict[str, list[float]] = {key: [] for key in ("decode", "encode", "json_loads")}
     before: dict[str, list[float]] = {key: [] for key in ("decode", "encode")}
+    short: dict[str, list[float]] = {key: [] for key in ("decode", "encode")}
     for _ in range(batches):
+        short["decode"].append(per_call_us(lambda: decode_status(format_2, RECORD.job_id), calls))
+        short["encode"].append(per_call_us(lambda: encode_status(RECORD, 2), calls))
         before["decode"].append(per_call_us(lambda: JobStatusRecord.from_json(before_bytes), calls))
         timings["decode"].append(per_call_us(lambda: JobStatusRecord.from_json(after_bytes), calls))
         before["encode"].append(
@@ -99,6 +108,8 @@ def measure(batches: int, calls: int) -> Json:
         **{f"{key}_before_us": round(statistics.median(v), 2) for key, v in before.items()},
         **{f"{key}_after_us": round(statistics.median(v), 2) for key, v in timings.items()},
         "json_loads_us": round(floor, 2),
+        "bytes_format_2": len(format_2),
+        **{f"{key}_format_2_us": round(statistics.median(v), 2) for key, v in short.items()},
     }
 
 
@@ -135,6 +146,16 @@ def rows(results: Json) -> list[Json]:
             goal="",
             met=None,
             note=f"before {results['encode_before_us']} us, ratio {results['encode_ratio']}",
+            digits=2,
+        ),
+        summary_row(
+            "status record decode (strict), record format 2",
+            results["decode_format_2_us"],
+            "us CPU",
+            goal="",
+            met=None,
+            note=f"{results['bytes_format_2']} B (short keys, no job id); schema 1 compact "
+            f"{results['decode_after_us']} us; encode {results['encode_format_2_us']} us",
             digits=2,
         ),
     ]

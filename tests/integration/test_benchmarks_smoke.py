@@ -38,7 +38,28 @@ def test_quick_record_decode_run_measures_both_encodings_of_one_record() -> None
     assert results["bytes_after"] < results["bytes_before"]
     assert min(results["decode_before_us"], results["decode_after_us"]) > 0
     assert results["json_loads_us"] > 0
+    assert results["bytes_format_2"] < results["bytes_after"] * 3 // 5
+    assert results["decode_format_2_us"] > 0
     assert {row["unit"] for row in doc["summary"]} == {"us CPU"}
+
+
+@pytest.mark.zookeeper
+def test_quick_footprint_run_counts_zookeeper_bytes_per_job_at_both_record_formats() -> None:
+    # Real processes (2 JobManagers, a TaskManager, 3 ticking jobs), once per record format,
+    # each on its own ZooKeeper. Bytes, not time: the goal holds on a loaded machine too.
+    doc = run_benchmark("footprint.py", "--quick", timeout=400)
+    results = doc["results"]
+    now, before = results, results["record_format_1"]
+    assert now["zk_approximate_data_size_bytes_per_job"] == now["zk_tree_bytes_per_job"]
+    assert now["zk_approximate_data_size_bytes_per_job"] < 600  # issue 22's goal
+    assert before["zk_approximate_data_size_bytes_per_job"] > 600
+    status = next(v for k, v in now["zk_per_job_znodes"].items() if k.endswith("/status"))
+    old_status = next(v for k, v in before["zk_per_job_znodes"].items() if k.endswith("/status"))
+    assert status["data_bytes"] < old_status["data_bytes"] - 100
+    assert {row["figure"] for row in doc["summary"]} >= {
+        "ZooKeeper bytes per running job",
+        "ZooKeeper bytes per running job, record format 1",
+    }
 
 
 @pytest.mark.zookeeper

@@ -9,6 +9,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
+from steward.wire.record_format import decode_status, encode_status
 from steward.wire.records import (
     AttemptRecord,
     ErrorInfo,
@@ -159,6 +160,8 @@ def test_any_status_record_round_trips_and_holds_no_null(update: dict[str, Any])
 
     assert JobStatusRecord.from_json(data) == record
     assert nulls_and_empties(json.loads(data)) == []
+    # Record format 2 (tests/unit/test_record_format.py) reads back the same record.
+    assert decode_status(encode_status(record, 2), record.job_id) == record
 
 
 def test_other_payloads_are_written_whole() -> None:

@@ -38,6 +38,7 @@ OTHER_VALUES: dict[str, str] = {
     "high-availability.zookeeper.connection-timeout": "5s",
     "high-availability.zookeeper.tolerate-suspended-connections": "false",
     "high-availability.crash-detection": "0",
+    "high-availability.record-format": "1",
     "high-availability.zookeeper.client.acl": "open",
     "high-availability.zookeeper.digest-file": "/etc/steward/zookeeper.digest",
     "high-availability.storage-dir": "s3://bucket/steward",
@@ -147,6 +148,7 @@ def test_defaults_give_the_documented_typed_values(_isolated_cwd: Path) -> None:
         crash_detection=0.05,
         client_acl="creator",
         digest_file="",
+        record_format=2,
     )
     assert settings.zookeeper.cluster_root == "/steward/default"
     assert settings.storage == StorageSettings(

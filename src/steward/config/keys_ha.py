@@ -9,7 +9,7 @@ from steward.config.option import (
     quorum,
     zk_path,
 )
-from steward.config.units import to_bool, to_duration, to_str
+from steward.config.units import to_bool, to_duration, to_int, to_str
 
 HA_OPTIONS: tuple[Option, ...] = (
     Option(
@@ -118,6 +118,20 @@ HA_OPTIONS: tuple[Option, ...] = (
         " off.",
         lambda v: None if v >= 0 else "must not be negative",
         setting="zookeeper.crash_detection",
+    ),
+    Option(
+        "high-availability.record-format",
+        to_int,
+        2,
+        "The format of the records a leader writes per live job (`jobs/<job-id>/status` and"
+        " `jobgraphs/<job-id>`). `2`: short keys, no job id, hashes in base64url (about 200 B less"
+        " ZooKeeper per running job). `1`: the format of releases before 2026-11-28, which cannot"
+        ' read format 2 and refuse it ("schema 2 was written by a newer Steward"). Every process'
+        " of this release reads both. A new cluster keeps the default; a rolling upgrade from an"
+        " older release sets `1` until every process runs this release, then `2` and rolls again"
+        " (see [operations.md](operations.md#record-format)).",
+        lambda v: None if v in (1, 2) else "must be 1 or 2",
+        setting="zookeeper.record_format",
     ),
     Option(
         "high-availability.storage-dir",

@@ -70,6 +70,8 @@ class ZooKeeperSettings:
     """``creator`` or ``open`` (steward.ha.acl)."""
     digest_file: str
     """The credential file; empty for none."""
+    record_format: int
+    """The format of the per-job records a leader writes (steward.wire.record_format)."""
 
     @property
     def cluster_root(self) -> str:

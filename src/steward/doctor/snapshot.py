@@ -22,6 +22,7 @@ from steward.store.checkpoints import BLOB_PREFIX as CHECKPOINT_BLOBS
 from steward.store.job_graphs import BLOB_PREFIX as GRAPH_BLOBS
 from steward.store.result_index import ResultNode
 from steward.wire.jobs import JobGraphPointer
+from steward.wire.record_format import decode_pointer, decode_status
 from steward.wire.records import (
     CheckpointPointer,
     ContenderInfo,
@@ -117,10 +118,12 @@ def _read_znodes(client: Any, layout: Layout) -> Snapshot:
             for name in sorted(zk.children(client, layout.leader_latch), key=_sequence)
             if (stored := _read(client, f"{layout.leader_latch}/{name}", ContenderInfo))
         ],
-        pointers=_read_all(client, layout.jobgraphs, layout.jobgraph, JobGraphPointer),
+        pointers=_read_all(client, layout.jobgraphs, layout.jobgraph, decode_pointer),
         results=_read_results(client, layout),
-        statuses=_read_all(client, layout.jobs, layout.job_status, JobStatusRecord),
-        leases=_read_all(client, layout.executions, layout.execution, ExecutionLease),
+        statuses=_read_all(client, layout.jobs, layout.job_status, decode_status),
+        leases=_read_all(
+            client, layout.executions, layout.execution, lambda d, _: ExecutionLease.from_json(d)
+        ),
         taskmanagers=_read_members(client, layout),
         job_nodes=set(zk.job_children(client, layout.jobs)),
         outcomes={},
@@ -157,7 +160,7 @@ def _read_job_nodes(client: Any, layout: Layout, nodes: list[str], snapshot: Sna
     ):
         if found is not None:
             snapshot.checkpoints.setdefault(job_id, {})[number] = _decoded(
-                path, found, CheckpointPointer
+                path, found, CheckpointPointer.from_json
             )
 
 
@@ -241,12 +244,13 @@ def _ref(pointer: JobGraphPointer | CheckpointPointer) -> BlobRef:
 
 
 def _read_all(
-    client: Any, parent: str, path_of: Callable[[str], str], kind: type[P]
+    client: Any, parent: str, path_of: Callable[[str], str], decode: Callable[[bytes, str], P]
 ) -> dict[str, Stored[P]]:
+    """Each job's record under ``parent``, ``decode``d with its job id (the path's)."""
     ids = zk.job_children(client, parent)
     paths = [path_of(job_id) for job_id in ids]
     return {
-        job_id: _decoded(path, found, kind)
+        job_id: _decoded(path, found, _of_job(decode, job_id))
         for job_id, path, found in zip(ids, paths, zk.read_many(client, paths), strict=True)
         if found is not None
     }
@@ -261,10 +265,13 @@ def _read_members(client: Any, layout: Layout) -> dict[str, Stored[TaskManagerIn
     return found
 
 
-def _decoded(path: str, found: tuple[bytes, Any], kind: type[P]) -> Stored[P]:
-    data = found[0]
+def _of_job(decode: Callable[[bytes, str], P], job_id: str) -> Callable[[bytes], P]:
+    return lambda data: decode(data, job_id)
+
+
+def _decoded(path: str, found: tuple[bytes, Any], decode: Callable[[bytes], P]) -> Stored[P]:
     try:
-        value, error = kind.from_json(data), None
+        value, error = decode(found[0]), None
     except StewardError as exc:
         value, error = None, str(exc)
     return _stored(path, (value, found[1]), error)
@@ -284,7 +291,7 @@ def _stored(path: str, found: tuple[Any, Any], error: str | None) -> Stored[Any]
 
 def _read(client: Any, path: str, kind: type[P]) -> Stored[P] | None:
     found = zk.read(client, path)
-    return None if found is None else _decoded(path, found, kind)  # None: gone meanwhile
+    return None if found is None else _decoded(path, found, kind.from_json)  # gone meanwhile
 
 
 def _sequence(name: str) -> tuple[int, str]:

@@ -43,11 +43,17 @@ from steward.store import zk
 from steward.store.blob import BlobRef, BlobStore
 from steward.store.group_commit import Absent, Create, GroupCommit
 from steward.wire.jobs import JobGraph, JobGraphPointer
+from steward.wire.record_format import (
+    DEFAULT_RECORD_FORMAT,
+    GRAPH_BLOB_PREFIX,
+    decode_pointer,
+    encode_pointer,
+)
 from steward.wire.values import check_job_id
 
 log = logging.getLogger(__name__)
 
-BLOB_PREFIX = "jobgraphs"
+BLOB_PREFIX = GRAPH_BLOB_PREFIX
 UNSETTLED_FOR = 120.0
 """Seconds a pointer write whose outcome was unknown is still reported as changed: a request
 in flight when the connection broke is committed by the ensemble within seconds, or never."""
@@ -69,12 +75,16 @@ class RecoveredJobGraph:
 
 
 class JobGraphStore:
-    """Job graphs in blobs, pointers in ZooKeeper."""
+    """Job graphs in blobs, pointers in ZooKeeper (written at ``record_format``, read at
+    either: ``high-availability.record-format``)."""
 
-    def __init__(self, session: Session, blobs: BlobStore) -> None:
+    def __init__(
+        self, session: Session, blobs: BlobStore, *, record_format: int = DEFAULT_RECORD_FORMAT
+    ) -> None:
         self._client = session.client
         self._layout = session.layout
         self._blobs = blobs
+        self._format = record_format
         self._changes_lock = threading.Lock()
         self._changed: set[str] = set()
         self._unknown: dict[str, float] = {}
@@ -154,7 +164,8 @@ class JobGraphStore:
         path = self._layout.jobgraph(job_id)
         guards = [Absent(node) for node in unless]  # first: the first failure is reported
         try:
-            self._commits.create(fence, [*guards, Create(path, pointer.to_json()), *also])
+            data = encode_pointer(pointer, self._format, job_id)
+            self._commits.create(fence, [*guards, Create(path, data), *also])
         except NodeExistsError as exc:
             self._discard(pointer.blob)
             if exc.path != path:
@@ -180,11 +191,12 @@ class JobGraphStore:
         ref = self._blobs.put(self._blobs.unique_key(f"{BLOB_PREFIX}/{job_id}"), graph.to_json())
         pointer = _pointer_to(ref, fence, graph)
         try:
-            fence.transaction().set_data(path, pointer.to_json(), current[1].version).commit()
+            data = encode_pointer(pointer, self._format, job_id)
+            fence.transaction().set_data(path, data, current[1].version).commit()
         except DEFINITELY_NOT_APPLIED:
             self._discard(ref.key)
             raise
-        self._discard_old(current[0], keep=ref.key)
+        self._discard_old(job_id, current[0], keep=ref.key)
         return pointer
 
     def remove(self, fence: Fence, job_id: str) -> bool:
@@ -205,7 +217,7 @@ class JobGraphStore:
             fence.transaction().delete(path, current[1].version).commit()
         except NoNodeError:
             return False
-        self._discard_old(current[0], keep=None)
+        self._discard_old(job_id, current[0], keep=None)
         log.info("job graph removed job=%s epoch=%d", job_id, fence.epoch)
         return True
 
@@ -222,7 +234,7 @@ class JobGraphStore:
         current = zk.read(self._client, self._layout.jobgraph(job_id))
         if current is None:
             raise JobNotFoundError(job_id, "job graph")
-        return JobGraphPointer.from_json(current[0])
+        return decode_pointer(current[0], job_id)
 
     def _submission_of(self, job_id: str) -> str | None:
         """The existing job's submission digest, or None when it cannot be read now (the
@@ -247,7 +259,7 @@ class JobGraphStore:
             found = zk.read_many(self._client, [self._layout.jobgraph(job_id) for job_id in batch])
             for job_id, current in zip(batch, found, strict=True):
                 if current is not None:
-                    pointers[job_id] = JobGraphPointer.from_json(current[0])
+                    pointers[job_id] = decode_pointer(current[0], job_id)
         return pointers
 
     def pointers_quietly(
@@ -261,7 +273,7 @@ class JobGraphStore:
             if current is None:
                 continue
             try:
-                pointers[job_id] = JobGraphPointer.from_json(current[0])
+                pointers[job_id] = decode_pointer(current[0], job_id)
             except CorruptStateError as exc:
                 pointers[job_id] = exc
         return pointers
@@ -354,9 +366,9 @@ class JobGraphStore:
         except StoreError:
             return False
 
-    def _discard_old(self, old_pointer: bytes, keep: str | None) -> None:
+    def _discard_old(self, job_id: str, old_pointer: bytes, keep: str | None) -> None:
         try:
-            old = JobGraphPointer.from_json(old_pointer)
+            old = decode_pointer(old_pointer, job_id)
         except CorruptStateError:
             return  # an unreadable pointer names no blob we could find; GC takes the rest
         if old.blob != keep:

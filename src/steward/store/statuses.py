@@ -11,13 +11,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from steward.errors import CorruptStateError, NodeExistsError, NoNodeError
+from steward.errors import CorruptStateError, NodeExistsError, NoNodeError, UnsupportedSchemaError
 from steward.ha.fencing import Fence
 from steward.ha.session import Session
 from steward.store import zk
 from steward.store.checkpoints import ensure_job_node
 from steward.store.group_commit import Create
 from steward.store.record_feed import NO_FEED, RecordFeed
+from steward.wire.record_format import DEFAULT_RECORD_FORMAT, decode_status, encode_status
 from steward.wire.records import JobStatusRecord
 
 log = logging.getLogger(__name__)
@@ -29,12 +30,24 @@ ZooKeeper's 1 MB request limit)."""
 
 class JobStatusStore:
     """Read and (fenced) write the status records of live jobs; ``feed`` hears of every
-    write that ZooKeeper acknowledged, and of the records read with ``find_*quietly``."""
+    write that ZooKeeper acknowledged, and of the records read with ``find_*quietly``.
+    Records are written at ``record_format`` (``high-availability.record-format``) and read
+    at either."""
 
-    def __init__(self, session: Session, feed: RecordFeed = NO_FEED) -> None:
+    def __init__(
+        self,
+        session: Session,
+        feed: RecordFeed = NO_FEED,
+        *,
+        record_format: int = DEFAULT_RECORD_FORMAT,
+    ) -> None:
         self._client = session.client
         self._layout = session.layout
         self.feed = feed
+        self._format = record_format
+
+    def _encoded(self, record: JobStatusRecord) -> bytes:
+        return encode_status(record, self._format)
 
     def write(self, fence: Fence, record: JobStatusRecord) -> None:
         """Create or overwrite the job's record; raises FencedError for a deposed leader."""
@@ -43,7 +56,7 @@ class JobStatusStore:
 
     def _write(self, fence: Fence, record: JobStatusRecord) -> None:
         path = self._layout.job_status(record.job_id)
-        data = record.to_json()
+        data = self._encoded(record)
         # Overwrite first: nearly every write is of an existing record, and this is one round
         # trip instead of a read and a write (the leader makes these under its lock).
         try:
@@ -63,7 +76,7 @@ class JobStatusStore:
         already (written before, by this leader or an earlier one): the record is then
         written alone."""
         path = self._layout.job_status(record.job_id)
-        transaction = fence.transaction().set_data(path, record.to_json())
+        transaction = fence.transaction().set_data(path, self._encoded(record))
         for create in also:
             transaction.create(create.path, create.data)
         try:
@@ -84,7 +97,7 @@ class JobStatusStore:
         job_id = record.job_id
         return [
             Create(self._layout.job(job_id), b""),
-            Create(self._layout.job_status(job_id), record.to_json()),
+            Create(self._layout.job_status(job_id), self._encoded(record)),
         ]
 
     def created(self, record: JobStatusRecord) -> None:
@@ -98,7 +111,7 @@ class JobStatusStore:
             chunk = records[start : start + BATCH]
             transaction = fence.transaction()
             for record in chunk:
-                transaction.set_data(self._layout.job_status(record.job_id), record.to_json())
+                transaction.set_data(self._layout.job_status(record.job_id), self._encoded(record))
             try:
                 transaction.commit()
             except NoNodeError:
@@ -126,13 +139,15 @@ class JobStatusStore:
         found = zk.read(self._client, self._layout.job_status(job_id))
         if found is None:
             return None
-        record = JobStatusRecord.from_json(found[0])
+        record = decode_status(found[0], job_id)
         if record.job_id != job_id:
             raise CorruptStateError(f"status of {job_id!r} holds job {record.job_id!r}")
         return record
 
     def find_quietly(self, job_id: str) -> JobStatusRecord | None:
-        """Like :meth:`find`, but an unreadable record is logged and read as None."""
+        """Like :meth:`find`, but an unreadable record is logged and read as None. A record
+        of a newer schema still raises UnsupportedSchemaError: it is not damaged, only not
+        this release's to read, and a leader must not take it for a job without history."""
         found = zk.read(self._client, self._layout.job_status(job_id))
         record = None if found is None else _decoded_quietly(job_id, found[0])
         if record is not None:
@@ -156,9 +171,12 @@ class JobStatusStore:
 
 
 def _decoded_quietly(job_id: str, data: bytes) -> JobStatusRecord | None:
-    """The record in ``data``, or None (logged) if it is not ``job_id``'s readable record."""
+    """The record in ``data``, or None (logged) if it is not ``job_id``'s readable record;
+    UnsupportedSchemaError for a newer Steward's."""
     try:
-        record = JobStatusRecord.from_json(data)
+        record = decode_status(data, job_id)
+    except UnsupportedSchemaError:
+        raise
     except CorruptStateError as exc:
         log.warning("unreadable job status ignored job=%s error=%s", job_id, exc)
         return None

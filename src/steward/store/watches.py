@@ -23,7 +23,7 @@ import queue
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 from kazoo.exceptions import NoNodeError
 from kazoo.protocol.states import EventType, WatchedEvent
@@ -31,6 +31,7 @@ from kazoo.protocol.states import EventType, WatchedEvent
 from steward.errors import CorruptStateError
 from steward.ha.kazoo_errors import KAZOO_ERRORS, translate
 from steward.ha.session import ConnectionState, Session
+from steward.wire.record_format import decode_status
 from steward.wire.records import JobStatusRecord
 from steward.wire.values import check_job_id
 
@@ -178,7 +179,7 @@ class JobWatches:
         if not self._live(watch):
             return
         if watch.kind == "status":
-            keep = watch.callback(_decode(JobStatusRecord, data, watch.job_id), deleted)
+            keep = watch.callback(_decode(data, watch.job_id), deleted)
         else:
             # The result exists; its body is in blob storage, read by the callback's owner.
             keep = True if data is None else watch.callback()
@@ -188,16 +189,13 @@ class JobWatches:
                     del self._watches[(watch.kind, watch.job_id)]
 
 
-R = TypeVar("R", bound=JobStatusRecord)
-
-
-def _decode(kind: type[R], data: bytes | None, job_id: str) -> R | None:
+def _decode(data: bytes | None, job_id: str) -> JobStatusRecord | None:
     if data is None:
         return None
     try:
-        record = kind.from_json(data)
+        record = decode_status(data, job_id)
     except CorruptStateError as exc:
-        log.warning("unreadable %s ignored job=%s error=%s", kind.kind_name, job_id, exc)
+        log.warning("unreadable job status ignored job=%s error=%s", job_id, exc)
         return None
     return record if record.job_id == job_id else None
 

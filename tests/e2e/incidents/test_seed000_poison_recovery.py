@@ -38,9 +38,9 @@ CAUSES = {
 
 
 def _blob_path(tmp_path: Path, zk_view: ZkView, job_id: str) -> Path:
-    pointer = zk_view.json(zk_view.layout.jobgraph(job_id))
-    assert pointer is not None, f"{job_id} has no job graph pointer"
-    return tmp_path / "storage" / pointer["blob"]
+    blob = zk_view.pointer_blob(job_id)
+    assert blob is not None, f"{job_id} has no job graph pointer"
+    return tmp_path / "storage" / blob
 
 
 def _poison(poison: str, tmp_path: Path, zk_view: ZkView) -> None:

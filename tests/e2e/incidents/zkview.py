@@ -15,6 +15,7 @@ from kazoo.exceptions import NoNodeError
 from kazoo.protocol.states import ZnodeStat
 
 from steward.ha.layout import Layout
+from steward.wire.record_format import decode_pointer, decode_status
 
 
 class ZkView:
@@ -60,7 +61,15 @@ class ZkView:
     def status(self, job_id: str) -> tuple[dict[str, Any], int] | None:
         """The job's status record and its znode version."""
         found = self.read(self.layout.job_status(job_id))
-        return None if found is None else (json.loads(found[0]), found[1].version)
+        if found is None:
+            return None
+        # Either record format; the fields by their names.
+        return decode_status(found[0], job_id).model_dump(mode="json"), found[1].version
+
+    def pointer_blob(self, job_id: str) -> str | None:
+        """The blob key the job's graph pointer names (either record format)."""
+        found = self.read(self.layout.jobgraph(job_id))
+        return None if found is None else decode_pointer(found[0], job_id).blob
 
     def result(self, job_id: str) -> dict[str, Any] | None:
         return self.json(self.layout.result(job_id))

@@ -16,7 +16,6 @@ the pipeline writes (truth.py), not only against what Steward reports.
 
 from __future__ import annotations
 
-import json
 import threading
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ from e2e.partition import truth
 from e2e.partition.netns_cluster import ZK, NetnsCluster
 from steward.client import Client
 from steward.ha.layout import Layout
+from steward.wire.record_format import decode_status
 from steward.wire.rest import JobView
 from steward.wire.states import AttemptState, JobState
 from support import ZK_TEST_ROOT, wait_until
@@ -60,6 +60,7 @@ class StatusWatch:
 
     def __init__(self, cluster: NetnsCluster, job_id: str) -> None:
         self.epochs: list[int] = []
+        self._job_id = job_id
         self._lock = threading.Lock()
         root = f"{ZK_TEST_ROOT}/{cluster.settings['high-availability.cluster-id']}"
         path = Layout(root).job_status(job_id)
@@ -77,7 +78,7 @@ class StatusWatch:
     def _changed(self, data: bytes | None, _stat: Any) -> None:
         if data:
             with self._lock:
-                self.epochs.append(int(json.loads(data)["epoch"]))
+                self.epochs.append(decode_status(data, self._job_id).epoch)
 
     def seen(self) -> list[int]:
         with self._lock:

@@ -6,7 +6,6 @@ standby's forward, and each stored job's graph and fenced pointer."""
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +17,8 @@ from steward.client import Client
 from steward.errors import JobExistsError, JobRejectedError
 from steward.jobmanager.manager import JobManager
 from steward.testing.credentials import admin_record, kit_admin_token
-from steward.wire.jobs import JobGraphPointer
 from steward.wire.patterns import MAX_BATCH
+from steward.wire.record_format import decode_pointer
 from steward.wire.rest import JobView, SubmitRequest
 
 pytestmark = pytest.mark.zookeeper
@@ -54,8 +53,8 @@ def test_a_batch_stores_every_job_durably_and_answers_each_in_order(
     ]
     graphs = dispatcher_of(leader).stores.graphs
     for n, item in enumerate(items):
-        pointer = JobGraphPointer.from_json(
-            cluster.data(cluster.layout.jobgraph(f"job-b{n}")) or b""
+        pointer = decode_pointer(
+            cluster.data(cluster.layout.jobgraph(f"job-b{n}")) or b"", f"job-b{n}"
         )
         assert pointer.submission_sha256 == _digest(item)
         assert graphs.get(f"job-b{n}").spec.args == [str(n)]
@@ -164,4 +163,7 @@ def test_submit_many_submits_each_job_once_and_says_what_became_of_each(
         with pytest.raises(JobRejectedError):
             client.submit_many(pipeline, [{"job_id": "job-m-x", "slots": 0}])
     assert dispatcher_of(leader).stores.graphs.get("job-m-4").spec.args == ["4"]
-    assert json.loads(cluster.data(cluster.layout.jobgraph("job-m-6")) or b"{}")["epoch"] >= 1
+    assert (
+        decode_pointer(cluster.data(cluster.layout.jobgraph("job-m-6")) or b"", "job-m-6").epoch
+        >= 1
+    )

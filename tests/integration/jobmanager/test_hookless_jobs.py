@@ -13,7 +13,7 @@ import pytest
 from jobmanager_harness import JobManagerCluster, dispatcher_of
 
 from steward.store.statuses import BATCH
-from steward.wire.records import JobStatusRecord
+from steward.wire.record_format import decode_status
 from support import wait_until
 
 pytestmark = pytest.mark.zookeeper
@@ -41,7 +41,7 @@ def test_a_hookless_job_is_scheduled_at_submission_without_a_hook_round(
     # The record was created as SCHEDULED: it never went through INITIALIZING.
     data = cluster.data(cluster.layout.job_status("job-plain"))
     assert data is not None
-    assert JobStatusRecord.from_json(data).state.value == "SCHEDULED"
+    assert decode_status(data, "job-plain").state.value == "SCHEDULED"
 
 
 def test_a_recovered_hookless_job_is_scheduled_when_the_leader_is_ready(
@@ -76,6 +76,6 @@ def test_recovery_writes_every_status_record_in_batches_before_ready(
     for job_id in job_ids:
         data = cluster.data(cluster.layout.job_status(job_id))
         assert data is not None, job_id
-        record = JobStatusRecord.from_json(data)
+        record = decode_status(data, job_id)
         assert record.epoch == epoch, (job_id, record.epoch, epoch)
         assert record.state.value == "SCHEDULED"

@@ -27,8 +27,8 @@ from steward.errors import JobRejectedError
 from steward.jobmanager.rest.jobs_submit import MAX_ARTIFACT_BYTES, MAX_SUBMISSION_BYTES
 from steward.store.blob import BlobStore
 from steward.testing.credentials import auth_headers
-from steward.wire.jobs import JobGraph, JobGraphPointer
-from steward.wire.records import JobStatusRecord
+from steward.wire.jobs import JobGraph
+from steward.wire.record_format import decode_pointer, decode_status
 from support import wait_until
 
 pytestmark = pytest.mark.zookeeper
@@ -103,13 +103,13 @@ def test_submit_to_leader_and_to_standby(cluster: JobManagerCluster) -> None:
     for job_id in ("job-direct", "job-forwarded", generated_id):
         pointer_data = cluster.data(cluster.layout.jobgraph(job_id))
         assert pointer_data is not None, f"no job graph pointer for {job_id}"
-        pointer = JobGraphPointer.from_json(pointer_data)
+        pointer = decode_pointer(pointer_data, job_id)
         assert pointer.epoch == epoch
         assert (cluster.storage / pointer.blob).is_file()
         # The leader persists the status record, and the standby reads it from there.
         status = cluster.data(cluster.layout.job_status(job_id))
         assert status is not None, f"no status record for {job_id}"
-        assert JobStatusRecord.from_json(status).job_id == job_id
+        assert decode_status(status, job_id).job_id == job_id
         view = cluster.wait_state(standby, job_id, "SCHEDULED", reason=WAITING)
         assert view["served_by"] == "jm-2"
 
@@ -208,7 +208,9 @@ def test_spark_submit_options_set_their_spark_keys_over_the_specs(
 
     assert response.status_code == 201, response.text
     assert response.json()["name"] == "nightly"
-    pointer = JobGraphPointer.from_json(cluster.data(cluster.layout.jobgraph("job-options")))
+    pointer = decode_pointer(
+        cluster.data(cluster.layout.jobgraph("job-options")) or b"", "job-options"
+    )
     graph = JobGraph.from_json(BlobStore(cluster.storage.as_uri()).get(pointer.blob))
     assert graph.spec.spark_conf == {
         "spark.driver.memory": "3g",  # the option wins, as on spark-submit's command line

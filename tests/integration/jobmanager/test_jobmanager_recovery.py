@@ -17,8 +17,7 @@ import pytest
 from jobmanager_harness import SETTLE, JobManagerCluster, PretendTaskManager, dispatcher_of
 
 from steward.wire.heartbeat import StartAttempt
-from steward.wire.jobs import JobGraphPointer
-from steward.wire.records import JobStatusRecord
+from steward.wire.record_format import decode_pointer, decode_status
 from support import wait_until
 
 pytestmark = pytest.mark.zookeeper
@@ -77,10 +76,10 @@ def test_graceful_stop_hands_over_and_the_new_leader_knows_every_job(
     # The recovered job's status is persisted by the new leader; its graph is untouched.
     status = cluster.data(cluster.layout.job_status("job-live"))
     assert status is not None
-    assert JobStatusRecord.from_json(status).epoch == new_epoch
+    assert decode_status(status, "job-live").epoch == new_epoch
     pointer = cluster.data(cluster.layout.jobgraph("job-live"))
     assert pointer is not None
-    assert JobGraphPointer.from_json(pointer).epoch == old_epoch
+    assert decode_pointer(pointer, "job-live").epoch == old_epoch
 
     # The new leader deploys the recovered job as a recovery, under its own epoch.
     tm = PretendTaskManager(cluster, "tm-1").register()
@@ -88,7 +87,7 @@ def test_graceful_stop_hands_over_and_the_new_leader_knows_every_job(
     assert start.attempt == 1
     assert start.epoch == new_epoch
     assert start.is_recovery
-    assert start.job_graph_blob == JobGraphPointer.from_json(pointer).blob
+    assert start.job_graph_blob == decode_pointer(pointer, "job-live").blob
     # New submissions go on.
     cluster.submitted(standby, "job-after")
 
@@ -172,7 +171,7 @@ def test_recovery_fails_only_the_jobs_whose_graph_is_missing_or_corrupt_or_hook_
     for job_id in ("job-corrupt", "job-missing"):
         pointer_data = cluster.data(cluster.layout.jobgraph(job_id))
         assert pointer_data is not None
-        blobs[job_id] = cluster.storage / JobGraphPointer.from_json(pointer_data).blob
+        blobs[job_id] = cluster.storage / decode_pointer(pointer_data, job_id).blob
         assert blobs[job_id].is_file()
     leader.stop()
 

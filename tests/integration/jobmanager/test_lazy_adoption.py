@@ -22,8 +22,8 @@ from jobmanager_harness import SETTLE, JobManagerCluster, dispatcher_of
 
 from steward.jobmanager.manager import JobManager
 from steward.wire.heartbeat import AttemptReport, CancelAttempt
-from steward.wire.jobs import JobGraphPointer
-from steward.wire.records import ErrorInfo, JobStatusRecord
+from steward.wire.record_format import decode_pointer, decode_status
+from steward.wire.records import ErrorInfo
 from steward.wire.runner_protocol import FailedEvent
 from support import wait_until
 
@@ -61,7 +61,7 @@ def test_an_adopted_job_whose_graph_is_gone_fails_after_the_takeover_and_its_att
 ) -> None:
     gone, kept = "job-0", "job-1"
     tm = leased_jobs(cluster, [gone, kept])
-    pointer = JobGraphPointer.from_json(cluster.data(cluster.layout.jobgraph(gone)) or b"")
+    pointer = decode_pointer(cluster.data(cluster.layout.jobgraph(gone)) or b"", gone)
     (cluster.storage / pointer.blob).unlink()
     successor = cluster.start_leader("jm-2")
     assert dispatcher_of(successor).recovery_summary["adopted"] == 2
@@ -82,7 +82,7 @@ def test_an_adopted_job_whose_graph_is_gone_fails_when_its_attempt_ends(
     no_background_reads(monkeypatch)
     gone, kept = "job-0", "job-1"
     tm = leased_jobs(cluster, [gone, kept])
-    pointer = JobGraphPointer.from_json(cluster.data(cluster.layout.jobgraph(gone)) or b"")
+    pointer = decode_pointer(cluster.data(cluster.layout.jobgraph(gone)) or b"", gone)
     (cluster.storage / pointer.blob).unlink()
     successor = cluster.start_leader("jm-2")
     assert dispatcher_of(successor).recovery_summary["adopted"] == 2
@@ -126,7 +126,7 @@ def test_a_record_from_before_the_facts_were_kept_is_recovered_from_its_graph(
     old, new = "job-0", "job-1"
     leased_jobs(cluster, [old, new])
     path = cluster.layout.job_status(old)
-    record = JobStatusRecord.from_json(cluster.data(path) or b"")
+    record = decode_status(cluster.data(path) or b"", old)
     cluster.zk.set(path, record.model_copy(update={"slots": None, "queue": None}).to_json())
     reads = graph_reads(monkeypatch, thread="recover")
 

@@ -20,7 +20,8 @@ from jobmanager_harness import SETTLE, JobManagerCluster, PretendTaskManager, di
 from steward.store.job_graphs import JobGraphStore
 from steward.wire.heartbeat import StartAttempt
 from steward.wire.jobs import JobGraphPointer
-from steward.wire.records import ErrorInfo, JobStatusRecord
+from steward.wire.record_format import decode_pointer, decode_status
+from steward.wire.records import ErrorInfo
 from steward.wire.runner_protocol import FailedEvent
 from steward.wire.states import AttemptPhase
 from support import wait_until
@@ -44,7 +45,7 @@ def waiting_jobs(cluster: JobManagerCluster, count: int, **spec: Any) -> list[st
 
 
 def corrupt_graph(cluster: JobManagerCluster, job_id: str) -> None:
-    pointer = JobGraphPointer.from_json(cluster.data(cluster.layout.jobgraph(job_id)) or b"")
+    pointer = decode_pointer(cluster.data(cluster.layout.jobgraph(job_id)) or b"", job_id)
     (cluster.storage / pointer.blob).write_bytes(b"\x00garbage\xff" * 64)
 
 
@@ -69,7 +70,7 @@ def test_a_record_that_does_not_say_hookless_is_recovered_from_its_graph(
 ) -> None:
     old, new = waiting_jobs(cluster, 2)
     path = cluster.layout.job_status(old)
-    record = JobStatusRecord.from_json(cluster.data(path) or b"")
+    record = decode_status(cluster.data(path) or b"", old)
     cluster.zk.set(path, record.model_copy(update={"hookless": None}).to_json())
     no_background_reads(monkeypatch)
     reads = graph_reads(monkeypatch)
@@ -128,7 +129,7 @@ def test_a_job_placed_after_lazy_recovery_runs_with_its_real_graph(
     start, _ = tm.wait_command(successor, StartAttempt, job_id)
 
     assert reads == [job_id], "the graph is read when the job is placed"
-    pointer = JobGraphPointer.from_json(cluster.data(cluster.layout.jobgraph(job_id)) or b"")
+    pointer = decode_pointer(cluster.data(cluster.layout.jobgraph(job_id)) or b"", job_id)
     assert (start.job_graph_blob, start.job_graph_sha256) == (pointer.blob, pointer.sha256)
     failed = FailedEvent(error=ErrorInfo(type="ValueError", message="bad row 17"))
     tm.heartbeat(successor, report(start, AttemptPhase.ENDED, failed))

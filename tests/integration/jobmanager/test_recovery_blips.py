@@ -24,7 +24,8 @@ from steward.store.outcomes import AttemptOutcomes as OutcomeStore
 from steward.store.outcomes import encode
 from steward.wire.heartbeat import CancelAttempt, OutcomeRecord, StartAttempt
 from steward.wire.jobs import JobGraph, JobGraphPointer
-from steward.wire.records import ExecutionLease, JobStatusRecord
+from steward.wire.record_format import decode_status
+from steward.wire.records import ExecutionLease
 from steward.wire.runner_protocol import FinishedEvent
 from steward.wire.states import AttemptPhase
 from support import wait_until
@@ -55,7 +56,7 @@ def _running(
 def _without_adoption_facts(cluster: JobManagerCluster, job_id: str) -> None:
     """Make ``job_id``'s record one written before records kept what adoption needs."""
     path = cluster.layout.job_status(job_id)
-    record = JobStatusRecord.from_json(cluster.data(path) or b"")
+    record = decode_status(cluster.data(path) or b"", job_id)
     cluster.zk.set(path, record.model_copy(update={"slots": None, "queue": None}).to_json())
 
 

@@ -19,7 +19,7 @@ import pytest
 from jobmanager_harness import JobManagerCluster, submission
 
 from steward.jobmanager.manager import JobManager
-from steward.wire.jobs import JobGraphPointer
+from steward.wire.record_format import decode_pointer
 from steward.wire.rest import SubmitRequest
 
 pytestmark = pytest.mark.zookeeper
@@ -44,7 +44,7 @@ def test_job_exists_carries_the_digest_of_the_submission_that_made_the_job(
     digest = hashlib.sha256(body).hexdigest()
 
     assert _post(cluster, leader, body)[0] == 201
-    pointer = JobGraphPointer.from_json(cluster.data(cluster.layout.jobgraph("job-d")) or b"")
+    pointer = decode_pointer(cluster.data(cluster.layout.jobgraph("job-d")) or b"", "job-d")
     assert pointer.submission_sha256 == digest
 
     other = json.dumps(submission("job-d", name="another")).encode()

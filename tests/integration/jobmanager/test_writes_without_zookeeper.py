@@ -29,7 +29,7 @@ from steward.artifacts.pipeline import build_artifact
 from steward.store.job_graphs import JobGraphStore
 from steward.wire.heartbeat import StartAttempt
 from steward.wire.jobs import JobGraph, JobSpec
-from steward.wire.records import JobStatusRecord
+from steward.wire.record_format import decode_status
 from steward.wire.states import AttemptPhase, JobState
 from steward.zookeeper.managed import ManagedEnsemble
 from support import wait_until
@@ -82,7 +82,7 @@ def test_a_cancel_the_leader_cannot_store_is_refused_and_stored_on_retry(
     wait_until(acknowledged, 60, interval=0.2, message="the retried cancel acknowledged")
     data = cluster.data(status_path)
     assert data is not None
-    assert JobStatusRecord.from_json(data).state is JobState.CANCELLING
+    assert decode_status(data, "job-cut").state is JobState.CANCELLING
 
 
 def test_a_pointer_whose_create_answer_was_lost_is_taken_up_when_the_submit_is_retried(

@@ -20,11 +20,13 @@ from steward.errors import (
     CorruptStateError,
     JobExistsError,
     JobNotFoundError,
+    UnsupportedSchemaError,
 )
 from steward.ha.session import Session
 from steward.store.blob import BlobStore
 from steward.store.job_graphs import BLOB_PREFIX, JobGraphStore
 from steward.wire.jobs import JobGraphPointer
+from steward.wire.record_format import encode_pointer
 
 pytestmark = pytest.mark.zookeeper
 
@@ -60,9 +62,10 @@ def test_given_a_put_graph_when_read_back_then_it_equals_what_was_put(
 
 
 def test_given_a_put_graph_then_its_zookeeper_pointer_is_small_json_naming_the_blob(
-    store: JobGraphStore, session: Session, blobs: BlobStore, leader: Contender
+    session: Session, blobs: BlobStore, leader: Contender
 ) -> None:
     # A large artifact: the pointer must stay small regardless (ZooKeeper holds no data).
+    store = JobGraphStore(session, blobs, record_format=1)
     graph = make_graph("job-1", code="x = 1\n" * 50_000)
 
     returned = store.put(leader.fence, graph)
@@ -77,6 +80,31 @@ def test_given_a_put_graph_then_its_zookeeper_pointer_is_small_json_naming_the_b
     assert pointer["sha256"] == hashlib.sha256(graph.to_json()).hexdigest()
     assert blobs.get(pointer["blob"]) == graph.to_json()
     assert JobGraphPointer.from_json(raw) == returned == store.pointer("job-1")
+
+
+def test_at_record_format_2_the_pointer_is_shorter_and_reads_back_the_same(
+    session: Session, blobs: BlobStore, leader: Contender
+) -> None:
+    graph = make_graph("job-1")
+    old_form = JobGraphStore(session, blobs, record_format=1)
+    store = JobGraphStore(session, blobs, record_format=2)
+
+    returned = store.put(leader.fence, graph)
+
+    raw = _raw_pointer(session, "job-1")
+    pointer = json.loads(raw)
+    assert set(pointer) == {"schema", "b", "h", "e"}  # no submission digest in this graph
+    assert pointer["schema"] == 2
+    assert "/" not in pointer["b"]  # the job's own blob: its path names the job
+    assert len(pointer["h"]) == 43  # base64url, not 64 hex digits
+    assert len(raw) < len(encode_pointer(returned, 1, "job-1")) - 50
+    # Every store of this release reads it, whichever format it writes.
+    assert store.pointer("job-1") == old_form.pointer("job-1") == returned
+    assert returned.sha256 == hashlib.sha256(graph.to_json()).hexdigest()
+    assert blobs.get(returned.blob) == graph.to_json()
+    # A release that reads only schema 1 refuses it, saying why.
+    with pytest.raises(UnsupportedSchemaError, match="schema 2 was written by a newer Steward"):
+        JobGraphPointer.from_json(raw)
 
 
 def test_given_a_job_with_a_graph_when_put_again_then_job_exists_and_the_first_graph_stays(

@@ -233,7 +233,7 @@ class Recovery:
                 return self._job.recover_one(job_id, leases, found)
             except FencedError:
                 raise
-            except StewardError as exc:  # unavailable: recover_one raises nothing else
+            except StewardError as exc:  # unavailable or a newer record: nothing else
                 log.warning(
                     "job recovery waits job=%s epoch=%d retry_in=%.1f error=%r",
                     job_id,

@@ -18,6 +18,7 @@ from steward.errors import (
     FencedError,
     JobNotFoundError,
     StewardError,
+    UnsupportedSchemaError,
     is_unavailable,
 )
 from steward.wire.jobs import JobGraph, JobGraphPointer, JobSpec
@@ -110,15 +111,17 @@ class JobRecovery:
         its pointer and record read already (else they are read now).
 
         Raises FencedError, and the StewardError of a store that did not answer
-        (:func:`~steward.errors.is_unavailable`): then nothing about the job was concluded
-        or kept, and it is to be recovered again.
+        (:func:`~steward.errors.is_unavailable`) or of a record written by a newer Steward
+        (UnsupportedSchemaError: this release cannot judge the job, so it refuses, loudly,
+        and never fails it): then nothing about the job was concluded or kept, and it is to
+        be recovered again.
         """
         try:
             return self._recover_job(job_id, leases, found)
         except FencedError:
             raise
         except StewardError as exc:
-            if is_unavailable(exc):
+            if _not_a_verdict(exc):
                 self._unload(job_id)
                 raise
             cause: Exception = exc
@@ -181,8 +184,8 @@ class JobRecovery:
         except FencedError:
             raise
         except StewardError as exc:
-            if is_unavailable(exc):
-                raise  # a blip, not a verdict: the job is recovered again
+            if _not_a_verdict(exc):
+                raise  # a blip or a newer record, not a verdict: the job is recovered again
             return self._fail(job_id, f"job graph of {job_id!r} could not be recovered: {exc}")
         if found is None:
             record = self._stores.statuses.find_quietly(job_id)
@@ -200,7 +203,7 @@ class JobRecovery:
         if pointer is None:
             raise JobNotFoundError(job_id, "job graph")
         if isinstance(pointer, CorruptStateError):
-            raise CorruptStateError(str(pointer)) from pointer
+            raise type(pointer)(str(pointer)) from pointer  # UnsupportedSchemaError stays one
         return pointer, self._stores.graphs.graph_at(job_id, pointer)
 
     def _adopt(self, master: JobMaster, lease: ExecutionLease) -> str:
@@ -266,3 +269,9 @@ def _schedulable(record: JobStatusRecord) -> bool:
         and record.state in WAITING
         and (last is None or last.state.is_final)
     )
+
+
+def _not_a_verdict(exc: StewardError) -> bool:
+    """A store that did not answer, or a record of a newer schema (a rolling upgrade turned
+    ``high-availability.record-format`` up too early): the job is tried again, never failed."""
+    return is_unavailable(exc) or isinstance(exc, UnsupportedSchemaError)

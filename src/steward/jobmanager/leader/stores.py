@@ -48,12 +48,13 @@ class LeaderStores:
     ) -> LeaderStores:
         """The term's stores; ``feed`` hears of every status record and result they write
         (the JobManager's own event stream and job index)."""
+        record_format = config.settings.zookeeper.record_format
         return cls(
             session=session,
             blobs=blobs,
-            graphs=JobGraphStore(session, blobs),
+            graphs=JobGraphStore(session, blobs, record_format=record_format),
             results=JobResultStore(session, blobs, feed),
-            statuses=JobStatusStore(session, feed),
+            statuses=JobStatusStore(session, feed, record_format=record_format),
             leases=ExecutionLeases(session, tm_id=jobmanager_id),
             checkpoints_retained=config.settings.storage.checkpoints_retained,
             outbox=NotificationOutbox(session),

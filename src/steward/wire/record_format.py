@@ -1,0 +1,337 @@
+"""The two encodings of the records kept per live job: a status record and a graph pointer.
+
+Schema 1 is every other payload's form (:meth:`Payload.to_json`). Schema 2 (issue 22: under
+600 B of ZooKeeper per running job) writes the same values with short keys, without the
+status record's ``job_id`` (its path says it) and with the pointer's hashes in base64url
+(43 characters instead of 64). A leader writes the format of ``high-availability.record-format``;
+every reader of this release reads both, always (:func:`decode_status`, :func:`decode_pointer`),
+and the classes in memory are the same whichever was read. A release that reads only schema 1
+refuses a schema-2 record ("schema 2 was written by a newer Steward"), so format 2 is turned on
+once every process reads it (docs/operations.md, "Record format").
+
+Decoding stays strict: a wrong type, a missing field or an unknown schema is a
+:class:`CorruptStateError` naming the field by its long name; newer optional fields are ignored,
+as in schema 1.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Mapping
+from typing import Annotated, Any, Final, TypeVar
+
+import pydantic_core
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic.fields import FieldInfo
+
+from steward.errors import CorruptStateError, UnsupportedSchemaError
+from steward.wire.jobs import JobGraphPointer
+from steward.wire.records import AttemptRecord, JobStatusRecord
+from steward.wire.values import STORED, Payload
+
+RECORD_FORMATS: Final = (1, 2)
+"""The record formats a leader may write; this release reads every one."""
+
+DEFAULT_RECORD_FORMAT: Final = 2
+"""What a store writes when not told (``high-availability.record-format``'s default)."""
+
+STATUS_KEYS: Final[Mapping[str, str]] = {
+    "name": "n",
+    "state": "s",
+    "reason": "r",
+    "submitted_at": "t",
+    "updated_at": "u",
+    "attempts": "a",
+    "attempt_count": "c",
+    "failures": "f",
+    "restart_at": "ra",
+    "epoch": "e",
+    "submitter": "by",
+    "team": "tm",
+    "queue": "q",
+    "priority": "p",
+    "proxy_user": "pu",
+    "labels": "l",
+    "timeout": "to",
+    "timed_out": "tx",
+    "env": "v",
+    "slots": "sl",
+    "max_concurrent": "mc",
+    "hookless": "h",
+}
+"""Schema 2's key of each :class:`JobStatusRecord` field (``job_id`` is the path's)."""
+
+STATUS_IMPLIED: Final[Mapping[str, object]] = {
+    "team": "default",
+    "queue": "default",
+    "priority": 0,
+    "slots": 1,
+    "hookless": True,
+}
+"""What schema 2 reads for these fields when the record leaves them out: what nearly every
+job holds (the default team and queue, one slot, no ``initialize`` hook), where schema 1
+reads ``None`` ("recorded before it was kept"); a schema-2 record holding ``None`` says
+``null``. An encoding, not a
+setting: the values a cluster is configured with do not change what a record means."""
+
+ATTEMPT_KEYS: Final[Mapping[str, str]] = {
+    "number": "n",
+    "taskmanager": "tm",
+    "epoch": "e",
+    "state": "s",
+    "started_at": "t",
+    "ended_at": "te",
+    "cause": "c",
+    "adopted_by": "ab",
+    "spark_app": "sp",
+}
+"""Schema 2's key of each :class:`AttemptRecord` field (its cause and Spark app keep theirs:
+rare, and what a person reads in ``zkCli.sh get``)."""
+
+GRAPH_BLOB_PREFIX: Final = "jobgraphs"
+"""A job graph blob's key is ``jobgraphs/<job-id>/<unique>``: schema 2 writes only the last
+part of such a key (the pointer's path names the job), any other key whole."""
+
+POINTER_KEYS: Final[Mapping[str, str]] = {
+    "blob": "b",
+    "sha256": "h",
+    "epoch": "e",
+    "submission_sha256": "s",
+}
+"""Schema 2's key of each :class:`JobGraphPointer` field; its hashes are base64url, its blob
+key without the job's prefix (:data:`GRAPH_BLOB_PREFIX`)."""
+
+_HEAD: Final = b'{"schema":2,'
+_B64_SHA256: Final = r"^[A-Za-z0-9_-]{42}[AEIMQUYcgkosw048]$"
+"""A sha256 in base64url without padding: 43 characters, the last holding 2 bits."""
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def _short_field(info: FieldInfo, key: str) -> tuple[Any, Any]:
+    """``info``'s type, constraints and default under the alias ``key``."""
+    annotation: Any = info.annotation
+    if info.metadata:
+        annotation = Annotated[(annotation, *info.metadata)]
+    if info.default_factory is not None:
+        return annotation, Field(default_factory=info.default_factory, alias=key)
+    if info.is_required():
+        return annotation, Field(alias=key)
+    return annotation, Field(default=info.default, alias=key)
+
+
+def _short_model(
+    name: str,
+    source: type[BaseModel],
+    keys: Mapping[str, str],
+    *,
+    top: bool,
+    implied: Mapping[str, object] | None = None,
+    **types: Any,
+) -> type[BaseModel]:
+    """``source``'s fields under their short keys (``types`` replaces some fields' types,
+    ``implied`` some defaults), with a required ``schema`` at the ``top``: the schema-2 form,
+    validated once by pydantic's core."""
+    fields: dict[str, Any] = {}
+    for field, info in source.model_fields.items():
+        if field in keys:
+            annotation, default = _short_field(info, keys[field])
+            if implied and field in implied:
+                default = Field(default=implied[field], alias=keys[field])
+            fields[field] = (types.get(field, annotation), default)
+    if top:  # only the top level says its schema
+        fields["schema_version"] = (int, Field(alias="schema"))
+    config = ConfigDict(frozen=True, validate_by_alias=True, validate_by_name=False)
+    model: type[BaseModel] = create_model(name, __config__=config, **fields)
+    return model
+
+
+_Attempt2 = _short_model("AttemptRecord2", AttemptRecord, ATTEMPT_KEYS, top=False)
+_Status2 = _short_model(
+    "JobStatusRecord2",
+    JobStatusRecord,
+    STATUS_KEYS,
+    top=True,
+    implied=STATUS_IMPLIED,
+    attempts=list.__class_getitem__(_Attempt2),  # a model made at run time
+)
+_Pointer2 = _short_model(
+    "JobGraphPointer2",
+    JobGraphPointer,
+    POINTER_KEYS,
+    top=True,
+    sha256=Annotated[str, Field(pattern=_B64_SHA256)],
+    submission_sha256=Annotated[str | None, Field(pattern=_B64_SHA256)],
+)
+
+
+# ---------------------------------------------------------------------------- encoding
+
+
+def encode_status(record: JobStatusRecord, record_format: int) -> bytes:
+    """``record`` as the leader writes it at ``record_format``."""
+    if record_format == 1:
+        return record.to_json()
+    body = record.model_dump(mode="json", exclude_defaults=True)
+    for field, implied in STATUS_IMPLIED.items():
+        value = getattr(record, field)
+        if value == implied:
+            body.pop(field, None)
+        else:
+            body[field] = value  # None too: schema 2 would read it as the implied value
+    short: dict[str, Any] = {"schema": 2}
+    body.pop("job_id")
+    if "attempts" in body:
+        body["attempts"] = [_renamed(attempt, ATTEMPT_KEYS) for attempt in body["attempts"]]
+    short.update(_renamed(body, STATUS_KEYS))
+    return _dumps(short)
+
+
+def encode_pointer(pointer: JobGraphPointer, record_format: int, job_id: str) -> bytes:
+    """``pointer``, of ``job_id``'s graph, as the leader writes it at ``record_format``."""
+    if record_format == 1:
+        return pointer.to_json()
+    body = pointer.model_dump(mode="json", exclude_defaults=True)
+    body["blob"] = _short_blob(body["blob"], job_id)
+    for field in ("sha256", "submission_sha256"):
+        if field in body:
+            body[field] = _b64(body[field])
+    return _dumps({"schema": 2, **_renamed(body, POINTER_KEYS)})
+
+
+def _renamed(body: dict[str, Any], keys: Mapping[str, str]) -> dict[str, Any]:
+    return {keys[field]: value for field, value in body.items()}
+
+
+def _dumps(body: dict[str, Any]) -> bytes:
+    # pydantic-core's serializer: compact UTF-8, in a fifth of json.dumps's time.
+    return pydantic_core.to_json(body)
+
+
+def _own_prefix(job_id: str) -> str:
+    return f"{GRAPH_BLOB_PREFIX}/{job_id}/"
+
+
+def _short_blob(key: str, job_id: str) -> str:
+    """The job's own key as its last part (no "/"); another key whole, behind "./" when it
+    would otherwise read as one of those (no "/") or starts with "./" itself."""
+    own = _own_prefix(job_id)
+    if key.startswith(own) and "/" not in key[len(own) :]:
+        return key[len(own) :]
+    return f"./{key}" if "/" not in key or key.startswith("./") else key
+
+
+def _long_blob(key: str, job_id: str) -> str:
+    if "/" not in key:
+        return _own_prefix(job_id) + key
+    return key[2:] if key.startswith("./") else key
+
+
+def _b64(hex_digest: str) -> str:
+    return base64.urlsafe_b64encode(bytes.fromhex(hex_digest)).rstrip(b"=").decode()
+
+
+def _hex(b64_digest: str) -> str:
+    return base64.urlsafe_b64decode(b64_digest + "=").hex()
+
+
+# ---------------------------------------------------------------------------- decoding
+
+
+def decode_status(data: bytes | str, job_id: str) -> JobStatusRecord:
+    """The status record of ``job_id`` in ``data``, of either schema; CorruptStateError
+    (UnsupportedSchemaError for a newer schema) if it is not one."""
+    if not _is_schema_2(data):
+        try:
+            return JobStatusRecord.from_json(data)
+        except UnsupportedSchemaError:
+            data = _as_schema_2(JobStatusRecord.kind_name, data)
+    return _status(_validated(_Status2, data, JobStatusRecord, STATUS_KEYS), job_id)
+
+
+def decode_pointer(data: bytes | str, job_id: str) -> JobGraphPointer:
+    """The pointer to ``job_id``'s graph in ``data``, of either schema (errors as
+    :func:`decode_status`)."""
+    if not _is_schema_2(data):
+        try:
+            return JobGraphPointer.from_json(data)
+        except UnsupportedSchemaError:
+            data = _as_schema_2(JobGraphPointer.kind_name, data)
+    return _pointer(_validated(_Pointer2, data, JobGraphPointer, POINTER_KEYS), job_id)
+
+
+def _is_schema_2(data: bytes | str) -> bool:
+    """As this release writes schema 2 (the head is checked whole by the decoder anyway)."""
+    head = data[: len(_HEAD)]
+    return head == _HEAD if isinstance(head, bytes) else head == _HEAD.decode()
+
+
+def _as_schema_2(kind_name: str, data: bytes | str) -> bytes:
+    """``data``, a payload of a schema above 1 (schema 1's decoder said so), as this release
+    writes schema 2 (a person may have written it with spaces); a newer schema is refused."""
+    body = json.loads(data)
+    schema = body.pop("schema")
+    if schema != 2:
+        raise UnsupportedSchemaError(
+            f"{kind_name}: schema {schema} was written by a newer Steward"
+            f" (this version reads schemas {', '.join(map(str, RECORD_FORMATS))})"
+        )
+    return _dumps({"schema": 2, **body})
+
+
+def _validated(
+    model: type[M], data: bytes | str, kind: type[Payload], keys: Mapping[str, str]
+) -> M:
+    try:
+        found = model.model_validate_json(
+            data, strict=True, extra="ignore", context=STORED, by_alias=True, by_name=False
+        )
+    except ValidationError as exc:
+        where = _where(exc.errors()[0]["loc"], keys)
+        raise CorruptStateError(f"{kind.kind_name}: {where}: {exc.errors()[0]['msg']}") from exc
+    schema = getattr(found, "schema_version")  # noqa: B009 (a model made at run time)
+    if schema != 2:
+        raise CorruptStateError(f"{kind.kind_name}: missing or invalid schema {schema!r}")
+    return found
+
+
+def _where(loc: tuple[int | str, ...], keys: Mapping[str, str]) -> str:
+    """An error's place by the fields' names (``a.0.tm`` is ``attempts.0.taskmanager``)."""
+    names, current = [], keys
+    for part in loc:
+        if isinstance(part, int):
+            names.append(str(part))
+            continue
+        name = next((field for field, short in current.items() if short == part), part)
+        names.append("schema" if name == "schema_version" else name)
+        current = ATTEMPT_KEYS if name == "attempts" else {}
+    return ".".join(names) or "payload"
+
+
+def _status(found: BaseModel, job_id: str) -> JobStatusRecord:
+    values = {**STATUS_IMPLIED, **_values(found), "job_id": job_id}
+    if "attempts" in values:
+        values["attempts"] = [_values(attempt) for attempt in values["attempts"]]
+    # Validated again from typed values (pydantic's core, about a third of a whole decode):
+    # model_construct, which skips it, cost three times as much in Python.
+    return JobStatusRecord.model_validate(values, strict=True, context=STORED)
+
+
+def _pointer(found: BaseModel, job_id: str) -> JobGraphPointer:
+    values = _values(found)
+    values["blob"] = _long_blob(values["blob"], job_id)
+    for field in ("sha256", "submission_sha256"):
+        if values.get(field) is not None:
+            values[field] = _hex(values[field])
+    return JobGraphPointer.model_validate(values, strict=True, context=STORED)
+
+
+def _values(found: BaseModel) -> dict[str, Any]:
+    """The fields the record held (the others take their defaults), its schema left out:
+    the record in memory is the same whichever schema it was read from."""
+    return {
+        field: getattr(found, field)
+        for field in found.model_fields_set
+        if field != "schema_version"
+    }
