@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
+from starlette.testclient import TestClient
 
 from steward.metrics import TaskManagerMetrics, TaskManagerSnapshot
 from steward.taskmanager.http.app import create_app

@@ -1,11 +1,17 @@
-"""Every error answer of the TaskManager's port is an :class:`ErrorBody`, as the API's are."""
+"""Every error answer of the TaskManager's port is an :class:`ErrorBody`, as the API's are:
+a route's :class:`~.files.LogUnavailableError`, a request that does not parse (400, named as
+FastAPI named it on the JobManagers' routes: ``query.folow: Extra inputs are not permitted``),
+an unknown path (404) or method (405)."""
 
 from __future__ import annotations
 
-from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
-from starlette.exceptions import HTTPException as StarletteHTTPException
+from collections.abc import Mapping
+
+from pydantic import ValidationError
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.types import ExceptionHandler
 
 from steward.wire.rest import ErrorBody
 
@@ -14,23 +20,31 @@ from .files import LogUnavailableError
 _HTTP_CODES = {404: "not_found", 405: "method_not_allowed"}
 
 
-def _answer(status: int, code: str, message: str) -> JSONResponse:
+def error_answer(status: int, code: str, message: str) -> JSONResponse:
     body = ErrorBody(code=code, message=message)
     return JSONResponse(body.model_dump(mode="json", exclude_none=True), status_code=status)
 
 
-def add_error_handlers(app: FastAPI) -> None:
-    @app.exception_handler(LogUnavailableError)
-    async def unavailable(_request: Request, exc: LogUnavailableError) -> JSONResponse:
-        return _answer(exc.status, exc.code, exc.message)
+def bad_request(where: tuple[str, ...], exc: ValidationError) -> LogUnavailableError:
+    """A 400 naming the first thing wrong in the part ``where`` of the request (``("query",)``,
+    ``("path", "attempt")``)."""
+    first = exc.errors()[0] if exc.errors() else None
+    loc = where + tuple(str(part) for part in first["loc"]) if first else where
+    message = first["msg"] if first else "invalid"
+    return LogUnavailableError(400, "bad_request", f"{'.'.join(loc) or 'request'}: {message}")
 
-    @app.exception_handler(RequestValidationError)
-    async def invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
-        first = exc.errors()[0] if exc.errors() else {}
-        where = ".".join(str(part) for part in first.get("loc", ())) or "request"
-        return _answer(400, "bad_request", f"{where}: {first.get('msg', 'invalid')}")
 
-    @app.exception_handler(StarletteHTTPException)
-    async def http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+async def _answer(_request: Request, exc: Exception) -> Response:
+    if isinstance(exc, LogUnavailableError):
+        return error_answer(exc.status, exc.code, exc.message)
+    if isinstance(exc, HTTPException):
         code = _HTTP_CODES.get(exc.status_code, f"http_{exc.status_code}")
-        return _answer(exc.status_code, code, str(exc.detail))
+        return error_answer(exc.status_code, code, str(exc.detail))
+    raise exc
+
+
+EXCEPTION_HANDLERS: Mapping[type[Exception], ExceptionHandler] = {
+    LogUnavailableError: _answer,
+    HTTPException: _answer,
+}
+"""The app's handlers: Starlette's own would answer 404 and 405 in plain text."""

@@ -2,27 +2,31 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
-from fastapi.responses import JSONResponse
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
 
-from steward.wire.rest import ErrorBody
-
-from .state import NodeDep
-
-router = APIRouter(tags=["health"])
+from .errors import error_answer
+from .state import node_of
 
 
-@router.get("/healthz")
-def healthz(node: NodeDep) -> dict[str, str]:
+# Both read two flags and never block: answered on the event loop, so a probe does not wait
+# for a worker thread that slow log reads may hold.
+async def healthz(request: Request) -> JSONResponse:
     """Alive: the process answers."""
-    return {"status": "ok", "id": node.id, "role": "taskmanager"}
+    return JSONResponse({"status": "ok", "id": node_of(request).id, "role": "taskmanager"})
 
 
-@router.get("/readyz", responses={503: {"model": ErrorBody}})
-def readyz(node: NodeDep) -> JSONResponse:
+async def readyz(request: Request) -> JSONResponse:
     """Ready: connected to ZooKeeper and not fencing itself."""
+    node = node_of(request)
     why = node.ready()
     if why is not None:
-        body = ErrorBody(code="not_ready", message=why)
-        return JSONResponse(body.model_dump(mode="json", exclude_none=True), status_code=503)
+        return error_answer(503, "not_ready", why)
     return JSONResponse({"ready": True, "id": node.id, "role": "taskmanager"})
+
+
+ROUTES = (
+    Route("/healthz", healthz, methods=["GET"]),
+    Route("/readyz", readyz, methods=["GET"]),
+)

@@ -6,26 +6,20 @@ port puts on ``app.state.metrics``; its slots and session are read at the scrape
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
-from fastapi.responses import Response
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
 
 from steward.metrics import CONTENT_TYPE, TaskManagerMetrics, exposition
 from steward.security.identity import Identity
 from steward.security.roles import Action
-from steward.wire.rest import ErrorBody
 
 from .files import LogUnavailableError
 
-router = APIRouter(tags=["metrics"])
 
-
-@router.get(
-    "/metrics",
-    response_class=Response,
-    responses={200: {"content": {CONTENT_TYPE: {}}}, 403: {"model": ErrorBody}},
-)
 def metrics(request: Request) -> Response:
-    """This TaskManager's metrics (Prometheus text format)."""
+    """This TaskManager's metrics (Prometheus text format); on a worker thread, as the
+    snapshot it reads takes the TaskManager's locks."""
     caller = getattr(request.state, "identity", None)
     if not isinstance(caller, Identity) or not caller.may(Action.READ):
         who = f"{caller.name} (role {caller.role})" if isinstance(caller, Identity) else "caller"
@@ -34,3 +28,6 @@ def metrics(request: Request) -> Response:
     if served is None:  # an app built without a TaskManager (a test's)
         served = TaskManagerMetrics()
     return Response(exposition(served.registry), media_type=CONTENT_TYPE)
+
+
+ROUTES = (Route("/metrics", metrics, methods=["GET"]),)

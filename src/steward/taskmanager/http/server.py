@@ -15,7 +15,7 @@ import threading
 from urllib.parse import urlsplit
 
 import uvicorn
-from fastapi import FastAPI
+from starlette.types import ASGIApp
 
 from steward.config import TlsSettings
 from steward.errors import ConfigurationError
@@ -56,7 +56,7 @@ class HttpServer:
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
 
-    def start(self, app: FastAPI) -> HttpServer:
+    def start(self, app: ASGIApp) -> HttpServer:
         self._server, self._thread = serve_on_thread(
             app,
             self._socket,

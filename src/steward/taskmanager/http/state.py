@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated
 
-from fastapi import Depends, Request
+from starlette.requests import Request
 
 from .files import AttemptLogs
 
@@ -21,9 +20,7 @@ class Node:
     """None when it can run attempts, else why not (the readiness probe says it)."""
 
 
-async def _node(request: Request) -> Node:
+def node_of(request: Request) -> Node:
+    """The :class:`Node` of the app that received ``request``."""
     node: Node = request.app.state.node
     return node
-
-
-NodeDep = Annotated[Node, Depends(_node)]
