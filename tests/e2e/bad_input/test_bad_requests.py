@@ -24,14 +24,17 @@ pytestmark = pytest.mark.zookeeper
 
 GOOD = "def main(ctx):\n    return {'ok': True}\n"
 
-# Appends "<job> <attempt> <pid>" to args[0], then sleeps args[1] seconds.
+# Appends "<job> <attempt> <pid>" to args[0], then waits (two minutes at most) until the file
+# args[1] exists: the test holds the job running as long as it needs, and not longer.
 RECORDING = """
 import os, time
 
 def main(ctx):
     with open(ctx.args[0], "a") as out:
         out.write(f"{ctx.job_id} {ctx.attempt} {os.getpid()}\\n")
-    time.sleep(float(ctx.args[1]))
+    deadline = time.monotonic() + 120
+    while not os.path.exists(ctx.args[1]) and time.monotonic() < deadline:
+        time.sleep(0.05)
     return {"pid": os.getpid()}
 """
 
@@ -60,6 +63,11 @@ def _assert_error(response: httpx.Response, status: int, code: str, *needles: st
 def _job_ids(cluster: ProcessCluster) -> set[str]:
     with cluster.client() as client:
         return {view.job_id for view in client.jobs()}
+
+
+def _job_state(cluster: ProcessCluster, job_id: str) -> JobState:
+    with cluster.client() as client:
+        return client.job(job_id).state
 
 
 @pytest.mark.parametrize(
@@ -176,12 +184,12 @@ def test_duplicate_job_id_answers_with_the_existing_job_and_never_runs_twice(
 ) -> None:
     pipeline = tmp_path / "recording.py"
     pipeline.write_text(RECORDING)
-    ground = tmp_path / "starts.log"
+    ground, gate = tmp_path / "starts.log", tmp_path / "gate"
 
     def starts() -> list[str]:
         return ground.read_text().splitlines() if ground.exists() else []
 
-    args = ["--job-id", "twice", "--detach", str(pipeline), "--", str(ground), "10"]
+    args = ["--job-id", "twice", "--detach", str(pipeline), "--", str(ground), str(gate)]
     assert run_cli(cluster, "submit", *args).returncode == 0
     wait_until(starts, 30, message="first attempt started")
     # Again while it runs, the very same submission: it is that job (idempotent: the same id
@@ -196,6 +204,8 @@ def test_duplicate_job_id_answers_with_the_existing_job_and_never_runs_twice(
             f"{address}/v1/jobs", content=body, timeout=30, headers=auth_headers()
         )
         _assert_error(response, 409, "job_exists", "twice")
+    assert not _job_state(cluster, "twice").is_terminal  # all of the above while it ran
+    gate.touch()
     with cluster.client() as client:
         result = client.wait("twice", timeout=60)
         assert result.state.value == "FINISHED"

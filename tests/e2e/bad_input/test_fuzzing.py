@@ -11,6 +11,8 @@ docs/security.md come from it: ``pytest -m slow -s -k fuzz``). Requests carry th
 kit's credentials when the cluster has REST authentication (``cluster.headers`` or
 ``$STEWARD_TOKEN``); without credentials, every route but ``/healthz`` and ``/readyz`` must
 answer 401 once authentication exists (skipped, saying so, while the server answers without).
+The default run draws its requests once (drawing costs more than sending them) and sends
+that corpus with credentials and without.
 """
 
 from __future__ import annotations
@@ -96,48 +98,84 @@ def internal_headers(cluster: ProcessCluster) -> dict[str, str]:
         return {"authorization": f"Bearer {credential.read().strip()}"}
 
 
+@dataclass(frozen=True)
+class Batch:
+    """One operation's generated requests in one generation mode."""
+
+    operation: str
+    path: str
+    mode: GenerationMode
+    cases: list[Any]
+
+    @property
+    def label(self) -> str:
+        return f"{self.operation} [{self.mode.value}]"
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """Every operation's requests, drawn once from one OpenAPI document: the tests send the
+    same corpus with credentials and without (drawing is what costs: about two thirds of a
+    run's time, the server idles)."""
+
+    batches: list[Batch]
+    streams: list[str]
+    """Event streams, not fuzzed here (see :func:`_streams`)."""
+
+
+def generate(address: str, schema_headers: dict[str, str], examples: int) -> Corpus:
+    """Draw ``examples`` requests per operation of ``address``'s OpenAPI document (read with
+    ``schema_headers``) and generation mode, with the fixed seed."""
+    schema = schemathesis.openapi.from_url(
+        f"{address}/openapi.json", headers=schema_headers, timeout=30
+    )
+    batches: list[Batch] = []
+    streams: list[str] = []
+    for result in schema.get_all_operations():
+        operation = result.ok()
+        name = f"{operation.method.upper()} {operation.path}"
+        if _streams(operation):
+            streams.append(name)
+            continue
+        for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
+            batches.append(Batch(name, operation.path, mode, _draw(operation, mode, examples)))
+    return Corpus(batches, streams)
+
+
+def send(
+    corpus: Corpus,
+    headers: dict[str, str],
+    *,
+    checks: list[Any] | None = None,
+    internal: dict[str, str] | None = None,
+) -> FuzzReport:
+    """Send every request of ``corpus`` with ``headers`` (``internal`` on /internal/ routes,
+    when given: the heartbeat's body is then parsed, not refused at the door); collect what
+    fails."""
+    report = FuzzReport(
+        operations=len({batch.operation for batch in corpus.batches}),
+        streams=list(corpus.streams),
+    )
+    for batch in corpus.batches:
+        batch_checks = list(checks if checks is not None else CHECKS)
+        if batch.mode is GenerationMode.NEGATIVE and checks is None:
+            batch_checks.append(negative_data_rejection)
+        use = internal if internal and batch.path.startswith("/internal/") else headers
+        for case in batch.cases:
+            _send_case(case, batch.label, use, batch_checks, report)
+    return report
+
+
 def fuzz(
     address: str,
     headers: dict[str, str],
     examples: int,
     *,
-    checks: list[Any] | None = None,
-    schema_headers: dict[str, str] | None = None,
     internal: dict[str, str] | None = None,
 ) -> FuzzReport:
-    """Fuzz every operation of ``address``'s OpenAPI document with ``headers`` (``internal``
-    on /internal/ routes, when given: the heartbeat's body is then parsed, not refused at the
-    door); collect what fails. The document is read with ``schema_headers`` (default:
-    ``headers``)."""
-    schema = schemathesis.openapi.from_url(
-        f"{address}/openapi.json",
-        headers=headers if schema_headers is None else schema_headers,
-        timeout=30,
-    )
-    report = FuzzReport()
-    for result in schema.get_all_operations():
-        operation = result.ok()
-        if _streams(operation):
-            report.streams.append(f"{operation.method.upper()} {operation.path}")
-            continue
-        report.operations += 1
-        for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
-            label = f"{operation.method.upper()} {operation.path} [{mode.value}]"
-            mode_checks = list(checks if checks is not None else CHECKS)
-            if mode is GenerationMode.NEGATIVE and checks is None:
-                mode_checks.append(negative_data_rejection)
-            _fuzz_operation(
-                operation,
-                mode,
-                label=label,
-                headers=internal
-                if internal and operation.path.startswith("/internal/")
-                else headers,
-                examples=examples,
-                checks=mode_checks,
-                report=report,
-            )
-    return report
+    """Draw a corpus from ``address``'s document and send it there (:func:`generate`,
+    :func:`send`)."""
+    return send(generate(address, headers, examples), headers, internal=internal)
 
 
 def _streams(operation: Any) -> bool:
@@ -148,16 +186,7 @@ def _streams(operation: Any) -> bool:
     return any(STREAM in (answer.get("content") or {}) for answer in answers.values())
 
 
-def _fuzz_operation(
-    operation: Any,
-    mode: GenerationMode,
-    *,
-    label: str,
-    headers: dict[str, str],
-    examples: int,
-    checks: list[Any],
-    report: FuzzReport,
-) -> None:
+def _draw(operation: Any, mode: GenerationMode, examples: int) -> list[Any]:
     settings = hypothesis.settings(
         max_examples=examples,
         deadline=None,
@@ -165,34 +194,49 @@ def _fuzz_operation(
         phases=[hypothesis.Phase.explicit, hypothesis.Phase.generate],
         suppress_health_check=list(hypothesis.HealthCheck),
     )
+    cases: list[Any] = []
 
     @settings
     @hypothesis.seed(SEED)
     @hypothesis.given(case=operation.as_strategy(generation_mode=mode))
-    def run(case: Any) -> None:
-        report.examples += 1
-        try:
-            response = case.call(headers=headers, timeout=60)
-        except Exception as exc:  # a connection the server reset: as bad as a 5xx
-            report.failures.setdefault(label, []).append(f"{exc!r}\n{case.as_curl_command()}")
-            return
-        report.statuses[response.status_code] += 1
-        report.by_operation.setdefault(label, collections.Counter())[response.status_code] += 1
-        try:
-            case.validate_response(response, checks=checks, headers=headers)
-        except (AssertionError, BaseExceptionGroup) as exc:
-            report.failures.setdefault(label, []).append(f"{exc}\n{case.as_curl_command()}")
+    def collect(case: Any) -> None:
+        cases.append(case)
 
     # An operation without parameters has nothing negative to generate.
     with contextlib.suppress(hypothesis.errors.Unsatisfiable):
-        run()
+        collect()
+    return cases
+
+
+def _send_case(
+    case: Any, label: str, headers: dict[str, str], checks: list[Any], report: FuzzReport
+) -> None:
+    report.examples += 1
+    try:
+        response = case.call(headers=headers, timeout=60)
+    except Exception as exc:  # a connection the server reset: as bad as a 5xx
+        report.failures.setdefault(label, []).append(f"{exc!r}\n{case.as_curl_command()}")
+        return
+    report.statuses[response.status_code] += 1
+    report.by_operation.setdefault(label, collections.Counter())[response.status_code] += 1
+    try:
+        case.validate_response(response, checks=checks, headers=headers)
+    except (AssertionError, BaseExceptionGroup) as exc:
+        report.failures.setdefault(label, []).append(f"{exc}\n{case.as_curl_command()}")
+
+
+@pytest.fixture(scope="module")
+def short_corpus(shared_cluster: ProcessCluster) -> Corpus:
+    """The default run's requests, drawn from the leader's document once for the module."""
+    leader = each_jobmanager(shared_cluster)[0]
+    return generate(leader, auth_headers(shared_cluster), SHORT_EXAMPLES)
 
 
 def test_fuzzing_the_rest_api_finds_no_5xx_and_no_schema_violation(
-    cluster: ProcessCluster,
+    cluster: ProcessCluster, short_corpus: Corpus
 ) -> None:
     leader = each_jobmanager(cluster)[0]
-    report = fuzz(leader, auth_headers(cluster), SHORT_EXAMPLES, internal=internal_headers(cluster))
+    report = send(short_corpus, auth_headers(cluster), internal=internal_headers(cluster))
     print(report.summary())
     assert report.operations >= 10, report.summary()
     assert report.streams == ["GET /v1/events"], report.summary()
@@ -212,7 +256,9 @@ def test_fuzzing_the_rest_api_at_length_leader_and_standby(
         assert not report.failures, report.summary()
 
 
-def test_unauthenticated_requests_get_only_401(cluster: ProcessCluster) -> None:
+def test_unauthenticated_requests_get_only_401(
+    cluster: ProcessCluster, short_corpus: Corpus
+) -> None:
     leader = each_jobmanager(cluster)[0]
     if httpx.get(f"{leader}/v1/jobs", timeout=10).status_code != 401:
         pytest.skip("the JobManager answers without credentials: REST authentication is off")
@@ -224,13 +270,8 @@ def test_unauthenticated_requests_get_only_401(cluster: ProcessCluster) -> None:
         assert response.status_code == 401, f"{response.status_code} without credentials"
         return None
 
-    report = fuzz(
-        leader,
-        {},
-        SHORT_EXAMPLES,
-        checks=[only_401, not_a_server_error],
-        schema_headers=auth_headers(cluster),
-    )
+    # The very requests the authenticated run sends (the same seed drew the same before).
+    report = send(short_corpus, {}, checks=[only_401, not_a_server_error])
     print(report.summary())
     assert not report.failures, report.summary()
     assert_nothing_stored(cluster, before)

@@ -2,12 +2,17 @@
 
 The script is written the way Apache Spark's own Python examples are: a ``__main__`` guard,
 ``sys.argv``, ``SparkSession.builder.getOrCreate()``, a usage message and ``sys.exit(-1)``.
+
+The module's tests share one cluster (one JobManager, one TaskManager): none kills or cuts off
+a process, each uses job ids of its own and ends with the cluster's processes alive.
 """
 
 from __future__ import annotations
 
 import json
+import secrets
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,6 +21,7 @@ from e2e.wordcounts import SAMPLE, count_words
 from steward.errors import JobNotFoundError, JobRejectedError
 from steward.testing.processes import ProcessCluster
 from steward.wire.jobs import NoRestart
+from steward.zookeeper.managed import ManagedEnsemble
 
 pytestmark = pytest.mark.zookeeper
 
@@ -54,6 +60,29 @@ if __name__ == "__main__":
 """
 
 
+@pytest.fixture(scope="module")
+def shared_cluster(
+    tmp_path_factory: pytest.TempPathFactory, zookeeper: ManagedEnsemble
+) -> Iterator[ProcessCluster]:
+    workdir = tmp_path_factory.mktemp("scripts-cluster")
+    cluster = ProcessCluster(workdir, zookeeper.connect_string, f"t-scripts-{secrets.token_hex(4)}")
+    try:
+        cluster.start_jobmanager("jm-1")
+        cluster.start_taskmanager("tm-1")
+        cluster.wait_ready(taskmanagers=1)
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def cluster(shared_cluster: ProcessCluster) -> Iterator[ProcessCluster]:
+    """The module's cluster; after the test, every Steward process must still run."""
+    shared_cluster.check_alive()
+    yield shared_cluster
+    shared_cluster.check_alive()
+
+
 def write_script(folder: Path, source: str, name: str = "wordcount_app.py") -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / name
@@ -63,14 +92,11 @@ def write_script(folder: Path, source: str, name: str = "wordcount_app.py") -> P
 
 @pytest.mark.spark
 def test_unmodified_wordcount_script_finishes_with_the_right_counts(
-    process_cluster: ProcessCluster, tmp_path: Path
+    cluster: ProcessCluster, tmp_path: Path
 ) -> None:
-    process_cluster.start_jobmanager("jm-1")
-    process_cluster.start_taskmanager("tm-1")
-    process_cluster.wait_ready(taskmanagers=1)
     script = write_script(tmp_path / "code", WORDCOUNT_SCRIPT)
     output = tmp_path / "counts.json"
-    with process_cluster.client() as client:
+    with cluster.client() as client:
         client.submit(
             script, args=[str(SAMPLE), str(output)], job_id="script-wc", spark_conf=SMALL_SPARK
         )
@@ -81,17 +107,13 @@ def test_unmodified_wordcount_script_finishes_with_the_right_counts(
     app = attempts[-1].spark_app
     assert app is not None and app.app_id.startswith("local-")
     assert app.master == "local[2]"
-    process_cluster.check_alive()
 
 
 def test_script_with_wrong_arguments_fails_with_its_usage_message(
-    process_cluster: ProcessCluster, tmp_path: Path
+    cluster: ProcessCluster, tmp_path: Path
 ) -> None:
-    process_cluster.start_jobmanager("jm-1")
-    process_cluster.start_taskmanager("tm-1")
-    process_cluster.wait_ready(taskmanagers=1)
     script = write_script(tmp_path / "code", WORDCOUNT_SCRIPT)
-    with process_cluster.client() as client:
+    with cluster.client() as client:
         client.submit(script, args=["only-one"], job_id="script-usage", restart=NoRestart())
         result = client.wait("script-usage", timeout=QUICK_DEADLINE)
     assert result.state.value == "FAILED"
@@ -109,14 +131,13 @@ def test_script_with_wrong_arguments_fails_with_its_usage_message(
     ids=["syntax-error", "no-entrypoint"],
 )
 def test_code_no_attempt_could_run_is_refused_at_submission_and_nothing_stored(
-    process_cluster: ProcessCluster, tmp_path: Path, source: str, refusal: str
+    cluster: ProcessCluster, tmp_path: Path, source: str, refusal: str
 ) -> None:
-    process_cluster.start_jobmanager("jm-1")
-    process_cluster.wait_ready(taskmanagers=0)
     script = write_script(tmp_path / "code", source, "broken_app.py")
-    with process_cluster.client() as client:
+    with cluster.client() as client:
+        before = {job.job_id for job in client.jobs()}  # the module's other tests' jobs
         with pytest.raises(JobRejectedError, match=refusal):
             client.submit(script, job_id="broken")
         with pytest.raises(JobNotFoundError):
             client.job("broken")
-        assert client.jobs() == []
+        assert {job.job_id for job in client.jobs()} == before
