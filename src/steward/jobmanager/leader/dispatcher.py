@@ -124,7 +124,7 @@ class Dispatcher:
         records = Records(ctx, self._cleanup, self._delivery)
         initialization = Initialization(ctx, records)
         self._membership = Membership(ctx, records, initialization)
-        self._late = LateRecords(ctx)
+        self._late = LateRecords(ctx, records)
         self._recovery = Recovery(
             ctx,
             records=records,

@@ -7,10 +7,11 @@ this term's, a waiting job's state and reason are the ones any leader would give
 Rewriting those records before the term was ready cost a third of a takeover at 1,000 jobs,
 so they are written here, after "ready", a batch at a time: each record built under the
 table's lock, written outside it, and only if its znode is still at the version recovery read
-(rule 2's fence, plus a version check per record). A job whose record changed meanwhile was
-written by a transition of this term, which holds all it knows (``adopted_by`` included): it
-is skipped, so a late batch never overwrites a newer record. If the term ends first, the next
-leader reads the records as they were and recovers the same jobs the same way.
+(rule 2's fence, plus a version check per record). A job whose record a transition of this
+term wrote since holds all its master knows (``adopted_by`` included): it is skipped (not
+even tried if that write came before the batch was built), so a late batch never overwrites
+a newer record. If the term ends first, the next leader reads the records as they were and
+recovers the same jobs the same way.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from steward.errors import FencedError, StewardError
 from steward.wire.records import JobStatusRecord
 
 from .context import TermContext
+from .records import Records
 
 log = logging.getLogger(__name__)
 
@@ -33,8 +35,9 @@ PAUSE = 0.2
 class LateRecords:
     """Writes, for one term, the records :meth:`note` was given, once :meth:`run` is called."""
 
-    def __init__(self, ctx: TermContext) -> None:
+    def __init__(self, ctx: TermContext, records: Records) -> None:
         self._term, self._table, self._stores = ctx.term, ctx.table, ctx.stores
+        self._records = records
         self._todo: list[tuple[str, int]] = []
 
     def note(self, versions: dict[str, int]) -> None:
@@ -81,11 +84,14 @@ class LateRecords:
         return len(batch) - len(records) + len(changed)
 
     def _built(self, batch: list[tuple[str, int]]) -> list[tuple[JobStatusRecord, int]]:
-        """The records of the batch's jobs still live, as their masters hold them now."""
+        """The records of the batch's jobs still live and not written since recovery, as
+        their masters hold them now. Skipping those a transition wrote is only a saving (one
+        failed transaction per such record): the version check is what makes it safe."""
         epoch = self._term.epoch
         with self._table.lock:
+            late = self._records.take_late([job_id for job_id, _version in batch])
             return [
                 (master.record(epoch), version)
                 for job_id, version in batch
-                if (master := self._table.jobs.get(job_id)) is not None
+                if job_id in late and (master := self._table.jobs.get(job_id)) is not None
             ]

@@ -40,6 +40,9 @@ class Records:
         self._cleanup = cleanup
         self._delivery = delivery
         self.notifications = Notifications(ctx.term)
+        self._late: set[str] = set()
+        """Jobs whose records :mod:`.late_records` is to write and no write of this term has
+        since (a newer record: nothing late to write)."""
 
     def persist(self, master: JobMaster) -> bool:
         """Write the job's status record; False (retried later) if ZooKeeper is unreachable.
@@ -60,6 +63,7 @@ class Records:
             log.warning("job status not persisted yet job=%s error=%r", master.job_id, exc)
             self._table.mark_unpersisted([master])
             return False
+        self._late.discard(master.job_id)
         return True
 
     def persist_many(self, masters: list[JobMaster]) -> None:
@@ -83,6 +87,15 @@ class Records:
         except StewardError as exc:
             log.warning("job statuses not persisted yet count=%d error=%r", len(masters), exc)
             self._table.mark_unpersisted(masters)
+        else:
+            self._late.difference_update(m.job_id for m in masters)
+
+    def take_late(self, job_ids: list[str]) -> set[str]:
+        """Those of ``job_ids`` whose records are still to be written late (no write of this
+        term since recovery), no longer noted; called under the lock."""
+        late = self._late.intersection(job_ids)
+        self._late.difference_update(job_ids)
+        return late
 
     def defer(self) -> None:
         """From now until :meth:`flush_deferred`, only note which records to write."""
@@ -102,6 +115,7 @@ class Records:
                 if m.job_id in later and self.notifications.of_restart(m) is None
             }
             masters = [m for m in masters if m.job_id not in left]
+            self._late = set(left)
             try:
                 self._stores.statuses.write_many(
                     self._term.fence, [m.record(epoch) for m in masters]
