@@ -55,6 +55,9 @@ from steward.testing.processes import Proc
 
 RECOVERY_DONE = re.compile(r"recovery done epoch=(\d+) seconds=([0-9.]+) (.*)$", re.MULTILINE)
 LISTED = re.compile(r"recovery listed epoch=(\d+) seconds=([0-9.]+)")
+WROTE = re.compile(r"recovery wrote records epoch=(\d+) seconds=([0-9.]+)")
+WROTE_LATE = re.compile(r"recovery wrote records late epoch=(\d+) seconds=([0-9.]+)")
+LATER = re.compile(r"recovery wrote records epoch=(\d+) seconds=[0-9.]+ later=([1-9]\d*)")
 SESSION_TIMEOUT = 10.0
 JOBS_PER_TM = 10
 SIM_SESSIONS = 40
@@ -81,13 +84,27 @@ def recovery_line(proc: Proc, epoch_at_least: int = 0) -> tuple[int, float, dict
     return int(match.group(1)), float(match.group(2)), summary
 
 
-def listed_s(proc: Proc, epoch: int) -> float | None:
+def listed_s(proc: Proc, epoch: int, line: re.Pattern[str] = LISTED) -> float | None:
     """Seconds ``proc``'s recovery of ``epoch`` spent on its listings (members, leases, graph
-    ids, results) before the jobs' own reads; None from a version that does not log it."""
-    for match in LISTED.finditer(proc.log.read_text(errors="replace")):
+    ids, results) before the jobs' own reads (or on what ``line`` logs: the records written
+    before "ready", and after it); None from a version that does not log it."""
+    for match in line.finditer(proc.log.read_text(errors="replace")):
         if int(match.group(1)) == epoch:
             return float(match.group(2))
     return None
+
+
+def late_records_s(proc: Proc, epoch: int) -> float | None:
+    """Seconds ``proc``'s term of ``epoch`` spent writing, once ready, the records of the
+    jobs it recovered from them (waited for); None if it wrote none late."""
+    if listed_s(proc, epoch, LATER) is None:
+        return None
+
+    def written() -> bool:
+        return listed_s(proc, epoch, WROTE_LATE) is not None
+
+    wait_until(written, 120.0, "the late records")
+    return listed_s(proc, epoch, WROTE_LATE)
 
 
 def everyone_told(simulator: TaskManagerSimulator, epoch: int) -> bool:
@@ -245,6 +262,8 @@ def _failover(
         "recovery_s": recovery,
         "recovery_ms_per_job": round(recovery / jobs * 1000, 4),
         "recovery_listing_s": listed_s(second, epoch2),
+        "records_written_before_ready_s": listed_s(second, epoch2, WROTE),
+        "records_written_after_ready_s": late_records_s(second, epoch2),
         "takeover_cpu_s": round(cpu, 3),
         "takeover_cpu_ms_per_job": round(cpu / jobs * 1000, 4),
         "heartbeats_seen": {

@@ -26,6 +26,7 @@ import signal
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 from _cluster import QUICK, ZK_ROOT, bench_cluster, configured_default
 from _common import (
@@ -55,6 +56,8 @@ RECOVERY_DONE = re.compile(r"recovery done epoch=\d+ seconds=([0-9.]+) (.*)$", r
 LISTED = re.compile(r"recovery listed epoch=\d+ seconds=([0-9.]+)")
 CHUNK = re.compile(r"recovery chunk .* read_s=([0-9.]+) .*adopt_s=([0-9.]+)")
 WROTE = re.compile(r"recovery wrote records epoch=\d+ seconds=([0-9.]+)")
+LATER = re.compile(r"recovery wrote records epoch=\d+ seconds=[0-9.]+ later=([1-9]\d*)")
+WROTE_LATE = re.compile(r"recovery wrote records late epoch=\d+ seconds=([0-9.]+)")
 WRITERS = 16
 
 
@@ -129,6 +132,7 @@ def measure(zookeeper: TempZooKeeper, jobs: int, deadline: float) -> Json:
         # What no line times: the jobs recovered one by one (each reading its graph blob).
         phases["job_by_job"] = round(recovery - sum(v or 0.0 for v in phases.values()), 3)
         outcome = dict(pair.split("=", 1) for pair in found.group(2).split())
+        late = late_records_s(proc.log, deadline)
         proc.signal(signal.SIGTERM)
     progress(
         f"{jobs} jobs: recovery {recovery:.3f}s, ready after {ready:.3f}s, {outcome}, {phases}"
@@ -143,7 +147,19 @@ def measure(zookeeper: TempZooKeeper, jobs: int, deadline: float) -> Json:
         "recovery_ms_per_job": round(recovery / jobs * 1000, 4),
         "summary": outcome,
         "phases_s": phases,
+        "records_written_after_ready_s": late,
     }
+
+
+def late_records_s(log: Path, deadline: float) -> float | None:
+    """Seconds the leader spent writing, after it was ready, the records of the jobs it
+    recovered from them (None: it wrote none late, or is a version that writes all before)."""
+    if not LATER.search(log.read_text(errors="replace")):
+        return None
+    found = wait_until(
+        lambda: WROTE_LATE.search(log.read_text(errors="replace")), deadline, "late records"
+    )
+    return float(found.group(1))
 
 
 def recovery_phases(log: str) -> Json:

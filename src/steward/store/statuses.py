@@ -11,7 +11,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from steward.errors import CorruptStateError, NodeExistsError, NoNodeError, UnsupportedSchemaError
+from steward.errors import (
+    ConcurrentModificationError,
+    CorruptStateError,
+    NodeExistsError,
+    NoNodeError,
+    UnsupportedSchemaError,
+)
 from steward.ha.fencing import Fence
 from steward.ha.session import Session
 from steward.store import zk
@@ -120,6 +126,36 @@ class JobStatusStore:
                 continue
             self.feed.wrote(chunk)
 
+    def write_many_unchanged(
+        self, fence: Fence, records: Sequence[tuple[JobStatusRecord, int]]
+    ) -> list[str]:
+        """Overwrite each record only if its znode is still at the version given (the one a
+        read found), :data:`BATCH` per fenced transaction. The ids of the jobs whose record
+        changed (or went) since are returned, not written: whoever changed it wrote a newer
+        truth. FencedError, and the error of a store that did not answer, propagate (a
+        batch already committed stays written; written again, it counts as changed)."""
+        skipped: list[str] = []
+        for start in range(0, len(records), BATCH):
+            skipped.extend(self._write_unchanged(fence, list(records[start : start + BATCH])))
+        return skipped
+
+    def _write_unchanged(self, fence: Fence, batch: list[tuple[JobStatusRecord, int]]) -> list[str]:
+        skipped: list[str] = []
+        while batch:
+            transaction = fence.transaction()
+            for record, version in batch:
+                path = self._layout.job_status(record.job_id)
+                transaction.set_data(path, self._encoded(record), version)
+            _results, failure = transaction.commit_or_failure()
+            if failure is None:
+                self.feed.wrote([record for record, _version in batch])
+                return skipped
+            if not isinstance(failure.error, ConcurrentModificationError | NoNodeError):
+                raise failure.error
+            # One changed record fails its whole batch: the batch without it, again.
+            skipped.append(batch.pop(failure.index)[0].job_id)
+        return skipped
+
     def remove(self, fence: Fence, job_id: str) -> bool:
         """Delete the job's record (cleanup); False if there was none."""
         path = self._layout.job_status(job_id)
@@ -156,14 +192,22 @@ class JobStatusStore:
 
     def find_many_quietly(self, job_ids: list[str]) -> dict[str, JobStatusRecord | None]:
         """:meth:`find_quietly` of every job, the reads pipelined in bounded batches."""
+        return self.find_many_versioned(job_ids)[0]
+
+    def find_many_versioned(
+        self, job_ids: list[str]
+    ) -> tuple[dict[str, JobStatusRecord | None], dict[str, int]]:
+        """:meth:`find_many_quietly`, and the znode version of each record found (for
+        :meth:`write_many_unchanged`)."""
         paths = [self._layout.job_status(job_id) for job_id in job_ids]
-        found = zk.read_batched(self._client, paths)
-        records = {
-            job_id: None if read is None else _decoded_quietly(job_id, read[0])
-            for job_id, read in zip(job_ids, found, strict=True)
-        }
+        records: dict[str, JobStatusRecord | None] = {}
+        versions: dict[str, int] = {}
+        for job_id, read in zip(job_ids, zk.read_batched(self._client, paths), strict=True):
+            records[job_id] = None if read is None else _decoded_quietly(job_id, read[0])
+            if read is not None:
+                versions[job_id] = read[1].version
         self.feed.read([record for record in records.values() if record is not None])
-        return records
+        return records, versions
 
     def job_ids(self) -> list[str]:
         """Ids under ``jobs/`` (live jobs, and terminated ones whose cleanup is not done)."""

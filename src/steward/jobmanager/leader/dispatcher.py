@@ -14,8 +14,9 @@ answers for the term to the REST API and the JobManager process:
   between queues (``leader/queues.py``);
   ``leader/timeouts.py`` and ``leader/deadlines.py``: jobs past their timeout cancelled;
 - ``leader/records.py`` and ``leader/cleanup.py``: status records, results (DIRTY first), then
-  cleanup and CLEAN (rule 7); ``leader/retention.py``: results' retention and their
-  migration to blob storage; ``leader/views.py``: the live jobs' views;
+  cleanup and CLEAN (rule 7); ``leader/late_records.py``: the records of jobs recovered from
+  their records, rewritten once the term is ready; ``leader/retention.py``: results'
+  retention and their migration to blob storage; ``leader/views.py``: the live jobs' views;
 - ``leader/content_gc.py`` and ``log_retention.py``: unreferenced stored files and archived
   attempt logs past their retention, each on a thread of the term.
 
@@ -58,6 +59,7 @@ from .delivery import Delivery
 from .graph_checks import AdoptedGraphs
 from .heartbeats import Heartbeats
 from .initialization import Initialization
+from .late_records import LateRecords
 from .long_poll import HeldHeartbeat
 from .membership import Membership
 from .records import Records
@@ -122,12 +124,14 @@ class Dispatcher:
         records = Records(ctx, self._cleanup, self._delivery)
         initialization = Initialization(ctx, records)
         self._membership = Membership(ctx, records, initialization)
+        self._late = LateRecords(ctx, records)
         self._recovery = Recovery(
             ctx,
             records=records,
             cleanup=self._cleanup,
             initialization=initialization,
             membership=self._membership,
+            late=self._late,
         )
         self._submissions = Submissions(
             ctx, records=records, initialization=initialization, recovery=self._recovery
@@ -167,6 +171,7 @@ class Dispatcher:
         marks the membership changed, so the first scheduling pass reads it again."""
         self._membership.watch()
         for name, target in (
+            ("late-records", self._late.run),
             ("cleanup", self._cleanup.run),
             ("result-retention", self._retention.run),
             ("content-gc", lambda: self.content_gc.run(self.term.stopped)),  # content GC hook

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections.abc import Mapping
 
 from steward.errors import FencedError, JobExistsError, StewardError
 from steward.store.group_commit import Create
@@ -39,13 +40,17 @@ class Records:
         self._cleanup = cleanup
         self._delivery = delivery
         self.notifications = Notifications(ctx.term)
+        self._late: set[str] = set()
+        """Jobs whose records :mod:`.late_records` is to write and no write of this term has
+        since (a newer record: nothing late to write)."""
 
     def persist(self, master: JobMaster) -> bool:
         """Write the job's status record; False (retried later) if ZooKeeper is unreachable.
 
-        During recovery the write is only noted: :meth:`flush_deferred` writes every noted
-        record in a few batched transactions before the leader is ready (one write per job,
-        made under the lock, used to bound recovery and so failover).
+        During recovery the write is only noted: :meth:`flush_deferred` writes the noted
+        records in a few batched transactions before the leader is ready (one write per job,
+        made under the lock, used to bound recovery and so failover), but those of jobs
+        recovered from their records, written after it (:mod:`.late_records`).
         """
         if self._table.defer([master]):
             return True
@@ -58,6 +63,7 @@ class Records:
             log.warning("job status not persisted yet job=%s error=%r", master.job_id, exc)
             self._table.mark_unpersisted([master])
             return False
+        self._late.discard(master.job_id)
         return True
 
     def persist_many(self, masters: list[JobMaster]) -> None:
@@ -81,17 +87,35 @@ class Records:
         except StewardError as exc:
             log.warning("job statuses not persisted yet count=%d error=%r", len(masters), exc)
             self._table.mark_unpersisted(masters)
+        else:
+            self._late.difference_update(m.job_id for m in masters)
+
+    def take_late(self, job_ids: list[str]) -> set[str]:
+        """Those of ``job_ids`` whose records are still to be written late (no write of this
+        term since recovery), no longer noted; called under the lock."""
+        late = self._late.intersection(job_ids)
+        self._late.difference_update(job_ids)
+        return late
 
     def defer(self) -> None:
         """From now until :meth:`flush_deferred`, only note which records to write."""
         with self._table.lock:
             self._table.defer_status_writes()
 
-    def flush_deferred(self) -> None:
-        """Write the status records noted during recovery; FencedError propagates."""
+    def flush_deferred(self, later: Mapping[str, int]) -> dict[str, int]:
+        """Write the status records noted during recovery but those of ``later`` (job id:
+        the version of the record recovery read), which are returned, for
+        :mod:`.late_records` to write once the term is ready. FencedError propagates."""
         table, epoch = self._table, self._term.epoch
         with table.lock:
             masters = table.take_deferred()
+            left = {
+                m.job_id: later[m.job_id]
+                for m in masters
+                if m.job_id in later and self.notifications.of_restart(m) is None
+            }
+            masters = [m for m in masters if m.job_id not in left]
+            self._late = set(left)
             try:
                 self._stores.statuses.write_many(
                     self._term.fence, [m.record(epoch) for m in masters]
@@ -101,10 +125,11 @@ class Records:
             except StewardError as exc:
                 log.warning("recovered job statuses not persisted yet error=%r", exc)
                 table.mark_unpersisted(masters)
-                return
+                return left
             for master in masters:  # restarts decided in recovery: their event with a record
                 if self.notifications.of_restart(master) is not None:
                     self.persist(master)
+        return left
 
     def retry_unwritten(self) -> None:
         """Write again the results and status records ZooKeeper refused before."""

@@ -6,14 +6,15 @@ cleanup; the execution leases are read once; every other job graph is recovered 
 members, the leases, then per :data:`CHUNK` jobs their pointers and status records, one round
 trip each), so only the graphs' blobs are read job by job, and not even those for a job whose
 lease and record say all its adoption needs: it is adopted from them, its graph read when it
-next needs it (:meth:`JobRecovery.recover_from_records`, issue 22). A job that cannot be recovered
+next needs it (:meth:`JobRecovery.recover_from_records`, issue 22), and its record rewritten
+after the term is ready (:mod:`.late_records`). A job that cannot be recovered
 (graph missing or corrupt, anything else raised) becomes FAILED with its cause; no other job
 is affected and the leader keeps going (rule 6). A job whose lease exists is adopted: its
 attempt keeps running (rule 8). A job whose record shows an attempt in flight without a lease
 waits a few heartbeats for its TaskManager's report if that TaskManager is a member, else the
 attempt is LOST. Every other job runs its initialize hook again. Status records are written in
-batches at the end, before the term is ready. Only a FencedError (or a failure of the whole
-step) ends the term.
+batches at the end, before the term is ready (but those of jobs recovered from their records:
+after it). Only a FencedError (or a failure of the whole step) ends the term.
 
 A store that does not answer (:func:`~steward.errors.is_unavailable`) is no verdict: the
 listing, or that job's recovery, is tried again with back-off, its lease read afresh, until it
@@ -34,6 +35,7 @@ from steward.wire.records import ExecutionLease
 from .cleanup import Cleanup
 from .context import TermContext
 from .initialization import Initialization
+from .late_records import LateRecords
 from .membership import Membership
 from .records import Records
 from .recovery_job import JobRecovery, Prefetched
@@ -68,9 +70,12 @@ class Recovery:
         cleanup: Cleanup,
         initialization: Initialization,
         membership: Membership,
+        late: LateRecords,
     ) -> None:
         self._term, self._stores = ctx.term, ctx.stores
         self._records = records
+        self._late = late
+        self._later: dict[str, int] = {}
         self._cleanup = cleanup
         self._membership = membership
         self._job = JobRecovery(ctx, records=records, initialization=initialization)
@@ -171,11 +176,13 @@ class Recovery:
         for start in range(0, len(todo), CHUNK):
             outcomes.extend(self._recover_chunk(todo[start : start + CHUNK], leases, pool))
         started = self._term.monotonic()
-        self._records.flush_deferred()
+        later = self._records.flush_deferred(self._later)
+        self._late.note(later)
         log.info(
-            "recovery wrote records epoch=%d seconds=%.3f",
+            "recovery wrote records epoch=%d seconds=%.3f later=%d",
             self._term.epoch,
             self._term.monotonic() - started,
+            len(later),
         )
         return outcomes
 
@@ -189,6 +196,7 @@ class Recovery:
         rest, adopted = chunk, 0
         if found is not None:
             rest, adopted = self._job.recover_from_records(chunk, leases, found)
+            self._note_late(chunk, rest, found)
         scheduled = len(chunk) - len(rest) - adopted
         log.info(  # a line a chunk: where a takeover's time goes, without a profiler
             "recovery chunk epoch=%d jobs=%d read_s=%.3f adopted=%d scheduled=%d adopt_s=%.3f",
@@ -202,12 +210,21 @@ class Recovery:
         recovered = pool.map(partial(self._recover_until_known, leases=leases, found=found), rest)
         return ["adopted"] * adopted + ["restarted"] * scheduled + list(recovered)
 
+    def _note_late(self, chunk: list[str], rest: list[str], found: Prefetched) -> None:
+        """The jobs recovered from their records: their records are rewritten after "ready"
+        (they change nothing a next leader needs: ``adopted_by``, the epoch, a state it
+        would give them again), only if still the version read here."""
+        left = set(rest)
+        for job_id in chunk:
+            if job_id not in left and job_id in found.versions:
+                self._later[job_id] = found.versions[job_id]
+
     def _prefetch(self, chunk: list[str], pool: ThreadPoolExecutor) -> Prefetched | None:
         """The chunk's pointers and records, read at once; None if ZooKeeper did not answer
         (then each job reads its own, with the retries of :meth:`_recover_until_known`)."""
         reading = pool.submit(self._stores.graphs.pointers_quietly, chunk)
         try:
-            records = self._stores.statuses.find_many_quietly(chunk)
+            records, versions = self._stores.statuses.find_many_versioned(chunk)
             pointers = reading.result()
         except StewardError as exc:  # reads are not fenced: only "unavailable" comes here
             log.warning(
@@ -217,7 +234,7 @@ class Recovery:
                 exc,
             )
             return None
-        return Prefetched(pointers, records)
+        return Prefetched(pointers, records, versions)
 
     def _recover_until_known(
         self, job_id: str, leases: dict[str, ExecutionLease], found: Prefetched | None

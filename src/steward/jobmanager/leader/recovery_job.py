@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 
 from steward.artifacts.pipeline import may_define_initialize
@@ -43,6 +43,9 @@ class Prefetched:
 
     pointers: dict[str, JobGraphPointer | CorruptStateError]
     records: dict[str, JobStatusRecord | None]
+    versions: dict[str, int] = field(default_factory=dict)
+    """The znode version of each record read: a job recovered from its record has it
+    rewritten once the term is ready, only if it is still that version (:mod:`.late_records`)."""
 
 
 class JobRecovery:
