@@ -18,6 +18,7 @@ from jobmanager_harness import SETTLE, JobManagerCluster, dispatcher_of
 
 from steward.jobmanager.leader.late_records import LateRecords
 from steward.store.statuses import JobStatusStore
+from steward.wire.record_format import decode_status
 from steward.wire.records import JobStatusRecord
 from support import wait_until
 
@@ -28,7 +29,7 @@ JOBS = 4
 
 def stored(cluster: JobManagerCluster, job_id: str) -> JobStatusRecord:
     """The job's status record as ZooKeeper holds it."""
-    return JobStatusRecord.from_json(cluster.data(cluster.layout.job_status(job_id)) or b"")
+    return decode_status(cluster.data(cluster.layout.job_status(job_id)) or b"", job_id)
 
 
 def adopted_by(cluster: JobManagerCluster, job_id: str) -> list[int]:
