@@ -367,8 +367,11 @@ def test_standby_without_a_leader_reads_and_answers_503_to_writes(
 def test_a_submission_over_the_limit_is_refused_without_being_stored(
     cluster: JobManagerCluster,
 ) -> None:
-    leader = cluster.start_leader("jm-1")
+    # Built before the leader starts: the JobManager runs in this process, and encoding 85 MB
+    # holds the interpreter lock long enough for its liveness probe to move to another server
+    # (a client in another process, as in production, takes nothing from the leader).
     big = json.dumps(submission("job-big", source=b"#" * (MAX_ARTIFACT_BYTES + 1))).encode()
+    leader = cluster.start_leader("jm-1")
     # Under the body's limit, so the leader reads and decodes all 85 MB before it refuses:
     # seconds on a loaded machine, past the harness's usual 15 s.
     answer = cluster.http.post(
