@@ -8,13 +8,15 @@ layer: a caller catches :class:`~steward.errors.CoordinationError`.
 from __future__ import annotations
 
 import logging
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import NoNodeError
+from kazoo.exceptions import NoNodeError, UnimplementedError
 
 from steward.ha.kazoo_errors import KAZOO_ERRORS, translate
+from steward.store import multiread
 from steward.wire.values import check_job_id
 
 log = logging.getLogger(__name__)
@@ -32,8 +34,42 @@ def read(client: KazooClient, path: str) -> tuple[bytes, Any] | None:
 
 
 def read_many(client: KazooClient, paths: list[str]) -> list[tuple[bytes, Any] | None]:
+    """``read`` of every path in one round trip: ZooKeeper's multiRead
+    (:mod:`steward.store.multiread`), one request and one answer for up to
+    :data:`MULTIREAD_BATCH` paths (more are split), or, from a server that does not know it
+    (older than 3.6), the reads pipelined (:func:`read_pipelined`)."""
+    if not paths:
+        return []
+    if not multiread_supported(client):
+        return read_pipelined(client, paths)
+    found: list[tuple[bytes, Any] | None] = []
+    groups = list(multiread.batches(paths, MULTIREAD_BATCH, MULTIREAD_BYTES))
+    pending = [(group, multiread.send(client, group)) for group in groups]
+    for index, (group, answer) in enumerate(pending):
+        try:
+            answers = answer.get()
+        except UnimplementedError:
+            _multiread_unsupported(client)
+            rest = [path for later, _answer in pending[index:] for path in later]
+            return found + read_pipelined(client, rest)
+        except KAZOO_ERRORS as exc:
+            raise translate(exc, group[0]) from exc
+        found.extend(_found(path, one) for path, one in zip(group, answers, strict=True))
+    return found
+
+
+def _found(path: str, answer: multiread.Answer) -> tuple[bytes, Any] | None:
+    if isinstance(answer, NoNodeError):
+        return None
+    if isinstance(answer, Exception):
+        raise translate(answer, path) from answer
+    data, stat = answer
+    return data, stat
+
+
+def read_pipelined(client: KazooClient, paths: list[str]) -> list[tuple[bytes, Any] | None]:
     """``read`` of every path, the requests pipelined (all sent, then every answer awaited):
-    one round trip's latency for all of them instead of one each."""
+    one round trip's latency for all of them instead of one each, but one request each."""
     pending = [client.get_async(path) for path in paths]
     found: list[tuple[bytes, Any] | None] = []
     for path, answer in zip(paths, pending, strict=True):
@@ -46,6 +82,31 @@ def read_many(client: KazooClient, paths: list[str]) -> list[tuple[bytes, Any] |
             raise translate(exc, path) from exc
         found.append((bytes(data or b""), stat))
     return found
+
+
+MULTIREAD_BATCH = 100
+"""Paths in one multiRead at most (:data:`READ_BATCH`'s reason: the server answers a session's
+requests in order, and a multiRead of 100 is one request it answers at once)."""
+
+MULTIREAD_BYTES = 256 * 1024
+"""Bytes of one multiRead request at most: the server refuses a packet over its
+``jute.maxbuffer`` (1 MB by default) and closes the connection."""
+
+_UNSUPPORTED: weakref.WeakSet[KazooClient] = weakref.WeakSet()
+
+
+def multiread_supported(client: KazooClient) -> bool:
+    """False once ``client``'s server answered a multiRead UNIMPLEMENTED (older than 3.6)."""
+    return client not in _UNSUPPORTED
+
+
+def _multiread_unsupported(client: KazooClient) -> None:
+    if client not in _UNSUPPORTED:
+        _UNSUPPORTED.add(client)
+        log.warning(
+            "the ZooKeeper server does not know multiRead (older than 3.6): reading one znode"
+            " a request from now on"
+        )
 
 
 READ_BATCH = 100
