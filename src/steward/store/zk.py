@@ -15,6 +15,7 @@ from typing import Any
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError, UnimplementedError
 
+from steward.errors import ZooKeeperUnavailableError
 from steward.ha.kazoo_errors import KAZOO_ERRORS, translate
 from steward.store import multiread
 from steward.wire.values import check_job_id
@@ -51,11 +52,21 @@ def read_many(client: KazooClient, paths: list[str]) -> list[tuple[bytes, Any] |
         except UnimplementedError:
             _multiread_unsupported(client)
             rest = [path for later, _answer in pending[index:] for path in later]
-            return found + read_pipelined(client, rest)
+            return found + _read_after_drop(client, rest)
         except KAZOO_ERRORS as exc:
             raise translate(exc, group[0]) from exc
         found.extend(_found(path, one) for path, one in zip(group, answers, strict=True))
     return found
+
+
+def _read_after_drop(client: KazooClient, paths: list[str]) -> list[tuple[bytes, Any] | None]:
+    """:func:`read_pipelined` once the server dropped the connection: an old server closes it
+    right after its UNIMPLEMENTED answer (the session survives), so gets sent before it did are
+    lost with it; sent again, kazoo holds them until it has reconnected."""
+    try:
+        return read_pipelined(client, paths)
+    except ZooKeeperUnavailableError:
+        return read_pipelined(client, paths)
 
 
 def _found(path: str, answer: multiread.Answer) -> tuple[bytes, Any] | None:
