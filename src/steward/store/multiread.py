@@ -1,18 +1,20 @@
 """ZooKeeper's multiRead (opcode 22, servers 3.6 and newer) as a kazoo request.
 
-One request carries N GetData sub-operations and one response carries each answer: the data and
-stat of a znode, or that sub-operation's own error (a missing znode does not abort the others,
-unlike a write multi). kazoo 2.x has no multiRead; its protocol layer takes any object with a
-``type``, ``serialize()`` and ``deserialize(buffer, offset)`` through ``KazooClient._call``, the
-way its transaction commit sends a write multi.
+One request carries N GetData (or N GetChildren) sub-operations and one response carries each
+answer: the data and stat of a znode (or its children), or that sub-operation's own error (a
+missing znode does not abort the others, unlike a write multi). kazoo 2.x has no multiRead;
+its protocol layer takes any object with a ``type``, ``serialize()`` and
+``deserialize(buffer, offset)`` through ``KazooClient._call``, the way its transaction commit
+sends a write multi.
 
 Wire format (jute, big-endian), the same as a write multi's with other sub-operations:
 
-- request: for each path a ``MultiHeader`` (int type = 4 GetData, bool done = false, int err =
-  -1) then a ``GetDataRequest`` (string path, bool watch = false); then the end header
-  (-1, true, -1);
+- request: for each path a ``MultiHeader`` (int type = 4 GetData or 8 GetChildren, bool done =
+  false, int err = -1) then a ``GetDataRequest`` or ``GetChildrenRequest`` (both: string path,
+  bool watch = false); then the end header (-1, true, -1);
 - response: for each path a ``MultiHeader``; type 4 is followed by a ``GetDataResponse``
-  (buffer data, Stat), type -1 by an ``ErrorResponse`` (int err); then the end header.
+  (buffer data, Stat), type 8 by a ``GetChildrenResponse`` (vector of strings), type -1 by an
+  ``ErrorResponse`` (int err); then the end header.
 
 A server older than 3.6 does not know opcode 22: it answers UNIMPLEMENTED (-6) and then closes
 the connection (the session survives). :func:`steward.store.zk.read_many` takes that answer as
@@ -32,6 +34,7 @@ from kazoo.protocol.states import ZnodeStat
 
 OPCODE = 22
 GET_DATA = 4
+GET_CHILDREN = 8
 ERROR = -1
 
 _HEADER = struct.Struct("!iBi")
@@ -39,13 +42,13 @@ _INT = struct.Struct("!i")
 _STAT = struct.Struct("!qqqqiiiqiiq")
 _END = _HEADER.pack(ERROR, True, ERROR)
 
-Answer: TypeAlias = tuple[bytes, Any] | Exception
-"""One sub-operation's answer: ``(data, ZnodeStat)``, or the kazoo exception of its error
-code (kazoo is untyped: ``Any`` is its ``ZnodeStat``)."""
+Answer: TypeAlias = tuple[bytes, Any] | list[str] | Exception
+"""One sub-operation's answer: ``(data, ZnodeStat)`` (GetData), the child names (GetChildren),
+or the kazoo exception of its error code (kazoo is untyped: ``Any`` is its ``ZnodeStat``)."""
 
 
 class MultiRead:
-    """A kazoo request reading the data of every path in one round trip.
+    """A kazoo request reading the data (or the children) of every path in one round trip.
 
     >>> async_result = client.handler.async_result()
     >>> client._call(MultiRead(["/a", "/b"]), async_result)
@@ -54,15 +57,18 @@ class MultiRead:
 
     type = OPCODE
 
-    def __init__(self, paths: Sequence[str]) -> None:
+    def __init__(self, paths: Sequence[str], op: int = GET_DATA) -> None:
+        if op not in (GET_DATA, GET_CHILDREN):
+            raise ValueError(f"multiRead reads with GetData or GetChildren, not type {op}")
         self.paths = tuple(paths)
+        self.op = op
 
     def __repr__(self) -> str:  # kazoo logs requests at debug level: not 100 paths
-        return f"MultiRead({len(self.paths)} paths)"
+        return f"MultiRead({len(self.paths)} paths, op {self.op})"
 
     def serialize(self) -> bytearray:
         out = bytearray()
-        head = _HEADER.pack(GET_DATA, False, ERROR)
+        head = _HEADER.pack(self.op, False, ERROR)
         for path in self.paths:
             encoded = path.encode("utf-8")
             out += head
@@ -80,9 +86,12 @@ class MultiRead:
             offset += _HEADER.size
             if done:
                 break
-            if kind == GET_DATA:
+            if kind == self.op == GET_DATA:
                 answer, offset = _data(buffer, offset)
                 answers.append(answer)
+            elif kind == self.op == GET_CHILDREN:
+                names, offset = _children(buffer, offset)
+                answers.append(names)
             elif kind == ERROR:
                 (code,) = _INT.unpack_from(buffer, offset)
                 offset += _INT.size
@@ -105,6 +114,18 @@ def _data(buffer: bytes, offset: int) -> tuple[tuple[bytes, Any], int]:
     return (data, stat), offset + _STAT.size
 
 
+def _children(buffer: bytes, offset: int) -> tuple[list[str], int]:
+    (count,) = _INT.unpack_from(buffer, offset)
+    offset += _INT.size
+    names = []
+    for _ in range(max(count, 0)):
+        (length,) = _INT.unpack_from(buffer, offset)
+        offset += _INT.size
+        names.append(bytes(buffer[offset : offset + length]).decode("utf-8"))
+        offset += length
+    return names, offset
+
+
 def error(code: int) -> Exception:
     """The kazoo exception of a ZooKeeper error code (an unknown code: a plain one)."""
     kind = EXCEPTIONS.get(code)  # get: kazoo's table raises RuntimeError for an unknown code
@@ -114,13 +135,13 @@ def error(code: int) -> Exception:
     return exception
 
 
-def send(client: KazooClient, paths: Sequence[str]) -> IAsyncResult:
+def send(client: KazooClient, paths: Sequence[str], op: int = GET_DATA) -> IAsyncResult:
     """Send one multiRead of ``paths`` (absolute, under the client's chroot if it has one);
     the async result answers the list of :data:`Answer`, or raises the request's own error
     (``UnimplementedError`` from a server older than 3.6)."""
     chroot = client.chroot or ""
     async_result = client.handler.async_result()
-    client._call(MultiRead([chroot + path for path in paths]), async_result)
+    client._call(MultiRead([chroot + path for path in paths], op), async_result)
     return async_result
 
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import logging
 import weakref
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError, UnimplementedError
@@ -21,6 +21,8 @@ from steward.store import multiread
 from steward.wire.values import check_job_id
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 def read(client: KazooClient, path: str) -> tuple[bytes, Any] | None:
@@ -43,30 +45,39 @@ def read_many(client: KazooClient, paths: list[str]) -> list[tuple[bytes, Any] |
         return []
     if not multiread_supported(client):
         return read_pipelined(client, paths)
-    found: list[tuple[bytes, Any] | None] = []
-    groups = list(multiread.batches(paths, MULTIREAD_BATCH, MULTIREAD_BYTES))
-    pending = [(group, multiread.send(client, group)) for group in groups]
-    for index, (group, answer) in enumerate(pending):
+    answers = _multiread(client, paths, multiread.GET_DATA)
+    if answers is None:
+        return _after_drop(read_pipelined, client, paths)
+    return [_found(path, answer) for path, answer in zip(paths, answers, strict=True)]
+
+
+def _multiread(client: KazooClient, paths: list[str], op: int) -> list[multiread.Answer] | None:
+    """The answers of multiReads of ``paths`` in batches, all sent before any is awaited;
+    None if the server answered UNIMPLEMENTED (it is closing the connection)."""
+    groups = multiread.batches(paths, MULTIREAD_BATCH, MULTIREAD_BYTES)
+    pending = [(group, multiread.send(client, group, op)) for group in groups]
+    answers: list[multiread.Answer] = []
+    for group, answer in pending:
         try:
-            answers = answer.get()
+            answers.extend(answer.get())
         except UnimplementedError:
             _multiread_unsupported(client)
-            rest = [path for later, _answer in pending[index:] for path in later]
-            return found + _read_after_drop(client, rest)
+            return None
         except KAZOO_ERRORS as exc:
             raise translate(exc, group[0]) from exc
-        found.extend(_found(path, one) for path, one in zip(group, answers, strict=True))
-    return found
+    return answers
 
 
-def _read_after_drop(client: KazooClient, paths: list[str]) -> list[tuple[bytes, Any] | None]:
-    """:func:`read_pipelined` once the server dropped the connection: an old server closes it
-    right after its UNIMPLEMENTED answer (the session survives), so gets sent before it did are
-    lost with it; sent again, kazoo holds them until it has reconnected."""
+def _after_drop(
+    read: Callable[[KazooClient, list[str]], T], client: KazooClient, paths: list[str]
+) -> T:
+    """``read(client, paths)`` once the server dropped the connection: an old server closes it
+    right after its UNIMPLEMENTED answer (the session survives), so requests sent before it did
+    are lost with it; sent again, kazoo holds them until it has reconnected."""
     try:
-        return read_pipelined(client, paths)
+        return read(client, paths)
     except ZooKeeperUnavailableError:
-        return read_pipelined(client, paths)
+        return read(client, paths)
 
 
 def _found(path: str, answer: multiread.Answer) -> tuple[bytes, Any] | None:
@@ -74,8 +85,20 @@ def _found(path: str, answer: multiread.Answer) -> tuple[bytes, Any] | None:
         return None
     if isinstance(answer, Exception):
         raise translate(answer, path) from answer
+    if isinstance(answer, list):
+        raise TypeError(f"multiRead answered children for {path}, not data")
     data, stat = answer
     return data, stat
+
+
+def _listed(path: str, answer: multiread.Answer) -> list[str]:
+    if isinstance(answer, NoNodeError):
+        return []
+    if isinstance(answer, Exception):
+        raise translate(answer, path) from answer
+    if not isinstance(answer, list):
+        raise TypeError(f"multiRead answered data for {path}, not children")
+    return sorted(answer)
 
 
 def read_pipelined(client: KazooClient, paths: list[str]) -> list[tuple[bytes, Any] | None]:
@@ -138,7 +161,20 @@ def read_batched(
 
 
 def children_many(client: KazooClient, paths: list[str]) -> list[list[str]]:
-    """``children`` of every path, pipelined like :func:`read_many`."""
+    """``children`` of every path, in multiReads like :func:`read_many` (pipelined
+    ``get_children`` from a server older than 3.6)."""
+    if not paths:
+        return []
+    if not multiread_supported(client):
+        return children_pipelined(client, paths)
+    answers = _multiread(client, paths, multiread.GET_CHILDREN)
+    if answers is None:
+        return _after_drop(children_pipelined, client, paths)
+    return [_listed(path, answer) for path, answer in zip(paths, answers, strict=True)]
+
+
+def children_pipelined(client: KazooClient, paths: list[str]) -> list[list[str]]:
+    """``children`` of every path, the requests pipelined like :func:`read_pipelined`."""
     pending = [client.get_children_async(path) for path in paths]
     found: list[list[str]] = []
     for path, answer in zip(paths, pending, strict=True):

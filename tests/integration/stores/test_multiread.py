@@ -58,6 +58,17 @@ def test_existing_missing_and_mixed_batches_answer_data_and_stat_in_order(
     assert mixed == [None, existing[0], None, existing[1]]
 
 
+def test_children_of_existing_missing_and_leaf_nodes_answer_sorted_in_order(
+    client: KazooClient,
+) -> None:
+    for name in ("c", "a", "b"):
+        client.create(f"/kids/{name}", b"", makepath=True)
+
+    found = zk.children_many(client, ["/kids", "/kids/gone", "/kids/a"])
+
+    assert found == [["a", "b", "c"], [], []]
+
+
 def test_many_batches_answer_every_path_in_order(client: KazooClient) -> None:
     paths = [f"/many/{index:04d}" for index in range(250)]
     for path in paths[::2]:
@@ -119,12 +130,24 @@ def test_a_server_without_the_request_is_read_with_pipelined_gets_from_then_on(
     monkeypatch.setattr(multiread.MultiRead, "type", 99)  # no server knows opcode 99
     sent: list[int] = []
     send = multiread.send
-    monkeypatch.setattr(multiread, "send", lambda c, p: sent.append(len(p)) or send(c, p))
+    monkeypatch.setattr(multiread, "send", lambda c, p, op: sent.append(len(p)) or send(c, p, op))
 
     first = zk.read_many(client, ["/old/a", "/old/gone"])  # UNIMPLEMENTED, then the gets
     second = zk.read_many(client, ["/old/gone", "/old/a"])
+    children = zk.children_many(client, ["/old", "/old/gone"])
 
     assert [None if f is None else f[0] for f in first] == [b"A", None]
     assert [None if f is None else f[0] for f in second] == [None, b"A"]
-    assert sent == [2]  # the first call tried once; the second went straight to the gets
+    assert children == [["a"], []]
+    assert sent == [2]  # the first call tried once; the later ones went straight to the gets
+    assert not zk.multiread_supported(client)
+
+
+def test_children_on_a_server_without_the_request_fall_back_too(
+    client: KazooClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client.create("/old/x/y", b"", makepath=True)
+    monkeypatch.setattr(multiread.MultiRead, "type", 99)
+
+    assert zk.children_many(client, ["/old/x", "/old/x/y", "/old/none"]) == [["y"], [], []]
     assert not zk.multiread_supported(client)

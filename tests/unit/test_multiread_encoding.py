@@ -113,3 +113,32 @@ def test_batches_are_bounded_by_count_and_by_bytes_in_order() -> None:
     assert [path for group in by_bytes for path in group] == paths
     assert all(multiread.request_size(group) <= two for group in by_bytes)
     assert huge == [["/a"], ["/" + "x" * 500], ["/b"]]  # too long alone: sent alone
+
+
+def test_a_children_request_and_answer_list_each_paths_children_or_its_error() -> None:
+    request = multiread.MultiRead(["/jobs", "/gone", "/leaf"], multiread.GET_CHILDREN)
+    names = struct.pack("!i", 2) + _string(b"job-b") + _string("job-é".encode())
+    response = (
+        _header(8, False, 0)
+        + names
+        + _error_answer(-101)
+        + _header(8, False, 0)
+        + struct.pack("!i", 0)
+        + END
+    )
+
+    assert bytes(request.serialize()).startswith(_header(8, False, -1) + _string(b"/jobs") + b"\0")
+    answers = request.deserialize(response, 0)
+
+    assert answers[0] == ["job-b", "job-é"]
+    assert isinstance(answers[1], NoNodeError)
+    assert answers[2] == []
+
+
+def test_an_answer_of_the_other_read_kind_is_refused() -> None:
+    children = multiread.MultiRead(["/a"], multiread.GET_CHILDREN)
+
+    with pytest.raises(ValueError, match="type 4"):
+        children.deserialize(_get_data_answer(b"A") + END, 0)
+    with pytest.raises(ValueError, match="GetData or GetChildren"):
+        multiread.MultiRead(["/a"], 1)
