@@ -23,6 +23,7 @@ from steward.wire.values import check_job_id
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 
 def read(client: KazooClient, path: str) -> tuple[bytes, Any] | None:
@@ -41,14 +42,26 @@ def read_many(client: KazooClient, paths: list[str]) -> list[tuple[bytes, Any] |
     (:mod:`steward.store.multiread`), one request and one answer for up to
     :data:`MULTIREAD_BATCH` paths (more are split), or, from a server that does not know it
     (older than 3.6), the reads pipelined (:func:`read_pipelined`)."""
+    return _read_all(client, paths, multiread.GET_DATA, _found, read_pipelined)
+
+
+def _read_all(
+    client: KazooClient,
+    paths: list[str],
+    op: int,
+    answered: Callable[[str, multiread.Answer], R],
+    pipelined: Callable[[KazooClient, list[str]], list[R]],
+) -> list[R]:
+    """Every path read by multiReads of ``op``, each answer through ``answered``; ``pipelined``
+    from a server that does not know multiRead."""
     if not paths:
         return []
     if not multiread_supported(client):
-        return read_pipelined(client, paths)
-    answers = _multiread(client, paths, multiread.GET_DATA)
+        return pipelined(client, paths)
+    answers = _multiread(client, paths, op)
     if answers is None:
-        return _after_drop(read_pipelined, client, paths)
-    return [_found(path, answer) for path, answer in zip(paths, answers, strict=True)]
+        return _after_drop(pipelined, client, paths)
+    return [answered(path, answer) for path, answer in zip(paths, answers, strict=True)]
 
 
 def _multiread(client: KazooClient, paths: list[str], op: int) -> list[multiread.Answer] | None:
@@ -163,14 +176,7 @@ def read_batched(
 def children_many(client: KazooClient, paths: list[str]) -> list[list[str]]:
     """``children`` of every path, in multiReads like :func:`read_many` (pipelined
     ``get_children`` from a server older than 3.6)."""
-    if not paths:
-        return []
-    if not multiread_supported(client):
-        return children_pipelined(client, paths)
-    answers = _multiread(client, paths, multiread.GET_CHILDREN)
-    if answers is None:
-        return _after_drop(children_pipelined, client, paths)
-    return [_listed(path, answer) for path, answer in zip(paths, answers, strict=True)]
+    return _read_all(client, paths, multiread.GET_CHILDREN, _listed, children_pipelined)
 
 
 def children_pipelined(client: KazooClient, paths: list[str]) -> list[list[str]]:
