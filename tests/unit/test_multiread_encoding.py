@@ -6,9 +6,12 @@ from __future__ import annotations
 import struct
 
 import pytest
+from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException, NoAuthError, NoNodeError
 
-from steward.store import multiread
+from steward.errors import CoordinationError
+from steward.ha.kazoo_handler import PollHandler
+from steward.store import multiread, zk
 
 _STAT = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)
 """czxid, mzxid, ctime, mtime, version, cversion, aversion, ephemeralOwner, dataLength,
@@ -142,3 +145,17 @@ def test_an_answer_of_the_other_read_kind_is_refused() -> None:
         children.deserialize(_get_data_answer(b"A") + END, 0)
     with pytest.raises(ValueError, match="GetData or GetChildren"):
         multiread.MultiRead(["/a"], 1)
+
+
+def test_a_malformed_answer_reaches_the_caller_as_a_coordination_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """kazoo hands a deserialize error to the async result: it must not escape the store layer
+    raw (rule: callers catch CoordinationError)."""
+    handler = PollHandler()
+    failed = handler.async_result()
+    failed.set_exception(ValueError("multiRead answered 1 of 2 reads"))
+    monkeypatch.setattr(multiread, "send", lambda _client, _paths, _op: failed)
+
+    with pytest.raises(CoordinationError, match="malformed: multiRead answered 1 of 2"):
+        zk.read_many(KazooClient(handler=handler), ["/a", "/b"])

@@ -8,6 +8,7 @@ layer: a caller catches :class:`~steward.errors.CoordinationError`.
 from __future__ import annotations
 
 import logging
+import struct
 import weakref
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
@@ -15,7 +16,7 @@ from typing import Any, TypeVar
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError, UnimplementedError
 
-from steward.errors import ZooKeeperUnavailableError
+from steward.errors import CoordinationError, ZooKeeperUnavailableError
 from steward.ha.kazoo_errors import KAZOO_ERRORS, translate
 from steward.store import multiread
 from steward.wire.values import check_job_id
@@ -78,6 +79,8 @@ def _multiread(client: KazooClient, paths: list[str], op: int) -> list[multiread
             return None
         except KAZOO_ERRORS as exc:
             raise translate(exc, group[0]) from exc
+        except (ValueError, struct.error) as exc:  # an answer that does not parse
+            raise CoordinationError(f"ZooKeeper's multiRead answer is malformed: {exc}") from exc
     return answers
 
 
