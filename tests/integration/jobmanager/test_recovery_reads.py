@@ -1,9 +1,9 @@
-"""A new leader reads its jobs' ZooKeeper state in pipelined batches, never job by job.
+"""A new leader reads its jobs' ZooKeeper state in batches, never job by job.
 
 Recovery's time is failover's time: a read per job per store cost a round trip each, so 10,000
 jobs waited on tens of thousands of them (issue 22). The pointers, status records, leases and
-registrations are read with requests sent together (``get_async``); only the graphs' blobs are
-read job by job. A batch that fails falls back to per-job reads (see test_recovery_blips.py).
+registrations are read in batches (one multiRead per 100 znodes, ``store/zk.py``); only the
+graphs' blobs are read job by job. A batch that fails falls back to per-job reads (see test_recovery_blips.py).
 """
 
 from __future__ import annotations
