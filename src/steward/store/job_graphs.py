@@ -175,7 +175,8 @@ class JobGraphStore:
         except DEFINITELY_NOT_APPLIED:
             self._discard(pointer.blob)
             raise
-        log.info("job graph added job=%s epoch=%d blob=%s", job_id, fence.epoch, pointer.blob)
+        # DEBUG: a submission's own INFO line names the blob (one line a job, not two).
+        log.debug("job graph added job=%s epoch=%d blob=%s", job_id, fence.epoch, pointer.blob)
 
     def replace(self, fence: Fence, graph: JobGraph) -> JobGraphPointer:
         """Swap an existing job's graph for ``graph``; :class:`JobNotFoundError` if it has none."""

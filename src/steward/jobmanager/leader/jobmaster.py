@@ -58,6 +58,7 @@ REJECTION_BACKOFF = 1.0
 """Seconds before a rejected attempt is tried again."""
 
 _CANCELLED_TYPE = error_type_name(AttemptCancelled)
+_WANTS_SLOT = frozenset((JobState.SCHEDULED, JobState.RESTARTING))
 
 
 class JobMaster:
@@ -140,7 +141,7 @@ class JobMaster:
     def wants_slot(self, now: float) -> bool:
         """Waiting for a TaskManager: SCHEDULED or RESTARTING, past any delay, nothing in flight."""
         return (
-            self.state in (JobState.SCHEDULED, JobState.RESTARTING)
+            self.state in _WANTS_SLOT
             and self.current is None
             and not self.cancel_requested
             and now >= self.not_before

@@ -90,7 +90,13 @@ class Submissions:
             if not recorded:
                 self._records.persist(master)
             self._initialization.begin_new(master, hookless=hookless)
-            log.info("job submitted job=%s name=%r epoch=%d", job_id, spec.name, self._term.epoch)
+            log.info(
+                "job submitted job=%s name=%r epoch=%d blob=%s",
+                job_id,
+                spec.name,
+                self._term.epoch,
+                master.pointer.blob,
+            )
             return live_view(self._term, master)
 
     def _store(self, spec: JobSpec, graph: JobGraph, hookless: bool) -> tuple[JobMaster, bool]:
