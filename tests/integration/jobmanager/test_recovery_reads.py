@@ -3,7 +3,8 @@
 Recovery's time is failover's time: a read per job per store cost a round trip each, so 10,000
 jobs waited on tens of thousands of them (issue 22). The pointers, status records, leases and
 registrations are read in batches (one multiRead per 100 znodes, ``store/zk.py``); only the
-graphs' blobs are read job by job. A batch that fails falls back to per-job reads (see test_recovery_blips.py).
+graphs' blobs are read job by job. A batch that fails falls back to per-job reads (see
+test_recovery_blips.py).
 """
 
 from __future__ import annotations
