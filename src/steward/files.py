@@ -11,8 +11,8 @@ on disk until the kernel writes them back (seconds later): a power loss in betwe
 pointer in ZooKeeper, which its ensemble did make durable, naming a blob that is empty or
 gone, and the acknowledged job is lost (rule 2: a submission is acknowledged once its graph is
 durable). So a *durable* write is: the bytes to a temporary file, ``fsync`` it, rename,
-``fsync`` the folder that holds the new name. Object stores publish an object durably by
-themselves.
+``fsync`` the folder that holds the new name, and the parent of every folder made for it.
+Object stores publish an object durably by themselves.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def write_atomically(
     made if missing."""
     target = os.fspath(path)
     folder = os.path.dirname(target) or "."
-    os.makedirs(folder, exist_ok=True)
+    made = make_folders(folder)
     payload = data.encode("utf-8") if isinstance(data, str) else data
     temporary = f"{target}.{secrets.token_hex(8)}{TEMPORARY_SUFFIX}"
     try:
@@ -73,3 +73,23 @@ def write_atomically(
         raise
     if durable:
         sync_folder(folder)
+        # A folder made for this file is itself a new name in its parent: without syncing
+        # that, a crash can lose the folder, and the file with it (a job graph's first blob
+        # goes into a folder of its own). Deepest first, up to the folder that was there.
+        for made_folder in made:
+            sync_folder(os.path.dirname(made_folder) or ".")
+
+
+def make_folders(folder: str) -> list[str]:
+    """Make ``folder`` and its missing parents (as ``os.makedirs``); returns the folders this
+    call made, deepest first."""
+    missing: list[str] = []
+    current = os.path.abspath(folder)
+    while not os.path.isdir(current):
+        missing.append(current)
+        parent = os.path.dirname(current)
+        if parent == current:
+            break
+        current = parent
+    os.makedirs(folder, exist_ok=True)
+    return missing

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from steward import files
 from steward.files import TEMPORARY_SUFFIX, write_atomically
 
 
@@ -60,3 +61,21 @@ def test_concurrent_writers_of_one_path_each_publish_whole(tmp_path: Path) -> No
     text = target.read_text()
     assert len(text) == 1000 and len(set(text)) == 1
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(TEMPORARY_SUFFIX)]
+
+
+def test_a_durable_write_syncs_every_folder_it_made_in_its_parent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A power loss cannot lose a new folder (and the blob in it): each folder made for the file
+    is synced in its parent, deepest first, as is the file's own folder."""
+    synced: list[str] = []
+    monkeypatch.setattr(files, "sync_folder", synced.append)
+    target = tmp_path / "jobgraphs" / "job-1" / "graph"
+    (tmp_path / "jobgraphs").mkdir()
+
+    write_atomically(target, b"graph", durable=True)
+
+    assert synced == [str(tmp_path / "jobgraphs" / "job-1"), str(tmp_path / "jobgraphs")]
+    synced.clear()
+    write_atomically(target.with_name("again"), b"graph", durable=True)
+    assert synced == [str(tmp_path / "jobgraphs" / "job-1")]  # nothing made this time
