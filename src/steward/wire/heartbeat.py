@@ -26,6 +26,7 @@ Epochs
 from __future__ import annotations
 
 import enum
+import hashlib
 from typing import Annotated, ClassVar, Literal
 
 from pydantic import (
@@ -113,6 +114,17 @@ class Heartbeat(Payload):
         " start commands admitted) or given up before this one was built: a start one of them"
         " collected is in this heartbeat's attempts if it was admitted",
     )
+    digest: str | None = Field(
+        default=None,
+        max_length=64,
+        description="the digest of this TaskManager's attempts' reports (:func:`reports_digest`)"
+        " as it built them (None: an older TaskManager that never leaves them out)",
+    )
+    unchanged: bool = Field(
+        default=False,
+        description="``attempts`` left out: they are those of digest ``digest``, which this"
+        " leader took and said so (``HeartbeatReply.taken``)",
+    )
 
 
 class StartAttempt(Value):
@@ -163,6 +175,17 @@ class HeartbeatReply(Payload):
     leader: str
     commands: list[Command] = Field(default_factory=list)
     acks: list[Ack] = Field(default_factory=list)
+    taken: str | None = Field(
+        default=None,
+        description="the digest of the reports this leader took and keeps: taking them again"
+        " would change nothing, so while they stay the same the TaskManager may send them as"
+        " unchanged (None: send them in full)",
+    )
+    resend: bool = Field(
+        default=False,
+        description="an unchanged heartbeat named reports this leader does not hold (it is"
+        " new, or forgot this TaskManager): nothing was taken; send them in full at once",
+    )
 
 
 class OutcomeRecord(Payload):
@@ -181,6 +204,13 @@ class OutcomeRecord(Payload):
     taskmanager: str
     epoch: int = Field(ge=1, description="epoch of the leader that started the attempt")
     outcome: Annotated[FinishedEvent | FailedEvent, Field(discriminator="event")]
+
+
+def reports_digest(attempts: list[AttemptReport]) -> str:
+    """The digest an unchanged heartbeat names its attempts' reports by: equal for equal
+    reports (a false difference only costs a full heartbeat)."""
+    encoded = b"\n".join(report.model_dump_json().encode() for report in attempts)
+    return hashlib.blake2b(encoded, digest_size=16).hexdigest()
 
 
 def lost_outcome(message: str) -> FailedEvent:
