@@ -119,6 +119,8 @@ class Tally:
     """What the simulated TaskManagers saw, for the benchmark's checks."""
 
     answered: int = 0
+    unchanged: int = 0
+    """Heartbeats sent without their reports (the leader kept them)."""
     refused: int = 0
     failed: int = 0
     commands: Counter[str] = field(default_factory=Counter)

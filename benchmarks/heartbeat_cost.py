@@ -118,6 +118,8 @@ def _heartbeats(
         "running_in_simulator": simulator.running(),
         "commands": dict(simulator.tally.commands),
         "failed_requests": simulator.tally.failed,
+        "unchanged_heartbeats": simulator.tally.unchanged,
+        "answered_heartbeats": simulator.tally.answered,
         "heartbeat": beat,
         f"core_share_at_{AT}": round(beat["cpu_us_per_heartbeat"] * 1e-6 * AT, 4),
         "measured_s": round(time.monotonic() - started, 1),
