@@ -137,7 +137,8 @@ class Heartbeats:
         try:
             if not block and not self._quiet(beat):
                 return None
-            taken = self._take(beat)
+            # Taken without blocking only if quiet: its reports stay quiet once taken.
+            taken = self._take(beat, quiet=not block)
         finally:
             lock.release()
         if taken.stranger is not None:
@@ -158,7 +159,7 @@ class Heartbeats:
             )
         return self._reply(taken.commands, acks, digest)
 
-    def _take(self, beat: Heartbeat) -> _Taken:
+    def _take(self, beat: Heartbeat, *, quiet: bool) -> _Taken:
         term, table = self._term, self._table
         state = table.rm.heartbeat(beat)
         stranger = _another_incarnation(beat, state.registered, state.incarnation)
@@ -187,19 +188,22 @@ class Heartbeats:
             commands,
             wake=state.wake if hold else None,
             stranger=(state.incarnation or 0) if stranger else None,
-            digest=self._keep(beat, state, fresh=fresh),
+            digest=self._keep(beat, state, fresh=fresh, quiet=quiet),
         )
 
-    def _keep(self, beat: Heartbeat, state: TaskManagerState, *, fresh: bool) -> str | None:
-        """Keep the reports just taken, if taking them again would change nothing: their
-        TaskManager may then send them as unchanged. The digest kept, or None."""
+    def _keep(
+        self, beat: Heartbeat, state: TaskManagerState, *, fresh: bool, quiet: bool
+    ) -> str | None:
+        """Keep the reports just taken, if taking them again would change nothing (``quiet``:
+        known to be, as they were before): their TaskManager may then send them as unchanged.
+        The digest kept, or None."""
         term = self._term
         if (
             beat.digest is None
             or fresh
             or not term.ready.is_set()
             or term.stopped.is_set()
-            or not all(self._reports.quiet(beat.taskmanager, r) for r in beat.attempts)
+            or not (quiet or all(self._reports.quiet(beat.taskmanager, r) for r in beat.attempts))
         ):
             return None
         state.taken = TakenReports(beat.digest, beat.attempts)
