@@ -58,8 +58,9 @@ def unchanged(tm: PretendTaskManager, *reports: AttemptReport, wait: float = 0.0
 
 
 def running_job(
-    cluster: JobManagerCluster, leader: JobManager, job_id: str = "job-1", *, lease: bool = False
+    cluster: JobManagerCluster, leader: JobManager, *, lease: bool = False
 ) -> tuple[PretendTaskManager, StartAttempt]:
+    job_id = "job-1"
     tm = PretendTaskManager(cluster, "tm-1").register()
     cluster.submitted(leader, job_id)
     start, _ = tm.wait_command(leader, StartAttempt, job_id)
@@ -94,6 +95,16 @@ def held_takes(leader: JobManager) -> Iterator[list[HeldHeartbeat]]:
         dispatcher.take_heartbeat = original  # type: ignore[method-assign]
 
 
+def kept(
+    cluster: JobManagerCluster, leader: JobManager, *, lease: bool = False
+) -> tuple[PretendTaskManager, AttemptReport]:
+    """A TaskManager running ``job-1`` whose report (returned) the leader took and keeps."""
+    tm, start = running_job(cluster, leader, lease=lease)
+    running = report(start, RUNNING)
+    assert tm.heartbeat(leader, beat=full(tm, running)).taken == reports_digest([running])
+    return tm, running
+
+
 def heartbeat_age(cluster: JobManagerCluster, leader: JobManager) -> float:
     (view,) = cluster.get(leader, "/v1/cluster").json()["taskmanagers"]
     age: float = view["heartbeat_age"]
@@ -118,9 +129,7 @@ def test_an_unchanged_heartbeat_renews_liveness_without_the_table_lock(
     cluster: JobManagerCluster,
 ) -> None:
     leader = cluster.start_leader("jm-1")
-    tm, start = running_job(cluster, leader)
-    running = report(start, RUNNING)
-    assert tm.heartbeat(leader, beat=full(tm, running)).taken is not None
+    tm, running = kept(cluster, leader)
     wait_until(lambda: heartbeat_age(cluster, leader) >= 1.0, 10.0, "the last heartbeat ages")
 
     replies: list[HeartbeatReply] = []
@@ -146,9 +155,7 @@ def test_a_changed_report_is_applied_and_the_old_digest_is_no_longer_matched(
     cluster: JobManagerCluster,
 ) -> None:
     leader = cluster.start_leader("jm-1")
-    tm, start = running_job(cluster, leader)
-    running = report(start, RUNNING)
-    kept = tm.heartbeat(leader, beat=full(tm, running)).taken
+    tm, running = kept(cluster, leader)
     checkpoint = ReportedCheckpoint(seq=1, event=CheckpointEvent(metadata={"offset": 7}))
     with_checkpoint = running.model_copy(update={"checkpoints": [checkpoint]})
 
@@ -159,7 +166,7 @@ def test_a_changed_report_is_applied_and_the_old_digest_is_no_longer_matched(
     assert reply.taken is None  # a fresh checkpoint: sent until acknowledged, never unchanged
     progressed = running.model_copy(update={"progress": {"rows": 42}})
     reply = tm.heartbeat(leader, beat=full(tm, progressed))
-    assert reply.taken == reports_digest([progressed]) != kept
+    assert reply.taken == reports_digest([progressed]) != reports_digest([running])
     assert cluster.job(leader, "job-1")["progress"] == {"rows": 42}
     stale = tm.heartbeat(leader, beat=unchanged(tm, running))
     assert (stale.resend, stale.taken, stale.acks) == (True, None, [])
@@ -169,21 +176,19 @@ def test_a_new_leader_asks_for_the_reports_in_full(cluster: JobManagerCluster) -
     leader = cluster.start_leader("jm-1")
     standby = cluster.start("jm-2")
     cluster.wait_knows_leader(standby, leader)
-    tm, start = running_job(cluster, leader, "job-adopted", lease=True)
-    running = report(start, RUNNING)
-    assert tm.heartbeat(leader, beat=full(tm, running)).taken is not None
+    tm, running = kept(cluster, leader, lease=True)
 
     leader.stop()
     cluster.wait_leading(standby)
     new_epoch = dispatcher_of(standby).epoch
-    cluster.wait_state(standby, "job-adopted", "RUNNING")
+    cluster.wait_state(standby, "job-1", "RUNNING")
 
     asked = tm.heartbeat(standby, beat=unchanged(tm, running))
     assert (asked.epoch, asked.resend, asked.taken) == (new_epoch, True, None)
     assert (asked.acks, asked.commands) == ([], [])
     reply = tm.heartbeat(standby, beat=full(tm, running))
     assert reply.taken == reports_digest([running])
-    assert [(a.job_id, a.attempt, a.outcome) for a in reply.acks] == [("job-adopted", 1, False)]
+    assert [(a.job_id, a.attempt, a.outcome) for a in reply.acks] == [("job-1", 1, False)]
     assert reply.commands == []  # adopted: kept running
 
 
@@ -191,9 +196,7 @@ def test_a_leader_that_forgot_the_taskmanager_asks_for_the_reports_in_full(
     cluster: JobManagerCluster,
 ) -> None:
     leader = cluster.start_leader("jm-1")
-    tm, start = running_job(cluster, leader)
-    running = report(start, RUNNING)
-    assert tm.heartbeat(leader, beat=full(tm, running)).taken is not None
+    tm, running = kept(cluster, leader)
     rm = dispatcher_of(leader).table.rm
     known = rm.get("tm-1")
 
@@ -206,9 +209,7 @@ def test_a_leader_that_forgot_the_taskmanager_asks_for_the_reports_in_full(
 
 def test_a_command_reaches_a_held_unchanged_heartbeat_at_once(cluster: JobManagerCluster) -> None:
     leader = cluster.start_leader("jm-1")
-    tm, start = running_job(cluster, leader)
-    running = report(start, RUNNING)
-    assert tm.heartbeat(leader, beat=full(tm, running)).taken is not None
+    tm, running = kept(cluster, leader)
     replies: list[HeartbeatReply] = []
     poll = unchanged(tm, running, wait=20.0)
     with held_takes(leader) as held:
@@ -228,9 +229,7 @@ def test_a_start_never_taken_is_expired_while_heartbeats_are_unchanged(
     cluster: JobManagerCluster,
 ) -> None:
     leader = cluster.start_leader("jm-1")
-    tm, start = running_job(cluster, leader)
-    running = report(start, RUNNING)
-    assert tm.heartbeat(leader, beat=full(tm, running)).taken is not None
+    tm, running = kept(cluster, leader)
     cluster.submitted(leader, "job-lost-reply", restart_strategy={"kind": "none"})
 
     def collected() -> StartAttempt | None:

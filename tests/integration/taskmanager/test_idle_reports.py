@@ -9,6 +9,7 @@ they change; a new leader (a newer epoch) gets them in full first, and a leader 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -32,11 +33,26 @@ def unchanged_since(leader: ScriptedLeader, count: int) -> Heartbeat | None:
     return next((beat for beat in leader.sent[count:] if beat.unchanged), None)
 
 
-def running_attempt(
-    tmp_path: Path, scripted: Callable[..., ScriptedLeader], blobs: BlobStore
-) -> tuple[ScriptedLeader, Path, Heartbeat]:
-    """A leader that keeps reports, the gate of the attempt it started, and the first
-    unchanged heartbeat once that attempt reported its progress (its reports are idle)."""
+@dataclass
+class IdleAttempt:
+    manager: TaskManager
+    leader: ScriptedLeader
+    """A leader that keeps reports (it started the attempt)."""
+    gate: Path
+    """Opened, the attempt ends."""
+    idle: Heartbeat
+    """The first unchanged heartbeat once the attempt reported its progress."""
+
+
+@pytest.fixture
+def idle_attempt(
+    tmp_path: Path,
+    scripted: Callable[..., ScriptedLeader],
+    taskmanager: Callable[..., TaskManager],
+    blobs: BlobStore,
+) -> IdleAttempt:
+    """A TaskManager whose running attempt's reports are idle (the same every heartbeat)."""
+    manager = taskmanager("tm-1")
     leader = scripted("jm-1")
     leader.keeps_reports = True
     gate = tmp_path / "gate"
@@ -44,17 +60,13 @@ def running_attempt(
     leader.wait_report(lambda r: r.phase is AttemptPhase.RUNNING and bool(r.progress), "job-a")
     since = len(leader.sent)
     idle = wait_until(lambda: unchanged_since(leader, since), 10.0, "an unchanged heartbeat")
-    return leader, gate, idle
+    return IdleAttempt(manager, leader, gate, idle)
 
 
 def test_an_idle_taskmanager_leaves_its_unchanged_reports_out_until_they_change(
-    tmp_path: Path,
-    scripted: Callable[..., ScriptedLeader],
-    taskmanager: Callable[..., TaskManager],
-    blobs: BlobStore,
+    idle_attempt: IdleAttempt,
 ) -> None:
-    taskmanager("tm-1")
-    leader, gate, idle = running_attempt(tmp_path, scripted, blobs)
+    leader, gate, idle = idle_attempt.leader, idle_attempt.gate, idle_attempt.idle
 
     assert idle.attempts == []
     assert idle.digest is not None
@@ -65,13 +77,9 @@ def test_an_idle_taskmanager_leaves_its_unchanged_reports_out_until_they_change(
 
 
 def test_the_first_heartbeat_to_a_new_leader_carries_the_reports(
-    tmp_path: Path,
-    scripted: Callable[..., ScriptedLeader],
-    taskmanager: Callable[..., TaskManager],
-    blobs: BlobStore,
+    idle_attempt: IdleAttempt, scripted: Callable[..., ScriptedLeader]
 ) -> None:
-    manager = taskmanager("tm-1")
-    old, gate, _idle = running_attempt(tmp_path, scripted, blobs)
+    manager, old, gate = idle_attempt.manager, idle_attempt.leader, idle_attempt.gate
     # The reports an attempt's adoption leaves the same are still sent in full to a leader of
     # another epoch. (These two heartbeats are built, never sent: their numbers stay unsettled,
     # which only a JobManager reads.)
@@ -94,13 +102,9 @@ def test_the_first_heartbeat_to_a_new_leader_carries_the_reports(
 
 
 def test_a_leader_asking_again_gets_the_reports_in_full_at_once(
-    tmp_path: Path,
-    scripted: Callable[..., ScriptedLeader],
-    taskmanager: Callable[..., TaskManager],
-    blobs: BlobStore,
+    idle_attempt: IdleAttempt,
 ) -> None:
-    taskmanager("tm-1")
-    leader, gate, _idle = running_attempt(tmp_path, scripted, blobs)
+    leader, gate = idle_attempt.leader, idle_attempt.gate
 
     leader.forget()
     at = wait_until(lambda: leader.resent[:1], 10.0, "an unchanged heartbeat asked again")[0]
