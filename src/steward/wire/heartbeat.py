@@ -15,6 +15,14 @@ Reliable delivery without a second channel
     only once the job's status (or its result) records it. A TaskManager forgets an ended
     attempt only after its outcome is acknowledged *and* its lease is released.
 
+Unchanged reports
+    Every heartbeat carries ``digest`` (:func:`reports_digest` of its attempts). A reply's
+    ``taken`` says that leader keeps those reports; until they change, the TaskManager's
+    heartbeats to the leader of that epoch leave them out (``unchanged``). A leader that does
+    not hold them answers ``resend`` and takes nothing: the next heartbeat carries them in
+    full. An older leader never says ``taken``, and an older TaskManager sends no digest, so
+    either side with an older one sends or takes every report in full.
+
 Epochs
     A reply, and every command in it, carries the leader's epoch. A TaskManager ignores a reply
     whose epoch is older than the newest it has seen (a deposed leader), and adopts a newer one
