@@ -35,7 +35,6 @@ from steward.wire.heartbeat import (
     StartAttempt,
     reports_digest,
 )
-from steward.wire.records import ExecutionLease
 from steward.wire.runner_protocol import CheckpointEvent
 from steward.wire.states import AttemptPhase
 from support import wait_until
@@ -64,12 +63,8 @@ def running_job(
     tm = PretendTaskManager(cluster, "tm-1").register()
     cluster.submitted(leader, job_id)
     start, _ = tm.wait_command(leader, StartAttempt, job_id)
-    if lease:  # what a real TaskManager takes before it spawns the runner
-        tm.zk.create(
-            cluster.layout.execution(job_id),
-            ExecutionLease(taskmanager=tm.id, attempt=start.attempt, epoch=start.epoch).to_json(),
-            ephemeral=True,
-        )
+    if lease:
+        tm.lease(start)
     tm.heartbeat(leader, report(start, RUNNING))
     cluster.wait_state(leader, job_id, "RUNNING")
     return tm, start
