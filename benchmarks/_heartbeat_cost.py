@@ -27,7 +27,9 @@ def heartbeat_cost(proc: Proc, simulator: TaskManagerSimulator, window: float) -
     settled = _settle(proc, simulator)
     idle_before, elapsed_before = _idle_over(proc, simulator, window)
     time.sleep(simulator.interval)  # every TaskManager beats again
+    unchanged = simulator.tally.unchanged
     busy, beats, elapsed = _cpu_over(proc, simulator, window)
+    unchanged = simulator.tally.unchanged - unchanged
     idle_after, elapsed_after = _idle_over(proc, simulator, window)
     idle_rate = min(idle_before / elapsed_before, idle_after / elapsed_after)
     used = max(busy - idle_rate * elapsed, 0.0)
@@ -36,6 +38,7 @@ def heartbeat_cost(proc: Proc, simulator: TaskManagerSimulator, window: float) -
         "window_s": round(elapsed, 2),
         "heartbeats": beats,
         "heartbeats_per_s": round(beats / elapsed, 1),
+        "unchanged_sent": unchanged,
         "cpu_s": round(busy, 3),
         "idle_cpu_s": [round(idle_before, 3), round(idle_after, 3)],
         "settle_s": round(settled, 1),

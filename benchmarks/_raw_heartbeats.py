@@ -67,7 +67,9 @@ class RawHeartbeatSimulator(TaskManagerSimulator):
     ) -> bool:
         reader, writer = connection
         self._end_due(tm)
-        body = tm.beat(self.interval).to_json()
+        beat = tm.beat(self.interval)
+        self.tally.unchanged += getattr(beat, "unchanged", False)
+        body = beat.to_json()
         writer.write(head + b"content-length: %d\r\n\r\n" % len(body) + body)
         status_line = await reader.readline()
         if not status_line:

@@ -53,6 +53,13 @@ from steward.wire.records import TaskManagerInfo
 from steward.wire.runner_protocol import FinishedEvent
 from steward.wire.states import AttemptPhase
 
+try:  # the code under test may be older than unchanged heartbeats (a "before" run)
+    from steward.wire.heartbeat import reports_digest
+
+    DIGESTS = True
+except ImportError:  # pragma: no cover - only against an older source tree
+    DIGESTS = False
+
 NOT_LEADER = (409, 421, 503)
 
 
@@ -68,23 +75,42 @@ class SimulatedTaskManager:
     seq: int = 0
     ends: dict[str, float] = field(default_factory=dict)
     """Monotonic time each simulated attempt ends (``run_for``), by job id."""
+    taken: tuple[int, str] | None = None
+    """The leader epoch and digest of the reports the last reply said that leader keeps."""
+    changing: bool = False
+    """Every heartbeat carries new progress of one attempt: its reports are never unchanged."""
 
     @property
     def address(self) -> str:
         return f"http://{self.tm_id}.simulated.invalid:1"
 
     def beat(self, wait: float) -> Heartbeat:
+        """The next heartbeat: without its reports (``unchanged``) if the leader keeps them,
+        as a TaskManager's, where the code under test knows unchanged heartbeats."""
         self.seq += 1
+        if self.changing and self.attempts:
+            first = next(iter(self.attempts))
+            self.attempts[first] = self.attempts[first].model_copy(
+                update={"progress": {"beat": self.seq}}
+            )
+        attempts = list(self.attempts.values())
+        fields: dict[str, object] = {}
+        if DIGESTS:
+            digest = reports_digest(attempts)
+            unchanged = self.taken == (self.epoch, digest)
+            fields = {"digest": digest, "unchanged": unchanged}
+            attempts = [] if unchanged else attempts
         return Heartbeat(
             taskmanager=self.tm_id,
             address=self.address,
             slots=self.slots,
             epoch=self.epoch,
-            attempts=list(self.attempts.values()),
+            attempts=attempts,
             wait=wait,
             session=self.session.session_id,
             seq=self.seq,
             settled=self.seq - 1,
+            **fields,  # type: ignore[arg-type]
         )
 
 
@@ -93,6 +119,8 @@ class Tally:
     """What the simulated TaskManagers saw, for the benchmark's checks."""
 
     answered: int = 0
+    unchanged: int = 0
+    """Heartbeats sent without their reports (the leader kept them)."""
     refused: int = 0
     failed: int = 0
     commands: Counter[str] = field(default_factory=Counter)
@@ -306,6 +334,8 @@ class TaskManagerSimulator:
 
     def _take(self, tm: SimulatedTaskManager, reply: HeartbeatReply) -> None:
         tm.epoch = max(reply.epoch, tm.epoch)
+        taken = getattr(reply, "taken", None)
+        tm.taken = None if taken is None else (reply.epoch, taken)
         for command in reply.commands:
             self.tally.commands[command.command] += 1
             if isinstance(command, CancelAttempt):

@@ -50,11 +50,18 @@ CPU_WINDOW_S = 10.0
 
 
 def measure(
-    zookeeper: TempZooKeeper, taskmanagers: int, window: float, hold: float = 0.0, unheld: int = 0
+    zookeeper: TempZooKeeper,
+    taskmanagers: int,
+    window: float,
+    *,
+    hold: float = 0.0,
+    unheld: int = 0,
+    changing: bool = False,
 ) -> Json:
     """``unheld``: jobs written beside the held ones, which no TaskManager runs (the leader
     keeps them SCHEDULED: every slot is taken), to see whether a heartbeat costs more when
-    the leader holds more jobs than its TaskManagers run."""
+    the leader holds more jobs than its TaskManagers run. ``changing``: every heartbeat
+    carries new progress of one attempt (never an unchanged heartbeat)."""
     jobs = taskmanagers * JOBS_PER_TM
     with bench_cluster(
         zookeeper.workdir, zookeeper.connect_string, f"heartbeat-cost-{jobs}", SESSION_TIMEOUT
@@ -79,12 +86,14 @@ def measure(
         )
         try:
             simulator.register()
+            for tm in simulator.taskmanagers:
+                tm.changing = changing
             simulator.hold([f"job-{i:05d}" for i in range(jobs)], epoch=_epoch(cluster, root))
             progress(
                 f"{jobs + unheld} jobs written in {written:.1f}s, {taskmanagers} TMs hold {jobs}"
             )
             point = _heartbeats(cluster, simulator, jobs + unheld, window, hold)
-            return {**point, "held": jobs, "unheld": unheld}
+            return {**point, "held": jobs, "unheld": unheld, "changing": changing}
         finally:
             simulator.stop()
 
@@ -109,6 +118,8 @@ def _heartbeats(
         "running_in_simulator": simulator.running(),
         "commands": dict(simulator.tally.commands),
         "failed_requests": simulator.tally.failed,
+        "unchanged_heartbeats": simulator.tally.unchanged,
+        "answered_heartbeats": simulator.tally.answered,
         "heartbeat": beat,
         f"core_share_at_{AT}": round(beat["cpu_us_per_heartbeat"] * 1e-6 * AT, 4),
         "measured_s": round(time.monotonic() - started, 1),
@@ -156,6 +167,11 @@ def main() -> int:
         default=0,
         help="jobs written beside the held ones at each point, run by no TaskManager",
     )
+    cli.add_argument(
+        "--changing",
+        action="store_true",
+        help="every heartbeat carries new progress of one attempt (its reports always change)",
+    )
     args = cli.parse_args()
     window = 2.0 if args.quick else CPU_WINDOW_S
     counts = [int(n) for n in (args.taskmanagers or ("10" if args.quick else "100,300")).split(",")]
@@ -166,11 +182,22 @@ def main() -> int:
         "cpu_window_s": window,
         "quick": args.quick,
         "unheld": args.unheld,
+        "changing": args.changing,
     }
 
     def body() -> Json:
         with temp_zookeeper("heartbeat-cost") as zookeeper:
-            points = [measure(zookeeper, n, window, args.hold, args.unheld) for n in counts]
+            points = [
+                measure(
+                    zookeeper,
+                    n,
+                    window,
+                    hold=args.hold,
+                    unheld=args.unheld,
+                    changing=args.changing,
+                )
+                for n in counts
+            ]
             return cluster_document(
                 "heartbeat_cost", parameters, {"points": points}, rows(points), zookeeper
             )

@@ -1,5 +1,6 @@
 """The heartbeat-cost benchmark keeps working: a quick run's simulated TaskManagers are all
-answered over bare HTTP, nothing is restarted, and the leader's CPU per heartbeat is printed."""
+answered over bare HTTP, nothing is restarted, their idle heartbeats go unchanged, and the
+leader's CPU per heartbeat is printed."""
 
 from __future__ import annotations
 
@@ -16,5 +17,7 @@ def test_quick_run_answers_every_simulated_taskmanager_and_prints_the_cpu_per_he
     assert point["commands"] == {}
     assert point["heartbeat"]["heartbeats"] > 0
     assert point["heartbeat"]["cpu_us_per_heartbeat"] > 0
+    # Idle: the leader keeps the reports, so the simulator leaves them out (unchanged).
+    assert point["heartbeat"]["unchanged_sent"] > 0
     (row,) = doc["summary"]
     assert row["unit"] == "% of a core"

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from steward.errors import CorruptStateError, UnsupportedSchemaError
-from steward.wire.heartbeat import AttemptReport, Heartbeat
+from steward.wire.heartbeat import AttemptReport, Heartbeat, HeartbeatReply, reports_digest
 from steward.wire.runner_protocol import FinishedEvent
 from steward.wire.states import AttemptPhase
 
@@ -33,6 +33,20 @@ def test_an_older_taskmanagers_heartbeat_is_read() -> None:
     beat = Heartbeat.from_json(json.dumps(raw))
     assert (beat.session, beat.seq, beat.settled) == (None, None, None)
     assert beat.attempts == [REPORT]
+
+
+def test_equal_reports_have_one_digest_and_any_change_another() -> None:
+    again = AttemptReport.model_validate_json(REPORT.model_dump_json())
+    assert reports_digest([again]) == reports_digest([REPORT])
+    progressed = REPORT.model_copy(update={"progress": {"rows": 4}})
+    assert reports_digest([progressed]) != reports_digest([REPORT])
+    assert reports_digest([]) != reports_digest([REPORT])
+
+
+def test_an_older_leaders_reply_keeps_nothing() -> None:
+    # An older leader: no taken nor resend (fields added since): every report goes in full.
+    reply = HeartbeatReply.from_json(b'{"schema": 1, "epoch": 3, "leader": "jm-1"}')
+    assert (reply.taken, reply.resend) == (None, False)
 
 
 def test_a_newer_taskmanagers_fields_are_ignored_at_every_depth() -> None:

@@ -10,6 +10,11 @@ This module owns the HTTP side of :mod:`steward.wire.heartbeat`. Two threads sha
 - the notifier sends a heartbeat at once whenever :attr:`Attempts.changed` is set (an attempt
   changed phase, has a new checkpoint, released its lease) or the leader changed.
 
+An idle TaskManager's reports are the same every second: once the leader's reply says it
+keeps them (``taken``: their digest), the heartbeats to that leader (its epoch) leave them out
+(``unchanged``) until they change, and a ``resend`` reply (a leader that does not hold them)
+sends them in full at once. A leader of another epoch always gets them in full first.
+
 Heartbeats are numbered (``seq``) in the order they are built, and each says up to which one
 every earlier heartbeat's reply was handled or given up (``settled``): the leader judges a
 start command never taken only by a heartbeat built after the reply that carried it was
@@ -39,7 +44,7 @@ from steward.ha.session import ConnectionState, Session
 from steward.store.leases import ExecutionLeases
 from steward.taskmanager.reporting import Attempts
 from steward.tls.contexts import ClientTls, client_tls
-from steward.wire.heartbeat import HEARTBEAT_PATH, Heartbeat, HeartbeatReply
+from steward.wire.heartbeat import HEARTBEAT_PATH, Heartbeat, HeartbeatReply, reports_digest
 from steward.wire.records import LeaderInfo
 
 log = logging.getLogger(__name__)
@@ -94,6 +99,8 @@ class HeartbeatSender:
         self._numbering = threading.Lock()
         self._last_seq = 0
         self._in_flight: set[int] = set()
+        self._taken: tuple[int, str] | None = None
+        """The leader epoch and digest of the reports the last reply said that leader keeps."""
 
     def start(self) -> HeartbeatSender:
         """Follow the leader and start sending."""
@@ -167,21 +174,27 @@ class HeartbeatSender:
 
     # ------------------------------------------------------------------ one heartbeat
 
-    def heartbeat(self, wait: float) -> Heartbeat:
-        """The next heartbeat; the caller must :meth:`_settle` its ``seq`` once its reply is
+    def heartbeat(self, wait: float, leader_epoch: int | None = None) -> Heartbeat:
+        """The next heartbeat (to the leader of ``leader_epoch``: without its reports if that
+        leader keeps them); the caller must :meth:`_settle` its ``seq`` once its reply is
         handled or given up."""
         seq, settled = self._number()
         # Read after numbering: the starts of every settled reply are admitted by now.
+        attempts = self._attempts.reports()
+        digest = reports_digest(attempts)
+        unchanged = leader_epoch is not None and self._taken == (leader_epoch, digest)
         return Heartbeat(
             taskmanager=self.tm_id,
             address=self.address,
             slots=self.slots,
             epoch=self._leases.newest_epoch,
-            attempts=self._attempts.reports(),
+            attempts=[] if unchanged else attempts,
             wait=wait,
             session=self._session.session_id,
             seq=seq,
             settled=settled,
+            digest=digest,
+            unchanged=unchanged,
         )
 
     def _number(self) -> tuple[int, int]:
@@ -196,7 +209,7 @@ class HeartbeatSender:
 
     def send(self, leader: LeaderInfo, wait: float) -> HeartbeatReply | None:
         """One heartbeat to ``leader``; the reply (already handed to ``on_reply``) or None."""
-        beat = self.heartbeat(wait)
+        beat = self.heartbeat(wait, leader.epoch)
         try:
             return self._exchange(leader, beat)
         finally:
@@ -233,8 +246,17 @@ class HeartbeatSender:
             log.warning("malformed heartbeat reply url=%s cause=%s", url, exc)
             return None
         self.sent += 1
+        self._note_taken(reply)
         try:
             self._on_reply(reply)
         except Exception:
             log.exception("handling a heartbeat reply failed url=%s", url)
         return reply
+
+    def _note_taken(self, reply: HeartbeatReply) -> None:
+        """Remember which reports the replying leader keeps; on ``resend``, send them in
+        full at once (through the notifier)."""
+        self._taken = None if reply.taken is None else (reply.epoch, reply.taken)
+        if reply.resend:
+            log.info("leader asks for the reports in full leader=%s", reply.leader)
+            self._attempts.changed.set()

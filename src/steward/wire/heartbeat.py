@@ -15,6 +15,14 @@ Reliable delivery without a second channel
     only once the job's status (or its result) records it. A TaskManager forgets an ended
     attempt only after its outcome is acknowledged *and* its lease is released.
 
+Unchanged reports
+    Every heartbeat carries ``digest`` (:func:`reports_digest` of its attempts). A reply's
+    ``taken`` says that leader keeps those reports; until they change, the TaskManager's
+    heartbeats to the leader of that epoch leave them out (``unchanged``). A leader that does
+    not hold them answers ``resend`` and takes nothing: the next heartbeat carries them in
+    full. An older leader never says ``taken``, and an older TaskManager sends no digest, so
+    either side with an older one sends or takes every report in full.
+
 Epochs
     A reply, and every command in it, carries the leader's epoch. A TaskManager ignores a reply
     whose epoch is older than the newest it has seen (a deposed leader), and adopts a newer one
@@ -26,6 +34,7 @@ Epochs
 from __future__ import annotations
 
 import enum
+import hashlib
 from typing import Annotated, ClassVar, Literal
 
 from pydantic import (
@@ -113,6 +122,17 @@ class Heartbeat(Payload):
         " start commands admitted) or given up before this one was built: a start one of them"
         " collected is in this heartbeat's attempts if it was admitted",
     )
+    digest: str | None = Field(
+        default=None,
+        max_length=64,
+        description="the digest of this TaskManager's attempts' reports (:func:`reports_digest`)"
+        " as it built them (None: an older TaskManager that never leaves them out)",
+    )
+    unchanged: bool = Field(
+        default=False,
+        description="``attempts`` left out: they are those of digest ``digest``, which this"
+        " leader took and said so (``HeartbeatReply.taken``)",
+    )
 
 
 class StartAttempt(Value):
@@ -163,6 +183,17 @@ class HeartbeatReply(Payload):
     leader: str
     commands: list[Command] = Field(default_factory=list)
     acks: list[Ack] = Field(default_factory=list)
+    taken: str | None = Field(
+        default=None,
+        description="the digest of the reports this leader took and keeps: taking them again"
+        " would change nothing, so while they stay the same the TaskManager may send them as"
+        " unchanged (None: send them in full)",
+    )
+    resend: bool = Field(
+        default=False,
+        description="an unchanged heartbeat named reports this leader does not hold (it is"
+        " new, or forgot this TaskManager): nothing was taken; send them in full at once",
+    )
 
 
 class OutcomeRecord(Payload):
@@ -181,6 +212,13 @@ class OutcomeRecord(Payload):
     taskmanager: str
     epoch: int = Field(ge=1, description="epoch of the leader that started the attempt")
     outcome: Annotated[FinishedEvent | FailedEvent, Field(discriminator="event")]
+
+
+def reports_digest(attempts: list[AttemptReport]) -> str:
+    """The digest an unchanged heartbeat names its attempts' reports by: equal for equal
+    reports (a false difference only costs a full heartbeat)."""
+    encoded = b"\n".join(report.model_dump_json().encode() for report in attempts)
+    return hashlib.blake2b(encoded, digest_size=16).hexdigest()
 
 
 def lost_outcome(message: str) -> FailedEvent:

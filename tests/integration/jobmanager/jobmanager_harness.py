@@ -48,7 +48,7 @@ from steward.wire.heartbeat import (
     Rejection,
     StartAttempt,
 )
-from steward.wire.records import ContenderInfo, TaskManagerInfo
+from steward.wire.records import ContenderInfo, ExecutionLease, TaskManagerInfo
 from steward.wire.runner_protocol import FailedEvent, FinishedEvent
 from steward.wire.states import AttemptPhase
 from support import ZK_TEST_ROOT, wait_until
@@ -397,6 +397,14 @@ class PretendTaskManager:
             timeout,
             interval=HEARTBEAT_INTERVAL / 2,
             message=f"{self.id} gets a {kind.__name__} for {job_id}",
+        )
+
+    def lease(self, start: StartAttempt) -> None:
+        """Take ``start``'s execution lease, as a TaskManager does before it spawns the runner."""
+        self.zk.create(
+            self.cluster.layout.execution(start.job_id),
+            ExecutionLease(taskmanager=self.id, attempt=start.attempt, epoch=start.epoch).to_json(),
+            ephemeral=True,
         )
 
 

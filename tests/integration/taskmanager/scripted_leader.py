@@ -72,6 +72,17 @@ class ScriptedLeader:
         self.status = 200
         """Answer every heartbeat with this status (409/503: "not the leader")."""
         self.epoch_override: int | None = None
+        self.keeps_reports = False
+        """Keep a heartbeat's reports (no checkpoint, none ended) and say so (``taken``), as a
+        JobManager does; an unchanged heartbeat is recorded as the reports it stands for."""
+        self.sent: list[Heartbeat] = []
+        """Every heartbeat as its TaskManager sent it (an unchanged one without reports)."""
+        self.sent_at: list[float] = []
+        """When each of :attr:`sent` arrived (monotonic)."""
+        self.resent: list[int] = []
+        """Indexes in :attr:`sent` of the unchanged heartbeats answered ``resend``."""
+        self._kept: Heartbeat | None = None
+        self._forget = False
         self._last_epoch: int | None = None
         self._commands: list[Command] = []
         self._cond = threading.Condition()
@@ -190,15 +201,41 @@ class ScriptedLeader:
 
     # ------------------------------------------------------------------ serving
 
-    def _answer(self, beat: Heartbeat) -> HeartbeatReply:
+    def forget(self) -> None:
+        """Answer the next unchanged heartbeat ``resend``, as a leader that lost the reports;
+        its index in :attr:`sent` lands in :attr:`resent`."""
         with self._cond:
+            self._forget = True
+
+    def _answer(self, beat: Heartbeat) -> HeartbeatReply:
+        epoch = self.epoch_override or self._epoch_held()
+        with self._cond:
+            self.sent.append(beat)
+            self.sent_at.append(time.monotonic())
+            kept = self._kept
+            if beat.unchanged:
+                if kept is None or kept.digest != beat.digest or self._forget:
+                    self._forget = False
+                    self.resent.append(len(self.sent) - 1)
+                    return HeartbeatReply(epoch=epoch, leader=self.name, resend=True)
+                beat = beat.model_copy(update={"attempts": kept.attempts})
+            self._kept = beat if self._keeps(beat) else None
             self.heartbeats.append(beat)
             if not self._commands and beat.wait > 0:
                 self._cond.wait_for(lambda: bool(self._commands), timeout=beat.wait)
             commands, self._commands = self._commands, []
+            taken = self._kept.digest if self._kept is not None else None
         acks = [ack for report in beat.attempts if (ack := self._ack(report)) is not None]
-        epoch = self.epoch_override or self._epoch_held()
-        return HeartbeatReply(epoch=epoch, leader=self.name, commands=commands, acks=acks)
+        return HeartbeatReply(
+            epoch=epoch, leader=self.name, commands=commands, acks=acks, taken=taken
+        )
+
+    def _keeps(self, beat: Heartbeat) -> bool:
+        return (
+            self.keeps_reports
+            and beat.digest is not None
+            and not any(r.checkpoints or r.phase is not AttemptPhase.RUNNING for r in beat.attempts)
+        )
 
     def _ack(self, report: AttemptReport) -> Ack | None:
         seq = max((c.seq for c in report.checkpoints), default=0) if self.ack_checkpoints else 0

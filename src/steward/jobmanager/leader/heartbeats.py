@@ -7,11 +7,23 @@ A heartbeat is handled under the job table's lock; the long poll that holds an i
 until a command is queued waits outside it (:mod:`.long_poll`). The common heartbeat, whose
 reports change nothing that is stored, is taken without blocking (:meth:`Heartbeats.take`):
 on the REST server's event loop, with no worker thread (issue 22).
+
+An idle TaskManager's reports are the same every second. When taking a heartbeat's reports
+left nothing to do again (every one quiet, none fresh), the leader keeps them with the digest
+the TaskManager sent (:class:`~.resources.TakenReports`) and says so in the reply
+(``taken``); the TaskManager then sends ``unchanged`` heartbeats without its reports until
+they change. Such a heartbeat is answered without the table's lock while it would change
+nothing but the TaskManager's liveness (:meth:`Heartbeats._idle`), and is otherwise taken as
+the full heartbeat it stands for. A leader holds no reports it did not take itself: a new
+leader (a new epoch), or one that forgot the TaskManager (its registration went), answers an
+unchanged heartbeat with ``resend`` and takes nothing, and the TaskManager sends them in full
+at once.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -23,6 +35,7 @@ from .long_poll import HeldHeartbeat, Wake
 from .membership import NOT_TAKEN
 from .records import Records
 from .reports import SETTLED, AttemptReports
+from .resources import TakenReports, TaskManagerState
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +50,8 @@ class _Taken:
     """Set if the reply is to be held (long poll) on this TaskManager's wake."""
     stranger: int | None
     """The incarnation known, if the heartbeat came from another one."""
+    digest: str | None
+    """The digest of its reports, if this leader keeps them (:meth:`Heartbeats._keep`)."""
 
 
 class Heartbeats:
@@ -55,13 +70,75 @@ class Heartbeats:
         queued (long poll). With ``block`` False (on an event loop) None instead of waiting:
         the table's lock is held (maybe across a ZooKeeper round trip), or a report needs a
         write or a read (:meth:`_quiet`); the caller takes it again on a thread."""
+        if beat.unchanged:
+            return self._take_unchanged(beat, block=block)
+        return self._take_full(beat, block=block)
+
+    def _take_unchanged(
+        self, beat: Heartbeat, *, block: bool
+    ) -> HeartbeatReply | HeldHeartbeat | None:
+        """A heartbeat that stands for the reports this leader last took from its TaskManager
+        and said so (:attr:`TaskManagerState.taken`). While taking them again would still
+        change nothing (:meth:`_idle`) it only renews the TaskManager's liveness, without the
+        table's lock; otherwise it is taken as the full heartbeat it stands for. One this
+        leader cannot match (it is new, or forgot the TaskManager or its reports) takes
+        nothing and asks for the reports in full."""
+        state = self._table.rm.get(beat.taskmanager)
+        taken = state.taken if state is not None else None
+        if state is None or taken is None or taken.digest != beat.digest:
+            log.info("unchanged heartbeat not matched, asking again tm=%s", beat.taskmanager)
+            return self._resend()
+        full = beat.model_copy(update={"attempts": taken.attempts, "unchanged": False})
+        if not self._idle(full, state):
+            return self._take_full(full, block=block)
+        state.last_heartbeat = time.monotonic()
+        self._term.metrics.heartbeat_from(beat.taskmanager)
+        if beat.wait > 0:
+            return HeldHeartbeat(
+                state.wake, beat.wait, lambda block: self._finish_idle(full, state, block=block)
+            )
+        return self._reply([], [], taken.digest)
+
+    def _idle(self, full: Heartbeat, state: TaskManagerState) -> bool:
+        """Whether taking ``full`` (reports taken before) under the table's lock would only
+        renew its TaskManager's liveness: the same address, slots and incarnation, no command
+        queued, every report still quiet and no start command to expire. Read without the
+        lock; when in doubt (a race with a writer), not idle."""
+        term = self._term
+        return (
+            term.ready.is_set()
+            and not term.stopped.is_set()
+            and (full.address, full.slots) == (state.address, state.slots)
+            and not _another_incarnation(full, state.registered, state.incarnation)
+            and not state.commands
+            and not state.wake.is_set()
+            and all(self._reports.quiet(full.taskmanager, r) for r in full.attempts)
+            and not self._uncollected(full, state.assigned)
+        )
+
+    def _finish_idle(
+        self, full: Heartbeat, state: TaskManagerState, *, block: bool
+    ) -> HeartbeatReply | None:
+        """An idle heartbeat's held reply: without the lock unless a command was queued."""
+        taken = state.taken
+        digest = taken.digest if taken is not None and taken.digest == full.digest else None
+        if state.commands or state.wake.is_set():
+            return self._finish(full, [], digest, block=block)
+        return self._reply([], [], digest)
+
+    def _resend(self) -> HeartbeatReply:
+        term = self._term
+        return HeartbeatReply(epoch=term.epoch, leader=term.jobmanager_id, resend=True)
+
+    def _take_full(self, beat: Heartbeat, *, block: bool) -> HeartbeatReply | HeldHeartbeat | None:
         lock = self._table.lock
         if not lock.acquire(blocking=block):
             return None
         try:
             if not block and not self._quiet(beat):
                 return None
-            taken = self._take(beat)
+            # Taken without blocking only if quiet: its reports stay quiet once taken.
+            taken = self._take(beat, quiet=not block)
         finally:
             lock.release()
         if taken.stranger is not None:
@@ -75,14 +152,14 @@ class Heartbeats:
                 taken.stranger,
             )
             self._on_stranger()
-        acks = taken.acks
+        acks, digest = taken.acks, taken.digest
         if taken.wake is not None:
             return HeldHeartbeat(
-                taken.wake, beat.wait, lambda block: self._finish(beat, acks, block=block)
+                taken.wake, beat.wait, lambda block: self._finish(beat, acks, digest, block=block)
             )
-        return self._reply(taken.commands, acks)
+        return self._reply(taken.commands, acks, digest)
 
-    def _take(self, beat: Heartbeat) -> _Taken:
+    def _take(self, beat: Heartbeat, *, quiet: bool) -> _Taken:
         term, table = self._term, self._table
         state = table.rm.heartbeat(beat)
         stranger = _another_incarnation(beat, state.registered, state.incarnation)
@@ -111,9 +188,30 @@ class Heartbeats:
             commands,
             wake=state.wake if hold else None,
             stranger=(state.incarnation or 0) if stranger else None,
+            digest=self._keep(beat, state, fresh=fresh, quiet=quiet),
         )
 
-    def _finish(self, beat: Heartbeat, acks: list[Ack], *, block: bool) -> HeartbeatReply | None:
+    def _keep(
+        self, beat: Heartbeat, state: TaskManagerState, *, fresh: bool, quiet: bool
+    ) -> str | None:
+        """Keep the reports just taken, if taking them again would change nothing (``quiet``:
+        known to be, as they were before): their TaskManager may then send them as unchanged.
+        The digest kept, or None."""
+        term = self._term
+        if (
+            beat.digest is None
+            or fresh
+            or not term.ready.is_set()
+            or term.stopped.is_set()
+            or not (quiet or all(self._reports.quiet(beat.taskmanager, r) for r in beat.attempts))
+        ):
+            return None
+        state.taken = TakenReports(beat.digest, beat.attempts)
+        return beat.digest
+
+    def _finish(
+        self, beat: Heartbeat, acks: list[Ack], digest: str | None, *, block: bool
+    ) -> HeartbeatReply | None:
         """A held heartbeat's reply: the commands queued meanwhile (None: see :meth:`take`)."""
         term, lock = self._term, self._table.lock
         if not lock.acquire(blocking=block):
@@ -125,12 +223,14 @@ class Heartbeats:
             self._mark_collected(beat, commands)
         finally:
             lock.release()
-        return self._reply(commands, acks)
+        return self._reply(commands, acks, digest)
 
-    def _reply(self, commands: list[Command], acks: list[Ack]) -> HeartbeatReply:
+    def _reply(
+        self, commands: list[Command], acks: list[Ack], digest: str | None
+    ) -> HeartbeatReply:
         term = self._term
         return HeartbeatReply(
-            epoch=term.epoch, leader=term.jobmanager_id, commands=commands, acks=acks
+            epoch=term.epoch, leader=term.jobmanager_id, commands=commands, acks=acks, taken=digest
         )
 
     def _mark_collected(self, beat: Heartbeat, commands: list[Command]) -> None:

@@ -24,6 +24,15 @@ from steward.wire.states import AttemptPhase
 from .long_poll import Wake
 
 
+@dataclass(frozen=True)
+class TakenReports:
+    """A TaskManager's reports as a leader took them, and the digest it sent them with. One
+    value, replaced whole: read without the table's lock."""
+
+    digest: str
+    attempts: list[AttemptReport]
+
+
 @dataclass
 class TaskManagerState:
     id: str
@@ -44,6 +53,9 @@ class TaskManagerState:
     wake: Wake = field(default_factory=Wake)
     stray_cancelled: set[str] = field(default_factory=set)
     """``job/attempt`` of stray attempts a cancel was already sent for."""
+    taken: TakenReports | None = None
+    """Its last heartbeat's reports, if taking them again would change nothing: a heartbeat
+    that says its reports are unchanged stands for them (:mod:`.heartbeats`)."""
     used: int | None = field(default=None, repr=False)
     """:meth:`used_slots` as last counted; None once an assignment or a report changed
     (a scheduling pass asks every TaskManager: counting each time walked every attempt)."""
@@ -118,6 +130,7 @@ class ResourceManager:
         state.address, state.slots = beat.address, beat.slots
         state.last_heartbeat = time.monotonic()
         state.reports = {report.job_id: report for report in beat.attempts}
+        state.taken = None
         state.used = None
         return state
 
