@@ -31,6 +31,7 @@ from .jobmaster_values import Deployment
 from .membership import Membership
 from .queues import QueuePass
 from .records import Records
+from .result_check import ResultCheck
 from .stores import checkpoint_dir
 from .timeouts import Timeouts
 
@@ -56,6 +57,7 @@ class Scheduler:
     ) -> None:
         self._term, self._table, self._stores = ctx.term, ctx.table, ctx.stores
         self._records = records
+        self._results = ResultCheck(ctx, records)
         self._membership = membership
         self._timeouts = timeouts
         self._refused: dict[int, str] = {}
@@ -122,11 +124,23 @@ class Scheduler:
         plan = QueuePass(
             settings.queues, settings.label_limits, table.rm.capacity(), table.slot_use
         )
-        for master in table.idle():
-            if master.job_id not in expired and master.wants_slot(now):
-                plan.wants(master)
+        wanting = [m for m in table.idle() if m.job_id not in expired and m.wants_slot(now)]
+        for master in self._clear_ahead(wanting):
+            plan.wants(master)
         plan.ready()
         return plan
+
+    def _clear_ahead(self, wanting: list[JobMaster]) -> list[JobMaster]:
+        """The waiting jobs but those found to have a result (settled): the results of those
+        not cleared yet are read in one pipelined batch (:mod:`.result_check`), if a slot is
+        free for any of them. If the store does not answer, each is read when placed."""
+        if not wanting or self._table.rm.allocate(1) is None:
+            return wanting
+        try:
+            return self._results.clear(wanting)
+        except StewardError as exc:
+            log.warning("results not checked ahead jobs=%d error=%r", len(wanting), exc)
+            return wanting
 
     def _expire_awaited(self, now: float) -> set[str]:
         """Give up the attempts whose awaited report never came; the jobs dealt with this
@@ -165,6 +179,8 @@ class Scheduler:
         tm_id = None if self._no_room(slots) else rm.allocate(slots)
         if tm_id is None:
             _wait(master, self._shortage(slots), waiting)
+            return False
+        if not self._no_result(master, waiting):  # rule 7: a job with a result never starts
             return False
         if not self._graph_at_hand(master, waiting):  # only once a slot is there for it
             return False
@@ -205,6 +221,17 @@ class Scheduler:
             self._records.terminate(master, master.fail(broken))
             return False
         return True
+
+    def _no_result(self, master: JobMaster, waiting: list[JobMaster]) -> bool:
+        """Whether the job may start a new attempt: the term read it has no result (rule 7,
+        :mod:`.result_check`); one found settles the job. A store that does not answer
+        leaves it waiting."""
+        try:
+            return self._results.cleared(master)
+        except StewardError as exc:
+            log.warning("result not checked yet job=%s error=%r", master.job_id, exc)
+            _wait(master, "waiting for its result to be checked", waiting)
+            return False
 
     def _no_room(self, slots: int) -> bool:
         """Whether a pass already found no room for this many slots or fewer: within a pass,
