@@ -15,6 +15,7 @@ import time
 import pytest
 from adoption_harness import leased_jobs
 from jobmanager_harness import (
+    SETTLE,
     JobManagerCluster,
     PretendTaskManager,
     dispatcher_of,
@@ -27,6 +28,7 @@ from steward.wire.heartbeat import StartAttempt
 from steward.wire.records import ExecutionLease, JobResultEntry
 from steward.wire.runner_protocol import FinishedEvent
 from steward.wire.states import AttemptPhase, TerminalState
+from support import wait_until
 
 pytestmark = pytest.mark.zookeeper
 
@@ -50,7 +52,7 @@ def test_a_job_with_a_result_and_a_lease_at_takeover_is_not_started_again_when_i
     monkeypatch.setattr(Cleanup, "put", lambda cleanup, job_id: None)
     ended = report(start, AttemptPhase.ENDED, FinishedEvent(value={"rows": 3}))
     tm1.heartbeat(first, ended.model_copy(update={"lease_released": False}))
-    assert cluster.exists(cluster.layout.result(job_id))
+    wait_until(lambda: cluster.exists(cluster.layout.result(job_id)), SETTLE, "result recorded")
     first.stop()
     monkeypatch.undo()
     tm2 = PretendTaskManager(cluster, "tm-2").register()
