@@ -8,7 +8,8 @@ one (:mod:`.queues`). A pass looks only at the jobs with no attempt in flight an
 awaiting a report: the slots the running ones hold are counted by the job table as attempts
 start and end (:mod:`.slot_use`). A job that finds no free slot, whose queue is at its
 maximum or that a ``max_concurrent`` holds back waits in SCHEDULED with the reason shown; it
-spends no restart (rule 9). A deployment is persisted before its start command is queued,
+spends no restart (rule 9). A job is placed only once the term read that it has no result
+(:mod:`.result_check`, rule 7). A deployment is persisted before its start command is queued,
 and the command carries the term's epoch, which the TaskManager's lease checks (rule 3).
 """
 
