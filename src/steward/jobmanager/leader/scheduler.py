@@ -135,8 +135,9 @@ class Scheduler:
         """The waiting jobs but those found to have a result (settled): the results of those
         not cleared yet are read in one pipelined batch (:mod:`.result_check`), if a slot is
         free for any of them. If the store does not answer, each is read when placed."""
-        if not wanting or self._table.rm.allocate(1) is None:
-            return wanting
+        table = self._table
+        if all(m.job_id in table.cleared for m in wanting) or table.rm.allocate(1) is None:
+            return wanting  # nothing to read, or nothing could start
         try:
             return self._results.clear(wanting)
         except StewardError as exc:
