@@ -16,7 +16,7 @@ every write committed before it (ZooKeeper: a session's reads follow its own wri
 epoch's compare-and-set among them).
 
 Who clears: recovery, for the jobs whose result its listing looked up (those without a
-lease); this module, for every other job, in one pipelined read per scheduling pass for the
+lease); this module, for every other job: one batched read per scheduling pass for the
 waiting jobs not cleared yet, and one read for a job placed beyond that batch. Called under
 the table's lock.
 """
@@ -33,7 +33,7 @@ from .records import Records
 log = logging.getLogger(__name__)
 
 READ_AHEAD = 1000
-"""Waiting jobs not cleared yet whose results one pass reads at most, pipelined; a job placed
+"""Waiting jobs not cleared yet whose results one pass reads at most, in one batch; a job placed
 beyond them is read on its own."""
 
 
@@ -44,7 +44,7 @@ class ResultCheck:
 
     def clear(self, masters: Sequence[JobMaster], most: int = READ_AHEAD) -> list[JobMaster]:
         """``masters`` but those found to have a result, which are settled. Of the jobs not
-        cleared yet, the first ``most`` are read (one pipelined read) and cleared if they have
+        cleared yet, the first ``most`` are read (one batched read) and cleared if they have
         none; the rest stay as they were. A store that does not answer raises StewardError,
         nothing changed."""
         table = self._table

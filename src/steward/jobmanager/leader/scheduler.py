@@ -133,7 +133,7 @@ class Scheduler:
 
     def _clear_ahead(self, wanting: list[JobMaster]) -> list[JobMaster]:
         """The waiting jobs but those found to have a result (settled): the results of those
-        not cleared yet are read in one pipelined batch (:mod:`.result_check`), if a slot is
+        not cleared yet are read in one batch (:mod:`.result_check`), if a slot is
         free for any of them. If the store does not answer, each is read when placed."""
         table = self._table
         if all(m.job_id in table.cleared for m in wanting) or table.rm.allocate(1) is None:
