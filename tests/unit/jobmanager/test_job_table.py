@@ -8,7 +8,7 @@ import pytest
 from steward.errors import JobExistsError, NotReadyError
 from steward.jobmanager.leader.jobmaster import JobMaster
 from steward.jobmanager.leader.jobmaster_values import Terminal
-from steward.jobmanager.leader.table import JobTable
+from steward.jobmanager.leader.table import JobTable, UnclearedAttemptError
 from steward.wire.jobs import JobGraphPointer, JobSpec
 from steward.wire.states import TerminalState
 
@@ -78,3 +78,21 @@ def test_deferred_status_writes_are_noted_then_taken_in_id_order() -> None:
     assert table.defer([b]) and table.defer([a])
     assert table.take_deferred() == [a, b]
     assert table.deferred is None
+
+
+def test_no_attempt_is_placed_for_a_job_not_cleared_of_a_result() -> None:
+    table, job = JobTable(), master("j")
+    table.admit(job)
+    with pytest.raises(UnclearedAttemptError, match="result check"):
+        table.place(job, "tm-1", epoch=2)
+    assert job.current is None
+
+
+def test_a_job_that_leaves_the_table_is_no_longer_cleared() -> None:
+    table, job = JobTable(), master("j")
+    table.admit(job)
+    table.clear_of_results("j")
+    table.forget(job)
+    table.admit(job)  # the same id again (a resubmission once retention removed its result)
+    with pytest.raises(UnclearedAttemptError):
+        table.place(job, "tm-1", epoch=2)

@@ -48,6 +48,7 @@ def table_with(*masters: JobMaster) -> JobTable:
     table = JobTable()
     for master in masters:
         table.admit(master)
+        table.clear_of_results(master.job_id)  # as the result check does before a placement
     return table
 
 
@@ -221,6 +222,7 @@ def _apply(table: JobTable, op: str, master: JobMaster) -> None:
     current = master.current
     if op == "admit" and not live and not master.state.is_terminal:
         table.admit(master)
+        table.clear_of_results(master.job_id)
     elif op == "place" and live and master.wants_slot(now=1e9):
         table.place(master, "tm-1", EPOCH)
     elif op == "forget" and live:

@@ -166,6 +166,12 @@ class Records:
         )
         return True
 
+    def already_ended(self, master: JobMaster) -> None:
+        """The job has a result an earlier leader recorded (:mod:`.result_check`): it leaves
+        the table and its cleanup is queued, as recovery settles such a job; nothing is
+        written (the first result stands)."""
+        self._forget(master)
+
     def fail_unrecoverable(self, job_id: str, error: ErrorInfo, team: str | None = None) -> None:
         """Record FAILED for a job that has no JobMaster (its recovery failed, rule 6);
         ``team``: its owner, if its status record still says."""

@@ -1,7 +1,9 @@
 """Recovery on grant (rules 6-8): the step that fills the job table before scheduling.
 
-In order: every DIRTY result, and every job graph whose job already has a result, is queued for
-cleanup; the execution leases are read once; every other job graph is recovered on its own, on
+In order: the execution leases are read once; every DIRTY result, and every job graph whose job
+already has a result, is queued for cleanup (results are looked up only for the jobs without a
+lease: one with a lease is adopted, and :mod:`.result_check` reads its result before any new
+attempt of it); every other job graph is recovered on its own, on
 ``jobmanager.recovery-parallelism`` threads. ZooKeeper is read in pipelined batches (the
 members, the leases, then per :data:`CHUNK` jobs their pointers and status records, one round
 trip each), so only the graphs' blobs are read job by job, and not even those for a job whose
@@ -59,6 +61,8 @@ class Listing:
     dirty: int
     leases: dict[str, ExecutionLease]
     todo: list[str]
+    cleared: frozenset[str]
+    """The jobs whose result was looked up, and none found (:mod:`.result_check`)."""
 
 
 class Recovery:
@@ -72,7 +76,7 @@ class Recovery:
         membership: Membership,
         late: LateRecords,
     ) -> None:
-        self._term, self._stores = ctx.term, ctx.stores
+        self._term, self._table, self._stores = ctx.term, ctx.table, ctx.stores
         self._records = records
         self._late = late
         self._later: dict[str, int] = {}
@@ -104,6 +108,9 @@ class Recovery:
             len(listing.todo),
         )
         outcomes = self._recover_all(listing.todo, listing.leases, pool)
+        with self._table.lock:  # before the first scheduling pass: none runs yet
+            for job_id in listing.cleared:
+                self._table.clear_of_results(job_id)
         self._term.metrics.recovered(outcomes.count("adopted"), outcomes.count("restarted"))
         summary = {
             "jobs": len(listing.todo),
@@ -148,24 +155,30 @@ class Recovery:
 
         The members are read first: a lease listed after them belongs to a TaskManager they
         hold (its session ended with its registration, and no newer leader asked for a lease
-        yet). The three listings after that are independent and read at once, on ``pool``:
-        a handful of jobs then costs four round trips here, not eight, each of which a new
-        leader's busy interpreter can stretch (``benchmarks/failover_floor.py``)."""
+        yet). The DIRTY results, the leases and the job graphs are listed at once, on
+        ``pool``: a handful of jobs then costs a few round trips here, not twice as many,
+        each of which a new leader's busy interpreter can stretch
+        (``benchmarks/failover_floor.py``). Then the results of the jobs without a lease are
+        looked up; a job with a lease is adopted without (its attempt may have reported an
+        outcome already: before any new attempt of it, :mod:`.result_check` reads its result)."""
         self._membership.refresh()
         # Never a read per result kept (there may be millions): the DIRTY ones are marked,
-        # and only the jobs with a graph are looked up.
+        # and only the jobs with a graph and no lease are looked up.
         dirty = pool.submit(self._stores.results.dirty_ids)
         leasing = pool.submit(self._stores.leases.all)
         graph_ids = self._stores.graphs.job_ids()
-        result_ids = self._stores.results.with_result(graph_ids)
-        dirty_ids, leases = dirty.result(), leasing.result()
+        leases = leasing.result()
+        unleased = [job_id for job_id in graph_ids if job_id not in leases]
+        result_ids = self._stores.results.with_result(unleased)
+        dirty_ids = dirty.result()
         # A graph whose job has a result: only the cleanup was left to do.
-        done = [job_id for job_id in graph_ids if job_id in result_ids]
+        done = [job_id for job_id in unleased if job_id in result_ids]
         return Listing(
             cleanups=[*dirty_ids, *done],
             dirty=len(dirty_ids),
             leases=leases,
             todo=[job_id for job_id in graph_ids if job_id not in result_ids],
+            cleared=frozenset(unleased).difference(result_ids),
         )
 
     def _recover_all(

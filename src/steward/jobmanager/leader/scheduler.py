@@ -8,7 +8,8 @@ one (:mod:`.queues`). A pass looks only at the jobs with no attempt in flight an
 awaiting a report: the slots the running ones hold are counted by the job table as attempts
 start and end (:mod:`.slot_use`). A job that finds no free slot, whose queue is at its
 maximum or that a ``max_concurrent`` holds back waits in SCHEDULED with the reason shown; it
-spends no restart (rule 9). A deployment is persisted before its start command is queued,
+spends no restart (rule 9). A job is placed only once the term read that it has no result
+(:mod:`.result_check`, rule 7). A deployment is persisted before its start command is queued,
 and the command carries the term's epoch, which the TaskManager's lease checks (rule 3).
 """
 
@@ -32,6 +33,7 @@ from .jobmaster_values import Deployment
 from .membership import Membership
 from .queues import QueuePass
 from .records import Records
+from .result_check import ResultCheck
 from .stores import checkpoint_dir
 from .timeouts import Timeouts
 
@@ -64,6 +66,7 @@ class Scheduler:
     ) -> None:
         self._term, self._table, self._stores = ctx.term, ctx.table, ctx.stores
         self._records = records
+        self._results = ResultCheck(ctx, records)
         self._membership = membership
         self._timeouts = timeouts
         self._refused: dict[int, str] = {}
@@ -139,12 +142,29 @@ class Scheduler:
         plan = QueuePass(
             settings.queues, settings.label_limits, table.rm.capacity(), table.slot_use
         )
-        wants = plan.wants  # asked of every waiting job each pass: kept lean
-        for master in table.idle():
-            if master.wants_slot(now) and not (expired and master.job_id in expired):
-                wants(master)
+        wanting = [
+            master
+            for master in table.idle()  # every waiting job each pass: kept lean
+            if master.wants_slot(now) and not (expired and master.job_id in expired)
+        ]
+        wants = plan.wants
+        for master in self._clear_ahead(wanting):
+            wants(master)
         plan.ready()
         return plan
+
+    def _clear_ahead(self, wanting: list[JobMaster]) -> list[JobMaster]:
+        """The waiting jobs but those found to have a result (settled): the results of those
+        not cleared yet are read in one batch (:mod:`.result_check`), if a slot is
+        free for any of them. If the store does not answer, each is read when placed."""
+        table = self._table
+        if all(m.job_id in table.cleared for m in wanting) or table.rm.allocate(1) is None:
+            return wanting  # nothing to read, or nothing could start
+        try:
+            return self._results.clear(wanting)
+        except StewardError as exc:
+            log.warning("results not checked ahead jobs=%d error=%r", len(wanting), exc)
+            return wanting
 
     def _expire_awaited(self, now: float) -> set[str]:
         """Give up the attempts whose awaited report never came; the jobs dealt with this
@@ -186,6 +206,8 @@ class Scheduler:
         if tm_id is None:
             _wait(master, self._shortage(slots), waiting)
             return False
+        if not self._no_result(master, waiting):  # rule 7: a job with a result never starts
+            return False
         if not self._graph_at_hand(master, waiting):  # only once a slot is there for it
             return False
         # The reasons name the free slots, which this deployment changes.
@@ -225,6 +247,17 @@ class Scheduler:
             self._records.terminate(master, master.fail(broken))
             return False
         return True
+
+    def _no_result(self, master: JobMaster, waiting: list[JobMaster]) -> bool:
+        """Whether the job may start a new attempt: the term read it has no result (rule 7,
+        :mod:`.result_check`); one found settles the job. A store that does not answer
+        leaves it waiting."""
+        try:
+            return self._results.cleared(master)
+        except StewardError as exc:
+            log.warning("result not checked yet job=%s error=%r", master.job_id, exc)
+            _wait(master, "waiting for its result to be checked", waiting)
+            return False
 
     def _no_room(self, slots: int) -> bool:
         """Whether a pass already found no room for this many slots or fewer: within a pass,

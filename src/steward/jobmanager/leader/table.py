@@ -18,7 +18,8 @@ transition that starts, adopts or ends one goes through a method here (:meth:`pl
 :meth:`withdraw`), which assigns or releases the slots with it and keeps the slots in use per
 queue, name and label current (:attr:`JobTable.slot_use`): a scheduling pass reads those, and
 looks only at the jobs with no attempt in flight and the attempts awaiting a report, never at
-every running job (issue 22).
+every running job (issue 22). :meth:`place` places an attempt only of a job the term read to
+have no result (:attr:`JobTable.cleared`, :mod:`.result_check`: rule 7).
 """
 
 from __future__ import annotations
@@ -40,6 +41,10 @@ from .resources import ResourceManager
 from .slot_use import SlotUse
 
 _T = TypeVar("_T")
+
+
+class UnclearedAttemptError(RuntimeError):
+    """A new attempt of a job the term has not read to have no result: a bug, not a state."""
 
 
 @dataclass
@@ -73,6 +78,9 @@ class JobTable:
     """Slots held per queue, name and label; the live jobs with no attempt in flight."""
     awaiting: set[str] = field(default_factory=set)
     """Jobs whose attempt awaited a report or a loss (pruned by :meth:`awaiting_reports`)."""
+    cleared: set[str] = field(default_factory=set)
+    """Live jobs the term read to have no result: the only ones :meth:`place` places an
+    attempt of (rule 7; :mod:`.result_check`)."""
 
     # ------------------------------------------------------------------ which jobs are live
 
@@ -96,6 +104,7 @@ class JobTable:
         self.deadlines.discard(job_id)
         self.slot_use.drop(job_id)
         self.awaiting.discard(job_id)
+        self.cleared.discard(job_id)
         current = master.current
         if current is not None:
             self.rm.release(current.taskmanager, job_id, current.number)
@@ -131,8 +140,18 @@ class JobTable:
 
     # ------------------------------------------------------------------ attempts and slots
 
+    def clear_of_results(self, job_id: str) -> None:
+        """The term read that the live job ``job_id`` has no result (:mod:`.result_check`)."""
+        if job_id in self.jobs:
+            self.cleared.add(job_id)
+
     def place(self, master: JobMaster, tm_id: str, epoch: int) -> Deployment:
-        """Deploy the job's next attempt on ``tm_id``: its slots are taken there."""
+        """Deploy the job's next attempt on ``tm_id``: its slots are taken there. Only a job
+        the term cleared of a result gets one (rule 7): anything else is a bug, refused."""
+        if master.job_id not in self.cleared:
+            raise UnclearedAttemptError(
+                f"attempt of job {master.job_id!r} placed before its result check (rule 7)"
+            )
         deployment = master.deploy(tm_id, epoch)
         self.rm.assign(tm_id, master.job_id, deployment.number, master.facts.slots)
         self._count(master)
