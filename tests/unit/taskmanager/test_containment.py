@@ -18,10 +18,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from escapers import DOUBLE_FORK, alive, escaped_from, kill_sleepers
+from escapers import DOUBLE_FORK, escaped_from, kill_sleepers
 from steward.supervisor import containment
 from steward.supervisor.process_group import ProcessGroup
-from support import wait_until
+from support import pid_alive, wait_until
 
 # Like the real runner, it joins its attempt's cgroup first thing (containment.enter_attempt,
 # without the subreaper): the TaskManager's own move of the pid comes after the spawn, and a
@@ -92,7 +92,7 @@ def test_the_attempt_lives_while_an_escaped_process_lives_and_that_process_is_ki
     wait_until(lambda: group.returncode is not None, 10, message="runner reaped")
 
     assert group.alive(), "the escaped sleeper is a process of the attempt"
-    wait_until(lambda: not alive(escaped), 10, message="escaped sleeper killed")
+    wait_until(lambda: not pid_alive(escaped), 10, message="escaped sleeper killed")
     assert group.wait_gone(10.0)
 
 
@@ -104,7 +104,7 @@ def test_kill_takes_processes_in_other_sessions(
     group.kill()
 
     assert group.wait_gone(10.0)
-    assert not alive(escaped)
+    assert not pid_alive(escaped)
 
 
 def test_a_cgroup_holds_the_runner_and_is_removed_once_its_attempt_is_gone(
