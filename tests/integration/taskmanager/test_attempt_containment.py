@@ -26,7 +26,6 @@ from escapers import ESCAPER, escaped_from, kill_sleepers
 from steward.ha.session import Session
 from steward.store.blob import BlobStore
 from steward.store.leases import ExecutionLeases
-from steward.supervisor import containment
 from steward.taskmanager.manager import TaskManager
 from steward.wire.heartbeat import CancelAttempt
 from steward.wire.runner_protocol import FailedEvent, FinishedEvent
@@ -38,15 +37,6 @@ pytestmark = pytest.mark.zookeeper
 JOB = "job-esc"
 DEADMAN_TIMEOUT = 2.0
 MARGIN = 15.0
-
-
-@pytest.fixture(params=["cgroup", "fallback"])
-def mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    if request.param == "fallback":
-        monkeypatch.setattr(containment, "attempt_parent", lambda: None)
-    elif containment.attempt_parent() is None:
-        pytest.skip("no usable cgroup v2 on this host")
-    return str(request.param)
 
 
 @pytest.fixture
@@ -75,7 +65,7 @@ class Rig:
 def rig(
     tmp_path: Path,
     *,
-    mode: str,
+    containment_mode: str,
     scripted: Callable[..., ScriptedLeader],
     taskmanager: Callable[..., TaskManager],
     blobs: BlobStore,

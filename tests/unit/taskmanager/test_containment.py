@@ -45,15 +45,6 @@ time.sleep(1000)
 """
 
 
-@pytest.fixture(params=["cgroup", "fallback"])
-def mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    if request.param == "fallback":
-        monkeypatch.setattr(containment, "attempt_parent", lambda: None)
-    elif containment.attempt_parent() is None:
-        pytest.skip("no usable cgroup v2 on this host")
-    return str(request.param)
-
-
 class Spawned:
     """What a test started: groups killed, escaped sleepers too, whatever the test did."""
 
@@ -84,7 +75,7 @@ def spawned() -> Iterator[Spawned]:
 
 
 def test_the_attempt_lives_while_an_escaped_process_lives_and_that_process_is_killed(
-    spawned: Spawned, tmp_path: Path, mode: str
+    spawned: Spawned, tmp_path: Path, containment_mode: str
 ) -> None:
     group, escaped = spawned.start(tmp_path)
 
@@ -97,7 +88,7 @@ def test_the_attempt_lives_while_an_escaped_process_lives_and_that_process_is_ki
 
 
 def test_kill_takes_processes_in_other_sessions(
-    spawned: Spawned, tmp_path: Path, mode: str
+    spawned: Spawned, tmp_path: Path, containment_mode: str
 ) -> None:
     group, escaped = spawned.start(tmp_path)
 
