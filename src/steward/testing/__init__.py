@@ -7,6 +7,8 @@
   ``pid_alive``;
 - :mod:`~steward.testing.zookeeper`: managed ZooKeeper servers started, healed, restarted;
 - :mod:`~steward.testing.processes`: JobManagers and TaskManagers as real processes;
+- :mod:`~steward.testing.attempts`, :mod:`~steward.testing.records`: a start command and
+  status records for tests of the logic around them;
 - :mod:`~steward.testing.spark`, :mod:`~steward.testing.standalone`,
   :mod:`~steward.testing.connect_server`: Spark daemons from the installed pyspark.
 

@@ -20,6 +20,7 @@ import pytest
 
 from steward.taskmanager.reporting import Attempts
 from steward.taskmanager.workdir_cleaner import WorkdirCleaner, paths_in_use
+from steward.testing.attempts import start_attempt
 from steward.wire.heartbeat import StartAttempt
 from support import wait_until
 
@@ -41,14 +42,7 @@ def attempt_folder(root: Path, job_id: str, attempt: int) -> Path:
 
 
 def start(job_id: str, attempt: int) -> StartAttempt:
-    return StartAttempt(
-        job_id=job_id,
-        attempt=attempt,
-        epoch=1,
-        job_graph_blob="jobgraphs/x",
-        job_graph_sha256="0" * 64,
-        checkpoint_dir="/tmp/x",
-    )
+    return start_attempt(job_id, attempt)
 
 
 @pytest.fixture
