@@ -21,6 +21,7 @@ from steward.testing.waiting import wait_until
 __all__ = [
     "ROOT",
     "ZK_TEST_ROOT",
+    "Clock",
     "Fired",
     "free_port",
     "free_zookeeper_port",
@@ -30,6 +31,16 @@ __all__ = [
 ]
 
 ROOT = Path(__file__).parents[1]
+
+
+class Clock:
+    """A clock the test sets: calling it answers ``now``, which starts at ``start``."""
+
+    def __init__(self, start: float = 1000.0) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
 
 
 class Fired:
