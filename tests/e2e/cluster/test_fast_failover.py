@@ -27,8 +27,7 @@ SESSION_TIMEOUT = 10.0
 
 @pytest.fixture
 def cluster(tmp_path: Path, zk_quorum: str, cluster_id: str) -> Iterator[ProcessCluster]:
-    cluster = ProcessCluster(tmp_path, zk_quorum, cluster_id, session_timeout="10s")
-    try:
+    with ProcessCluster(tmp_path, zk_quorum, cluster_id, session_timeout="10s") as cluster:
         cluster.start_jobmanager("jm-1")
         cluster.wait_ready(taskmanagers=0)
         standby = cluster.start_jobmanager("jm-2")
@@ -39,8 +38,6 @@ def cluster(tmp_path: Path, zk_quorum: str, cluster_id: str) -> Iterator[Process
         )
         cluster.wait_all_ready(30)
         yield cluster
-    finally:
-        cluster.stop()
 
 
 def _answers(cluster: ProcessCluster, proc: Proc) -> bool:
