@@ -110,6 +110,35 @@ def test_standby_takes_over_from_a_leader_whose_port_refuses_long_before_its_ses
     assert info is not None and (info.contender, info.epoch) == ("jm-2", epoch)
 
 
+def probe_fifty_times(detector: CrashDetector) -> None:
+    """Run ``detector`` until it has probed for ten windows of five probes (or removed a latch)."""
+    detector.start()
+    try:
+        wait_until(
+            lambda: detector.probes >= 10 * 5 or detector.removed,
+            30,
+            message="the detector probed 50 times",
+        )
+    finally:
+        detector.stop()
+
+
+def assert_still_leads(
+    leader: Contender,
+    standby: Contender,
+    detector: CrashDetector,
+    *,
+    monitor: Monitor,
+    observer: Session,
+    epoch: int,
+) -> None:
+    """Nothing was removed: jm-1 leads, under ``epoch`` still, granted once."""
+    assert detector.removed == 0
+    assert leader.election.is_leader and not standby.election.is_leader
+    assert epoch_version(observer) == epoch
+    assert monitor.grants == [("jm-1", epoch)]
+
+
 def test_a_leader_whose_port_accepts_is_never_removed(
     zk_quorum: str, root: str, made: list[Contender], observer_session: Session
 ) -> None:
@@ -123,19 +152,12 @@ def test_a_leader_whose_port_accepts_is_never_removed(
             zk_quorum, root, monitor, made, f"http://127.0.0.1:{port}"
         )
         epoch = epoch_version(observer_session)
-        detector.start()
-        try:
-            # When the detector has probed for many windows
-            wait_until(
-                lambda: detector.probes >= 10 * 5, 30, message="the detector probed 50 times"
-            )
-        finally:
-            detector.stop()
+        # When the detector has probed for many windows
+        probe_fifty_times(detector)
     # Then nothing was removed and the leader leads under the same epoch
-    assert detector.removed == 0
-    assert leader.election.is_leader and not standby.election.is_leader
-    assert epoch_version(observer_session) == epoch
-    assert monitor.grants == [("jm-1", epoch)]
+    assert_still_leads(
+        leader, standby, detector, monitor=monitor, observer=observer_session, epoch=epoch
+    )
 
 
 @pytest.mark.parametrize(
@@ -154,21 +176,12 @@ def test_a_leader_address_that_never_answered_this_standby_is_never_removed(
         zk_quorum, root, monitor, made, f"http://{host}:{closed_port()}"
     )
     epoch = epoch_version(observer_session)
-    detector.start()
-    try:
-        # When the detector has probed for many windows, every probe refused or unanswered
-        wait_until(
-            lambda: detector.probes >= 10 * 5 or detector.removed,
-            30,
-            message="the detector probed 50 times",
-        )
-    finally:
-        detector.stop()
+    # When the detector has probed for many windows, every probe refused or unanswered
+    probe_fifty_times(detector)
     # Then the live leader's latch was never removed: it still leads under the same epoch
-    assert detector.removed == 0
-    assert leader.election.is_leader and not standby.election.is_leader
-    assert epoch_version(observer_session) == epoch
-    assert monitor.grants == [("jm-1", epoch)]
+    assert_still_leads(
+        leader, standby, detector, monitor=monitor, observer=observer_session, epoch=epoch
+    )
 
 
 @pytest.fixture
