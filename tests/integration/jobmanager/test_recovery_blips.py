@@ -14,6 +14,7 @@ import logging
 from typing import Any
 
 import pytest
+from adoption_harness import running_behind_lease
 from jobmanager_harness import SETTLE, JobManagerCluster, PretendTaskManager, report
 
 from steward.errors import ZooKeeperUnavailableError
@@ -44,16 +45,7 @@ def _running(
     behind its lease."""
     leader = cluster.start_leader("jm-1")
     tm = PretendTaskManager(cluster, "tm-1").register()
-    cluster.submitted(leader, job_id, **spec)
-    start, _ = tm.wait_command(leader, StartAttempt, job_id)
-    tm.zk.create(
-        cluster.layout.execution(job_id),
-        ExecutionLease(taskmanager=tm.id, attempt=start.attempt, epoch=start.epoch).to_json(),
-        ephemeral=True,
-    )
-    tm.heartbeat(leader, report(start, RUNNING))
-    cluster.wait_state(leader, job_id, "RUNNING")
-    return leader, tm, start
+    return leader, tm, running_behind_lease(cluster, leader, tm, job_id, **spec)
 
 
 def _without_adoption_facts(cluster: JobManagerCluster, job_id: str) -> None:
