@@ -5,6 +5,7 @@ what ``steward cluster status`` and ``stop`` read. Import as ``from recorded imp
 from __future__ import annotations
 
 import subprocess
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -20,16 +21,8 @@ def spawn_sleeper(
     """A detached ``sleep <marker>`` (its output in tmp_path/sleep.log), and the entry the
     cluster keeps of it as ``proc_id`` (``fields`` add to the entry)."""
     child, record = spawn(["sleep", marker], tmp_path / "sleep.log", marker=marker)
-    entry = ProcessEntry(
-        role=role,
-        id=proc_id,
-        pid=record.pid,
-        create_time=record.create_time,
-        marker=record.marker,
-        log=str(tmp_path / "sleep.log"),
-        **fields,
-    )
-    return child, entry
+    log = str(tmp_path / "sleep.log")
+    return child, ProcessEntry(role=role, id=proc_id, log=log, **asdict(record), **fields)
 
 
 def record_cluster(tmp_path: Path, *processes: ProcessEntry) -> None:
