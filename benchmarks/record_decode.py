@@ -35,36 +35,11 @@ from collections.abc import Callable
 
 from _common import Json, machine, parser, progress, run_main, source, summary_row
 from steward.errors import CorruptStateError
+from steward.testing.records import TAKEOVER_RECORD
 from steward.wire.record_format import decode_status, encode_status
-from steward.wire.records import AttemptRecord, JobStatusRecord
-from steward.wire.states import AttemptState, JobState
+from steward.wire.records import JobStatusRecord
 
-NOW = 1795807764.7889566
-RECORD = JobStatusRecord(
-    job_id="etl-daily-1a2b3c4d5e6f",
-    name="etl-daily",
-    state=JobState.RUNNING,
-    submitted_at=NOW,
-    updated_at=NOW + 0.4,
-    attempts=[
-        AttemptRecord(
-            number=1,
-            taskmanager="tm-0042",
-            epoch=1,
-            state=AttemptState.RUNNING,
-            started_at=NOW + 0.3,
-            adopted_by=[2],
-        )
-    ],
-    attempt_count=1,
-    epoch=2,
-    submitter="airflow",
-    team="default",
-    queue="default",
-    priority=0,
-    labels={"dag": "daily"},
-    slots=1,
-)
+RECORD = TAKEOVER_RECORD
 GOAL = 1.0
 """The compact record must decode in less time than the full one (ratio below 1)."""
 

@@ -8,14 +8,22 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from typing import Any
 
+import pytest
 from kazoo.client import KazooClient
+from kazoo.exceptions import NoAuthError
+
+
+def stranger_client(quorum: str) -> contextlib.AbstractContextManager[KazooClient]:
+    """A kazoo client without any credential, closed after use."""
+    return started_client(quorum)
 
 
 @contextlib.contextmanager
-def stranger_client(quorum: str) -> Iterator[KazooClient]:
-    """A kazoo client without any credential, closed after use."""
-    client = KazooClient(hosts=quorum, timeout=10.0)
+def started_client(quorum: str, **options: Any) -> Iterator[KazooClient]:
+    """A started kazoo client (``options``: its credential, say), closed after use."""
+    client = KazooClient(hosts=quorum, timeout=10.0, **options)
     client.start(timeout=15)
     try:
         yield client
@@ -38,3 +46,15 @@ def world_open(client: KazooClient, path: str) -> bool:
     """Whether anyone may do something with ``path`` (an ACL of the ``world`` scheme)."""
     acls, _stat = client.get_acls(path)
     return any(acl.id.scheme == "world" for acl in acls)
+
+
+def assert_closed(stranger: KazooClient, path: str) -> None:
+    """``stranger`` may neither read ``path``, list its children, set it nor create in it."""
+    with pytest.raises(NoAuthError):
+        stranger.get(path)
+    with pytest.raises(NoAuthError):
+        stranger.get_children(path)
+    with pytest.raises(NoAuthError):
+        stranger.set(path, b"x")
+    with pytest.raises(NoAuthError):
+        stranger.create(f"{path}/intruder", b"x")

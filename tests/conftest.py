@@ -10,6 +10,9 @@ ZooKeeper: tests that need it are marked ``@pytest.mark.zookeeper`` and use
   ``/steward-tests/<cluster_id>`` (``steward.testing.processes.TEST_ROOT``) so tests never see each
   other's nodes.
 
+Containment: ``containment_mode`` runs a test twice, with the attempts' cgroup ("cgroup",
+skipped where cgroup v2 cannot be used) and with the process-group fallback ("fallback").
+
 Without Java or ZooKeeper these fixtures fail (EnvironmentMissingError names the apt-get
 command); they never skip, so CI cannot pass by not testing.
 """
@@ -26,7 +29,8 @@ import pytest
 from hypothesis import settings
 
 import module_order
-from steward.testing.zookeeper import heal_ensemble, start_ensemble
+from steward.supervisor import containment
+from steward.testing.zookeeper import heal_ensemble, running_ensemble
 from steward.zookeeper.managed import ManagedEnsemble
 
 # No per-example deadline for Hypothesis: its default (200 ms) is a timing assertion, and on a
@@ -70,11 +74,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture(scope="session")
 def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ManagedEnsemble]:
     """A standalone ZooKeeper for the whole session; do not stop or freeze it in a test."""
-    ensemble = start_ensemble(tmp_path_factory.mktemp("zookeeper"), servers=1)
-    try:
+    with running_ensemble(tmp_path_factory.mktemp("zookeeper"), servers=1) as ensemble:
         yield ensemble
-    finally:
-        ensemble.stop()
 
 
 @pytest.fixture
@@ -86,11 +87,8 @@ def zk_quorum(zookeeper: ManagedEnsemble) -> str:
 @pytest.fixture(scope="session")
 def zookeeper3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ManagedEnsemble]:
     """A 3-server ensemble, started the first time a test asks for it. Use ``zk3``."""
-    ensemble = start_ensemble(tmp_path_factory.mktemp("zookeeper3"), servers=3)
-    try:
+    with running_ensemble(tmp_path_factory.mktemp("zookeeper3"), servers=3) as ensemble:
         yield ensemble
-    finally:
-        ensemble.stop()
 
 
 @pytest.fixture
@@ -112,3 +110,17 @@ def cluster_id(request: pytest.FixtureRequest) -> str:
     """A cluster id of this test alone, e.g. ``t-test-failover-3f9a0c1d``."""
     slug = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower()).strip("-")[:40].strip("-")
     return f"t-{slug}-{secrets.token_hex(4)}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Containment
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(params=["cgroup", "fallback"])
+def containment_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    if request.param == "fallback":
+        monkeypatch.setattr(containment, "attempt_parent", lambda: None)
+    elif containment.attempt_parent() is None:
+        pytest.skip("no usable cgroup v2 on this host")
+    return str(request.param)

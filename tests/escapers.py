@@ -52,14 +52,6 @@ def main(ctx):
 """
 
 
-def alive(pid: int) -> bool:
-    """True while ``pid`` exists and is not a zombie."""
-    try:
-        return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
-    except psutil.NoSuchProcess:
-        return False
-
-
 def escaped_from(pid: int, runner: int) -> bool:
     """``pid`` runs in another session and process group than the runner ``runner``."""
     return os.getsid(pid) != os.getsid(runner) and os.getpgid(pid) != os.getpgid(runner)

@@ -9,23 +9,51 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 from steward.testing.ports import free_port, free_zookeeper_port
 from steward.testing.processes import TEST_ROOT as ZK_TEST_ROOT
+from steward.testing.spawning import pid_alive
 from steward.testing.waiting import wait_until
 
 __all__ = [
     "ROOT",
     "ZK_TEST_ROOT",
+    "Clock",
+    "Fired",
     "free_port",
     "free_zookeeper_port",
+    "pid_alive",
     "run_benchmark",
     "wait_until",
 ]
 
 ROOT = Path(__file__).parents[1]
+
+
+class Clock:
+    """A clock the test sets: calling it answers ``now``, which starts at ``start``."""
+
+    def __init__(self, start: float = 1000.0) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Fired:
+    """A callback of one reason (a dead-man's switch's ``on_fire``, say): every reason it was
+    called with, in order, and the ``time.monotonic()`` of its last call."""
+
+    def __init__(self) -> None:
+        self.reasons: list[str] = []
+        self.at: float | None = None
+
+    def __call__(self, reason: str) -> None:
+        self.at = time.monotonic()
+        self.reasons.append(reason)
 
 
 def run_benchmark(script: str, *args: str, timeout: float) -> dict[str, Any]:

@@ -24,11 +24,8 @@ pytestmark = pytest.mark.zookeeper
 
 @pytest.fixture
 def cluster(zk_quorum: str, cluster_id: str, tmp_path: Path) -> Iterator[JobManagerCluster]:
-    made = JobManagerCluster(zk_quorum, cluster_id, tmp_path)
-    try:
+    with JobManagerCluster(zk_quorum, cluster_id, tmp_path) as made:
         yield made
-    finally:
-        made.close()
 
 
 def test_a_checkpoint_read_failing_at_deploy_does_not_strand_the_job(

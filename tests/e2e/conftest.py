@@ -1,5 +1,6 @@
 """Fixtures shared by the end-to-end tests: ``process_cluster``, a cluster of real Steward
-processes (none started yet) on the session's standalone ZooKeeper, stopped after the test.
+processes (none started yet) on the session's standalone ZooKeeper, stopped after the test;
+``cluster``, a module's ``shared_cluster`` checked alive before and after each test.
 
 The processes come from the testing kit (:mod:`steward.testing.processes`); a folder whose
 tests need another cluster (a 3-server ZooKeeper, a shared one, network namespaces) defines
@@ -19,8 +20,14 @@ from steward.testing.processes import ProcessCluster
 @pytest.fixture
 def process_cluster(tmp_path: Path, zk_quorum: str, cluster_id: str) -> Iterator[ProcessCluster]:
     """A process cluster (no processes yet) on the session's standalone ZooKeeper."""
-    cluster = ProcessCluster(tmp_path, zk_quorum, cluster_id)
-    try:
+    with ProcessCluster(tmp_path, zk_quorum, cluster_id) as cluster:
         yield cluster
-    finally:
-        cluster.stop()
+
+
+@pytest.fixture
+def cluster(shared_cluster: ProcessCluster) -> Iterator[ProcessCluster]:
+    """A module's ``shared_cluster`` (its own fixture: one cluster for tests that tolerate
+    each other); after the test, every Steward process must still run."""
+    shared_cluster.check_alive()
+    yield shared_cluster
+    shared_cluster.check_alive()

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from steward.testing.zookeeper import restart_server, start_ensemble
+from steward.testing.zookeeper import restart_server, running_ensemble
 from steward.zookeeper.managed import ManagedEnsemble
 
 
@@ -16,11 +16,8 @@ def own_zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ManagedE
 
     The session-wide ``zookeeper`` fixture is shared by every test and must never be stopped.
     """
-    ensemble = start_ensemble(tmp_path_factory.mktemp("own-zookeeper"), servers=1)
-    try:
+    with running_ensemble(tmp_path_factory.mktemp("own-zookeeper"), servers=1) as ensemble:
         yield ensemble
-    finally:
-        ensemble.stop()
 
 
 @pytest.fixture

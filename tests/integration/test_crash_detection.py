@@ -110,6 +110,30 @@ def test_standby_takes_over_from_a_leader_whose_port_refuses_long_before_its_ses
     assert info is not None and (info.contender, info.epoch) == ("jm-2", epoch)
 
 
+def assert_probes_remove_nothing(
+    zk_quorum: str, root: str, made: list[Contender], *, observer: Session, address: str
+) -> None:
+    """Given jm-1 leading at ``address`` and jm-2's detector, when the detector has probed for
+    ten windows of five, then nothing was removed: jm-1 leads under the same epoch, granted
+    once."""
+    monitor = Monitor()
+    leader, standby, detector = start_pair(zk_quorum, root, monitor, made, address)
+    epoch = epoch_version(observer)
+    detector.start()
+    try:
+        wait_until(
+            lambda: detector.probes >= 10 * 5 or detector.removed,
+            30,
+            message="the detector probed 50 times",
+        )
+    finally:
+        detector.stop()
+    assert detector.removed == 0
+    assert leader.election.is_leader and not standby.election.is_leader
+    assert epoch_version(observer) == epoch
+    assert monitor.grants == [("jm-1", epoch)]
+
+
 def test_a_leader_whose_port_accepts_is_never_removed(
     zk_quorum: str, root: str, made: list[Contender], observer_session: Session
 ) -> None:
@@ -118,24 +142,11 @@ def test_a_leader_whose_port_accepts_is_never_removed(
         listening.bind(("127.0.0.1", 0))
         listening.listen(64)
         port = listening.getsockname()[1]
-        monitor = Monitor()
-        leader, standby, detector = start_pair(
-            zk_quorum, root, monitor, made, f"http://127.0.0.1:{port}"
+        # Then probing it removes nothing
+        address = f"http://127.0.0.1:{port}"
+        assert_probes_remove_nothing(
+            zk_quorum, root, made, observer=observer_session, address=address
         )
-        epoch = epoch_version(observer_session)
-        detector.start()
-        try:
-            # When the detector has probed for many windows
-            wait_until(
-                lambda: detector.probes >= 10 * 5, 30, message="the detector probed 50 times"
-            )
-        finally:
-            detector.stop()
-    # Then nothing was removed and the leader leads under the same epoch
-    assert detector.removed == 0
-    assert leader.election.is_leader and not standby.election.is_leader
-    assert epoch_version(observer_session) == epoch
-    assert monitor.grants == [("jm-1", epoch)]
 
 
 @pytest.mark.parametrize(
@@ -149,26 +160,9 @@ def test_a_leader_address_that_never_answered_this_standby_is_never_removed(
     # Given a live leader publishing an address that, probed from the standby, names nobody
     # listening: a wildcard (connects to the standby's own host) or a loopback address
     # published from another host (the standby's own loopback)
-    monitor = Monitor()
-    leader, standby, detector = start_pair(
-        zk_quorum, root, monitor, made, f"http://{host}:{closed_port()}"
-    )
-    epoch = epoch_version(observer_session)
-    detector.start()
-    try:
-        # When the detector has probed for many windows, every probe refused or unanswered
-        wait_until(
-            lambda: detector.probes >= 10 * 5 or detector.removed,
-            30,
-            message="the detector probed 50 times",
-        )
-    finally:
-        detector.stop()
-    # Then the live leader's latch was never removed: it still leads under the same epoch
-    assert detector.removed == 0
-    assert leader.election.is_leader and not standby.election.is_leader
-    assert epoch_version(observer_session) == epoch
-    assert monitor.grants == [("jm-1", epoch)]
+    # Then probing it removes nothing: every probe is refused or unanswered
+    address = f"http://{host}:{closed_port()}"
+    assert_probes_remove_nothing(zk_quorum, root, made, observer=observer_session, address=address)
 
 
 @pytest.fixture

@@ -8,22 +8,19 @@ a leader deposed by a graceful stop.)
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from ha_harness import SESSION_TIMEOUT, expire_session
 
+from integration.stores.stores_support import make_graph
 from steward.errors import FencedError
 from steward.ha.election import LeaderElection, Leadership
 from steward.ha.session import Session
 from steward.store.blob import BlobStore
 from steward.store.checkpoints import CheckpointIDCounter
 from steward.store.job_graphs import JobGraphStore
-from steward.wire.jobs import Artifact, ArtifactKind, JobGraph, JobSpec
 from support import wait_until
 
 pytestmark = pytest.mark.zookeeper
@@ -69,20 +66,6 @@ def blobs(tmp_path: Path) -> BlobStore:
     return BlobStore(f"file://{tmp_path}/blobs")
 
 
-def graph(code: str) -> JobGraph:
-    data = code.encode()
-    return JobGraph(
-        spec=JobSpec(job_id=JOB),
-        artifact=Artifact(
-            filename="pipeline.py",
-            kind=ArtifactKind.PYTHON_FILE,
-            sha256=hashlib.sha256(data).hexdigest(),
-            data_b64=base64.b64encode(data).decode(),
-        ),
-        submitted_at=time.time(),
-    )
-
-
 def depose_by_session_loss(jm1: JobManager, jm2: JobManager) -> tuple[Leadership, Leadership]:
     """Expire JM1's session; once JM2 is granted and JM1 is back on a new session, return
     JM1's old term and JM2's term."""
@@ -105,12 +88,12 @@ def test_seed002_old_leader_cannot_remove_the_job_graph_the_new_leader_re_added(
     # Given JM1 leads and job i's graph is stored
     jm1, jm2 = managers
     old_store = JobGraphStore(jm1.session, blobs)
-    old_store.put(jm1.term().fence, graph("def main(ctx):\n    return 1\n"))
+    old_store.put(jm1.term().fence, make_graph(JOB, "def main(ctx):\n    return 1\n"))
     # When JM1's session is lost and JM2 is granted,
     old, new = depose_by_session_loss(jm1, jm2)
     # JM2 re-adds job i (removes it and submits it again under its own epoch),
     new_store = JobGraphStore(jm2.session, blobs)
-    resubmitted = graph("def main(ctx):\n    return 'again'\n")
+    resubmitted = make_graph(JOB, "def main(ctx):\n    return 'again'\n")
     assert new_store.remove(new.fence, JOB)
     new_store.put(new.fence, resubmitted)
     pointer = new_store.pointer(JOB)

@@ -135,18 +135,10 @@ def test_given_a_write_that_fails_before_publishing_when_read_then_nothing_was_p
 
 
 def test_given_a_put_when_it_returns_then_the_bytes_and_the_new_name_were_synced_to_disk(
-    store: BlobStore, root: Path, monkeypatch: pytest.MonkeyPatch
+    store: BlobStore, root: Path, synced: list[str]
 ) -> None:
     # A rename alone is not durable: the acknowledged job's graph must survive a power loss
     # (rule 2). The real fsync runs; what each call synced is noted by its file's path.
-    synced: list[str] = []
-    real_fsync = os.fsync
-
-    def noting_fsync(fd: int) -> None:
-        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
-        real_fsync(fd)
-
-    monkeypatch.setattr(os, "fsync", noting_fsync)
 
     store.put("a/blob", b"payload")
 

@@ -9,18 +9,15 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
+from steward.testing.records import NOW, with_every_field_set
 from steward.wire.record_format import decode_status, encode_status
 from steward.wire.records import (
     AttemptRecord,
-    ErrorInfo,
     ExecutionLease,
     JobStatusRecord,
-    SparkApp,
 )
 from steward.wire.states import AttemptState, JobState
 from steward.wire.values import STORED
-
-NOW = 1795807764.7889566
 
 RUNNING = JobStatusRecord(
     job_id="job-1",
@@ -108,33 +105,7 @@ def test_the_previous_releases_decoder_reads_a_compact_record() -> None:
 
 
 def test_a_record_with_every_field_set_round_trips_whole() -> None:
-    full = RUNNING.model_copy(
-        update={
-            "name": "etl",
-            "reason": "waiting for a slot",
-            "state": JobState.RESTARTING,
-            "restart_at": NOW + 5,
-            "failures": 2,
-            "proxy_user": "alice",
-            "labels": {"team": "data"},
-            "timeout": 60.0,
-            "timed_out": True,
-            "env": {"MODE": "x"},
-            "attempts": [
-                AttemptRecord(
-                    number=1,
-                    taskmanager="tm-1",
-                    epoch=1,
-                    state=AttemptState.FAILED,
-                    started_at=NOW,
-                    ended_at=NOW + 1,
-                    cause=ErrorInfo(type="E", message="m", traceback="t", permanent=True),
-                    adopted_by=[2, 3],
-                    spark_app=SparkApp(app_id="app-1", ui_url="http://x", master="local[*]"),
-                )
-            ],
-        }
-    )
+    full = with_every_field_set(RUNNING)
 
     assert JobStatusRecord.from_json(full.to_json()) == full
     assert nulls_and_empties(json.loads(full.to_json())) == []

@@ -14,27 +14,16 @@ ROOT = Path(__file__).resolve().parents[2]
 SOURCE = ROOT / "src" / "steward"
 
 # What each forbidden contract's sources may import (the layers below them allow it).
+BELOW_THE_SUPERVISOR = {"artifacts", "config", "wire", "clock", "timing", "logformat", "files"}
 MAY_IMPORT: dict[str, set[str]] = {
     "The runner (the attempt's child process) imports no control-plane code": {
-        "artifacts",
+        *BELOW_THE_SUPERVISOR,
         "sparkconf",
-        "config",
         "supervisor",
-        "wire",
-        "clock",
-        "timing",
-        "logformat",
-        "files",
         "errors",
     },
     "The process supervisor imports neither the managers nor the client": {
-        "artifacts",
-        "config",
-        "wire",
-        "clock",
-        "timing",
-        "logformat",
-        "files",
+        *BELOW_THE_SUPERVISOR,
         "errors",
     },
     "steward.errors imports nothing from Steward": set(),

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from steward.config import load
 from steward.errors import ConfigurationError, CorruptStateError, UnsupportedSchemaError
+from steward.testing.records import TAKEOVER_RECORD, with_every_field_set
 from steward.wire.jobs import JobGraphPointer
 from steward.wire.record_format import (
     ATTEMPT_KEYS,
@@ -25,38 +26,12 @@ from steward.wire.record_format import (
     encode_pointer,
     encode_status,
 )
-from steward.wire.records import AttemptRecord, ErrorInfo, JobStatusRecord, SparkApp
-from steward.wire.states import AttemptState, JobState
+from steward.wire.records import AttemptRecord, JobStatusRecord
+from steward.wire.states import AttemptState
 
-NOW = 1795807764.7889566
-JOB = "etl-daily-1a2b3c4d5e6f"
+JOB = TAKEOVER_RECORD.job_id
 
-RUNNING = JobStatusRecord(
-    job_id=JOB,
-    name="etl-daily",
-    state=JobState.RUNNING,
-    submitted_at=NOW,
-    updated_at=NOW + 0.4,
-    attempts=[
-        AttemptRecord(
-            number=1,
-            taskmanager="tm-0042",
-            epoch=1,
-            state=AttemptState.RUNNING,
-            started_at=NOW + 0.3,
-            adopted_by=[2],
-        )
-    ],
-    attempt_count=1,
-    epoch=2,
-    submitter="airflow",
-    team="default",
-    queue="default",
-    priority=0,
-    labels={"dag": "daily"},
-    slots=1,
-    hookless=True,
-)
+RUNNING = TAKEOVER_RECORD.model_copy(update={"hookless": True})
 
 POINTER = JobGraphPointer(
     blob=f"jobgraphs/{JOB}/187c0e1f2a3b4c5d-0123456789ab",
@@ -95,36 +70,7 @@ def test_format_1_is_the_schema_1_record_and_both_formats_read() -> None:
 
 
 def test_a_status_record_with_every_field_set_round_trips_at_format_2() -> None:
-    full = RUNNING.model_copy(
-        update={
-            "reason": "waiting for a slot",
-            "state": JobState.RESTARTING,
-            "restart_at": NOW + 5,
-            "failures": 2,
-            "proxy_user": "alice",
-            "timeout": 60.0,
-            "timed_out": True,
-            "env": {"MODE": "x"},
-            "max_concurrent": 2,
-            "team": None,
-            "queue": "etl",
-            "priority": None,
-            "slots": 4,
-            "attempts": [
-                AttemptRecord(
-                    number=1,
-                    taskmanager="tm-1",
-                    epoch=1,
-                    state=AttemptState.FAILED,
-                    started_at=NOW,
-                    ended_at=NOW + 1,
-                    cause=ErrorInfo(type="E", message="m", traceback="t", permanent=True),
-                    adopted_by=[2, 3],
-                    spark_app=SparkApp(app_id="app-1", ui_url="http://x", master="local[*]"),
-                )
-            ],
-        }
-    )
+    full = with_every_field_set(RUNNING)
 
     data = encode_status(full, 2)
 

@@ -8,11 +8,9 @@ switch and the liveness probe must act at once after the resume, not a whole tim
 
 from __future__ import annotations
 
-import contextlib
 import os
 import threading
 import time
-from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any
 
@@ -20,7 +18,7 @@ import pytest
 
 from steward.ha.liveness import LivenessProbe
 from steward.runtime.deadman import DeadmanSwitch
-from support import wait_until
+from support import Fired, wait_until
 
 pytestmark = pytest.mark.skipif(
     not hasattr(time, "CLOCK_BOOTTIME"), reason="needs CLOCK_BOOTTIME (Linux)"
@@ -53,25 +51,6 @@ def host(monkeypatch: pytest.MonkeyPatch) -> Suspender:
     suspender = Suspender()
     monkeypatch.setattr(time, "clock_gettime", suspender.clock_gettime)
     return suspender
-
-
-@pytest.fixture
-def pipe() -> Iterator[tuple[int, int]]:
-    read_end, write_end = os.pipe()
-    yield read_end, write_end
-    for fd in (read_end, write_end):
-        with contextlib.suppress(OSError):
-            os.close(fd)
-
-
-class Fired:
-    def __init__(self) -> None:
-        self.reasons: list[str] = []
-        self.at: float | None = None
-
-    def __call__(self, reason: str) -> None:
-        self.at = time.monotonic()
-        self.reasons.append(reason)
 
 
 def test_a_suspend_longer_than_the_deadman_timeout_fires_the_switch_at_the_resume(

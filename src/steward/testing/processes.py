@@ -32,7 +32,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import httpx
 import psutil
@@ -152,7 +152,12 @@ class ProcessCluster:
 
     ``settings`` (edit it before starting processes, if need be) is passed to every member as
     ``-D`` options: :func:`cluster_settings`, then ``timing`` (:data:`FAST_TIMING` unless
-    given), then ``extra``. ``verbose`` runs the members with ``-v`` (INFO logs).
+    given), then ``extra``. ``verbose`` runs the members with ``-v`` (INFO logs). As a context
+    manager, every member is stopped at the end of the block::
+
+        with ProcessCluster(workdir, quorum, "c1") as cluster:
+            cluster.start_one_of_each()
+            ...
     """
 
     death_error: type[Exception] = AssertionError
@@ -182,6 +187,12 @@ class ProcessCluster:
         self.procs: list[Proc] = []
         self._admin_registered = False
         export_admin_token()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.stop()
 
     @property
     def zookeeper_access(self) -> ZooKeeperAccess:
@@ -254,6 +265,13 @@ class ProcessCluster:
     def jobmanagers(self) -> list[Proc]:
         """Every JobManager started, dead or alive."""
         return [p for p in self.procs if p.role == "jobmanager"]
+
+    def start_one_of_each(self, slots: int = 2) -> None:
+        """Start JobManager jm-1 and TaskManager tm-1 (``slots`` slots); return once jm-1
+        leads, ready, with tm-1 registered."""
+        self.start_jobmanager("jm-1")
+        self.start_taskmanager("tm-1", slots)
+        self.wait_ready(taskmanagers=1)
 
     def check_alive(self) -> None:
         """Fail with the process's log if a process died that nobody signalled."""

@@ -2,13 +2,16 @@
 
 :func:`start_ensemble` starts a standalone server or an ensemble on free loopback ports
 (another process may take a port between the check and the bind: nothing was started then,
-so it tries another block); :func:`heal_ensemble` undoes a test's fault injection;
-:func:`restart_server` starts one stopped server again once its port is released. The
-servers themselves are :class:`steward.zookeeper.managed.ManagedEnsemble`, the product's own.
+so it tries another block), :func:`running_ensemble` one stopped at the end of a block;
+:func:`heal_ensemble` undoes a test's fault injection; :func:`restart_server` starts one
+stopped server again once its port is released. The servers themselves are
+:class:`steward.zookeeper.managed.ManagedEnsemble`, the product's own.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from steward.errors import PortInUseError
@@ -40,6 +43,16 @@ def start_ensemble(
             if attempt == attempts:
                 raise
     raise AssertionError("unreachable: attempts must be at least 1")
+
+
+@contextmanager
+def running_ensemble(data_dir: Path, servers: int = 1) -> Iterator[ManagedEnsemble]:
+    """:func:`start_ensemble`'s ensemble, stopped when the block ends."""
+    ensemble = start_ensemble(data_dir, servers)
+    try:
+        yield ensemble
+    finally:
+        ensemble.stop()
 
 
 def heal_ensemble(ensemble: ManagedEnsemble, timeout: float = START_TIMEOUT) -> None:

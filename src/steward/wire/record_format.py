@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Final, TypeVar
 
 import pydantic_core
@@ -107,6 +107,7 @@ _B64_SHA256: Final = r"^[A-Za-z0-9_-]{42}[AEIMQUYcgkosw048]$"
 """A sha256 in base64url without padding: 43 characters, the last holding 2 bits."""
 
 M = TypeVar("M", bound=BaseModel)
+P = TypeVar("P", bound=Payload)
 
 
 def _short_field(info: FieldInfo, key: str) -> tuple[Any, Any]:
@@ -242,23 +243,34 @@ def _hex(b64_digest: str) -> str:
 def decode_status(data: bytes | str, job_id: str) -> JobStatusRecord:
     """The status record of ``job_id`` in ``data``, of either schema; CorruptStateError
     (UnsupportedSchemaError for a newer schema) if it is not one."""
-    if not _is_schema_2(data):
-        try:
-            return JobStatusRecord.from_json(data)
-        except UnsupportedSchemaError:
-            data = _as_schema_2(JobStatusRecord.kind_name, data)
-    return _status(_validated(_Status2, data, JobStatusRecord, STATUS_KEYS), job_id)
+    return _decoded(data, job_id, JobStatusRecord, short=_Status2, keys=STATUS_KEYS, build=_status)
 
 
 def decode_pointer(data: bytes | str, job_id: str) -> JobGraphPointer:
     """The pointer to ``job_id``'s graph in ``data``, of either schema (errors as
     :func:`decode_status`)."""
+    return _decoded(
+        data, job_id, JobGraphPointer, short=_Pointer2, keys=POINTER_KEYS, build=_pointer
+    )
+
+
+def _decoded(
+    data: bytes | str,
+    job_id: str,
+    kind: type[P],
+    *,
+    short: type[BaseModel],
+    keys: Mapping[str, str],
+    build: Callable[[BaseModel, str], P],
+) -> P:
+    """``data`` as ``kind``: schema 1 by its own decoder, schema 2 validated as ``short``
+    (whose fields are ``keys``) and made a ``kind`` for ``job_id`` by ``build``."""
     if not _is_schema_2(data):
         try:
-            return JobGraphPointer.from_json(data)
+            return kind.from_json(data)
         except UnsupportedSchemaError:
-            data = _as_schema_2(JobGraphPointer.kind_name, data)
-    return _pointer(_validated(_Pointer2, data, JobGraphPointer, POINTER_KEYS), job_id)
+            data = _as_schema_2(kind.kind_name, data)
+    return build(_validated(short, data, kind, keys), job_id)
 
 
 def _is_schema_2(data: bytes | str) -> bool:

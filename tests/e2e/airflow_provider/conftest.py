@@ -52,14 +52,9 @@ def steward(
     workdir = tmp_path / "steward"
     workdir.mkdir()
     extra = {"jobmanager.livy.allowed-sources": str(jobs_dir)}
-    cluster = ProcessCluster(workdir, zk_quorum, cluster_id, extra=extra)
-    try:
-        cluster.start_jobmanager("jm-1")
-        cluster.start_taskmanager("tm-1")
-        cluster.wait_ready(taskmanagers=1)
+    with ProcessCluster(workdir, zk_quorum, cluster_id, extra=extra) as cluster:
+        cluster.start_one_of_each()
         yield cluster
-    finally:
-        cluster.stop()
 
 
 @dataclass

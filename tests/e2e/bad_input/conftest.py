@@ -100,16 +100,5 @@ def shared_cluster(
     from steward.zookeeper.managed import ManagedEnsemble
 
     assert isinstance(zookeeper, ManagedEnsemble)
-    cluster = start_cluster(tmp_path_factory.mktemp("bad-input"), zookeeper.connect_string)
-    try:
+    with start_cluster(tmp_path_factory.mktemp("bad-input"), zookeeper.connect_string) as cluster:
         yield cluster
-    finally:
-        cluster.stop()
-
-
-@pytest.fixture
-def cluster(shared_cluster: ProcessCluster) -> Iterator[ProcessCluster]:
-    """The module's cluster; after the test, every Steward process must still run."""
-    shared_cluster.check_alive()
-    yield shared_cluster
-    shared_cluster.check_alive()

@@ -21,6 +21,7 @@ import httpx
 import pytest
 from kazoo.client import KazooClient
 
+from acl_probes import started_client
 from e2e.ticking import write_pipeline
 from steward.client import Client
 from steward.errors import ApiError
@@ -59,13 +60,8 @@ def zk(process_cluster: ProcessCluster) -> Iterator[KazooClient]:
     """A kazoo client with the cluster's ZooKeeper credential (to look, never to change)."""
     quorum = process_cluster.settings["high-availability.zookeeper.quorum"]
     options = process_cluster.zookeeper_access.kazoo_options()
-    client = KazooClient(hosts=quorum, timeout=10.0, **options)
-    client.start(timeout=15)
-    try:
+    with started_client(quorum, **options) as client:
         yield client
-    finally:
-        client.stop()
-        client.close()
 
 
 def _readyz(proc: Proc) -> bool:

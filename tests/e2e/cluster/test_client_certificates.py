@@ -52,14 +52,11 @@ def cluster(
         "security.auth.client-certificates": "true",
     }
     root = tmp_path_factory.mktemp("cluster")
-    kit = ProcessCluster(root, zookeeper.connect_string, f"certs-{root.name}", extra=settings)
-    try:
-        kit.start_jobmanager("jm-1")
-        kit.start_taskmanager("tm-1")
-        kit.wait_ready(taskmanagers=1)
+    with ProcessCluster(
+        root, zookeeper.connect_string, f"certs-{root.name}", extra=settings
+    ) as kit:
+        kit.start_one_of_each()
         yield kit
-    finally:
-        kit.stop()
 
 
 def _rest(ca: TlsFiles, issued: ClientCertificate | None) -> dict[str, str]:

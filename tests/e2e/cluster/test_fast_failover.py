@@ -16,7 +16,9 @@ import httpx
 import pytest
 
 from e2e.ticking import read_truth, write_pipeline
+from steward.client import Client
 from steward.testing.processes import Proc, ProcessCluster
+from steward.wire.rest import LeaderView
 from steward.wire.states import JobState
 from support import wait_until
 
@@ -27,8 +29,7 @@ SESSION_TIMEOUT = 10.0
 
 @pytest.fixture
 def cluster(tmp_path: Path, zk_quorum: str, cluster_id: str) -> Iterator[ProcessCluster]:
-    cluster = ProcessCluster(tmp_path, zk_quorum, cluster_id, session_timeout="10s")
-    try:
+    with ProcessCluster(tmp_path, zk_quorum, cluster_id, session_timeout="10s") as cluster:
         cluster.start_jobmanager("jm-1")
         cluster.wait_ready(taskmanagers=0)
         standby = cluster.start_jobmanager("jm-2")
@@ -39,8 +40,6 @@ def cluster(tmp_path: Path, zk_quorum: str, cluster_id: str) -> Iterator[Process
         )
         cluster.wait_all_ready(30)
         yield cluster
-    finally:
-        cluster.stop()
 
 
 def _answers(cluster: ProcessCluster, proc: Proc) -> bool:
@@ -51,19 +50,28 @@ def _answers(cluster: ProcessCluster, proc: Proc) -> bool:
         return False
 
 
+def _kept_running(
+    cluster: ProcessCluster, client: Client, tmp_path: Path, truth: Path
+) -> tuple[Proc, LeaderView]:
+    """Job "kept" running, its pipeline's "start" line in ``truth``; the leader's process and
+    the leader the cluster names."""
+    client.submit(write_pipeline(tmp_path), args=[str(truth), "120", "0.25"], job_id="kept")
+    wait_until(lambda: client.job("kept").state is JobState.RUNNING, 30)
+    # RUNNING comes with the process's spawn, the pipeline's own "start" line later: a
+    # failover faster than the runner's start-up would otherwise leave no line to check
+    wait_until(lambda: read_truth(truth), 30, message="the pipeline started")
+    leader = cluster.leader()
+    before = client.cluster().leader
+    assert leader is not None and before is not None
+    return leader, before
+
+
 def test_sigkilled_leader_is_replaced_well_within_the_session_timeout(
     cluster: ProcessCluster, tmp_path: Path
 ) -> None:
     truth = tmp_path / "truth.log"
     with cluster.client(timeout=60) as client:
-        client.submit(write_pipeline(tmp_path), args=[str(truth), "120", "0.25"], job_id="kept")
-        wait_until(lambda: client.job("kept").state is JobState.RUNNING, 30)
-        # RUNNING comes with the process's spawn, the pipeline's own "start" line later: a
-        # failover faster than the runner's start-up would otherwise leave no line to check
-        wait_until(lambda: read_truth(truth), 30, message="the pipeline started")
-        leader = cluster.leader()
-        before = client.cluster().leader
-        assert leader is not None and before is not None
+        leader, before = _kept_running(cluster, client, tmp_path, truth)
         # When the leader's process dies (its host, this machine, lives on)
         started = time.monotonic()
         leader.signal(signal.SIGKILL)
@@ -89,14 +97,7 @@ def test_frozen_leader_keeps_its_term_while_its_port_still_accepts(
 ) -> None:
     truth = tmp_path / "truth.log"
     with cluster.client(timeout=60) as client:
-        client.submit(write_pipeline(tmp_path), args=[str(truth), "120", "0.25"], job_id="kept")
-        wait_until(lambda: client.job("kept").state is JobState.RUNNING, 30)
-        # RUNNING comes with the process's spawn, the pipeline's own "start" line later: a
-        # failover faster than the runner's start-up would otherwise leave no line to check
-        wait_until(lambda: read_truth(truth), 30, message="the pipeline started")
-        leader = cluster.leader()
-        before = client.cluster().leader
-        assert leader is not None and before is not None
+        leader, before = _kept_running(cluster, client, tmp_path, truth)
         standby = next(p for p in cluster.jobmanagers() if p.id != leader.id)
         # When the leader is frozen for several crash-detection windows, under its session
         leader.signal(signal.SIGSTOP)

@@ -55,11 +55,8 @@ def cluster(
         "notifications.secret-file": str(secret),
         "notifications.allowed-urls": f"{receiver.url}/job",
     }
-    cluster = ProcessCluster(tmp_path, zk_quorum, cluster_id, extra=extra)
-    try:
+    with ProcessCluster(tmp_path, zk_quorum, cluster_id, extra=extra) as cluster:
         yield cluster
-    finally:
-        cluster.stop()
 
 
 @pytest.fixture

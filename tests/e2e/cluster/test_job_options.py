@@ -10,7 +10,6 @@ redacted.
 from __future__ import annotations
 
 import hashlib
-import os
 import signal
 import time
 from pathlib import Path
@@ -25,17 +24,9 @@ from steward.testing.processes import ProcessCluster
 from steward.wire.job_options import TIMEOUT_ERROR_TYPE
 from steward.wire.redaction import REPLACEMENT
 from steward.wire.states import JobState
-from support import wait_until
+from support import pid_alive, wait_until
 
 pytestmark = pytest.mark.zookeeper
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def test_a_job_past_its_timeout_is_cancelled_with_reason_timeout(
@@ -60,7 +51,7 @@ def test_a_job_past_its_timeout_is_cancelled_with_reason_timeout(
     assert result.error.message.startswith("TIMEOUT")
     assert view.state is JobState.CANCELED and (view.reason or "").startswith("TIMEOUT")
     assert result.finished_at >= (result.submitted_at or 0) + 4.0
-    wait_until(lambda: not _alive(pid), 15, message="runner gone after the timeout")
+    wait_until(lambda: not pid_alive(pid), 15, message="runner gone after the timeout")
     process_cluster.check_alive()
 
 
@@ -90,7 +81,7 @@ def test_a_new_leader_enforces_the_timeout_after_a_leader_sigkill(
     assert after is not None and after.id == new_leader.id
     starts = [entry for entry in read_truth(truth) if entry[0] == "start"]
     assert len(starts) == 1, "the attempt was adopted, not run again"
-    wait_until(lambda: not _alive(starts[0][2]), 15, message="runner gone after the timeout")
+    wait_until(lambda: not pid_alive(starts[0][2]), 15, message="runner gone after the timeout")
     process_cluster.check_alive()
 
 

@@ -7,7 +7,6 @@ twice" is checked against what really ran, not against what Steward reports.
 
 from __future__ import annotations
 
-import os
 import signal
 from pathlib import Path
 
@@ -17,19 +16,11 @@ from e2e.ticking import read_truth, write_pipeline
 from steward.testing.processes import ProcessCluster
 from steward.wire.jobs import FixedDelayRestart, NoRestart
 from steward.wire.states import JobState
-from support import wait_until
+from support import pid_alive, wait_until
 
 pytestmark = pytest.mark.zookeeper
 
 EXAMPLES = Path(__file__).parents[3] / "examples"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def test_submit_run_finish_and_result(process_cluster: ProcessCluster, tmp_path: Path) -> None:
@@ -77,7 +68,7 @@ def test_cancel_stops_the_attempt(process_cluster: ProcessCluster, tmp_path: Pat
         client.cancel("forever")
         result = client.wait("forever", timeout=30)
         assert result.state.value == "CANCELED"
-    wait_until(lambda: not _alive(pid), 15, message="runner gone after cancel")
+    wait_until(lambda: not pid_alive(pid), 15, message="runner gone after cancel")
     process_cluster.check_alive()
 
 

@@ -36,16 +36,15 @@ def cluster(
     tmp_path_factory: pytest.TempPathFactory, zookeeper: ManagedEnsemble
 ) -> Iterator[ProcessCluster]:
     folder = tmp_path_factory.mktemp("metrics")
-    cluster = ProcessCluster(folder, zookeeper.connect_string, f"t-metrics-{folder.name[-6:]}")
-    try:
+    with ProcessCluster(
+        folder, zookeeper.connect_string, f"t-metrics-{folder.name[-6:]}"
+    ) as cluster:
         cluster.start_jobmanager("jm-1")
         cluster.start_jobmanager("jm-2")
         cluster.start_taskmanager("tm-1", slots=SLOTS)
         cluster.wait_ready(taskmanagers=1)
         wait_until(lambda: len((cluster.cluster_view() or {}).get("jobmanagers", [])) == 2, 30)
         yield cluster
-    finally:
-        cluster.stop()
 
 
 @pytest.fixture(scope="module")

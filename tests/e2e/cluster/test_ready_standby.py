@@ -28,11 +28,8 @@ SESSION_TIMEOUT = 10.0
 
 @pytest.fixture
 def cluster(tmp_path: Path, zk_quorum: str, cluster_id: str) -> Iterator[ProcessCluster]:
-    cluster = ProcessCluster(tmp_path, zk_quorum, cluster_id, session_timeout="10s")
-    try:
+    with ProcessCluster(tmp_path, zk_quorum, cluster_id, session_timeout="10s") as cluster:
         yield cluster
-    finally:
-        cluster.stop()
 
 
 def _ready(cluster: ProcessCluster, proc: Proc) -> bool:

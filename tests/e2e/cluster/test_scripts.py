@@ -65,22 +65,11 @@ def shared_cluster(
     tmp_path_factory: pytest.TempPathFactory, zookeeper: ManagedEnsemble
 ) -> Iterator[ProcessCluster]:
     workdir = tmp_path_factory.mktemp("scripts-cluster")
-    cluster = ProcessCluster(workdir, zookeeper.connect_string, f"t-scripts-{secrets.token_hex(4)}")
-    try:
-        cluster.start_jobmanager("jm-1")
-        cluster.start_taskmanager("tm-1")
-        cluster.wait_ready(taskmanagers=1)
+    with ProcessCluster(
+        workdir, zookeeper.connect_string, f"t-scripts-{secrets.token_hex(4)}"
+    ) as cluster:
+        cluster.start_one_of_each()
         yield cluster
-    finally:
-        cluster.stop()
-
-
-@pytest.fixture
-def cluster(shared_cluster: ProcessCluster) -> Iterator[ProcessCluster]:
-    """The module's cluster; after the test, every Steward process must still run."""
-    shared_cluster.check_alive()
-    yield shared_cluster
-    shared_cluster.check_alive()
 
 
 def write_script(folder: Path, source: str, name: str = "wordcount_app.py") -> Path:

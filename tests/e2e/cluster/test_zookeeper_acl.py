@@ -18,7 +18,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError, NotEmptyError
 from kazoo.security import OPEN_ACL_UNSAFE
 
-from acl_probes import stranger_client, tree, world_open
+from acl_probes import assert_closed, stranger_client, tree, world_open
 from e2e.ticking import write_pipeline
 from steward.ha.acl import ACL_KEY, DIGEST_FILE_KEY, create_digest_file
 from steward.ha.layout import Layout
@@ -50,14 +50,7 @@ def _layout(cluster: ProcessCluster) -> Layout:
 
 def _assert_closed_to(stranger: KazooClient, paths: list[str], root: str) -> None:
     for path in paths:
-        with pytest.raises(NoAuthError):
-            stranger.get(path)
-        with pytest.raises(NoAuthError):
-            stranger.get_children(path)
-        with pytest.raises(NoAuthError):
-            stranger.set(path, b"x")
-        with pytest.raises(NoAuthError):
-            stranger.create(f"{path}/intruder", b"x")
+        assert_closed(stranger, path)
         with pytest.raises(NoAuthError):
             stranger.set_acls(path, OPEN_ACL_UNSAFE)
         if path == root:

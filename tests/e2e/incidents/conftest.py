@@ -18,11 +18,8 @@ from support import ZK_TEST_ROOT
 @pytest.fixture
 def cluster3(tmp_path: Path, zk_quorum3: str, cluster_id: str) -> Iterator[ProcessCluster]:
     """A process cluster (no processes yet) on the session's 3-server ensemble."""
-    processes = ProcessCluster(tmp_path, zk_quorum3, cluster_id)
-    try:
+    with ProcessCluster(tmp_path, zk_quorum3, cluster_id) as processes:
         yield processes
-    finally:
-        processes.stop()
 
 
 @pytest.fixture

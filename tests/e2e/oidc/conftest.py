@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from e2e.oidc.oidc_provider import CLIENT_ID, CLIENT_SECRET, SCOPE, OidcProvider, new_key
 from e2e.oidc.provider_env import node
-from e2e.ui.browser import CHROMIUM, Browser, launch
+from e2e.ui.browser import Browser, launch
 from steward.testing.ports import free_port
 from steward.testing.processes import Proc, ProcessCluster
 from steward.zookeeper.managed import ManagedEnsemble
@@ -100,7 +99,5 @@ def sign_on(
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"{CHROMIUM} is missing (Debian's chromium package: scripts/setup.sh)")
     with launch() as opened:
         yield opened

@@ -287,14 +287,6 @@ class RunnerHarness:
         self.close()
 
 
-def alive(pid: int) -> bool:
-    """True while ``pid`` exists and is not a zombie (PID 1 may be slow to reap)."""
-    try:
-        return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
-    except psutil.NoSuchProcess:
-        return False
-
-
 @contextlib.contextmanager
 def running(
     workdir: Path, launch: LaunchDocument | bytes | None, **kwargs: Any

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from runner_harness import alive, launch_document
+from runner_harness import launch_document
 
 from steward.supervisor.completion import run_to_completion
 from steward.supervisor.runner_process import RunnerProcess
@@ -27,7 +27,7 @@ from steward.wire.runner_protocol import (
     RunMode,
     RunnerEvent,
 )
-from support import wait_until
+from support import pid_alive, wait_until
 
 DEADLINE = 30.0
 
@@ -191,7 +191,7 @@ def test_a_runner_whose_feed_stops_dies_by_its_deadman_switch(
     runners.append(runner)
     wait_until(lambda: recorder.has(ProgressEvent), DEADLINE, message="pipeline running")
     pid = runner.pid
-    assert pid is not None and alive(pid)
+    assert pid is not None and pid_alive(pid)
 
     runner.stop_feeding()
 

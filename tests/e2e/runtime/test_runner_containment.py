@@ -15,9 +15,9 @@ import psutil
 import pytest
 from runner_harness import RunnerHarness, launch_document
 
-from escapers import ESCAPER, alive, escaped_from, kill_sleepers
+from escapers import ESCAPER, escaped_from, kill_sleepers
 from steward.wire.runner_protocol import FinishedEvent, ProgressEvent
-from support import wait_until
+from support import pid_alive, wait_until
 
 DEADMAN_TIMEOUT = 2.0
 MARGIN = 10.0
@@ -72,7 +72,7 @@ def test_a_daemonised_process_is_killed_when_the_attempt_ends(
         final = runner.wait_final(30.0)
 
         assert isinstance(final, FinishedEvent), runner.log()
-        wait_until(lambda: not alive(escaped), MARGIN, message="escaped sleeper gone")
+        wait_until(lambda: not pid_alive(escaped), MARGIN, message="escaped sleeper gone")
 
 
 def test_the_deadman_switch_kills_a_daemonised_process(
@@ -84,5 +84,5 @@ def test_the_deadman_switch_kills_a_daemonised_process(
         runner.close_stdin()
 
         assert runner.wait_exit(DEADMAN_TIMEOUT + MARGIN) == -9
-        wait_until(lambda: not alive(escaped), MARGIN, message="escaped sleeper gone")
+        wait_until(lambda: not pid_alive(escaped), MARGIN, message="escaped sleeper gone")
         assert "dead-man's switch" in runner.log()

@@ -17,10 +17,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from runner_harness import RunnerHarness, alive, launch_document, running
+from runner_harness import RunnerHarness, launch_document, running
 
 from steward.wire.runner_protocol import ProgressEvent, StartedEvent
-from support import wait_until
+from support import pid_alive, wait_until
 
 DEADMAN_TIMEOUT = 2.0
 MARGIN = 10.0
@@ -57,7 +57,7 @@ def start_sleepers(tmp_path: Path, runner: RunnerHarness, cleanup: list[int]) ->
     runner.wait_event(lambda e: isinstance(e, ProgressEvent), 30.0, "sleepers started")
     pids = [int(pid) for pid in pids_file.read_text().split()]
     cleanup.extend(pids)
-    assert all(alive(pid) for pid in pids)
+    assert all(pid_alive(pid) for pid in pids)
     return pids
 
 
@@ -66,7 +66,7 @@ def assert_all_gone(runner: RunnerHarness, sleepers: list[int]) -> float:
     code = runner.wait_exit(DEADMAN_TIMEOUT + MARGIN)
     exited = time.monotonic()
     assert code == -9, f"exit code {code}\n{runner.log()}"
-    wait_until(lambda: not any(alive(pid) for pid in sleepers), MARGIN, message="sleepers gone")
+    wait_until(lambda: not any(pid_alive(pid) for pid in sleepers), MARGIN, message="sleepers gone")
     wait_until(lambda: runner.group_members() == [], MARGIN, message="process group gone")
     # A frozen parent may never drain the pipe: the switch writes no event.
     assert runner.kinds() == ["started", "progress"]

@@ -13,7 +13,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from runner_harness import EXAMPLES, RunnerHarness, alive, launch_document, running
+from runner_harness import EXAMPLES, RunnerHarness, launch_document, running
 
 from steward.wire.jobs import JobSpec
 from steward.wire.runner_protocol import (
@@ -24,7 +24,7 @@ from steward.wire.runner_protocol import (
     RunMode,
     StartedEvent,
 )
-from support import wait_until
+from support import pid_alive, wait_until
 
 EXIT_DEADLINE = 30.0
 
@@ -387,7 +387,7 @@ def test_processes_the_pipeline_leaves_behind_are_killed_when_it_ends(tmp_path: 
 
     assert isinstance(runner.events[-1], FinishedEvent)
     sleeper = int(pid_file.read_text())
-    wait_until(lambda: not alive(sleeper), 10.0, message=f"sleep {sleeper} killed")
+    wait_until(lambda: not pid_alive(sleeper), 10.0, message=f"sleep {sleeper} killed")
 
 
 def test_sigterm_cancels_the_attempt_and_lets_finally_blocks_run(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from runner_harness import EXAMPLES, SAMPLE, alive, launch_document, running
+from runner_harness import EXAMPLES, SAMPLE, launch_document, running
 
 from e2e.wordcounts import (
     committed_batches,
@@ -23,7 +23,7 @@ from e2e.wordcounts import (
     split_into_files,
 )
 from steward.wire.runner_protocol import FailedEvent, FinishedEvent, completed_stages_of
-from support import wait_until
+from support import pid_alive, wait_until
 
 pytestmark = pytest.mark.spark
 
@@ -195,7 +195,7 @@ def test_the_dead_man_switch_takes_the_spark_jvm_down_with_the_runner(tmp_path: 
         runner.stop_feeding()
 
         assert runner.wait_exit(3.0 + 30.0) == -9
-        wait_until(lambda: not any(alive(pid) for pid in jvms), 30.0, message="JVM gone")
+        wait_until(lambda: not any(pid_alive(pid) for pid in jvms), 30.0, message="JVM gone")
         wait_until(lambda: runner.group_members() == [], 30.0, message="group gone")
 
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
+import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
 CHROMIUM = "/usr/bin/chromium"
@@ -26,7 +28,10 @@ __all__ = ["CHROMIUM", "Browser", "Page", "launch", "sign_in"]
 
 @contextmanager
 def launch() -> Iterator[Browser]:
-    """A browser for a module's tests (each test opens a context of its own: its own cookies)."""
+    """A browser for a module's tests (each test opens a context of its own: its own cookies);
+    the tests are skipped where Debian's chromium is not installed."""
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"{CHROMIUM} is missing (Debian's chromium package: scripts/setup.sh)")
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:

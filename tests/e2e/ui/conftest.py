@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from e2e.ui.browser import CHROMIUM, Browser, launch
+from e2e.ui.browser import Browser, launch
 from steward.testing.credentials import kit_admin_token
 from steward.testing.processes import Proc, ProcessCluster
 from steward.zookeeper.managed import ManagedEnsemble
@@ -28,13 +27,12 @@ def ui_cluster(
     tmp_path_factory: pytest.TempPathFactory, zookeeper: ManagedEnsemble
 ) -> Iterator[ProcessCluster]:
     """jm-1 (the leader), jm-2 (a standby) and tm-1, ready."""
-    cluster = ProcessCluster(
+    with ProcessCluster(
         tmp_path_factory.mktemp("ui"),
         zookeeper.connect_string,
         f"t-ui-{secrets.token_hex(4)}",
         extra={"jobmanager.cancel-grace": CANCEL_GRACE},
-    )
-    try:
+    ) as cluster:
         cluster.start_jobmanager("jm-1")
         cluster.wait_ready(taskmanagers=0)
         standby = cluster.start_jobmanager("jm-2")
@@ -42,8 +40,6 @@ def ui_cluster(
         cluster.wait_ready(taskmanagers=1)
         wait_until(lambda: _ready(cluster, standby), 30, "the standby is ready")
         yield cluster
-    finally:
-        cluster.stop()
 
 
 def _ready(cluster: ProcessCluster, proc: Proc) -> bool:
@@ -58,8 +54,6 @@ def _ready(cluster: ProcessCluster, proc: Proc) -> bool:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"{CHROMIUM} is missing (Debian's chromium package: scripts/setup.sh)")
     with launch() as opened:
         yield opened
 

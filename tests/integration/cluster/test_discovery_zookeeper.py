@@ -10,6 +10,7 @@ import pytest
 from kazoo.client import KazooClient
 from kazoo.security import OPEN_ACL_UNSAFE
 
+from acl_probes import started_client
 from steward.client.discovery import discover_addresses
 from steward.config import Configuration, load
 from steward.errors import ClusterUnreachableError, ConfigurationError
@@ -23,13 +24,8 @@ pytestmark = pytest.mark.zookeeper
 
 @pytest.fixture
 def zk(zk_quorum: str) -> Iterator[KazooClient]:
-    client = KazooClient(hosts=zk_quorum)
-    client.start(timeout=15)
-    try:
+    with started_client(zk_quorum) as client:
         yield client
-    finally:
-        client.stop()
-        client.close()
 
 
 def config_for(quorum: str, cluster_id: str, **keys: str) -> Configuration:

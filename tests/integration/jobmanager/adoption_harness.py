@@ -4,6 +4,7 @@ The set-up of the tests of adoption (a new leader takes running attempts from th
 jobs submitted to ``jm-1``, attempt 1 of each holding its execution lease on a
 :class:`PretendTaskManager`, then ``jm-1`` stopped. The test starts the successor (after
 whatever it tampers with) and drives the TaskManager's reports of the adopted attempts.
+:func:`running_behind_lease` is one such job, running on the first leader's watch.
 
 Import as ``from adoption_harness import ...`` from tests in this folder.
 """
@@ -15,11 +16,12 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from jobmanager_harness import JobManagerCluster, PretendTaskManager
+from jobmanager_harness import JobManagerCluster, PretendTaskManager, report
 
 from steward.jobmanager.leader.graph_checks import AdoptedGraphs
+from steward.jobmanager.manager import JobManager
 from steward.store.job_graphs import JobGraphStore
-from steward.wire.heartbeat import AttemptReport
+from steward.wire.heartbeat import AttemptReport, StartAttempt
 from steward.wire.jobs import JobGraphPointer
 from steward.wire.records import ExecutionLease
 from steward.wire.runner_protocol import FailedEvent
@@ -43,6 +45,20 @@ def leased_jobs(
         tm.zk.create(cluster.layout.execution(job_id), lease.to_json(), ephemeral=True)
     leader.stop()
     return tm
+
+
+def running_behind_lease(
+    cluster: JobManagerCluster, leader: JobManager, tm: PretendTaskManager, job_id: str, **spec: Any
+) -> StartAttempt:
+    """``job_id`` submitted to ``leader`` and its first attempt RUNNING on ``tm``, behind the
+    execution lease a real TaskManager takes before it spawns the runner."""
+    cluster.submitted(leader, job_id, **spec)
+    start, _ = tm.wait_command(leader, StartAttempt, job_id)
+    lease = ExecutionLease(taskmanager=tm.id, attempt=start.attempt, epoch=start.epoch)
+    tm.zk.create(cluster.layout.execution(job_id), lease.to_json(), ephemeral=True)
+    tm.heartbeat(leader, report(start, AttemptPhase.RUNNING))
+    cluster.wait_state(leader, job_id, "RUNNING")
+    return start
 
 
 def running_report(job_id: str, started_at: float = STARTED_AT) -> AttemptReport:

@@ -12,8 +12,5 @@ from jobmanager_harness import JobManagerCluster
 @pytest.fixture
 def cluster(zk_quorum: str, cluster_id: str, tmp_path: Path) -> Iterator[JobManagerCluster]:
     """This test's cluster; every JobManager and client it started is stopped after it."""
-    made = JobManagerCluster(zk_quorum, cluster_id, tmp_path)
-    try:
+    with JobManagerCluster(zk_quorum, cluster_id, tmp_path) as made:
         yield made
-    finally:
-        made.close()

@@ -20,7 +20,7 @@ import io
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import httpx
 from kazoo.client import KazooClient
@@ -91,7 +91,8 @@ def submission(
 
 
 class JobManagerCluster:
-    """One test's Steward cluster: configuration, JobManagers, a ZooKeeper client, REST."""
+    """One test's Steward cluster: configuration, JobManagers, a ZooKeeper client, REST;
+    closed (every JobManager and client stopped) at the end of a ``with`` block."""
 
     def __init__(self, quorum: str, cluster_id: str, tmp_path: Path) -> None:
         self.quorum = quorum
@@ -182,6 +183,12 @@ class JobManagerCluster:
             sequence=True,
         )
         return client
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
 
     def close(self) -> None:
         for manager in reversed(self.managers):

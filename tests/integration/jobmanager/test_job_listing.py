@@ -41,12 +41,18 @@ def submit_seven(cluster: JobManagerCluster, leader: JobManager) -> list[str]:
     return ids[::-1]
 
 
-def test_the_leader_and_a_standby_page_newest_first_with_the_same_cursors(
-    cluster: JobManagerCluster,
-) -> None:
+def leader_and_standby(cluster: JobManagerCluster) -> tuple[JobManager, JobManager]:
+    """jm-1 leading and jm-2 a standby that knows it."""
     leader = cluster.start_leader("jm-1")
     standby = cluster.start("jm-2")
     cluster.wait_knows_leader(standby, leader)
+    return leader, standby
+
+
+def test_the_leader_and_a_standby_page_newest_first_with_the_same_cursors(
+    cluster: JobManagerCluster,
+) -> None:
+    leader, standby = leader_and_standby(cluster)
     newest_first = submit_seven(cluster, leader)
 
     assert every_page(cluster, leader, "limit=3") == [
@@ -70,9 +76,7 @@ def test_the_leader_and_a_standby_page_newest_first_with_the_same_cursors(
 def test_filters_by_label_name_state_and_submitter_on_a_standby(
     cluster: JobManagerCluster,
 ) -> None:
-    leader = cluster.start_leader("jm-1")
-    standby = cluster.start("jm-2")
-    cluster.wait_knows_leader(standby, leader)
+    leader, standby = leader_and_standby(cluster)
     newest_first = submit_seven(cluster, leader)
     submitter = cluster.job(leader, "job-0")["submitter"]
     assert submitter
@@ -150,9 +154,7 @@ def test_a_new_leader_lists_every_job_from_its_index(cluster: JobManagerCluster)
 def test_a_job_submitted_through_a_standby_is_listed_there_at_once(
     cluster: JobManagerCluster,
 ) -> None:
-    leader = cluster.start_leader("jm-1")
-    standby = cluster.start("jm-2")
-    cluster.wait_knows_leader(standby, leader)
+    _, standby = leader_and_standby(cluster)
     wait_until(lambda: standby.reader.index.ready, SETTLE, message="the standby's index filled")
     for n in range(3):
         cluster.submitted(standby, f"via-standby-{n}")

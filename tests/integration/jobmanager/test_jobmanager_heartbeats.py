@@ -15,6 +15,7 @@ import time
 
 import httpx
 import pytest
+from adoption_harness import running_behind_lease
 from jobmanager_harness import (
     HEARTBEAT_INTERVAL,
     REPLACEMENT_GRACE,
@@ -36,7 +37,7 @@ from steward.wire.heartbeat import (
     StartAttempt,
 )
 from steward.wire.record_format import decode_pointer
-from steward.wire.records import ErrorInfo, ExecutionLease, JobResultEntry, JobResultIndex
+from steward.wire.records import ErrorInfo, JobResultEntry, JobResultIndex
 from steward.wire.runner_protocol import CheckpointEvent, FailedEvent, FinishedEvent
 from steward.wire.states import AttemptPhase
 from support import wait_until
@@ -256,16 +257,7 @@ def test_a_new_leader_adopts_an_attempt_whose_lease_it_finds(cluster: JobManager
     standby = cluster.start("jm-2")
     cluster.wait_knows_leader(standby, leader)
     tm = PretendTaskManager(cluster, "tm-1").register()
-    cluster.submitted(leader, "job-adopted")
-    start, _ = tm.wait_command(leader, StartAttempt, "job-adopted")
-    # What a real TaskManager does before it spawns the runner: take the execution lease.
-    tm.zk.create(
-        cluster.layout.execution("job-adopted"),
-        ExecutionLease(taskmanager="tm-1", attempt=start.attempt, epoch=start.epoch).to_json(),
-        ephemeral=True,
-    )
-    tm.heartbeat(leader, report(start, RUNNING))
-    cluster.wait_state(leader, "job-adopted", "RUNNING")
+    start = running_behind_lease(cluster, leader, tm, "job-adopted")
 
     leader.stop()
     cluster.wait_leading(standby)
@@ -336,15 +328,7 @@ def test_a_cancel_requested_before_a_failover_is_carried_out_by_the_new_leader(
     standby = cluster.start("jm-2")
     cluster.wait_knows_leader(standby, leader)
     tm = PretendTaskManager(cluster, "tm-1").register()
-    cluster.submitted(leader, "job-unwanted")
-    start, _ = tm.wait_command(leader, StartAttempt, "job-unwanted")
-    tm.zk.create(
-        cluster.layout.execution("job-unwanted"),
-        ExecutionLease(taskmanager="tm-1", attempt=start.attempt, epoch=start.epoch).to_json(),
-        ephemeral=True,
-    )
-    tm.heartbeat(leader, report(start, RUNNING))
-    cluster.wait_state(leader, "job-unwanted", "RUNNING")
+    start = running_behind_lease(cluster, leader, tm, "job-unwanted")
     response = cluster.post(leader, "/v1/jobs/job-unwanted/cancel")
     assert response.status_code == 202
     assert response.json()["state"] == "CANCELLING"

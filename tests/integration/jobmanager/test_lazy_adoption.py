@@ -18,7 +18,7 @@ from adoption_harness import (
     no_background_reads,
     running_report,
 )
-from jobmanager_harness import SETTLE, JobManagerCluster, dispatcher_of
+from jobmanager_harness import SETTLE, JobManagerCluster, PretendTaskManager, dispatcher_of
 
 from steward.jobmanager.manager import JobManager
 from steward.wire.heartbeat import AttemptReport, CancelAttempt
@@ -56,15 +56,24 @@ def test_takeover_reads_no_graph_blob_for_an_adopted_job(
         assert job["attempts"][-1]["adopted_by"] == [2]
 
 
-def test_an_adopted_job_whose_graph_is_gone_fails_after_the_takeover_and_its_attempt_stops(
-    cluster: JobManagerCluster,
-) -> None:
-    gone, kept = "job-0", "job-1"
+def taken_over_with_a_graph_gone(
+    cluster: JobManagerCluster, gone: str, kept: str
+) -> tuple[PretendTaskManager, JobManager]:
+    """``gone`` and ``kept`` leased on a TaskManager, ``gone``'s graph blob deleted, and jm-2
+    leading after adopting both."""
     tm = leased_jobs(cluster, [gone, kept])
     pointer = decode_pointer(cluster.data(cluster.layout.jobgraph(gone)) or b"", gone)
     (cluster.storage / pointer.blob).unlink()
     successor = cluster.start_leader("jm-2")
     assert dispatcher_of(successor).recovery_summary["adopted"] == 2
+    return tm, successor
+
+
+def test_an_adopted_job_whose_graph_is_gone_fails_after_the_takeover_and_its_attempt_stops(
+    cluster: JobManagerCluster,
+) -> None:
+    gone, kept = "job-0", "job-1"
+    tm, successor = taken_over_with_a_graph_gone(cluster, gone, kept)
 
     result = cluster.wait_result_clean(successor, gone)
 
@@ -81,11 +90,7 @@ def test_an_adopted_job_whose_graph_is_gone_fails_when_its_attempt_ends(
 ) -> None:
     no_background_reads(monkeypatch)
     gone, kept = "job-0", "job-1"
-    tm = leased_jobs(cluster, [gone, kept])
-    pointer = decode_pointer(cluster.data(cluster.layout.jobgraph(gone)) or b"", gone)
-    (cluster.storage / pointer.blob).unlink()
-    successor = cluster.start_leader("jm-2")
-    assert dispatcher_of(successor).recovery_summary["adopted"] == 2
+    tm, successor = taken_over_with_a_graph_gone(cluster, gone, kept)
 
     tm.heartbeat(successor, failed_report(gone), failed_report(kept))
 

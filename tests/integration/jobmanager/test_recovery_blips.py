@@ -14,6 +14,7 @@ import logging
 from typing import Any
 
 import pytest
+from adoption_harness import running_behind_lease
 from jobmanager_harness import SETTLE, JobManagerCluster, PretendTaskManager, report
 
 from steward.errors import ZooKeeperUnavailableError
@@ -38,19 +39,13 @@ WAITING = "job recovery waits"
 
 
 def _running(
-    cluster: JobManagerCluster, leader: JobManager, tm: PretendTaskManager, job_id: str, **spec: Any
-) -> StartAttempt:
-    """Submit ``job_id`` and run its first attempt on ``tm`` behind its lease."""
-    cluster.submitted(leader, job_id, **spec)
-    start, _ = tm.wait_command(leader, StartAttempt, job_id)
-    tm.zk.create(
-        cluster.layout.execution(job_id),
-        ExecutionLease(taskmanager=tm.id, attempt=start.attempt, epoch=start.epoch).to_json(),
-        ephemeral=True,
-    )
-    tm.heartbeat(leader, report(start, RUNNING))
-    cluster.wait_state(leader, job_id, "RUNNING")
-    return start
+    cluster: JobManagerCluster, job_id: str, **spec: Any
+) -> tuple[JobManager, PretendTaskManager, StartAttempt]:
+    """jm-1 leading, and ``job_id`` submitted to it and running its first attempt on tm-1
+    behind its lease."""
+    leader = cluster.start_leader("jm-1")
+    tm = PretendTaskManager(cluster, "tm-1").register()
+    return leader, tm, running_behind_lease(cluster, leader, tm, job_id, **spec)
 
 
 def _without_adoption_facts(cluster: JobManagerCluster, job_id: str) -> None:
@@ -83,9 +78,7 @@ def test_an_unmounted_storage_during_recovery_is_waited_out_and_the_attempt_adop
     cluster: JobManagerCluster, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO, logger="steward.jobmanager.leader.recovery")
-    leader = cluster.start_leader("jm-1")
-    tm = PretendTaskManager(cluster, "tm-1").register()
-    start = _running(cluster, leader, tm, "job-a")
+    leader, tm, start = _running(cluster, "job-a")
     leader.stop()
     _without_adoption_facts(cluster, "job-a")  # its recovery reads the graph (issue 22)
     # The storage's mount goes away (an NFS share dropped, a bucket unreachable): every blob
@@ -125,9 +118,7 @@ def test_an_unmounted_storage_during_recovery_is_waited_out_and_the_attempt_adop
 def test_a_lost_zookeeper_connection_on_a_pointer_read_is_retried(
     cluster: JobManagerCluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    leader = cluster.start_leader("jm-1")
-    tm = PretendTaskManager(cluster, "tm-1").register()
-    start = _running(cluster, leader, tm, "job-b")
+    leader, tm, start = _running(cluster, "job-b")
     leader.stop()
     read = JobGraphStore.get_with_pointer
     failed: list[str] = []
@@ -157,9 +148,7 @@ def test_a_lost_zookeeper_connection_on_a_pointer_read_is_retried(
 def test_a_lost_zookeeper_connection_while_listing_the_leases_is_waited_out_in_the_same_term(
     cluster: JobManagerCluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    leader = cluster.start_leader("jm-1")
-    tm = PretendTaskManager(cluster, "tm-1").register()
-    start = _running(cluster, leader, tm, "job-c")
+    leader, tm, start = _running(cluster, "job-c")
     leader.stop()
     read = ExecutionLeases.all
     failed: list[str] = []
@@ -184,10 +173,8 @@ def test_a_lost_zookeeper_connection_while_listing_the_leases_is_waited_out_in_t
 def test_a_failed_read_of_an_outcome_record_is_retried_not_counted_lost(
     cluster: JobManagerCluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    leader = cluster.start_leader("jm-1")
-    tm = PretendTaskManager(cluster, "tm-1").register()
     restart = {"kind": "fixed-delay", "attempts": 3, "delay": 0}
-    start = _running(cluster, leader, tm, "job-c", restart_strategy=restart)
+    leader, tm, start = _running(cluster, "job-c", restart_strategy=restart)
     # The attempt finished; its TaskManager records the outcome as it releases the lease (one
     # multi-op, as ExecutionLeases does), then dies before it reports.
     record = OutcomeRecord(

@@ -41,11 +41,8 @@ pytestmark = pytest.mark.zookeeper
 def own_cluster(
     stoppable_zookeeper: ManagedEnsemble, cluster_id: str, tmp_path: Path
 ) -> Iterator[JobManagerCluster]:
-    made = JobManagerCluster(stoppable_zookeeper.connect_string, cluster_id, tmp_path)
-    try:
+    with JobManagerCluster(stoppable_zookeeper.connect_string, cluster_id, tmp_path) as made:
         yield made
-    finally:
-        made.close()
 
 
 def test_a_cancel_the_leader_cannot_store_is_refused_and_stored_on_retry(

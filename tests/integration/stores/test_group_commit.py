@@ -86,13 +86,16 @@ def _czxid(session: Session, path: str) -> int:
     return int(stat.czxid)
 
 
-def _queue_behind_gate(
-    commits: GroupCommit, gated: GatedFence, first: Callable[[], None], queued: Callable[[], None]
+def _run_behind_a_commit_in_flight(
+    writers: Writers, gated: GatedFence, base: str, queued: Callable[[], None]
 ) -> None:
-    """Start ``first`` (held in its commit), then ``queued``, and wait until all are queued."""
-    first()
+    """Writer "first" (creating ``base``/w0) held in its commit, then ``queued`` (until all
+    its writers are queued); then the commit goes on and every writer ends."""
+    writers.start("first", [Create(f"{base}/w0", b"x")])
     wait_until(gated.entered.is_set, 10, message="the first commit in flight")
     queued()
+    gated.gate.set()
+    writers.join()
 
 
 def test_writers_queued_behind_a_commit_in_flight_share_the_next_transaction(
@@ -107,11 +110,7 @@ def test_writers_queued_behind_a_commit_in_flight_share_the_next_transaction(
             writers.start(path, [Create(path, b"x")])
         wait_until(lambda: len(commits._queue) == 5, 10, message="five writers queued")
 
-    _queue_behind_gate(
-        commits, gated, lambda: writers.start("first", [Create(f"{base}/w0", b"x")]), queued
-    )
-    gated.gate.set()
-    writers.join()
+    _run_behind_a_commit_in_flight(writers, gated, base, queued)
 
     assert all(outcome is None for outcome in writers.outcomes.values()), writers.outcomes
     first = _czxid(session, f"{base}/w0")
@@ -133,11 +132,7 @@ def test_a_writer_whose_node_exists_fails_alone_and_the_others_are_created(
         writers.start("b", [Create(f"{base}/b", b"x")])
         wait_until(lambda: len(commits._queue) == 3, 10, message="three writers queued")
 
-    _queue_behind_gate(
-        commits, gated, lambda: writers.start("first", [Create(f"{base}/w0", b"x")]), queued
-    )
-    gated.gate.set()
-    writers.join()
+    _run_behind_a_commit_in_flight(writers, gated, base, queued)
 
     failure = writers.outcomes["dup"]
     assert isinstance(failure, NodeExistsError)
@@ -188,11 +183,7 @@ def test_a_writer_guarded_by_a_node_that_exists_creates_nothing_and_the_others_c
         writers.start("free", [Absent(f"{base}/no-result"), Create(f"{base}/other", b"p")])
         wait_until(lambda: len(commits._queue) == 2, 10, message="two writers queued")
 
-    _queue_behind_gate(
-        commits, gated, lambda: writers.start("first", [Create(f"{base}/w0", b"x")]), queued
-    )
-    gated.gate.set()
-    writers.join()
+    _run_behind_a_commit_in_flight(writers, gated, base, queued)
 
     failure = writers.outcomes["guarded"]
     assert isinstance(failure, NodeExistsError)

@@ -8,7 +8,8 @@ a test spawned through ``groups`` is killed, so no ``sleep`` outlives its test.
 For whole TaskManagers: ``tm_config(**keys)`` is a configuration of this test's cluster (its
 own storage and work directories under tmp_path), ``blobs`` its blob storage,
 ``scripted(name)`` a started :class:`ScriptedLeader`, and ``taskmanager(tm_id, **keys)`` a
-started in-process :class:`TaskManager`, stopped after the test.
+started in-process :class:`TaskManager`, stopped after the test; ``rig`` holds those with
+``blobs``, ``leases`` and ``tm_session`` (:class:`rig.Rig`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from contextlib import ExitStack, suppress
 from pathlib import Path
 
 import pytest
+from rig import Rig
 from scripted_leader import ScriptedLeader
 
 from steward import config
@@ -214,3 +216,14 @@ def taskmanager(
         return manager
 
     return _start
+
+
+@pytest.fixture
+def rig(
+    scripted: Callable[..., ScriptedLeader],
+    taskmanager: Callable[..., TaskManager],
+    blobs: BlobStore,
+    leases: Callable[..., ExecutionLeases],
+    tm_session: Callable[..., Session],
+) -> Rig:
+    return Rig(scripted, taskmanager, blobs, leases, tm_session)

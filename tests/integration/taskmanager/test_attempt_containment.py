@@ -22,31 +22,21 @@ import pytest
 from ha_harness import expire_session
 from scripted_leader import ScriptedLeader, start_command
 
-from escapers import ESCAPER, alive, escaped_from, kill_sleepers
+from escapers import ESCAPER, escaped_from, kill_sleepers
 from steward.ha.session import Session
 from steward.store.blob import BlobStore
 from steward.store.leases import ExecutionLeases
-from steward.supervisor import containment
 from steward.taskmanager.manager import TaskManager
 from steward.wire.heartbeat import CancelAttempt
 from steward.wire.runner_protocol import FailedEvent, FinishedEvent
 from steward.wire.states import AttemptPhase
-from support import wait_until
+from support import pid_alive, wait_until
 
 pytestmark = pytest.mark.zookeeper
 
 JOB = "job-esc"
 DEADMAN_TIMEOUT = 2.0
 MARGIN = 15.0
-
-
-@pytest.fixture(params=["cgroup", "fallback"])
-def mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    if request.param == "fallback":
-        monkeypatch.setattr(containment, "attempt_parent", lambda: None)
-    elif containment.attempt_parent() is None:
-        pytest.skip("no usable cgroup v2 on this host")
-    return str(request.param)
 
 
 @pytest.fixture
@@ -75,7 +65,7 @@ class Rig:
 def rig(
     tmp_path: Path,
     *,
-    mode: str,
+    containment_mode: str,
     scripted: Callable[..., ScriptedLeader],
     taskmanager: Callable[..., TaskManager],
     blobs: BlobStore,
@@ -97,7 +87,7 @@ def start_escaper(
     assert report.progress is not None
     runner, escaped = int(str(report.progress["runner"])), int(str(report.progress["escaped"]))
     escaped_pids.append(escaped)
-    assert escaped_from(escaped, runner) and alive(escaped)
+    assert escaped_from(escaped, runner) and pid_alive(escaped)
     return runner, escaped
 
 
@@ -111,10 +101,10 @@ def assert_gone_before_release(
         if report is None or report.phase is not AttemptPhase.ENDED:
             return None
         assert report.outcome is not None
-        return (alive(escaped), report.outcome)
+        return (pid_alive(escaped), report.outcome)
 
     def released() -> tuple[bool] | None:
-        return None if observer.held(JOB) is not None else (alive(escaped),)
+        return None if observer.held(JOB) is not None else (pid_alive(escaped),)
 
     alive_at_end, outcome = wait_until(ended, 30, message="attempt ENDED")
     assert not alive_at_end, "reported ENDED while a process of the attempt lives"
@@ -159,7 +149,7 @@ def test_self_fencing_kills_a_daemonised_process_of_the_attempt(rig: Rig) -> Non
     expire_session(rig.manager.session)
 
     report = rig.leader.wait_phase(JOB, AttemptPhase.ENDED, timeout=30)
-    assert not alive(escaped), "reported ENDED while a process of the attempt lives"
+    assert not pid_alive(escaped), "reported ENDED while a process of the attempt lives"
     assert isinstance(report.outcome, FailedEvent)
 
 
@@ -184,7 +174,7 @@ def test_a_sigkilled_taskmanager_leaves_no_process_of_its_attempt(
 
         process.send_signal(signal.SIGKILL)
 
-        wait_until(lambda: not alive(runner), DEADMAN_TIMEOUT + MARGIN, message="runner gone")
-        wait_until(lambda: not alive(escaped), MARGIN, message="escaped sleeper gone")
+        wait_until(lambda: not pid_alive(runner), DEADMAN_TIMEOUT + MARGIN, message="runner gone")
+        wait_until(lambda: not pid_alive(escaped), MARGIN, message="escaped sleeper gone")
     finally:
         kill_sleepers(escaped_pids)

@@ -15,14 +15,14 @@ from pathlib import Path
 import pytest
 from scripted_leader import ScriptedLeader, start_command
 
-from escapers import alive, kill_sleepers
+from escapers import kill_sleepers
 from steward.store.blob import BlobStore
 from steward.store.leases import ExecutionLeases
 from steward.taskmanager.manager import TaskManager
 from steward.wire.heartbeat import AttemptReport, CancelAttempt
 from steward.wire.runner_protocol import FailedEvent, FinishedEvent
 from steward.wire.states import AttemptPhase
-from support import wait_until
+from support import pid_alive, wait_until
 
 # Each test starts a JVM: ~10 s on an idle machine, several times that on a shared one.
 pytestmark = [pytest.mark.zookeeper, pytest.mark.spark, pytest.mark.slow]
@@ -75,7 +75,7 @@ def start_udf_job(
     sleepers.append(progress["sleeper"])
     assert progress["worker"] != progress["runner"]
     assert progress["worker_pgid"] != progress["runner"], "the worker left the runner's group"
-    assert alive(progress["sleeper"]) and alive(progress["worker"])
+    assert pid_alive(progress["sleeper"]) and pid_alive(progress["worker"])
     return report
 
 
@@ -91,12 +91,12 @@ def assert_nothing_left(
         if latest is None or latest.phase is not AttemptPhase.ENDED:
             return None
         assert latest.outcome is not None
-        return ([pid for pid in pids if alive(pid)], latest.outcome)
+        return ([pid for pid in pids if pid_alive(pid)], latest.outcome)
 
     def released() -> tuple[list[int]] | None:
         if observer.held(JOB) is not None:
             return None
-        return ([pid for pid in pids if alive(pid)],)
+        return ([pid for pid in pids if pid_alive(pid)],)
 
     alive_at_end, outcome = wait_until(ended, 60, message="attempt ENDED")
     assert alive_at_end == [], "reported ENDED while processes of the attempt live"

@@ -12,14 +12,13 @@ These tests freeze a ZooKeeper of their own module, and always thaw it.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from scripted_leader import ScriptedLeader, start_command
+from rig import Rig
+from scripted_leader import start_command
 
-from steward.store.blob import BlobStore
-from steward.taskmanager.manager import SELF_FENCED_ERROR, TaskManager
+from steward.taskmanager.manager import SELF_FENCED_ERROR
 from steward.wire.heartbeat import Rejection
 from steward.wire.runner_protocol import FailedEvent
 from steward.wire.states import AttemptPhase
@@ -40,14 +39,10 @@ def zk_quorum(frozen_zk: ManagedEnsemble) -> str:
 
 
 def test_a_frozen_zookeeper_fences_before_the_session_could_expire(
-    tmp_path: Path,
-    frozen_zk: ManagedEnsemble,
-    scripted: Callable[..., ScriptedLeader],
-    taskmanager: Callable[..., TaskManager],
-    blobs: BlobStore,
+    tmp_path: Path, frozen_zk: ManagedEnsemble, rig: Rig
 ) -> None:
-    leader = scripted()
-    manager = taskmanager(
+    leader = rig.scripted()
+    manager = rig.taskmanager(
         "tm-1",
         **{
             "high-availability.zookeeper.session-timeout": f"{SESSION_TIMEOUT:g}s",
@@ -55,7 +50,7 @@ def test_a_frozen_zookeeper_fences_before_the_session_could_expire(
         },
     )
     gate = str(tmp_path / "never")
-    leader.command(start_command(blobs, "job-f", leader.epoch, args=[gate]))
+    leader.command(start_command(rig.blobs, "job-f", leader.epoch, args=[gate]))
     running = leader.wait_phase("job-f", AttemptPhase.RUNNING)
     runner = manager.attempts.get("job-f", 1)
     assert runner is not None and runner.runner is not None
@@ -77,7 +72,7 @@ def test_a_frozen_zookeeper_fences_before_the_session_could_expire(
     assert runner.runner.wait_gone(0.1), "the whole group is gone when reported ENDED"
     assert ended.pid == running.pid
 
-    leader.command(start_command(blobs, "job-g", leader.epoch, args=[gate]))
+    leader.command(start_command(rig.blobs, "job-g", leader.epoch, args=[gate]))
     refused = leader.wait_phase("job-g", AttemptPhase.REJECTED)
     assert refused.rejection is Rejection.FENCED
 
@@ -85,5 +80,5 @@ def test_a_frozen_zookeeper_fences_before_the_session_could_expire(
 
     wait_until(lambda: not manager.fenced, 15, message="fencing lifted after the thaw")
     wait_until(lambda: manager.leases.held("job-f") is None, 15, message="lease released")
-    leader.command(start_command(blobs, "job-h", leader.epoch, args=[gate]))
+    leader.command(start_command(rig.blobs, "job-h", leader.epoch, args=[gate]))
     leader.wait_phase("job-h", AttemptPhase.RUNNING)

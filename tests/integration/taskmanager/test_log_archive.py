@@ -9,15 +9,14 @@ storage is back, after which the folder goes.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from scripted_leader import ScriptedLeader, open_gate, run_gated, start_command
+from rig import Rig
+from scripted_leader import open_gate, run_gated, start_command
 
 from steward.store.blob import BlobStore
 from steward.store.log_archive import LogArchive
-from steward.taskmanager.manager import TaskManager
 from steward.wire.states import AttemptPhase
 from support import wait_until
 
@@ -32,33 +31,25 @@ def archived(blobs: BlobStore, job_id: str) -> bytes | None:
         return opened.read()
 
 
-def test_an_ended_attempts_whole_log_is_archived(
-    tmp_path: Path,
-    scripted: Callable[..., ScriptedLeader],
-    taskmanager: Callable[..., TaskManager],
-    blobs: BlobStore,
-) -> None:
-    leader = scripted()
-    taskmanager("tm-1")
-    run_gated(leader, blobs, tmp_path, "job-a")
+def test_an_ended_attempts_whole_log_is_archived(tmp_path: Path, rig: Rig) -> None:
+    leader = rig.scripted()
+    rig.taskmanager("tm-1")
+    run_gated(leader, rig.blobs, tmp_path, "job-a")
     local = tmp_path / "work" / "tm-1" / "job-a" / "1" / "runner.log"
 
-    copy = wait_until(lambda: archived(blobs, "job-a"), 20, message="the log archived")
+    copy = wait_until(lambda: archived(rig.blobs, "job-a"), 20, message="the log archived")
 
     assert copy == local.read_bytes()
     assert b"job-a" in copy  # the runner's own lines name the job
 
 
 def test_an_archive_failure_is_retried_and_the_log_kept_until_storage_is_back(
-    tmp_path: Path,
-    scripted: Callable[..., ScriptedLeader],
-    taskmanager: Callable[..., TaskManager],
-    blobs: BlobStore,
+    tmp_path: Path, rig: Rig
 ) -> None:
-    leader = scripted()
-    manager = taskmanager("tm-1", **{"taskmanager.workdir.retention": "0"})
+    leader = rig.scripted()
+    manager = rig.taskmanager("tm-1", **{"taskmanager.workdir.retention": "0"})
     gate = tmp_path / "gate"
-    leader.command(start_command(blobs, "job-b", leader.epoch, args=[str(gate)]))
+    leader.command(start_command(rig.blobs, "job-b", leader.epoch, args=[str(gate)]))
     leader.wait_phase("job-b", AttemptPhase.RUNNING)
     storage = tmp_path / "storage"  # the tm_config fixture's high-availability.storage-dir
     away = storage.with_name("storage-unmounted")
@@ -80,6 +71,6 @@ def test_an_archive_failure_is_retried_and_the_log_kept_until_storage_is_back(
 
     away.rename(storage)
 
-    copy = wait_until(lambda: archived(blobs, "job-b"), 60, message="archived once back")
+    copy = wait_until(lambda: archived(rig.blobs, "job-b"), 60, message="archived once back")
     assert copy == local
     wait_until(lambda: not folder.exists(), 20, message="then the folder goes")

@@ -9,14 +9,12 @@ test_taskmanager.py).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from scripted_leader import ScriptedLeader, start_command
+from rig import Rig
+from scripted_leader import start_command
 
-from steward.store.blob import BlobStore
-from steward.taskmanager.manager import TaskManager
 from steward.wire.states import AttemptPhase
 from support import wait_until
 
@@ -26,16 +24,13 @@ SETTLED = (AttemptPhase.ENDED, AttemptPhase.REJECTED)
 
 
 def test_an_unmounted_storage_while_starting_refuses_the_attempt_spending_nothing(
-    scripted: Callable[..., ScriptedLeader],
-    taskmanager: Callable[..., TaskManager],
-    blobs: BlobStore,
-    tmp_path: Path,
+    tmp_path: Path, rig: Rig
 ) -> None:
-    leader = scripted()
-    manager = taskmanager("tm-1")
+    leader = rig.scripted()
+    manager = rig.taskmanager("tm-1")
     # (the TaskManager talks to the leader before the storage goes: what follows is the start)
     wait_until(lambda: leader.heartbeats, 20, message="a first heartbeat of tm-1")
-    command = start_command(blobs, "job-x", leader.epoch, args=["-"])
+    command = start_command(rig.blobs, "job-x", leader.epoch, args=["-"])
     storage = tmp_path / "storage"  # the tm_config fixture's high-availability.storage-dir
     away = storage.with_name("storage-unmounted")
     storage.rename(away)  # the mount went away: nothing is lost, nothing can be read

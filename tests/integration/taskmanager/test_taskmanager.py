@@ -8,7 +8,6 @@ reports what the heartbeat contract says.
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -16,18 +15,17 @@ from pathlib import Path
 import httpx
 import pytest
 from ha_harness import expire_session
-from scripted_leader import ScriptedLeader, open_gate, start_command
+from rig import Rig
+from scripted_leader import open_gate, start_command
 
 from steward.config import Configuration
 from steward.ha.session import Session
-from steward.store.blob import BlobStore
-from steward.store.leases import ExecutionLeases
 from steward.taskmanager.manager import SELF_FENCED_ERROR, TaskManager
 from steward.wire.heartbeat import CancelAttempt, Rejection
 from steward.wire.records import TaskManagerInfo
 from steward.wire.runner_protocol import FailedEvent, FinishedEvent
 from steward.wire.states import AttemptPhase
-from support import wait_until
+from support import pid_alive, wait_until
 
 pytestmark = pytest.mark.zookeeper
 
@@ -82,19 +80,15 @@ def test_a_restarted_id_waits_for_the_old_sessions_node_to_vanish(
 
 
 def test_an_attempt_runs_behind_its_lease_and_is_forgotten_once_acknowledged(
-    tmp_path: Path,
-    scripted: Callable[..., ScriptedLeader],
-    taskmanager: Callable[..., TaskManager],
-    blobs: BlobStore,
-    leases: Callable[..., ExecutionLeases],
+    tmp_path: Path, rig: Rig
 ) -> None:
-    leader = scripted()
+    leader = rig.scripted()
     leader.ack_outcomes = False
-    manager = taskmanager("tm-1")
+    manager = rig.taskmanager("tm-1")
     gate = tmp_path / "gate"
-    observer = leases("observer")
+    observer = rig.leases("observer")
 
-    leader.command(start_command(blobs, "job-a", leader.epoch, args=[str(gate), "checkpoint"]))
+    leader.command(start_command(rig.blobs, "job-a", leader.epoch, args=[str(gate), "checkpoint"]))
 
     running = leader.wait_phase("job-a", AttemptPhase.RUNNING)
     assert running.pid is not None and running.started_at is not None
@@ -122,18 +116,13 @@ def test_an_attempt_runs_behind_its_lease_and_is_forgotten_once_acknowledged(
     assert (tmp_path / "work" / "tm-1" / "job-a" / "1" / "runner.log").exists()
 
 
-def test_checkpoints_are_numbered_and_kept_until_acknowledged(
-    tmp_path: Path,
-    scripted: Callable[..., ScriptedLeader],
-    taskmanager: Callable[..., TaskManager],
-    blobs: BlobStore,
-) -> None:
-    leader = scripted()
+def test_checkpoints_are_numbered_and_kept_until_acknowledged(tmp_path: Path, rig: Rig) -> None:
+    leader = rig.scripted()
     leader.ack_checkpoints = False
-    taskmanager("tm-1")
+    rig.taskmanager("tm-1")
     gate = tmp_path / "gate"
 
-    leader.command(start_command(blobs, "job-c", leader.epoch, args=[str(gate), "checkpoint"]))
+    leader.command(start_command(rig.blobs, "job-c", leader.epoch, args=[str(gate), "checkpoint"]))
 
     report = leader.wait_report(lambda r: bool(r.checkpoints), "job-c")
     assert [c.seq for c in report.checkpoints] == [1]
@@ -152,32 +141,26 @@ def test_checkpoints_are_numbered_and_kept_until_acknowledged(
     open_gate(leader, gate, "job-c")
 
 
-def test_a_start_with_a_stale_epoch_is_refused_and_nothing_runs(
-    tmp_path: Path,
-    tm_session: Callable[..., Session],
-    scripted: Callable[..., ScriptedLeader],
-    taskmanager: Callable[..., TaskManager],
-    blobs: BlobStore,
-) -> None:
-    bumper = tm_session("bumper")
+def test_a_start_with_a_stale_epoch_is_refused_and_nothing_runs(tmp_path: Path, rig: Rig) -> None:
+    bumper = rig.session("bumper")
 
     def bump() -> None:  # the epoch is leader/epoch's version: any write bumps it
         bumper.client.set(bumper.layout.leader_epoch, b"bumped")
 
     bump()  # so the leader's epoch is 2 and a command can carry an older one
-    leader = scripted()
-    manager = taskmanager("tm-1")
+    leader = rig.scripted()
+    manager = rig.taskmanager("tm-1")
     gate = str(tmp_path / "gate")
 
     # Older than the epoch its reply carries: refused without asking ZooKeeper.
-    leader.command(start_command(blobs, "job-old", leader.epoch - 1, args=[gate]))
+    leader.command(start_command(rig.blobs, "job-old", leader.epoch - 1, args=[gate]))
     leader.wait_phase("job-old", AttemptPhase.REJECTED)
     # The leader's own epoch, but ZooKeeper's has moved on: the fenced lease creation fails.
     # The bump deposes the scripted leader's election too, sooner or later; its replies keep
     # the epoch it had, as a deposed leader that has not noticed yet would.
     leader.epoch_override = epoch = leader.epoch
     bump()
-    leader.command(start_command(blobs, "job-fenced", epoch, args=[gate]))
+    leader.command(start_command(rig.blobs, "job-fenced", epoch, args=[gate]))
 
     for job in ("job-old", "job-fenced"):
         report = leader.wait_phase(job, AttemptPhase.REJECTED)
@@ -188,20 +171,14 @@ def test_a_start_with_a_stale_epoch_is_refused_and_nothing_runs(
     assert manager.executions.running() == {}
 
 
-def test_a_start_whose_lease_is_held_is_refused_as_lease_held(
-    tmp_path: Path,
-    scripted: Callable[..., ScriptedLeader],
-    taskmanager: Callable[..., TaskManager],
-    blobs: BlobStore,
-    leases: Callable[..., ExecutionLeases],
-) -> None:
-    leader = scripted()
-    manager = taskmanager("tm-1")
-    other = leases("tm-other")
+def test_a_start_whose_lease_is_held_is_refused_as_lease_held(tmp_path: Path, rig: Rig) -> None:
+    leader = rig.scripted()
+    manager = rig.taskmanager("tm-1")
+    other = rig.leases("tm-other")
     other.acquire("job-b", 1, leader.epoch)
 
     leader.command(
-        start_command(blobs, "job-b", leader.epoch, args=[str(tmp_path / "g")], attempt=2)
+        start_command(rig.blobs, "job-b", leader.epoch, args=[str(tmp_path / "g")], attempt=2)
     )
 
     report = leader.wait_phase("job-b", AttemptPhase.REJECTED, attempt=2)
@@ -210,20 +187,15 @@ def test_a_start_whose_lease_is_held_is_refused_as_lease_held(
     assert manager.executions.running() == {}
 
 
-def test_no_slot_and_repeated_starts(
-    tmp_path: Path,
-    scripted: Callable[..., ScriptedLeader],
-    taskmanager: Callable[..., TaskManager],
-    blobs: BlobStore,
-) -> None:
-    leader = scripted()
-    manager = taskmanager("tm-1", **{"taskmanager.numberOfTaskSlots": "1"})
+def test_no_slot_and_repeated_starts(tmp_path: Path, rig: Rig) -> None:
+    leader = rig.scripted()
+    manager = rig.taskmanager("tm-1", **{"taskmanager.numberOfTaskSlots": "1"})
     gate = tmp_path / "gate"
-    first = start_command(blobs, "job-1", leader.epoch, args=[str(gate)])
+    first = start_command(rig.blobs, "job-1", leader.epoch, args=[str(gate)])
 
     leader.command(first)
     leader.command(first)  # a repeat: idempotent
-    leader.command(start_command(blobs, "job-2", leader.epoch, args=[str(gate)]))
+    leader.command(start_command(rig.blobs, "job-2", leader.epoch, args=[str(gate)]))
 
     leader.wait_phase("job-1", AttemptPhase.RUNNING)
     report = leader.wait_phase("job-2", AttemptPhase.REJECTED)
@@ -232,15 +204,11 @@ def test_no_slot_and_repeated_starts(
     open_gate(leader, gate, "job-1")
 
 
-def test_a_job_graph_that_cannot_be_fetched_ends_the_attempt_without_a_lease(
-    scripted: Callable[..., ScriptedLeader],
-    taskmanager: Callable[..., TaskManager],
-    blobs: BlobStore,
-) -> None:
-    leader = scripted()
-    taskmanager("tm-1")
-    command = start_command(blobs, "job-x", leader.epoch, args=["-"])
-    blobs.delete(command.job_graph_blob)
+def test_a_job_graph_that_cannot_be_fetched_ends_the_attempt_without_a_lease(rig: Rig) -> None:
+    leader = rig.scripted()
+    rig.taskmanager("tm-1")
+    command = start_command(rig.blobs, "job-x", leader.epoch, args=["-"])
+    rig.blobs.delete(command.job_graph_blob)
 
     leader.command(command)
 
@@ -251,16 +219,10 @@ def test_a_job_graph_that_cannot_be_fetched_ends_the_attempt_without_a_lease(
     assert report.lease_released
 
 
-def test_cancel_ends_the_attempt_as_cancelled_and_frees_the_lease(
-    tmp_path: Path,
-    scripted: Callable[..., ScriptedLeader],
-    taskmanager: Callable[..., TaskManager],
-    blobs: BlobStore,
-    leases: Callable[..., ExecutionLeases],
-) -> None:
-    leader = scripted()
-    taskmanager("tm-1")
-    leader.command(start_command(blobs, "job-k", leader.epoch, args=[str(tmp_path / "never")]))
+def test_cancel_ends_the_attempt_as_cancelled_and_frees_the_lease(tmp_path: Path, rig: Rig) -> None:
+    leader = rig.scripted()
+    rig.taskmanager("tm-1")
+    leader.command(start_command(rig.blobs, "job-k", leader.epoch, args=[str(tmp_path / "never")]))
     running = leader.wait_report(lambda r: r.progress is not None, "job-k")
 
     leader.command(CancelAttempt(job_id="job-k", attempt=1, epoch=leader.epoch, grace=5.0))
@@ -270,31 +232,15 @@ def test_cancel_ends_the_attempt_as_cancelled_and_frees_the_lease(
     assert ended.outcome.error.type == "steward.wire.runner_protocol.AttemptCancelled"
     assert running.pid is not None
     wait_until(lambda: not pid_alive(running.pid), 5, message="runner gone")
-    wait_until(lambda: leases("observer").held("job-k") is None, 10, message="lease released")
+    wait_until(lambda: rig.leases("observer").held("job-k") is None, 10, message="lease released")
 
 
-def pid_alive(pid: int | None) -> bool:
-    if pid is None:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
-def test_a_lost_session_fences_and_a_new_session_registers_again(
-    tmp_path: Path,
-    scripted: Callable[..., ScriptedLeader],
-    taskmanager: Callable[..., TaskManager],
-    blobs: BlobStore,
-    tm_session: Callable[..., Session],
-) -> None:
-    leader = scripted()
-    manager = taskmanager("tm-1")
-    observer = tm_session("observer")
+def test_a_lost_session_fences_and_a_new_session_registers_again(tmp_path: Path, rig: Rig) -> None:
+    leader = rig.scripted()
+    manager = rig.taskmanager("tm-1")
+    observer = rig.session("observer")
     gate = str(tmp_path / "never")
-    leader.command(start_command(blobs, "job-l", leader.epoch, args=[gate]))
+    leader.command(start_command(rig.blobs, "job-l", leader.epoch, args=[gate]))
     leader.wait_phase("job-l", AttemptPhase.RUNNING)
     old_session = manager.session.session_id
 
@@ -311,5 +257,5 @@ def test_a_lost_session_fences_and_a_new_session_registers_again(
 
     wait_until(registered_by_new_session, 20, message="registered again on the new session")
     wait_until(lambda: not manager.fenced, 20, message="fencing lifted on the new session")
-    leader.command(start_command(blobs, "job-m", leader.epoch, args=[gate]))
+    leader.command(start_command(rig.blobs, "job-m", leader.epoch, args=[gate]))
     leader.wait_phase("job-m", AttemptPhase.RUNNING)

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import psutil
 import pytest
-from scripted_leader import GATED, ScriptedLeader, start_command
+from rig import Rig
+from scripted_leader import GATED, start_command
 
-from steward.store.blob import BlobStore
 from steward.taskmanager.manager import TaskManager
 from steward.wire.heartbeat import CancelAttempt
 from steward.wire.runner_protocol import (
@@ -30,7 +30,7 @@ from steward.wire.runner_protocol import (
     error_type_name,
 )
 from steward.wire.states import AttemptPhase
-from support import wait_until
+from support import pid_alive, wait_until
 
 # Each test starts one JVM (~10 s on an idle machine), the first two (plus a replacement).
 pytestmark = [pytest.mark.zookeeper, pytest.mark.spark]
@@ -67,13 +67,6 @@ def main(ctx):
 """
 
 
-def alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
-
-
 def java_children(pid: int) -> list[int]:
     with contextlib.suppress(psutil.Error):
         return [
@@ -93,18 +86,15 @@ def ready_spare(manager: TaskManager) -> int:
 
 @pytest.mark.slow
 def test_a_compatible_job_runs_on_the_warm_spare_which_is_replaced_and_others_go_cold(
-    tmp_path: Path,
-    scripted: Callable[..., ScriptedLeader],
-    taskmanager: Callable[..., TaskManager],
-    blobs: BlobStore,
+    tmp_path: Path, rig: Rig
 ) -> None:
-    leader = scripted()
-    manager = taskmanager("tm-warm", **PREWARM)
+    leader = rig.scripted()
+    manager = rig.taskmanager("tm-warm", **PREWARM)
     spare = ready_spare(manager)
 
     leader.command(
         start_command(
-            blobs,
+            rig.blobs,
             "job-warm",
             leader.epoch,
             args=[],
@@ -129,13 +119,13 @@ def test_a_compatible_job_runs_on_the_warm_spare_which_is_replaced_and_others_go
         WARM_DEADLINE,
         message="a new warm spare",
     )[0]
-    assert not alive(spare)
+    assert not pid_alive(spare)
 
     # spark.driver.memory is read when the JVM starts: a live session cannot take it.
     gate = tmp_path / "gate"
     leader.command(
         start_command(
-            blobs,
+            rig.blobs,
             "job-cold",
             leader.epoch,
             args=[str(gate)],
@@ -151,14 +141,9 @@ def test_a_compatible_job_runs_on_the_warm_spare_which_is_replaced_and_others_go
     assert isinstance(ended.outcome, FinishedEvent)
 
 
-def test_a_cancelled_attempt_on_a_warm_spare_is_gone_with_its_jvm(
-    tmp_path: Path,
-    scripted: Callable[..., ScriptedLeader],
-    taskmanager: Callable[..., TaskManager],
-    blobs: BlobStore,
-) -> None:
-    leader = scripted()
-    manager = taskmanager("tm-cancel", **PREWARM)
+def test_a_cancelled_attempt_on_a_warm_spare_is_gone_with_its_jvm(tmp_path: Path, rig: Rig) -> None:
+    leader = rig.scripted()
+    manager = rig.taskmanager("tm-cancel", **PREWARM)
     spare = ready_spare(manager)
     jvms = java_children(spare)
     assert jvms, "the spare's JVM runs"
@@ -168,7 +153,7 @@ def test_a_cancelled_attempt_on_a_warm_spare_is_gone_with_its_jvm(
     assert [log.name for log in logs if log.name.startswith("eventlog_v2_local-")], logs
 
     command = start_command(
-        blobs, "job-c", leader.epoch, args=[str(tmp_path / "never")], source=SPARK_GATED
+        rig.blobs, "job-c", leader.epoch, args=[str(tmp_path / "never")], source=SPARK_GATED
     )
     leader.command(command)
     running = leader.wait_report(lambda r: r.progress is not None, "job-c", timeout=60)
@@ -179,8 +164,8 @@ def test_a_cancelled_attempt_on_a_warm_spare_is_gone_with_its_jvm(
 
     assert isinstance(report.outcome, FailedEvent)
     assert report.outcome.error.type == error_type_name(AttemptCancelled)
-    assert not alive(spare)
-    assert not any(alive(pid) for pid in jvms), "the spare's JVM went with the attempt"
+    assert not pid_alive(spare)
+    assert not any(pid_alive(pid) for pid in jvms), "the spare's JVM went with the attempt"
 
 
 # ---------------------------------------------------------------- a TaskManager process
@@ -203,4 +188,6 @@ def test_a_sigkilled_taskmanager_takes_its_spare_and_the_spares_jvm_with_it(
     process.wait(timeout=10)
 
     # The spare's dead-man's switch (2 s) fires on EOF at once; generous for a loaded machine.
-    wait_until(lambda: not any(alive(pid) for pid in family), 60.0, message="spare and JVM gone")
+    wait_until(
+        lambda: not any(pid_alive(pid) for pid in family), 60.0, message="spare and JVM gone"
+    )

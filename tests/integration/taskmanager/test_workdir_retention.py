@@ -16,10 +16,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from scripted_leader import ScriptedLeader, run_gated, start_command
+from rig import Rig
+from scripted_leader import run_gated, start_command
 
 from steward.config import Configuration
-from steward.store.blob import BlobStore
 from steward.taskmanager.manager import TaskManager
 from steward.wire.states import AttemptPhase
 from support import wait_until
@@ -34,23 +34,20 @@ def attempt_dir(tmp_path: Path, tm_id: str, job_id: str, attempt: int = 1) -> Pa
 
 
 def test_with_retention_zero_an_ended_folder_goes_once_acknowledged_a_running_one_stays(
-    tmp_path: Path,
-    scripted: Callable[..., ScriptedLeader],
-    taskmanager: Callable[..., TaskManager],
-    blobs: BlobStore,
+    tmp_path: Path, rig: Rig
 ) -> None:
-    leader = scripted()
+    leader = rig.scripted()
     leader.ack_outcomes = False
-    manager = taskmanager("tm-1", **{RETENTION: "0"})
+    manager = rig.taskmanager("tm-1", **{RETENTION: "0"})
     running_gate = tmp_path / "gate-running"
-    leader.command(start_command(blobs, "job-run", leader.epoch, args=[str(running_gate)]))
+    leader.command(start_command(rig.blobs, "job-run", leader.epoch, args=[str(running_gate)]))
     leader.wait_phase("job-run", AttemptPhase.RUNNING)
     ended, running = (
         attempt_dir(tmp_path, "tm-1", "job-end"),
         attempt_dir(tmp_path, "tm-1", "job-run"),
     )
 
-    assert run_gated(leader, blobs, tmp_path, "job-end").phase is AttemptPhase.ENDED
+    assert run_gated(leader, rig.blobs, tmp_path, "job-end").phase is AttemptPhase.ENDED
     leader.wait_report(lambda r: r.lease_released, "job-end")
     # Ended, its group gone, its lease released, but the leader has not acknowledged it: a
     # few more heartbeats (each a chance for the cleaner) and it is still there.
@@ -71,16 +68,13 @@ def test_with_retention_zero_an_ended_folder_goes_once_acknowledged_a_running_on
 
 
 def test_with_a_long_retention_an_acknowledged_attempts_folder_stays(
-    tmp_path: Path,
-    scripted: Callable[..., ScriptedLeader],
-    taskmanager: Callable[..., TaskManager],
-    blobs: BlobStore,
+    tmp_path: Path, rig: Rig
 ) -> None:
-    leader = scripted()
-    manager = taskmanager("tm-1", **{RETENTION: "1h"})
+    leader = rig.scripted()
+    manager = rig.taskmanager("tm-1", **{RETENTION: "1h"})
     folder = attempt_dir(tmp_path, "tm-1", "job-a")
 
-    run_gated(leader, blobs, tmp_path, "job-a")
+    run_gated(leader, rig.blobs, tmp_path, "job-a")
     wait_until(lambda: manager.attempts.get("job-a", 1) is None, 20, message="forgotten")
 
     assert manager.cleaner.pending() == [folder], "scheduled, an hour from now"
@@ -88,17 +82,13 @@ def test_with_a_long_retention_an_acknowledged_attempts_folder_stays(
 
 
 def test_a_restarted_taskmanager_removes_its_earlier_runs_folders_past_retention(
-    tmp_path: Path,
-    scripted: Callable[..., ScriptedLeader],
-    tm_config: Callable[..., Configuration],
-    taskmanager: Callable[..., TaskManager],
-    blobs: BlobStore,
+    tmp_path: Path, tm_config: Callable[..., Configuration], rig: Rig
 ) -> None:
-    leader = scripted()
+    leader = rig.scripted()
     first = TaskManager(tm_config(**{RETENTION: "10m"}), "tm-r").start()
     try:
-        run_gated(leader, blobs, tmp_path, "job-old")
-        run_gated(leader, blobs, tmp_path, "job-recent")
+        run_gated(leader, rig.blobs, tmp_path, "job-old")
+        run_gated(leader, rig.blobs, tmp_path, "job-recent")
         wait_until(lambda: not first.attempts.all(), 20, message="both forgotten")
     finally:
         first.stop()
@@ -111,7 +101,7 @@ def test_a_restarted_taskmanager_removes_its_earlier_runs_folders_past_retention
     for path in (old, *old.iterdir()):
         os.utime(path, (twenty_minutes_ago, twenty_minutes_ago))
 
-    second = taskmanager("tm-r", **{RETENTION: "10m"})
+    second = rig.taskmanager("tm-r", **{RETENTION: "10m"})
 
     # The attempt's folder goes first, then its job's folder, now empty.
     wait_until(lambda: not old.parent.exists(), 20, message="the old folders removed")
@@ -125,16 +115,13 @@ WORKS_THERE = "import time\nwhile True: time.sleep(1)"
 
 
 def test_a_folder_another_process_still_works_in_is_kept_until_it_is_gone(
-    tmp_path: Path,
-    scripted: Callable[..., ScriptedLeader],
-    taskmanager: Callable[..., TaskManager],
-    blobs: BlobStore,
+    tmp_path: Path, rig: Rig
 ) -> None:
-    leader = scripted()
-    manager = taskmanager("tm-1", **{RETENTION: "0"})
+    leader = rig.scripted()
+    manager = rig.taskmanager("tm-1", **{RETENTION: "0"})
     gate = tmp_path / "gate"
     folder = attempt_dir(tmp_path, "tm-1", "job-leak")
-    leader.command(start_command(blobs, "job-leak", leader.epoch, args=[str(gate)]))
+    leader.command(start_command(rig.blobs, "job-leak", leader.epoch, args=[str(gate)]))
     leader.wait_report(lambda r: r.progress is not None, "job-leak", timeout=30)
     other = subprocess.Popen([sys.executable, "-c", WORKS_THERE], cwd=folder)
     try:

@@ -8,10 +8,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from recorded import CLUSTER_ID, record_cluster, spawn_sleeper
 
 from steward.cluster.launcher import live_process
-from steward.cluster.workdir import ClusterState, ProcessEntry, Role, StateDir, save_state
-from steward.supervisor.detached import spawn
+from steward.cluster.workdir import ProcessEntry, Role
 from unit.steward_cli import run_steward
 
 
@@ -25,26 +25,10 @@ def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def running(tmp_path: Path) -> Iterator[ProcessEntry]:
     """A cluster.json (no managed ZooKeeper) whose one JobManager is a live `sleep`."""
-    state_dir = StateDir.of(tmp_path)
-    child, record = spawn(["sleep", "271828"], tmp_path / "sleep.log", marker="271828")
-    entry = ProcessEntry(
-        role=Role.JOBMANAGER,
-        id="jm-1",
-        pid=record.pid,
-        create_time=record.create_time,
-        marker=record.marker,
-        address="http://127.0.0.1:9",
-        log=str(tmp_path / "sleep.log"),
+    child, entry = spawn_sleeper(
+        tmp_path, "271828", Role.JOBMANAGER, "jm-1", address="http://127.0.0.1:9"
     )
-    state = ClusterState(
-        cluster_id="local-x",
-        quorum="127.0.0.1:9",
-        managed_zookeeper=False,
-        config=str(state_dir.config),
-        started_at=0.0,
-        processes=[entry],
-    )
-    save_state(state_dir, state)
+    record_cluster(tmp_path, entry)
     try:
         yield entry
     finally:
@@ -68,7 +52,7 @@ def test_status_json_lists_every_process(
     code, out, _err = run_steward(monkeypatch, capsys, "cluster", "status", "--json")
     document = json.loads(out)
     assert code == 0
-    assert document["cluster_id"] == "local-x"
+    assert document["cluster_id"] == CLUSTER_ID
     assert document["leader"] is None  # nothing answers on port 9
     (process,) = document["processes"]
     assert {k: process[k] for k in ("role", "id", "pid", "alive")} == {

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import psutil
 import pytest
+from recorded import record_cluster, spawn_sleeper
 
 from steward.cluster import launcher
 from steward.cluster.local import LocalCluster
-from steward.cluster.workdir import ClusterState, ProcessEntry, Role, StateDir, save_state
+from steward.cluster.workdir import ProcessEntry, Role
 from steward.errors import LocalClusterError
-from steward.supervisor.detached import spawn
 from steward.zookeeper.layout import port_is_free
 from support import wait_until
 
@@ -23,18 +23,10 @@ MARKER = "314159"  # `sleep 314159`: the marker is an argument of the command li
 
 @pytest.fixture
 def sleeper(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], ProcessEntry]]:
-    child, record = spawn(["sleep", MARKER], tmp_path / "sleep.log", marker=MARKER)
+    child, entry = spawn_sleeper(tmp_path, MARKER, Role.TASKMANAGER, "tm-1")
     # Until the exec completes, the child's argv is empty or the parent's, and a record is
     # identified by pid and start time alone (detached.find_live): wait for the real argv.
     wait_until(lambda: MARKER in psutil.Process(child.pid).cmdline(), 10, message="exec'd")
-    entry = ProcessEntry(
-        role=Role.TASKMANAGER,
-        id="tm-1",
-        pid=record.pid,
-        create_time=record.create_time,
-        marker=record.marker,
-        log=str(tmp_path / "sleep.log"),
-    )
     try:
         yield child, entry
     finally:
@@ -94,18 +86,7 @@ def test_cluster_stop_leaves_a_reused_pid_alone(
 ) -> None:
     # Given a crashed cluster whose recorded TaskManager pid now belongs to someone else
     child, entry = sleeper
-    state_dir = StateDir.of(tmp_path)
-    save_state(
-        state_dir,
-        ClusterState(
-            cluster_id="c",
-            quorum="127.0.0.1:9",
-            managed_zookeeper=False,
-            config=str(state_dir.config),
-            started_at=0.0,
-            processes=[entry.model_copy(update={"create_time": entry.create_time + 3600.0})],
-        ),
-    )
+    record_cluster(tmp_path, entry.model_copy(update={"create_time": entry.create_time + 3600.0}))
     # When `steward cluster stop` runs
     stopped = LocalCluster(tmp_path).stop(timeout=1.0)
     # Then nothing was stopped and the process lives on
@@ -118,18 +99,7 @@ def test_cluster_status_reports_dead_and_live_processes(
 ) -> None:
     _child, entry = sleeper
     dead = entry.model_copy(update={"id": "tm-2", "create_time": 1.0})
-    state_dir = StateDir.of(tmp_path)
-    save_state(
-        state_dir,
-        ClusterState(
-            cluster_id="c",
-            quorum="127.0.0.1:9",
-            managed_zookeeper=False,
-            config=str(state_dir.config),
-            started_at=0.0,
-            processes=[entry, dead],
-        ),
-    )
+    record_cluster(tmp_path, entry, dead)
     report = LocalCluster(tmp_path).status()
     assert [(p.id, p.alive) for p in report.processes] == [("tm-1", True), ("tm-2", False)]
     assert not report.healthy

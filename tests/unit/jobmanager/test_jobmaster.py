@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 import pytest
+from jobmasters import EPOCH, NOW, POINTER, make_master
 
 from steward.jobmanager.leader.jobmaster import REJECTION_BACKOFF, JobMaster
 from steward.jobmanager.leader.jobmaster_values import Terminal
@@ -17,7 +18,6 @@ from steward.wire.heartbeat import Rejection
 from steward.wire.jobs import (
     ExponentialDelayRestart,
     FixedDelayRestart,
-    JobGraphPointer,
     JobSpec,
     NoRestart,
     RestartStrategy,
@@ -37,24 +37,7 @@ from steward.wire.runner_protocol import (
 )
 from steward.wire.states import AttemptState, JobState, TerminalState
 
-NOW = 1000.0
-EPOCH = 3
-POINTER = JobGraphPointer(blob="jobgraphs/job-1/abc", sha256="0" * 64, epoch=EPOCH)
 BOOM = ErrorInfo(type="ValueError", message="boom", traceback="Traceback ...")
-
-
-def make_master(
-    strategy: RestartStrategy | None = None,
-    *,
-    record: JobStatusRecord | None = None,
-    job_id: str = "job-1",
-) -> JobMaster:
-    spec = JobSpec(
-        job_id=job_id,
-        name="the job",
-        restart_strategy=strategy if strategy is not None else NoRestart(),
-    )
-    return JobMaster(spec, POINTER, submitted_at=123.0, record=record)
 
 
 def earlier_record(

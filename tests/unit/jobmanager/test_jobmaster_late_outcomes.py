@@ -8,11 +8,12 @@ corrects the attempt's cause. Driven by hand, no I/O.
 from __future__ import annotations
 
 import pytest
+from jobmasters import EPOCH, NOW, make_master
 
 from steward.jobmanager.leader.jobmaster import JobMaster
 from steward.jobmanager.leader.jobmaster_values import Late, Terminal
 from steward.wire.heartbeat import Rejection
-from steward.wire.jobs import FixedDelayRestart, JobGraphPointer, JobSpec
+from steward.wire.jobs import FixedDelayRestart
 from steward.wire.records import ErrorInfo
 from steward.wire.runner_protocol import (
     AttemptCancelled,
@@ -22,18 +23,14 @@ from steward.wire.runner_protocol import (
 )
 from steward.wire.states import AttemptState, JobState, TerminalState
 
-NOW = 1000.0
-EPOCH = 3
 GRACE = 2.0
 LOST = ErrorInfo(type="steward.TaskManagerLost", message="tm-1 lost its session")
-POINTER = JobGraphPointer(blob="jobgraphs/job-1/abc", sha256="0" * 64, epoch=EPOCH)
 DONE = FinishedEvent(value={"rows": 42}, at=700.0)
 
 
 def lost_once() -> JobMaster:
     """Attempt 1 ran on tm-1 and was counted LOST; the job is RESTARTING."""
-    spec = JobSpec(job_id="job-1", restart_strategy=FixedDelayRestart(attempts=3, delay=0.0))
-    master = JobMaster(spec, POINTER, submitted_at=123.0)
+    master = make_master(FixedDelayRestart(attempts=3, delay=0.0))
     master.initializing()
     master.initialized(FinishedEvent())
     master.deploy("tm-1", EPOCH)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 
 from steward.jobmanager.leader.resources import ResourceManager
+from steward.testing.attempts import start_attempt
 from steward.wire.heartbeat import AttemptReport, CancelAttempt, Heartbeat, StartAttempt
 from steward.wire.records import TaskManagerInfo
 from steward.wire.states import AttemptPhase
@@ -17,14 +18,7 @@ def info(slots: int, address: str = "http://tm:1") -> TaskManagerInfo:
 
 
 def start(job_id: str, attempt: int = 1) -> StartAttempt:
-    return StartAttempt(
-        job_id=job_id,
-        attempt=attempt,
-        epoch=EPOCH,
-        job_graph_blob=f"jobgraphs/{job_id}/x",
-        job_graph_sha256="0" * 64,
-        checkpoint_dir=f"/tmp/ck/{job_id}",
-    )
+    return start_attempt(job_id, attempt, EPOCH)
 
 
 def cancel(job_id: str, attempt: int = 1) -> CancelAttempt:

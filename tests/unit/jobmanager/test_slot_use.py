@@ -15,6 +15,7 @@ from steward.jobmanager.leader.jobmaster import JobMaster
 from steward.jobmanager.leader.queues import QueuePass
 from steward.jobmanager.leader.slot_use import SlotUse
 from steward.jobmanager.leader.table import JobTable
+from steward.testing.attempts import start_attempt
 from steward.wire.heartbeat import Rejection, StartAttempt
 from steward.wire.jobs import FixedDelayRestart, JobGraphPointer, JobSpec
 from steward.wire.records import (
@@ -155,14 +156,7 @@ def test_a_cancel_withdrawn_before_collection_frees_at_once_a_collected_one_at_i
 
 
 def _start(job_id: str, number: int) -> StartAttempt:
-    return StartAttempt(
-        job_id=job_id,
-        attempt=number,
-        epoch=EPOCH,
-        job_graph_blob="b",
-        job_graph_sha256="0" * 64,
-        checkpoint_dir="/tmp/x",
-    )
+    return start_attempt(job_id, number, EPOCH)
 
 
 def test_a_job_that_leaves_the_table_is_counted_nowhere() -> None:

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import threading
-from collections.abc import Iterator
 
 import pytest
 
@@ -18,15 +16,6 @@ from steward.wire.runner_protocol import (
     StartedEvent,
     decode_event,
 )
-
-
-@pytest.fixture
-def pipe() -> Iterator[tuple[int, int]]:
-    read_end, write_end = os.pipe()
-    yield read_end, write_end
-    for fd in (read_end, write_end):
-        with contextlib.suppress(OSError):
-            os.close(fd)
 
 
 def read_lines(fd: int) -> list[bytes]:

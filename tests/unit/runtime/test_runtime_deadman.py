@@ -2,28 +2,16 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import threading
 import time
-from collections.abc import Iterator
 
 import pytest
 
 from steward.runtime import deadman
 from steward.runtime.deadman import DeadmanSwitch, read_launch_line
 from steward.wire.runner_protocol import LaunchError
-from support import wait_until
-
-
-@pytest.fixture
-def pipe() -> Iterator[tuple[int, int]]:
-    read_end, write_end = os.pipe()
-    fds = [read_end, write_end]
-    yield read_end, write_end
-    for fd in fds:
-        with contextlib.suppress(OSError):
-            os.close(fd)
+from support import Fired, wait_until
 
 
 def test_the_launch_line_is_split_from_the_heartbeats_after_it(pipe: tuple[int, int]) -> None:
@@ -62,16 +50,6 @@ def test_an_endless_launch_line_is_refused(
 
     with pytest.raises(LaunchError, match="longer than 1000 bytes"):
         read_launch_line(read_end, timeout=5)
-
-
-class Fired:
-    def __init__(self) -> None:
-        self.reasons: list[str] = []
-        self.at: float | None = None
-
-    def __call__(self, reason: str) -> None:
-        self.at = time.monotonic()
-        self.reasons.append(reason)
 
 
 def test_the_switch_fires_at_once_on_eof(pipe: tuple[int, int]) -> None:

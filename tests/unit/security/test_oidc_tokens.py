@@ -23,6 +23,7 @@ from steward.security.oidc import TokenRules, TokenVerifier
 from steward.security.oidc_claims import ClaimMapping
 from steward.security.oidc_keys import Discovery, SigningKeys
 from steward.wire.tokens import Role
+from support import Clock
 
 ISSUER = "https://idp.test"
 AUDIENCE = "steward-api"
@@ -64,14 +65,6 @@ class Provider:
         body = {"iss": ISSUER, "aud": AUDIENCE, "sub": "alice", "groups": ["data-eng"]}
         body |= {"iat": now, "exp": now + 300} | claims
         return jwt.encode(body, self.keys[kid], algorithm="RS256", headers={"kid": kid})
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture

@@ -26,16 +26,9 @@ from steward.security.source_address import (
     source_address,
 )
 from steward.wire.tokens import Role
+from support import Clock
 
 SECRET = "internal-secret"
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def limits(per_address: int = 3, per_credential: int = 3, per_team: int = 100) -> RateLimitSettings:
@@ -82,7 +75,7 @@ def test_a_credential_is_refused_after_its_failures_from_any_address() -> None:
 
 
 def test_failures_are_forgotten_once_their_window_has_passed() -> None:
-    clock = Clock()
+    clock = Clock(1_000_000.0)
     limiter = RateLimiter(limits(), clock=clock)
     for _ in range(3):
         limiter.failed("10.0.0.1", "x")
@@ -174,7 +167,7 @@ def test_a_forwarded_address_counts_only_with_a_cluster_members_proof() -> None:
 
 
 def test_the_storage_never_holds_more_than_its_bound() -> None:
-    clock = Clock()
+    clock = Clock(1_000_000.0)
     storage = BoundedMemoryStorage(max_keys=1000, clock=clock)
     limiter = RateLimiter(limits(), clock=clock, max_keys=1000)
     for n in range(10_000):
@@ -187,7 +180,7 @@ def test_the_storage_never_holds_more_than_its_bound() -> None:
 
 
 def test_expired_counters_are_removed_as_new_ones_come() -> None:
-    clock = Clock()
+    clock = Clock(1_000_000.0)
     storage = BoundedMemoryStorage(max_keys=1000, clock=clock)
     for n in range(100):
         storage.incr(f"old-{n}", 60)

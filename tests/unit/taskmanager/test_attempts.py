@@ -10,20 +10,14 @@ from __future__ import annotations
 import pytest
 
 from steward.taskmanager.reporting import Attempt, Attempts
+from steward.testing.attempts import start_attempt
 from steward.wire.heartbeat import Ack, Rejection, StartAttempt
 from steward.wire.runner_protocol import CheckpointEvent, FinishedEvent
 from steward.wire.states import AttemptPhase
 
 
 def command(job_id: str = "job-a", attempt: int = 1) -> StartAttempt:
-    return StartAttempt(
-        job_id=job_id,
-        attempt=attempt,
-        epoch=3,
-        job_graph_blob="jobgraphs/x",
-        job_graph_sha256="0" * 64,
-        checkpoint_dir="/ck",
-    )
+    return start_attempt(job_id, attempt, epoch=3)
 
 
 def admitted(attempts: Attempts, job_id: str = "job-a", attempt: int = 1) -> Attempt:

@@ -18,10 +18,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from escapers import DOUBLE_FORK, alive, escaped_from, kill_sleepers
+from escapers import DOUBLE_FORK, escaped_from, kill_sleepers
 from steward.supervisor import containment
 from steward.supervisor.process_group import ProcessGroup
-from support import wait_until
+from support import pid_alive, wait_until
 
 # Like the real runner, it joins its attempt's cgroup first thing (containment.enter_attempt,
 # without the subreaper): the TaskManager's own move of the pid comes after the spawn, and a
@@ -43,15 +43,6 @@ assert containment.become_subreaper() and containment.is_subreaper()
 subprocess.run([sys.executable, "-c", sys.argv[1], sys.argv[2]], check=True)
 time.sleep(1000)
 """
-
-
-@pytest.fixture(params=["cgroup", "fallback"])
-def mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    if request.param == "fallback":
-        monkeypatch.setattr(containment, "attempt_parent", lambda: None)
-    elif containment.attempt_parent() is None:
-        pytest.skip("no usable cgroup v2 on this host")
-    return str(request.param)
 
 
 class Spawned:
@@ -84,7 +75,7 @@ def spawned() -> Iterator[Spawned]:
 
 
 def test_the_attempt_lives_while_an_escaped_process_lives_and_that_process_is_killed(
-    spawned: Spawned, tmp_path: Path, mode: str
+    spawned: Spawned, tmp_path: Path, containment_mode: str
 ) -> None:
     group, escaped = spawned.start(tmp_path)
 
@@ -92,19 +83,19 @@ def test_the_attempt_lives_while_an_escaped_process_lives_and_that_process_is_ki
     wait_until(lambda: group.returncode is not None, 10, message="runner reaped")
 
     assert group.alive(), "the escaped sleeper is a process of the attempt"
-    wait_until(lambda: not alive(escaped), 10, message="escaped sleeper killed")
+    wait_until(lambda: not pid_alive(escaped), 10, message="escaped sleeper killed")
     assert group.wait_gone(10.0)
 
 
 def test_kill_takes_processes_in_other_sessions(
-    spawned: Spawned, tmp_path: Path, mode: str
+    spawned: Spawned, tmp_path: Path, containment_mode: str
 ) -> None:
     group, escaped = spawned.start(tmp_path)
 
     group.kill()
 
     assert group.wait_gone(10.0)
-    assert not alive(escaped)
+    assert not pid_alive(escaped)
 
 
 def test_a_cgroup_holds_the_runner_and_is_removed_once_its_attempt_is_gone(

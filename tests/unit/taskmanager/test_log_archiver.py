@@ -18,14 +18,7 @@ from steward.store.blob import BlobStore
 from steward.store.log_archive import LogArchive, last_lines_start
 from steward.taskmanager.log_archiver import FIRST_DELAY, MARKER, LogArchiver
 from steward.taskmanager.workdir_cleaner import WorkdirCleaner
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
+from support import Clock
 
 
 @pytest.fixture

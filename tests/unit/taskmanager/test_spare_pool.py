@@ -16,11 +16,10 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import psutil
 import pytest
 
 from steward.taskmanager.spares import SparePool
-from support import wait_until
+from support import pid_alive, wait_until
 
 FAKE_SPARE = f"""#!{sys.executable}
 import json, os, sys, time
@@ -39,13 +38,6 @@ while os.read(0, 4096):
 
 DEADLINE = 30.0
 REPLACE_DELAY = 0.5
-
-
-def alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
 
 
 @pytest.fixture
@@ -107,7 +99,7 @@ def test_keeps_limit_spares_bounded_by_the_free_slots_and_kills_extras(pool_of) 
     left = ready(pool, 1)
     assert left[0] in pids
     gone = next(pid for pid in pids if pid != left[0])
-    wait_until(lambda: not alive(gone), DEADLINE, message="the extra spare is killed")
+    wait_until(lambda: not pid_alive(gone), DEADLINE, message="the extra spare is killed")
 
 
 def test_take_hands_out_a_ready_spare_and_a_new_one_replaces_it(pool_of) -> None:  # type: ignore[no-untyped-def]
@@ -122,7 +114,7 @@ def test_take_hands_out_a_ready_spare_and_a_new_one_replaces_it(pool_of) -> None
     assert first not in pool.ready_pids(), "a spare serves one attempt"
     replacement = wait_until(pool.ready_pids, DEADLINE)[0]
     assert time.monotonic() - taken >= REPLACE_DELAY, "the replacement waits its delay"
-    assert replacement != first and alive(first), "the handed-out spare is the caller's"
+    assert replacement != first and pid_alive(first), "the handed-out spare is the caller's"
     spare.kill()
     assert spare.wait_gone(DEADLINE)
 
@@ -162,5 +154,5 @@ def test_stop_kills_every_spare_not_handed_out(pool_of) -> None:  # type: ignore
 
     pool.stop()
 
-    assert not any(alive(pid) for pid in pids)
+    assert not any(pid_alive(pid) for pid in pids)
     assert pool.spares() == []

@@ -20,16 +20,9 @@ import pytest
 
 from steward.taskmanager.reporting import Attempts
 from steward.taskmanager.workdir_cleaner import WorkdirCleaner, paths_in_use
+from steward.testing.attempts import start_attempt
 from steward.wire.heartbeat import StartAttempt
-from support import wait_until
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = time.time()
-
-    def __call__(self) -> float:
-        return self.now
+from support import Clock, wait_until
 
 
 def attempt_folder(root: Path, job_id: str, attempt: int) -> Path:
@@ -41,14 +34,7 @@ def attempt_folder(root: Path, job_id: str, attempt: int) -> Path:
 
 
 def start(job_id: str, attempt: int) -> StartAttempt:
-    return StartAttempt(
-        job_id=job_id,
-        attempt=attempt,
-        epoch=1,
-        job_graph_blob="jobgraphs/x",
-        job_graph_sha256="0" * 64,
-        checkpoint_dir="/tmp/x",
-    )
+    return start_attempt(job_id, attempt)
 
 
 @pytest.fixture
@@ -89,7 +75,7 @@ def test_retention_zero_removes_an_ended_attempts_folder_and_its_empty_job_folde
 
 
 def test_a_folder_stays_until_its_retention_has_passed(root: Path, attempts: Attempts) -> None:
-    clock = Clock()
+    clock = Clock(time.time())
     folder = attempt_folder(root, "job-a", 1)
     sibling = attempt_folder(root, "job-a", 2)
     cleaner = WorkdirCleaner(root, 3600.0, attempts.unless_known, clock=clock)
