@@ -143,12 +143,14 @@ def test_given_a_put_when_it_returns_then_the_bytes_and_the_new_name_were_synced
     store.put("a/blob", b"payload")
 
     final = str(root / "a" / "blob")
-    assert len(synced) == 2, synced
+    assert len(synced) == 4, synced
     temporary = synced[0]
     assert temporary.startswith(f"{final}.") and temporary.endswith(".tmp"), (
         "the bytes, before the rename publishes them"
     )
     assert synced[1] == str(root / "a"), "then the folder, which holds the new name"
+    # The put made both folders (the store's root too): each is a new name in its parent.
+    assert synced[2:] == [str(root), str(root.parent)], "then each new folder's parent"
 
 
 def test_given_a_blob_rewritten_concurrently_when_read_in_a_loop_then_every_read_is_whole(
