@@ -21,7 +21,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -42,6 +42,7 @@ from steward.ha.session import Session
 from steward.store import zk
 from steward.store.blob import BlobRef, BlobStore
 from steward.store.group_commit import Absent, Create, GroupCommit
+from steward.store.job_graph_garbage import collect_orphans
 from steward.wire.jobs import JobGraph, JobGraphPointer
 from steward.wire.record_format import (
     DEFAULT_RECORD_FORMAT,
@@ -49,7 +50,6 @@ from steward.wire.record_format import (
     decode_pointer,
     encode_pointer,
 )
-from steward.wire.values import check_job_id
 
 log = logging.getLogger(__name__)
 
@@ -316,48 +316,9 @@ class JobGraphStore:
     # ------------------------------------------------------------------ garbage
 
     def collect_garbage(self, min_age: float = 3600.0, known: set[str] | None = None) -> list[str]:
-        """Delete blobs no pointer names that are older than ``min_age`` seconds.
-
-        The age guard leaves alone a blob whose writer has not created its pointer yet.
-        ``known``: blob keys the caller knows pointers name (the content collector's); then
-        only the pointers of the jobs with an old blob outside it are read, to confirm, instead
-        of every pointer.
-        """
-        if known is None:
-            referenced, unreadable = self._referenced_keys(self.job_ids())
-            known = referenced
-        cutoff = time.time() - min_age
-        old = [i.key for i in self._blobs.list(BLOB_PREFIX) if i.modified <= cutoff]
-        candidates = [key for key in old if key not in known]
-        owners = {key: _owner(key) for key in candidates}
-        referenced, unreadable = self._referenced_keys(sorted(set(owners.values()) - {""}))
-        deleted = []
-        for key in candidates:
-            if key in referenced or owners[key] in unreadable:
-                continue
-            self._blobs.delete(key)
-            deleted.append(key)
-        if deleted:
-            log.info("orphan job graph blobs deleted count=%d", len(deleted))
-        return deleted
-
-    def _referenced_keys(self, job_ids: Iterable[str]) -> tuple[set[str], set[str]]:
-        """The blob keys the pointers name, and the jobs whose pointer cannot be read.
-
-        A job with an unreadable pointer keeps all its blobs: one of them is the only copy of
-        its graph, and an operator may still repair the pointer (deleting them as orphans
-        turned a damaged znode into a lost job).
-        """
-        referenced: set[str] = set()
-        unreadable: set[str] = set()
-        for job_id in job_ids:
-            try:
-                referenced.add(self.pointer(job_id).blob)
-            except JobNotFoundError:
-                continue
-            except CorruptStateError:
-                unreadable.add(job_id)
-        return referenced, unreadable
+        """Delete blobs no pointer names that are older than ``min_age`` seconds (``known``:
+        blob keys the caller knows pointers name): :func:`job_graph_garbage.collect_orphans`."""
+        return collect_orphans(self, self._blobs, min_age, known)
 
     # ------------------------------------------------------------------ helpers
 
@@ -381,15 +342,6 @@ class JobGraphStore:
             self._blobs.delete(key)
         except BlobStoreError as exc:
             log.warning("blob left for garbage collection key=%s error=%s", key, exc)
-
-
-def _owner(key: str) -> str:
-    """The job whose pointer may name the blob ``key`` (jobgraphs/<job-id>/<unique>), or ""."""
-    parts = key.split("/")
-    try:
-        return check_job_id(parts[1]) if len(parts) >= 3 else ""
-    except ValueError:
-        return ""
 
 
 def _pointer_to(ref: BlobRef, fence: Fence, graph: JobGraph) -> JobGraphPointer:
