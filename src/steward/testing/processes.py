@@ -325,11 +325,15 @@ class ProcessCluster:
             addresses, timeout=timeout, config=self.rest_config(), token=kit_admin_token()
         )
 
-    def get(self, proc: Proc, path: str) -> Any:
-        """The JSON ``proc`` answers at ``path``."""
+    def answer(self, proc: Proc, path: str) -> httpx.Response:
+        """What ``proc`` answers to a GET of ``path``, as the kit's admin."""
         return httpx.get(
             proc.address + path, timeout=5, verify=self.tls.context, headers=self.headers
-        ).json()
+        )
+
+    def get(self, proc: Proc, path: str) -> Any:
+        """The JSON ``proc`` answers at ``path`` (an error's body too)."""
+        return self.answer(proc, path).json()
 
     def cluster_view(self) -> dict[str, Any] | None:
         """``/v1/cluster`` of the first live JobManager that answers, else None."""
@@ -337,8 +341,10 @@ class ProcessCluster:
             if not proc.alive():
                 continue
             with contextlib.suppress(httpx.HTTPError, ValueError):
-                view: dict[str, Any] = self.get(proc, "/v1/cluster")
-                return view
+                answer = self.answer(proc, "/v1/cluster")
+                if answer.status_code == 200:  # not a 503 while ZooKeeper moves servers
+                    view: dict[str, Any] = answer.json()
+                    return view
         return None
 
     def leader(self) -> Proc | None:
@@ -380,9 +386,11 @@ class ProcessCluster:
                 readyz = httpx.get(leader.address + "/readyz", timeout=2, verify=self.tls.context)
                 if readyz.status_code != 200:
                     return None
-                view = self.get(leader, "/v1/cluster")
+                cluster = self.answer(leader, "/v1/cluster")
             except httpx.HTTPError:
                 return None
-            return leader if len(view["taskmanagers"]) >= taskmanagers else None
+            if cluster.status_code != 200:
+                return None  # e.g. 503: the leader's ZooKeeper connection is moving servers
+            return leader if len(cluster.json()["taskmanagers"]) >= taskmanagers else None
 
         return wait_until(ready, timeout, "cluster ready", interval=0.1)
