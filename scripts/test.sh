@@ -1,16 +1,41 @@
 #!/usr/bin/env bash
 # Set up (idempotently) and run every check CI runs: format, lint, types, tests.
 # Extra arguments go to pytest, e.g. `scripts/test.sh -m slow` or `scripts/test.sh -k election`.
+#
+# The static checks (ruff, mypy, the import contracts) run beside pytest rather than before it:
+# the test run leaves part of the cores idle (its workers wait on processes and timeouts), and
+# the checks' minute of CPU fits there. Their output is printed once pytest ends, and a failed
+# check fails the run as a failed test does.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 export PATH="$PWD/.venv/bin:$PATH"
-echo "[test] ruff format --check";  ruff format --check -q src tests benchmarks integrations
-echo "[test] ruff check";           ruff check -q src tests benchmarks integrations
-echo "[test] mypy --strict src";    mypy
-echo "[test] mypy --strict integrations/airflow (against Airflow)"; scripts/check-airflow-provider.sh
-echo "[test] lint-imports";         lint-imports --no-cache --no-logo  # layer contracts: pyproject.toml
 # Bytecode written once: with PYTHONDONTWRITEBYTECODE set, each of the hundreds of processes the
 # tests start would compile Steward's sources again (~0.35 s CPU a JobManager; docs/performance.md).
 echo "[test] compileall src";       python -m compileall -q src
-echo "[test] pytest";               pytest "$@"
+
+static_checks() {
+    echo "[test] ruff format --check";  ruff format --check -q src tests benchmarks integrations
+    echo "[test] ruff check";           ruff check -q src tests benchmarks integrations
+    echo "[test] mypy --strict src";    mypy
+    echo "[test] mypy --strict integrations/airflow (against Airflow)"; scripts/check-airflow-provider.sh
+    echo "[test] lint-imports";         lint-imports --no-cache --no-logo  # layer contracts: pyproject.toml
+}
+checks_log=$(mktemp)
+trap 'rm -f "$checks_log"' EXIT
+(set -euo pipefail; static_checks) >"$checks_log" 2>&1 &
+checks=$!
+
+echo "[test] pytest (the static checks run beside it; their output follows the tests')"
+tests=0
+pytest "$@" || tests=$?
+static=0
+wait "$checks" || static=$?
+cat "$checks_log"
+if [ "$static" -ne 0 ]; then
+    echo "[test] FAILED: a static check (above) exited with $static"
+fi
+if [ "$tests" -ne 0 ]; then
+    exit "$tests"
+fi
+exit "$static"
