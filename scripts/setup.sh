@@ -56,10 +56,15 @@ fi
 # where PYTHONDONTWRITEBYTECODE is set no process writes __pycache__, so each of the hundreds of
 # processes a test run starts would compile pydantic, FastAPI, kazoo and PySpark again: a
 # JobManager's imports cost 3.0 s of CPU instead of 1.5 s that way, a TaskManager's 2.0 instead of
-# 0.9 (docs/performance.md, "Start-up cost"). Compiling takes about 30 s once.
+# 0.9 (docs/performance.md, "Start-up cost"). Compiling takes about 30 s once. Left out: packages
+# no Steward process or test imports (sympy, networkx and cfn-lint come with moto's server for
+# its CloudFormation support; matplotlib only draws benchmarks/run_all.py's plots; mypy runs
+# compiled; pip, setuptools), a third of the compiling's CPU.
 compiled=.venv/.steward-compiled
 if [ ! -f "$compiled" ] || [ "$stamp" -nt "$compiled" ]; then
     log "compiling the installed packages' bytecode"
-    .venv/bin/python -m compileall -q -j 0 "$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))')" >/dev/null
+    .venv/bin/python -m compileall -q -j 0 \
+        -x '/site-packages/(sympy|networkx|cfnlint|matplotlib|fontTools|mypy|mypyc|pip|setuptools)/' \
+        "$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))')" >/dev/null
     touch "$compiled"
 fi
