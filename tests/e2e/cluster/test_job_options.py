@@ -37,11 +37,13 @@ def test_a_job_past_its_timeout_is_cancelled_with_reason_timeout(
     process_cluster.wait_ready(taskmanagers=1)
     truth = tmp_path / "truth.log"
     with process_cluster.client() as client:
+        # 8 s: the attempt must start (and write its truth) before the deadline, and a runner
+        # took over 4 s to start once at a load of 12.
         job = client.submit(
-            write_pipeline(tmp_path), args=[str(truth), "100000", "0.2"], timeout="4s"
+            write_pipeline(tmp_path), args=[str(truth), "100000", "0.2"], timeout="8s"
         )
-        assert job.timeout == 4.0
-        assert job.deadline == pytest.approx((job.submitted_at or 0) + 4.0)
+        assert job.timeout == 8.0
+        assert job.deadline == pytest.approx((job.submitted_at or 0) + 8.0)
         wait_until(lambda: read_truth(truth), 30, message="attempt started")
         pid = read_truth(truth)[0][2]
         result = client.wait(job.job_id, timeout=60)
@@ -50,7 +52,7 @@ def test_a_job_past_its_timeout_is_cancelled_with_reason_timeout(
     assert result.error is not None and result.error.type == TIMEOUT_ERROR_TYPE
     assert result.error.message.startswith("TIMEOUT")
     assert view.state is JobState.CANCELED and (view.reason or "").startswith("TIMEOUT")
-    assert result.finished_at >= (result.submitted_at or 0) + 4.0
+    assert result.finished_at >= (result.submitted_at or 0) + 8.0
     wait_until(lambda: not pid_alive(pid), 15, message="runner gone after the timeout")
     process_cluster.check_alive()
 
