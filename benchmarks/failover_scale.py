@@ -187,6 +187,10 @@ def _measure(
             raise
 
 
+def _per_job_ms(seconds: str | None, jobs: int) -> float | None:
+    return None if seconds is None else round(float(seconds) / jobs * 1000, 4)
+
+
 def _epoch(cluster: BenchCluster, root: str) -> int:
     """The epoch the writer left in ``leader/epoch`` (the leases are fenced by it)."""
     quorum = cluster.settings["high-availability.zookeeper.quorum"]
@@ -266,6 +270,9 @@ def _failover(
         "records_written_after_ready_s": late_records_s(second, epoch2),
         "takeover_cpu_s": round(cpu, 3),
         "takeover_cpu_ms_per_job": round(cpu / jobs * 1000, 4),
+        # The recovery thread's own CPU, kill to "recovery done" (None: a release before it
+        # said): the takeover's work without the heartbeats and the other threads beside it.
+        "recovery_thread_cpu_ms_per_job": _per_job_ms(summary2.pop("thread_cpu_s", None), jobs),
         "heartbeats_seen": {
             "answered": simulator.tally.answered,
             "refused": simulator.tally.refused,

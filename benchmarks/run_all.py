@@ -57,6 +57,8 @@ SUITE = (
     Benchmark("fenced_writes_tmpfs", "fenced_writes", ("--tmpfs",)),
     Benchmark("job_graph_store", "job_graph_store"),
     Benchmark("doctor_cost", "doctor_cost"),
+    # ZooKeeper reads one by one, pipelined and by multiRead (--quick: 1,000 znodes, 2 rounds).
+    Benchmark("zk_reads", "zk_reads"),
 )
 CLUSTER_SUITE = (
     Benchmark("cluster_failover", "cluster_failover"),

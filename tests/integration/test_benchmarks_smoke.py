@@ -15,7 +15,9 @@ from support import run_benchmark
 @pytest.mark.zookeeper
 def test_quick_benchmark_run_prints_every_figure(tmp_path: Path) -> None:
     figures = run_benchmark("run_all.py", "--quick", "--out-dir", str(tmp_path), timeout=240)
-    assert {"leader_failover", "fenced_writes", "job_graph_store"} <= set(figures["benchmarks"])
+    assert {"leader_failover", "fenced_writes", "job_graph_store", "zk_reads"} <= set(
+        figures["benchmarks"]
+    )
 
 
 @pytest.mark.zookeeper

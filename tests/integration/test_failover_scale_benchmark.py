@@ -15,6 +15,7 @@ def test_quick_run_adopts_every_simulated_attempt_and_prints_the_figures() -> No
     assert point["summary"]["restarted"] == "0"
     assert point["commands_after_kill"] == {}
     assert point["heartbeat"]["heartbeats"] > 0
+    assert point["recovery_thread_cpu_ms_per_job"] > 0
     assert {row["figure"] for row in doc["summary"]} >= {
         "leader RSS, 50 jobs on 5 TaskManagers",
     }

@@ -8,10 +8,11 @@ reason cut at :data:`MAX_REASON`, names interned and equal label sets shared.
 
 from __future__ import annotations
 
+import enum
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Protocol
+from typing import Final, Protocol
 
 from steward.wire.events import JobEvent
 from steward.wire.job_options import deadline
@@ -23,6 +24,15 @@ from steward.wire.states import AttemptState, JobState
 from .team_keys import Key
 
 MAX_REASON = 500
+
+
+class _Unshown(enum.Enum):
+    """No reason given: :meth:`IndexedJob.of_status` redacts the record's own."""
+
+    UNSHOWN = "unshown"
+
+
+UNSHOWN: Final = _Unshown.UNSHOWN
 
 
 class _Described(Protocol):
@@ -116,10 +126,15 @@ class IndexedJob:
         return cls._described(view, view.state, view.updated_at, view.reason)
 
     @classmethod
-    def of_status(cls, record: JobStatusRecord) -> IndexedJob:
+    def of_status(
+        cls, record: JobStatusRecord, *, shown_reason: str | _Unshown | None = UNSHOWN
+    ) -> IndexedJob:
         """What :meth:`of` makes of the record's view (``reads.status_view``), built without
-        one: the leader indexes every record it writes."""
-        reason = None if record.reason is None else SECRETS.text(record.reason)
+        one: the leader indexes every record it writes. ``shown_reason``: the record's reason
+        already redacted (the caller's event shows the same)."""
+        reason = shown_reason
+        if reason is UNSHOWN:
+            reason = None if record.reason is None else SECRETS.text(record.reason)
         return cls._described(record, record.state, record.updated_at, reason)
 
     @classmethod

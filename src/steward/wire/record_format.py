@@ -27,7 +27,7 @@ from pydantic.fields import FieldInfo
 
 from steward.errors import CorruptStateError, UnsupportedSchemaError
 from steward.wire.jobs import JobGraphPointer
-from steward.wire.records import AttemptRecord, JobStatusRecord
+from steward.wire.records import JobStatusRecord
 from steward.wire.values import STORED, Payload
 
 RECORD_FORMATS: Final = (1, 2)
@@ -128,18 +128,15 @@ def _short_model(
     keys: Mapping[str, str],
     *,
     top: bool,
-    implied: Mapping[str, object] | None = None,
     **types: Any,
 ) -> type[BaseModel]:
-    """``source``'s fields under their short keys (``types`` replaces some fields' types,
-    ``implied`` some defaults), with a required ``schema`` at the ``top``: the schema-2 form,
-    validated once by pydantic's core."""
+    """``source``'s fields under their short keys (``types`` replaces some fields' types),
+    with a required ``schema`` at the ``top``: the schema-2 form, validated by pydantic's
+    core."""
     fields: dict[str, Any] = {}
     for field, info in source.model_fields.items():
         if field in keys:
             annotation, default = _short_field(info, keys[field])
-            if implied and field in implied:
-                default = Field(default=implied[field], alias=keys[field])
             fields[field] = (types.get(field, annotation), default)
     if top:  # only the top level says its schema
         fields["schema_version"] = (int, Field(alias="schema"))
@@ -148,15 +145,6 @@ def _short_model(
     return model
 
 
-_Attempt2 = _short_model("AttemptRecord2", AttemptRecord, ATTEMPT_KEYS, top=False)
-_Status2 = _short_model(
-    "JobStatusRecord2",
-    JobStatusRecord,
-    STATUS_KEYS,
-    top=True,
-    implied=STATUS_IMPLIED,
-    attempts=list.__class_getitem__(_Attempt2),  # a model made at run time
-)
 _Pointer2 = _short_model(
     "JobGraphPointer2",
     JobGraphPointer,
@@ -243,15 +231,13 @@ def _hex(b64_digest: str) -> str:
 def decode_status(data: bytes | str, job_id: str) -> JobStatusRecord:
     """The status record of ``job_id`` in ``data``, of either schema; CorruptStateError
     (UnsupportedSchemaError for a newer schema) if it is not one."""
-    return _decoded(data, job_id, JobStatusRecord, short=_Status2, keys=STATUS_KEYS, build=_status)
+    return _decoded(data, job_id, JobStatusRecord, build=_status)
 
 
 def decode_pointer(data: bytes | str, job_id: str) -> JobGraphPointer:
     """The pointer to ``job_id``'s graph in ``data``, of either schema (errors as
     :func:`decode_status`)."""
-    return _decoded(
-        data, job_id, JobGraphPointer, short=_Pointer2, keys=POINTER_KEYS, build=_pointer
-    )
+    return _decoded(data, job_id, JobGraphPointer, build=_pointer)
 
 
 def _decoded(
@@ -259,18 +245,16 @@ def _decoded(
     job_id: str,
     kind: type[P],
     *,
-    short: type[BaseModel],
-    keys: Mapping[str, str],
-    build: Callable[[BaseModel, str], P],
+    build: Callable[[bytes | str, str], P],
 ) -> P:
-    """``data`` as ``kind``: schema 1 by its own decoder, schema 2 validated as ``short``
-    (whose fields are ``keys``) and made a ``kind`` for ``job_id`` by ``build``."""
+    """``data`` as ``kind``: schema 1 by its own decoder, schema 2 made a ``kind`` for
+    ``job_id`` by ``build``."""
     if not _is_schema_2(data):
         try:
             return kind.from_json(data)
         except UnsupportedSchemaError:
             data = _as_schema_2(kind.kind_name, data)
-    return build(_validated(short, data, kind, keys), job_id)
+    return build(data, job_id)
 
 
 def _is_schema_2(data: bytes | str) -> bool:
@@ -309,29 +293,55 @@ def _validated(
 
 
 def _where(loc: tuple[int | str, ...], keys: Mapping[str, str]) -> str:
-    """An error's place by the fields' names (``a.0.tm`` is ``attempts.0.taskmanager``)."""
-    names, current = [], keys
+    """An error's place by the fields' names (``h`` is ``sha256``)."""
+    names = []
     for part in loc:
-        if isinstance(part, int):
-            names.append(str(part))
-            continue
-        name = next((field for field, short in current.items() if short == part), part)
+        name = next((field for field, short in keys.items() if short == part), str(part))
         names.append("schema" if name == "schema_version" else name)
-        current = ATTEMPT_KEYS if name == "attempts" else {}
     return ".".join(names) or "payload"
 
 
-def _status(found: BaseModel, job_id: str) -> JobStatusRecord:
-    values = {**STATUS_IMPLIED, **_values(found), "job_id": job_id}
-    if "attempts" in values:
-        values["attempts"] = [_values(attempt) for attempt in values["attempts"]]
-    # Validated again from typed values (pydantic's core, about a third of a whole decode):
-    # model_construct, which skips it, cost three times as much in Python.
-    return JobStatusRecord.model_validate(values, strict=True, context=STORED)
+def _status(data: bytes | str, job_id: str) -> JobStatusRecord:
+    """A schema-2 status record, its keys made long in Python and then validated once, as
+    schema 1 is (a takeover decodes every live job's record: validating the short form and
+    then the record made of it cost a fifth more, ``benchmarks/record_decode.py``)."""
+    kind = JobStatusRecord.kind_name
+    try:
+        body = pydantic_core.from_json(data)
+    except ValueError as exc:
+        raise CorruptStateError(f"{kind}: payload: not JSON: {exc}") from exc
+    schema = body.get("schema") if isinstance(body, dict) else None
+    if type(schema) is not int or schema != 2:
+        raise CorruptStateError(f"{kind}: missing or invalid schema {schema!r}")
+    values = {**STATUS_IMPLIED, **_long(body, _STATUS_FIELDS), "job_id": job_id}
+    attempts = values.get("attempts")
+    if isinstance(attempts, list):
+        values["attempts"] = [
+            _long(attempt, _ATTEMPT_FIELDS) if isinstance(attempt, dict) else attempt
+            for attempt in attempts
+        ]
+    try:
+        return JobStatusRecord.model_validate_json(
+            _dumps(values), strict=True, extra="ignore", context=STORED
+        )
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(map(str, error["loc"])) or "payload"
+        raise CorruptStateError(f"{kind}: {where}: {error['msg']}") from exc
 
 
-def _pointer(found: BaseModel, job_id: str) -> JobGraphPointer:
-    values = _values(found)
+_STATUS_FIELDS: Final = {short: field for field, short in STATUS_KEYS.items()}
+_ATTEMPT_FIELDS: Final = {short: field for field, short in ATTEMPT_KEYS.items()}
+
+
+def _long(body: dict[str, Any], fields: Mapping[str, str]) -> dict[str, Any]:
+    """``body``'s known short keys as their fields' names; any other key left out (a
+    newer optional field is ignored, as schema 1 ignores it)."""
+    return {fields[key]: value for key, value in body.items() if key in fields}
+
+
+def _pointer(data: bytes | str, job_id: str) -> JobGraphPointer:
+    values = _values(_validated(_Pointer2, data, JobGraphPointer, POINTER_KEYS))
     values["blob"] = _long_blob(values["blob"], job_id)
     for field in ("sha256", "submission_sha256"):
         if values.get(field) is not None:

@@ -89,3 +89,27 @@ def test_the_client_parses_what_the_server_frames() -> None:
     assert [(e.name, e.id) for e in events] == [("reset", "x-0"), ("job", "x-1")]
     assert JobEvent.model_validate_json(events[1].data).job_id == "a"
     assert events[0] == Event("reset", '{"cursor":"x-0","why":"new"}', "x-0")
+
+
+def test_a_batch_is_appended_in_order_and_wakes_each_waiter_once() -> None:
+    journal = Journal()
+    start = journal.head
+    wakes: list[int] = []
+
+    async def append_while_waiting() -> None:
+        with journal.waiting() as waiter:
+            real_wake = waiter.wake
+
+            def counted() -> None:
+                wakes.append(1)
+                real_wake()
+
+            waiter.wake = counted  # type: ignore[method-assign]
+            journal.append_many([(_event(name), None) for name in ("a", "b", "c")])
+            assert await waiter.wait(5.0)
+
+    asyncio.run(append_while_waiting())
+    assert wakes == [1]
+    replay = journal.read(start)
+    assert replay is not None
+    assert [entry.event.job_id for entry in replay.entries] == ["a", "b", "c"]

@@ -23,7 +23,7 @@ import itertools
 import secrets
 import threading
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from steward.wire.events import JobEvent
@@ -99,9 +99,17 @@ class Journal:
             return self._cursor(self._sequence)
 
     def append(self, event: JobEvent, job: IndexedJob | None = None) -> None:
+        self.append_many([(event, job)])
+
+    def append_many(self, entries: Sequence[tuple[JobEvent, IndexedJob | None]]) -> None:
+        """Append ``entries`` in order, and wake each waiter once for all of them (a
+        takeover publishes thousands at once: a wake is a hop to the waiter's event loop)."""
+        if not entries:
+            return
         with self._lock:
-            self._sequence += 1
-            self._entries.append((self._sequence, event, job))
+            for event, job in entries:
+                self._sequence += 1
+                self._entries.append((self._sequence, event, job))
             waiters = list(self._waiters)
         for waiter in waiters:
             waiter.wake()

@@ -143,8 +143,7 @@ class JobEventSource:
     # ------------------------------------------------------------------ the leader's writes
 
     def wrote(self, records: Sequence[JobStatusRecord]) -> None:
-        for record in records:
-            self._saw(_status_event(record), IndexedJob.of_status(record), fed=True)
+        self._saw_all([_observed(record) for record in records], fed=True)
 
     def ended(self, entry: JobResultEntry) -> None:
         self._saw(_result_event(entry), IndexedJob.of_result(entry), fed=True)
@@ -155,8 +154,7 @@ class JobEventSource:
                 self._seen.pop(job_id, None)
 
     def read(self, records: Sequence[JobStatusRecord]) -> None:
-        for record in records:
-            self._saw(_status_event(record), IndexedJob.of_status(record))
+        self._saw_all([_observed(record) for record in records])
 
     def have_results(self, job_ids: Collection[str]) -> None:
         with self._lock:
@@ -208,7 +206,7 @@ class JobEventSource:
             if self._stopped or deleted or watches is not self._watches:
                 return False  # the status is deleted only by the job's cleanup
             if record is not None:
-                self._saw(_status_event(record), IndexedJob.of_status(record))
+                self._saw_all([_observed(record)])
             return True
 
         def on_result() -> bool:
@@ -239,19 +237,31 @@ class JobEventSource:
     # ------------------------------------------------------------------ publishing
 
     def _saw(self, event: JobEvent, job: IndexedJob, *, fed: bool = False) -> None:
-        seen: _Seen = (event.state, event.reason, event.attempt_count)
+        self._saw_all([(event, job)], fed=fed)
+
+    def _saw_all(
+        self, observed: Sequence[tuple[JobEvent, IndexedJob]], *, fed: bool = False
+    ) -> None:
+        """Publish what changed among ``observed``, in order, under one hold of the lock and
+        with one wake of the journal's waiters (a takeover reads thousands of records)."""
         with self._lock:
-            if not self._current(event.job_id, fed=fed):
-                return
-            before = self._seen.get(event.job_id)
-            if before is not None and before[0].is_terminal:
-                return  # the result has the last word (a late status write adds nothing)
-            if before == seen:
-                return
-            # Kept until the job's cleanup removes jobs/<id> (_on_jobs, removed).
-            self._seen[event.job_id] = seen
+            news = [(event, job) for event, job in observed if self._is_news(event, fed=fed)]
             # Appended under the lock: the journal's order is the order the source decided in.
-            self.journal.append(event, job)
+            self.journal.append_many(news)
+
+    def _is_news(self, event: JobEvent, *, fed: bool) -> bool:
+        """Whether ``event`` is published now, noted as seen if it is; under the lock."""
+        if not self._current(event.job_id, fed=fed):
+            return False
+        before = self._seen.get(event.job_id)
+        if before is not None and before[0].is_terminal:
+            return False  # the result has the last word (a late status write adds nothing)
+        seen: _Seen = (event.state, event.reason, event.attempt_count)
+        if before == seen:
+            return False
+        # Kept until the job's cleanup removes jobs/<id> (_on_jobs, removed).
+        self._seen[event.job_id] = seen
+        return True
 
     def _current(self, job_id: str, *, fed: bool) -> bool:
         """Whether an event of this origin (a write of ours, or a read) is published now;
@@ -272,12 +282,18 @@ class JobEventSource:
         return written is not None and job_id not in written
 
 
-def _status_event(record: JobStatusRecord) -> JobEvent:
+def _observed(record: JobStatusRecord) -> tuple[JobEvent, IndexedJob]:
+    """The record's event and index entry, its reason redacted once for both."""
+    reason = None if record.reason is None else SECRETS.text(record.reason)
+    return _status_event(record, reason), IndexedJob.of_status(record, shown_reason=reason)
+
+
+def _status_event(record: JobStatusRecord, reason: str | None) -> JobEvent:
     return JobEvent(
         job_id=record.job_id,
         name=record.name,
         state=record.state,
-        reason=None if record.reason is None else SECRETS.text(record.reason),
+        reason=reason,
         epoch=record.epoch,
         at=record.updated_at,
         submitter=record.submitter,

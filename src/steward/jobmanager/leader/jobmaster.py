@@ -28,6 +28,7 @@ Rules it owns:
 from __future__ import annotations
 
 import time
+from typing import Final
 
 from steward.wire.heartbeat import Rejection
 from steward.wire.job_options import deadline, timeout_error
@@ -75,6 +76,8 @@ class JobMaster:
         """``spec``: the job's spec, or (a job adopted from its record alone) a
         :class:`LazySpec` that reads it when first needed."""
         self._spec = SpecAtHand(spec)
+        self.job_id: Final = self._spec.facts.job_id
+        """Its id, kept as a plain attribute: read a dozen times a job by a takeover."""
         self.shown_env = self._spec.shown_env
         self.hookless: bool | None = None
         """Whether its pipeline cannot define ``initialize`` (None: not known), kept in its
@@ -107,10 +110,6 @@ class JobMaster:
     @property
     def facts(self) -> JobFacts:
         return self._spec.facts
-
-    @property
-    def job_id(self) -> str:
-        return self.facts.job_id
 
     @property
     def spec(self) -> JobSpec:

@@ -27,6 +27,7 @@ heartbeat is taken and no attempt is cancelled as a stray (issue 23).
 from __future__ import annotations
 
 import logging
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
@@ -86,24 +87,25 @@ class Recovery:
 
     def recover(self) -> dict[str, int]:
         """Recover every job of the cluster into the table; the summary, by outcome."""
-        started = self._term.monotonic()
+        started, cpu_started = self._term.monotonic(), time.thread_time()
         parallelism = self._term.settings.jobmanager.recovery_parallelism
         with ThreadPoolExecutor(max_workers=parallelism, thread_name_prefix="recover") as pool:
             listing = self._list_until_known(pool)
             if listing is None:  # the term ended while ZooKeeper did not answer
                 return {"jobs": 0}
-            return self._recover_listed(listing, pool, started)
+            return self._recover_listed(listing, pool, (started, cpu_started))
 
     def _recover_listed(
-        self, listing: Listing, pool: ThreadPoolExecutor, started: float
+        self, listing: Listing, pool: ThreadPoolExecutor, started: tuple[float, float]
     ) -> dict[str, int]:
+        """``started``: the recovery's monotonic time and this thread's CPU time at its start."""
         for job_id in listing.cleanups:
             self._cleanup.put(job_id)
         # What the listings cost against the jobs' own reads: the split a profile starts from.
         log.info(
             "recovery listed epoch=%d seconds=%.3f leases=%d jobs=%d",
             self._term.epoch,
-            self._term.monotonic() - started,
+            self._term.monotonic() - started[0],
             len(listing.leases),
             len(listing.todo),
         )
@@ -120,11 +122,14 @@ class Recovery:
             "failed": outcomes.count("failed"),
             "dirty_cleanups": listing.dirty,
         }
+        # thread_cpu_s: this thread's CPU (not the pool's, not heartbeats'), what a takeover's
+        # profile starts from on a machine whose load stretches every wall time.
         log.info(
-            "recovery done epoch=%d seconds=%.3f %s",
+            "recovery done epoch=%d seconds=%.3f %s thread_cpu_s=%.3f",
             self._term.epoch,
-            self._term.monotonic() - started,
+            self._term.monotonic() - started[0],
             " ".join(f"{k}={v}" for k, v in summary.items()),
+            time.thread_time() - started[1],
         )
         return summary
 
