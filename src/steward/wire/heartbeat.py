@@ -23,6 +23,18 @@ Unchanged reports
     full. An older leader never says ``taken``, and an older TaskManager sends no digest, so
     either side with an older one sends or takes every report in full.
 
+Idle holds
+    A reply that says ``taken`` also says ``idle_hold``: how long that leader holds an
+    unchanged heartbeat while nothing is in flight to its TaskManager. The TaskManager's
+    unchanged heartbeats to it ask that long a ``wait`` (at most its own
+    ``heartbeat.idle-hold``), so an idle TaskManager sends one request per hold instead of one
+    per interval; commands still come back at once on the held reply, and every change still
+    goes at once in a heartbeat of its own. The leader holds a heartbeat longer than its
+    ``heartbeat.interval`` only while it keeps that TaskManager's reports and no start command
+    it collected is unreported (the expiry of a lost start needs a heartbeat per interval). An
+    older leader never says ``idle_hold``, so it never gets a longer ``wait``; an older
+    TaskManager never asks one.
+
 Epochs
     A reply, and every command in it, carries the leader's epoch. A TaskManager ignores a reply
     whose epoch is older than the newest it has seen (a deposed leader), and adopts a newer one
@@ -193,6 +205,15 @@ class HeartbeatReply(Payload):
         default=False,
         description="an unchanged heartbeat named reports this leader does not hold (it is"
         " new, or forgot this TaskManager): nothing was taken; send them in full at once",
+    )
+    idle_hold: float | None = Field(
+        default=None,
+        gt=0,
+        le=60,
+        description="with ``taken``: the longest this leader holds an unchanged heartbeat it"
+        " keeps while no start command to this TaskManager is in flight (``heartbeat.idle-hold``):"
+        " the TaskManager may ask that long a ``wait`` for them (None: an older leader, which"
+        " gets ``heartbeat.interval``)",
     )
 
 
