@@ -66,6 +66,9 @@ except ImportError:  # pragma: no cover - only against an older source tree
     DIGESTS = False
 
 NOT_LEADER = (409, 421, 503)
+QUICK_IDLE_HOLD = 2.0
+"""Seconds: the ``heartbeat.idle-hold`` of a benchmark's quick run (short windows see every
+TaskManager's poll)."""
 
 
 @dataclass

@@ -44,7 +44,7 @@ from _common import (
 )
 from _heartbeat_cost import heartbeat_cost
 from _raw_heartbeats import RawHeartbeatSimulator
-from _tm_simulator import default_idle_hold
+from _tm_simulator import QUICK_IDLE_HOLD, default_idle_hold
 from failover_scale import SESSION_TIMEOUT, SIM_SESSIONS, _epoch, everyone_told, recovery_line
 from recovery_scaling import persist_jobs
 from steward.security.credentials import INTERNAL_KEY, read_secret
@@ -64,14 +64,21 @@ def measure(
     hold: float = 0.0,
     unheld: int = 0,
     changing: bool = False,
+    idle_hold: float | None = None,
 ) -> Json:
-    """``unheld``: jobs written beside the held ones, which no TaskManager runs (the leader
-    keeps them SCHEDULED: every slot is taken), to see whether a heartbeat costs more when
-    the leader holds more jobs than its TaskManagers run. ``changing``: every heartbeat
-    carries new progress of one attempt (never an unchanged heartbeat)."""
+    """``idle_hold``: the cluster's ``heartbeat.idle-hold`` (None: the code's default, or none
+    where it has no idle holds). ``unheld``: jobs written beside the held ones, which no
+    TaskManager runs (the leader keeps them SCHEDULED: every slot is taken), to see whether a
+    heartbeat costs more when the leader holds more jobs than its TaskManagers run.
+    ``changing``: every heartbeat carries new progress of one attempt (never unchanged)."""
     jobs = taskmanagers * JOBS_PER_TM
+    extra = {} if idle_hold is None else {"heartbeat.idle-hold": f"{idle_hold:g}s"}
     with bench_cluster(
-        zookeeper.workdir, zookeeper.connect_string, f"heartbeat-cost-{jobs}", SESSION_TIMEOUT
+        zookeeper.workdir,
+        zookeeper.connect_string,
+        f"heartbeat-cost-{jobs}",
+        SESSION_TIMEOUT,
+        **extra,
     ) as cluster:
         root = f"{ZK_ROOT}/{cluster.settings['high-availability.cluster-id']}"
         written = persist_jobs(
@@ -91,6 +98,8 @@ def measure(
             tms_per_session=-(-taskmanagers // SIM_SESSIONS),
             session_timeout=SESSION_TIMEOUT,
         )
+        if idle_hold is not None:
+            simulator.idle_hold = idle_hold
         try:
             simulator.register()
             for tm in simulator.taskmanagers:
@@ -184,14 +193,17 @@ def main() -> int:
         help="every heartbeat carries new progress of one attempt (its reports always change)",
     )
     args = cli.parse_args()
-    hold = default_idle_hold() or 0.0
-    window = 2.0 if args.quick else max(CPU_WINDOW_S, 3 * hold)
+    # A quick run holds idle heartbeats 2 s (where the code has idle holds), so that its short
+    # window still sees every TaskManager poll.
+    idle_hold = QUICK_IDLE_HOLD if args.quick and default_idle_hold() is not None else None
+    hold = idle_hold or default_idle_hold() or 0.0
+    window = max(2.0, hold) if args.quick else max(CPU_WINDOW_S, 3 * hold)
     counts = [int(n) for n in (args.taskmanagers or ("10" if args.quick else "100,300")).split(",")]
     parameters: Json = {
         "taskmanagers": counts,
         "jobs_per_taskmanager": JOBS_PER_TM,
         "heartbeat_interval": configured_default("heartbeat.interval"),
-        "heartbeat_idle_hold": configured_default("heartbeat.idle-hold"),
+        "heartbeat_idle_hold": hold or None,
         "cpu_window_s": window,
         "quick": args.quick,
         "unheld": args.unheld,
@@ -208,6 +220,7 @@ def main() -> int:
                     hold=args.hold,
                     unheld=args.unheld,
                     changing=args.changing,
+                    idle_hold=idle_hold,
                 )
                 for n in counts
             ]

@@ -44,6 +44,15 @@ def in_idle_hold(cluster: ProcessCluster, leader: Proc) -> None:
     wait_until(held, 30.0, "tm-1's heartbeat held past two seconds", interval=0.1)
 
 
+def idle_one_of_each(cluster: ProcessCluster) -> Proc:
+    """jm-1 leading tm-1, whose heartbeat is in an idle hold; jm-1 returned."""
+    cluster.start_one_of_each()
+    leader = cluster.leader()
+    assert leader is not None
+    in_idle_hold(cluster, leader)
+    return leader
+
+
 def proc(cluster: ProcessCluster, proc_id: str) -> Proc:
     return next(p for p in cluster.procs if p.id == proc_id)
 
@@ -51,11 +60,7 @@ def proc(cluster: ProcessCluster, proc_id: str) -> Proc:
 def test_an_idle_taskmanager_heartbeat_is_held_longer_than_the_interval(
     process_cluster: ProcessCluster,
 ) -> None:
-    process_cluster.start_one_of_each()
-    leader = process_cluster.leader()
-    assert leader is not None
-
-    in_idle_hold(process_cluster, leader)  # at 200 ms polls, its age never passes 0.4 s
+    leader = idle_one_of_each(process_cluster)  # at 200 ms polls, its age stays under 0.4 s
 
     assert taskmanagers(process_cluster, leader)["tm-1"]["heartbeat_age"] < 10.0 + 2.0
 
@@ -63,10 +68,7 @@ def test_an_idle_taskmanager_heartbeat_is_held_longer_than_the_interval(
 def test_a_taskmanager_frozen_in_its_idle_hold_is_dropped_when_its_session_expires(
     process_cluster: ProcessCluster,
 ) -> None:
-    process_cluster.start_one_of_each()
-    leader = process_cluster.leader()
-    assert leader is not None
-    in_idle_hold(process_cluster, leader)
+    leader = idle_one_of_each(process_cluster)
     taskmanager = proc(process_cluster, "tm-1")
 
     taskmanager.signal(signal.SIGSTOP)

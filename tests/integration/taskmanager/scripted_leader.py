@@ -229,15 +229,9 @@ class ScriptedLeader:
             commands, self._commands = self._commands, []
             taken = self._kept.digest if self._kept is not None else None
         acks = [ack for report in beat.attempts if (ack := self._ack(report)) is not None]
+        reply = HeartbeatReply(epoch=epoch, leader=self.name, commands=commands, acks=acks)
         idle_hold = self.idle_hold if taken is not None else None
-        return HeartbeatReply(
-            epoch=epoch,
-            leader=self.name,
-            commands=commands,
-            acks=acks,
-            taken=taken,
-            idle_hold=idle_hold,
-        )
+        return reply.model_copy(update={"taken": taken, "idle_hold": idle_hold})
 
     def _keeps(self, beat: Heartbeat) -> bool:
         return (
