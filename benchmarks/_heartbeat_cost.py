@@ -26,7 +26,9 @@ def heartbeat_cost(proc: Proc, simulator: TaskManagerSimulator, window: float) -
     from recovery (the first record watches, the job index) can still run in the first."""
     settled = _settle(proc, simulator)
     idle_before, elapsed_before = _idle_over(proc, simulator, window)
-    time.sleep(simulator.interval)  # every TaskManager beats again
+    # Every TaskManager beats again, and (idle holds) has had a whole hold answered: its first
+    # poll after the pause is answered only a hold later, which the window must not start in.
+    time.sleep(simulator.interval + (simulator.idle_hold or 0.0))
     unchanged = simulator.tally.unchanged
     busy, beats, elapsed = _cpu_over(proc, simulator, window)
     unchanged = simulator.tally.unchanged - unchanged
