@@ -1,11 +1,13 @@
 r"""The TaskManager <-> leader protocol: one HTTP heartbeat carries reports one way, commands back.
 
 A TaskManager ``POST``\ s a :class:`Heartbeat` to ``/internal/v1/heartbeat`` of the leader it
-found through leader retrieval, at least every ``heartbeat.interval``, and at once whenever one
-of its attempts changes. The leader answers with a :class:`HeartbeatReply`: its epoch, the
-commands for this TaskManager (start an attempt, cancel one) and acknowledgements. The request
-may ask the leader to hold the reply up to ``wait`` seconds until a command is queued (long
-polling), so a command reaches an idle TaskManager at once without a busy heartbeat.
+found through leader retrieval, a new one as soon as the last is answered and at most one per
+``heartbeat.interval`` (each held up to that, or up to the idle hold: below), and at once
+whenever one of its attempts changes. The leader answers with a :class:`HeartbeatReply`: its
+epoch, the commands for this TaskManager (start an attempt, cancel one) and acknowledgements.
+The request may ask the leader to hold the reply up to ``wait`` seconds until a command is
+queued (long polling), so a command reaches an idle TaskManager at once without a busy
+heartbeat.
 
 Reliable delivery without a second channel
     Each attempt's checkpoint events are numbered (``seq`` from 1, per attempt) and the
