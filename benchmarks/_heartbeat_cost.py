@@ -11,7 +11,7 @@ import time
 
 import psutil
 
-from _common import Json
+from _common import Json, wait_until
 from _tm_simulator import TaskManagerSimulator
 from steward.testing.processes import Proc
 
@@ -26,7 +26,9 @@ def heartbeat_cost(proc: Proc, simulator: TaskManagerSimulator, window: float) -
     from recovery (the first record watches, the job index) can still run in the first."""
     settled = _settle(proc, simulator)
     idle_before, elapsed_before = _idle_over(proc, simulator, window)
-    time.sleep(simulator.interval)  # every TaskManager beats again
+    # Every TaskManager beats again, and (idle holds) has had a whole hold answered: its first
+    # poll after the pause is answered only a hold later, which the window must not start in.
+    time.sleep(simulator.interval + (simulator.idle_hold or 0.0))
     unchanged = simulator.tally.unchanged
     busy, beats, elapsed = _cpu_over(proc, simulator, window)
     unchanged = simulator.tally.unchanged - unchanged
@@ -38,6 +40,8 @@ def heartbeat_cost(proc: Proc, simulator: TaskManagerSimulator, window: float) -
         "window_s": round(elapsed, 2),
         "heartbeats": beats,
         "heartbeats_per_s": round(beats / elapsed, 1),
+        "heartbeats_per_tm_s": round(beats / elapsed / len(simulator.taskmanagers), 3),
+        "idle_hold_s": simulator.idle_hold,
         "unchanged_sent": unchanged,
         "cpu_s": round(busy, 3),
         "idle_cpu_s": [round(idle_before, 3), round(idle_after, 3)],
@@ -67,7 +71,10 @@ def _settle(proc: Proc, simulator: TaskManagerSimulator, most: float = 180.0) ->
 def _idle_over(proc: Proc, simulator: TaskManagerSimulator, window: float) -> tuple[float, float]:
     """``proc``'s CPU seconds over ``window`` with the heartbeats paused, and the window."""
     simulator.paused = True
-    time.sleep(2 * simulator.interval)  # the long polls in flight end within one interval
+    time.sleep(simulator.interval)  # the loop sees the pause (it looks every tenth of it)
+    # The held long polls end within their hold (an idle one's: the idle hold).
+    hold = max(simulator.interval, simulator.idle_hold or 0.0)
+    wait_until(lambda: simulator.in_flight == 0, hold + 10.0, "the held heartbeats answered")
     idle, _beats, elapsed = _cpu_over(proc, simulator, window)
     simulator.paused = False
     return idle, elapsed

@@ -44,6 +44,8 @@ class RawHeartbeatSimulator(TaskManagerSimulator):
         while True:
             if self.paused:
                 await asyncio.sleep(self.interval / 10)
+                if not self.paused:  # resume spread over a hold, as TaskManagers are apart
+                    await asyncio.sleep(self._resume_spread(tm))
                 continue
             started = time.monotonic()
             try:
@@ -67,11 +69,15 @@ class RawHeartbeatSimulator(TaskManagerSimulator):
     ) -> bool:
         reader, writer = connection
         self._end_due(tm)
-        beat = tm.beat(self.interval)
+        beat = tm.beat(self.interval, self.idle_hold)
         self.tally.unchanged += getattr(beat, "unchanged", False)
         body = beat.to_json()
         writer.write(head + b"content-length: %d\r\n\r\n" % len(body) + body)
-        status_line = await reader.readline()
+        self.in_flight += 1
+        try:
+            status_line = await reader.readline()
+        finally:
+            self.in_flight -= 1
         if not status_line:
             # The server closed the kept-alive connection (uvicorn does after 5 s idle: the
             # heartbeats were paused): open another, as an HTTP client does.

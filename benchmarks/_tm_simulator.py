@@ -5,7 +5,9 @@ on a real ZooKeeper session), its execution leases (``executions/<job-id>``, cre
 :class:`~steward.store.leases.ExecutionLeases`, fenced by the leader's epoch as rule 3 wants)
 and its heartbeats (the wire protocol's :class:`~steward.wire.heartbeat.Heartbeat`, POSTed over
 HTTP with the cluster's internal credential, long-polling like a TaskManager's ``_poll`` loop,
-turning to another JobManager when answered ``not_leader``). The JobManagers under test are
+turning to another JobManager when answered ``not_leader``; an unchanged heartbeat asks the
+idle hold the leader says, as a TaskManager's poll does, where the code under test has idle
+holds). The JobManagers under test are
 real processes and cannot tell these TaskManagers from real ones.
 
 What it leaves out: attempts are entries in a dict, not runner processes (no Spark, no process
@@ -16,7 +18,10 @@ wants), runs for that many seconds, releases the lease with its outcome record a
 ENDED, FINISHED (``fair_share.py``: slots turning over); heartbeats of all simulated
 TaskManagers come from one asyncio loop in one process (each TaskManager its own HTTP
 client), so on a loaded machine fewer than one heartbeat per TaskManager per interval may be
-sent; ``tms_per_session`` TaskManagers share one ZooKeeper session (1 = one session each, as
+sent; no notifier, pacer or poll abandoned at a leader change (the simulated reports change
+only with ``run_for``'s starts and ends, carried by the next poll, which is never held longer
+than an interval while an attempt is due to end); ``tms_per_session``
+TaskManagers share one ZooKeeper session (1 = one session each, as
 real TaskManagers; more, to spare this machine's threads: the leader's work does not depend on
 it, ZooKeeper's session count does).
 
@@ -61,6 +66,9 @@ except ImportError:  # pragma: no cover - only against an older source tree
     DIGESTS = False
 
 NOT_LEADER = (409, 421, 503)
+QUICK_IDLE_HOLD = 2.0
+"""Seconds: the ``heartbeat.idle-hold`` of a benchmark's quick run (short windows see every
+TaskManager's poll)."""
 
 
 @dataclass
@@ -77,6 +85,8 @@ class SimulatedTaskManager:
     """Monotonic time each simulated attempt ends (``run_for``), by job id."""
     taken: tuple[int, str] | None = None
     """The leader epoch and digest of the reports the last reply said that leader keeps."""
+    said_hold: float | None = None
+    """The idle hold that reply said (None: none, an older leader)."""
     changing: bool = False
     """Every heartbeat carries new progress of one attempt: its reports are never unchanged."""
 
@@ -84,9 +94,10 @@ class SimulatedTaskManager:
     def address(self) -> str:
         return f"http://{self.tm_id}.simulated.invalid:1"
 
-    def beat(self, wait: float) -> Heartbeat:
+    def beat(self, wait: float, idle_hold: float | None = None) -> Heartbeat:
         """The next heartbeat: without its reports (``unchanged``) if the leader keeps them,
-        as a TaskManager's, where the code under test knows unchanged heartbeats."""
+        as a TaskManager's, where the code under test knows unchanged heartbeats; an unchanged
+        one asks the shorter of ``idle_hold`` and the leader's, if both are known."""
         self.seq += 1
         if self.changing and self.attempts:
             first = next(iter(self.attempts))
@@ -100,6 +111,11 @@ class SimulatedTaskManager:
             unchanged = self.taken == (self.epoch, digest)
             fields = {"digest": digest, "unchanged": unchanged}
             attempts = [] if unchanged else attempts
+            # One with an attempt due to end (``run_for``) polls every interval: a real one's
+            # notifier would send the end at once, this one's next poll does.
+            held = unchanged and not self.ends
+            if held and idle_hold is not None and self.said_hold is not None:
+                wait = max(wait, min(idle_hold, self.said_hold))
         return Heartbeat(
             taskmanager=self.tm_id,
             address=self.address,
@@ -155,6 +171,10 @@ class TaskManagerSimulator:
         self.run_for = run_for
         self._session_timeout = session_timeout
         self.interval = interval
+        self.idle_hold = default_idle_hold()
+        """What the code under test's TaskManager asks at most (None: it has no idle hold)."""
+        self.in_flight = 0
+        """Heartbeats sent and not answered yet (a pause waits for the held ones)."""
         self._headers = {
             "authorization": f"Bearer {internal_credential}",
             "content-type": "application/json",
@@ -292,12 +312,19 @@ class TaskManagerSimulator:
         for http in clients:
             await http.aclose()
 
+    def _resume_spread(self, tm: SimulatedTaskManager) -> float:
+        """Seconds ``tm`` waits after a pause: spread over its hold (the idle hold where there
+        is one), or every TaskManager's polls would come in one burst per hold."""
+        return (self.idle_hold or self.interval) * (hash(tm.tm_id) % 1000) / 1000
+
     async def _beat(self, http: httpx.AsyncClient, tm: SimulatedTaskManager) -> None:
         # Spread the first heartbeats over one interval, as TaskManagers started apart are.
         await asyncio.sleep(self.interval * (hash(tm.tm_id) % 1000) / 1000)
         while True:
             if self.paused:
                 await asyncio.sleep(self.interval / 10)
+                if not self.paused:
+                    await asyncio.sleep(self._resume_spread(tm))
                 continue
             started = time.monotonic()
             reply = await self._exchange(http, tm)
@@ -311,12 +338,16 @@ class TaskManagerSimulator:
         self._end_due(tm)
         leader = self._leader
         url = self.addresses[leader] + HEARTBEAT_PATH
+        self.in_flight += 1
         try:
-            answer = await http.post(url, content=tm.beat(self.interval).to_json())
+            beat = tm.beat(self.interval, self.idle_hold)
+            answer = await http.post(url, content=beat.to_json())
         except httpx.HTTPError:
             self.tally.failed += 1
             self._turn(leader)
             return None
+        finally:
+            self.in_flight -= 1
         if answer.status_code in NOT_LEADER:
             self.tally.refused += 1
             self._turn(leader)
@@ -336,6 +367,7 @@ class TaskManagerSimulator:
         tm.epoch = max(reply.epoch, tm.epoch)
         taken = getattr(reply, "taken", None)
         tm.taken = None if taken is None else (reply.epoch, taken)
+        tm.said_hold = getattr(reply, "idle_hold", None)
         for command in reply.commands:
             self.tally.commands[command.command] += 1
             if isinstance(command, CancelAttempt):
@@ -384,6 +416,15 @@ class TaskManagerSimulator:
                     "lease_released": True,
                 }
             )
+
+
+def default_idle_hold() -> float | None:
+    """The code under test's default ``heartbeat.idle-hold`` in seconds (None: it has none)."""
+    from steward.config import OPTIONS
+    from steward.config.units import to_duration
+
+    option = next((o for o in OPTIONS if o.key == "heartbeat.idle-hold"), None)
+    return None if option is None else to_duration(option.default)
 
 
 @contextlib.contextmanager

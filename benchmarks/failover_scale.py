@@ -47,7 +47,12 @@ from _common import (
     wait_until,
 )
 from _heartbeat_cost import heartbeat_cost
-from _tm_simulator import TaskManagerSimulator, simulated_taskmanagers
+from _tm_simulator import (
+    QUICK_IDLE_HOLD,
+    TaskManagerSimulator,
+    default_idle_hold,
+    simulated_taskmanagers,
+)
 from recovery_scaling import persist_jobs
 from steward.ha.session import Session
 from steward.security.credentials import INTERNAL_KEY, read_secret
@@ -120,10 +125,13 @@ def measure(
     *,
     failover: bool = True,
     handoff: str = "kill",
+    idle_hold: float | None = None,
 ) -> Json:
+    """``idle_hold``: the cluster's ``heartbeat.idle-hold`` (None: the code's own default)."""
     cluster_id = f"failover-scale-{jobs}"
+    extra = {} if idle_hold is None else {"heartbeat.idle-hold": f"{idle_hold:g}s"}
     with bench_cluster(
-        zookeeper.workdir, zookeeper.connect_string, cluster_id, SESSION_TIMEOUT
+        zookeeper.workdir, zookeeper.connect_string, cluster_id, SESSION_TIMEOUT, **extra
     ) as cluster:
         return _measure(
             cluster,
@@ -134,6 +142,7 @@ def measure(
             window=window,
             failover=failover,
             handoff=handoff,
+            idle_hold=idle_hold,
         )
 
 
@@ -147,6 +156,7 @@ def _measure(
     window: float,
     failover: bool,
     handoff: str = "kill",
+    idle_hold: float | None = None,
 ) -> Json:
     root = f"{ZK_ROOT}/{cluster.settings['high-availability.cluster-id']}"
     storage = cluster.settings["high-availability.storage-dir"]
@@ -164,6 +174,8 @@ def _measure(
         tms_per_session=per_session,
         session_timeout=SESSION_TIMEOUT,
     ) as simulator:
+        if idle_hold is not None:
+            simulator.idle_hold = idle_hold
         started = time.perf_counter()
         simulator.register()
         simulator.hold([f"job-{i:05d}" for i in range(jobs)], epoch=_epoch(cluster, root))
@@ -379,7 +391,10 @@ def main() -> int:
         help="measure the leader's heartbeat cost at each point, without the failover",
     )
     args = cli.parse_args()
-    window = 2.0 if args.quick else CPU_WINDOW_S
+    # A quick run holds idle heartbeats 2 s (where the code has idle holds): its short window
+    # then sees every TaskManager poll.
+    idle_hold = QUICK_IDLE_HOLD if args.quick and default_idle_hold() is not None else None
+    window = max(2.0, idle_hold or 0.0) if args.quick else CPU_WINDOW_S
     counts = [int(n) for n in (args.jobs or ("50" if args.quick else "1000,5000,10000")).split(",")]
     parameters: Json = {
         "jobs": counts,
@@ -405,6 +420,7 @@ def main() -> int:
                     window,
                     failover=not args.heartbeats_only,
                     handoff=args.handoff,
+                    idle_hold=idle_hold,
                 )
                 for n in counts
             ]

@@ -319,6 +319,8 @@ def test_unknown_key_read_is_rejected() -> None:
         ("state.checkpoints.num-retained", "three"),
         ("state.checkpoints.num-retained", 2.5),
         (STORAGE_DIR, ["file:///x"]),
+        ("heartbeat.idle-hold", "21s"),
+        ("heartbeat.idle-hold", "0s"),
     ],
 )
 def test_bad_value_is_rejected_naming_the_key(key: str, value: object) -> None:
@@ -395,3 +397,10 @@ def test_configuration_is_a_snapshot_of_its_values() -> None:
     config = Configuration(values)
     values[CLUSTER_ID] = "changed"
     assert config[CLUSTER_ID] == "default"
+
+
+def test_an_idle_hold_shorter_than_the_interval_is_rejected_naming_both() -> None:
+    with pytest.raises(ConfigurationError) as caught:
+        load(overrides={"heartbeat.interval": "5s", "heartbeat.idle-hold": "2s"}, environ={})
+    assert caught.value.key == "heartbeat.idle-hold"
+    assert "heartbeat.interval" in str(caught.value)

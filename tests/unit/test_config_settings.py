@@ -73,6 +73,7 @@ OTHER_VALUES: dict[str, str] = {
     "jobmanager.events.buffer": "50",
     "jobmanager.doctor.interval": "15m",
     "heartbeat.interval": "2s",
+    "heartbeat.idle-hold": "15s",
     "spark.master": "yarn",
     "history.event-log.enabled": "false",
     "history.event-log.dir": "hdfs://nn/spark-events",
@@ -183,6 +184,7 @@ def test_defaults_give_the_documented_typed_values(_isolated_cwd: Path) -> None:
         attempt_log_max_size=64 << 20,
         workdir_retention=3600.0,
         heartbeat_interval=1.0,
+        heartbeat_idle_hold=10.0,
     )
     assert settings.spark == SparkSettings(master="local[*]")
     assert settings.client == ClientSettings(rest_address="")

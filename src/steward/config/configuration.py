@@ -72,6 +72,7 @@ def validate(raw: Mapping[str, object], sources: Mapping[str, str]) -> Configura
             )
         values[option.key] = parsed
     _derive_timing(values)
+    _check_idle_hold(values)
     values["high-availability.storage-dir"] = _absolute_storage(
         values["high-availability.storage-dir"]
     )
@@ -89,6 +90,17 @@ def _derive_timing(values: dict[str, Any]) -> None:
         key = problems[0][0]
         raise ConfigurationError(
             f"bad value for {key}: " + "; ".join(text for _, text in problems), key=key
+        )
+
+
+def _check_idle_hold(values: Mapping[str, Any]) -> None:
+    """An idle TaskManager's hold is never shorter than its busy one's."""
+    interval, hold = values["heartbeat.interval"], values["heartbeat.idle-hold"]
+    if hold < interval:
+        raise ConfigurationError(
+            f"bad value for heartbeat.idle-hold: {hold:g}s is shorter than heartbeat.interval"
+            f" ({interval:g}s); set it to at least that (equal: no longer hold)",
+            key="heartbeat.idle-hold",
         )
 
 

@@ -13,6 +13,10 @@ from steward.config.option import (
 )
 from steward.config.units import to_duration, to_int, to_size, to_str
 
+MAX_IDLE_HOLD = 20.0
+"""Seconds: the longest ``heartbeat.idle-hold`` (an idle TaskManager's heartbeat age stays
+well under the 30 s of the ``StewardTaskManagerSilent`` alert)."""
+
 PROCESS_OPTIONS: tuple[Option, ...] = (
     Option(
         "taskmanager.numberOfTaskSlots",
@@ -305,6 +309,26 @@ PROCESS_OPTIONS: tuple[Option, ...] = (
         " answers as soon as there is a command.",
         positive,
         setting="taskmanager.heartbeat_interval",
+    ),
+    Option(
+        "heartbeat.idle-hold",
+        to_duration,
+        "10s",
+        "How long the leader may hold the heartbeat of an idle TaskManager: one whose reports the"
+        " leader keeps and which has no start command in flight. Such a TaskManager then sends"
+        " one request per this long instead of one per `heartbeat.interval`, while commands still"
+        " reach it at once (the held reply answers them) and its changes still go at once (a"
+        " heartbeat of their own; new progress within one `heartbeat.interval`). A TaskManager"
+        " holds for the shorter of its own and the leader's value (the leader's reply says it),"
+        " and for `heartbeat.interval` only with a leader that says none. At least"
+        " `heartbeat.interval` (equal: no longer hold) and at most 20 s, so that an idle"
+        " TaskManager's heartbeat age stays well under the `StewardTaskManagerSilent` alert's"
+        " 30 s. Liveness does not rest on it: a TaskManager is alive as long as its ZooKeeper"
+        " session (see [architecture.md](architecture.md#idle-holds)).",
+        lambda v: (
+            None if 0 < v <= MAX_IDLE_HOLD else f"must be above 0 and at most {MAX_IDLE_HOLD:g}s"
+        ),
+        setting="taskmanager.heartbeat_idle_hold",
     ),
     Option(
         "spark.master",

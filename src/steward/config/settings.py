@@ -12,7 +12,7 @@ processes that read them:
 - :class:`ResultSettings`: ``jobmanager.results.*`` (the leader's result retention);
 - :class:`LogArchiveSettings`: ``jobmanager.logs.*`` (the leader's archived-log retention);
 - :class:`JobManagerSettings`: ``jobmanager.*``;
-- :class:`TaskManagerSettings`: ``taskmanager.*`` and ``heartbeat.interval``;
+- :class:`TaskManagerSettings`: ``taskmanager.*`` and ``heartbeat.*``;
 - :class:`SparkSettings`: ``spark.*``;
 - :class:`HistorySettings`: ``history.*`` (Spark event logs, the History Server);
 - :class:`NotificationSettings`: ``notifications.*`` (the leader's job webhooks);
@@ -167,6 +167,8 @@ class TaskManagerSettings:
     """How long an ended attempt's folder stays."""
     heartbeat_interval: float
     """A TaskManager's heartbeat period when nothing changes."""
+    heartbeat_idle_hold: float
+    """The longest the leader holds an idle TaskManager's heartbeat."""
     bind_host: str = "127.0.0.1"
     """Where the HTTP port (logs, probes) listens."""
     port: int = 0

@@ -1,6 +1,6 @@
 """The sending side of the heartbeat: its attempts' reports to the leader, the reply back.
 
-This module owns the HTTP side of :mod:`steward.wire.heartbeat`. Two threads share one
+This module owns the HTTP side of :mod:`steward.wire.heartbeat`. Three threads share one
 ``httpx.Client``:
 
 - the poller heartbeats continuously, asking the leader to hold each request up to
@@ -8,12 +8,24 @@ This module owns the HTTP side of :mod:`steward.wire.heartbeat`. Two threads sha
   never starts two heartbeats within one interval unless the reply carried commands (a leader
   that answers at once must not get a busy loop);
 - the notifier sends a heartbeat at once whenever :attr:`Attempts.changed` is set (an attempt
-  changed phase, has a new checkpoint, released its lease) or the leader changed.
+  changed phase, has a new checkpoint, released its lease) or the leader changed;
+- the pacer sends new progress (:attr:`Attempts.progressed`) at most once per interval, and
+  only while the poller's request is held longer than an interval (see below): otherwise the
+  poller's next heartbeat, within an interval, carries it.
 
 An idle TaskManager's reports are the same every second: once the leader's reply says it
 keeps them (``taken``: their digest), the heartbeats to that leader (its epoch) leave them out
 (``unchanged``) until they change, and a ``resend`` reply (a leader that does not hold them)
 sends them in full at once. A leader of another epoch always gets them in full first.
+
+Idle holds: a reply that keeps the reports also says how long that leader holds an unchanged
+heartbeat (``idle_hold``); the poller's unchanged heartbeats to it ask the shorter of that and
+``heartbeat.idle-hold``, so an idle TaskManager sends one request per hold. Its changes do not
+wait for the held poll: the notifier and the pacer send them. Nor does a leader change: a poll
+held by a leader that is no longer the one retrieval names (frozen, cut off: its request would
+hang until its timeout) is abandoned to a new poller thread at once, which polls the new
+leader; the old thread ends when its request does (a reply to it is still handled: the epoch
+decides).
 
 Heartbeats are numbered (``seq``) in the order they are built, and each says up to which one
 every earlier heartbeat's reply was handled or given up (``settled``): the leader judges a
@@ -35,6 +47,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import httpx
 
@@ -56,6 +69,17 @@ REQUEST_SLACK = 5.0
 NOT_LEADER = frozenset({409, 503})
 
 
+@dataclass(frozen=True)
+class _Kept:
+    """What the latest-built heartbeat's reply said its leader keeps (``taken``)."""
+
+    seq: int
+    """The heartbeat that reply answered: a reply to an older one is stale."""
+    epoch: int
+    digest: str | None
+    idle_hold: float | None
+
+
 class HeartbeatSender:
     """Sends this TaskManager's heartbeats to the current leader."""
 
@@ -73,13 +97,17 @@ class HeartbeatSender:
         client: httpx.Client | None = None,
         credential: str | None = None,
         tls: ClientTls | None = None,
+        idle_hold: float | None = None,
     ) -> None:
         """``credential``: the cluster's internal credential, sent with every heartbeat
-        (``security.internal.token-file``); None sends none (auth off)."""
+        (``security.internal.token-file``); None sends none (auth off). ``idle_hold``: the
+        longest wait its unchanged heartbeats ask (``heartbeat.idle-hold``; None: the interval,
+        no longer hold)."""
         self.tm_id = tm_id
         self.address = address
         self.slots = slots
         self.interval = interval
+        self.idle_hold = max(interval, min(idle_hold or interval, MAX_WAIT))
         self._attempts = attempts
         self._session = session
         self._leases = leases
@@ -99,23 +127,44 @@ class HeartbeatSender:
         self._numbering = threading.Lock()
         self._last_seq = 0
         self._in_flight: set[int] = set()
-        self._taken: tuple[int, str] | None = None
-        """The leader epoch and digest of the reports the last reply said that leader keeps."""
+        self._kept: _Kept | None = None
+        self._polling = threading.Lock()
+        self._generation = 0
+        """The current poller's number: a poller whose number is older ends."""
+        self._polling_to: LeaderInfo | None = None
+        """The leader the current poller's request is out to."""
+        self._polling_long = False
+        """Whether that request asked a longer wait than the interval (an idle hold)."""
+        self._paced_at = 0.0
+        self.abandoned_polls = 0
+        """Polls left to a leader that was no longer the one retrieval named (for tests)."""
 
     def start(self) -> HeartbeatSender:
         """Follow the leader and start sending."""
         self._session.add_listener(self._on_connection)
         self.retrieval.start()
-        for name, target in (("poll", self._poll), ("notify", self._notify)):
-            thread = threading.Thread(target=target, name=f"{self.tm_id}-hb-{name}", daemon=True)
-            thread.start()
-            self._threads.append(thread)
+        self._start_poller()
+        for name, target in (("notify", self._notify), ("pace", self._pace)):
+            self._start_thread(name, target)
         return self
+
+    def _start_thread(self, name: str, target: Callable[[], None]) -> None:
+        thread = threading.Thread(target=target, name=f"{self.tm_id}-hb-{name}", daemon=True)
+        thread.start()
+        self._threads = [t for t in self._threads if t.is_alive()] + [thread]
+
+    def _start_poller(self) -> None:
+        with self._polling:
+            self._generation += 1
+            generation = self._generation
+            self._polling_to, self._polling_long = None, False
+        self._start_thread(f"poll-{generation}", lambda: self._poll(generation))
 
     def stop(self) -> None:
         """Stop sending at once; an outstanding long poll is abandoned, not waited for."""
         self._stop.set()
         self._attempts.changed.set()
+        self._attempts.progressed.set()
         self._leader_changed.set()
         self._client.close()
         self.retrieval.stop()
@@ -133,7 +182,25 @@ class HeartbeatSender:
                 info.address,
                 info.epoch,
             )
+        self._abandon_poll(info)
         self._report_now()
+
+    def _abandon_poll(self, leader: LeaderInfo | None) -> None:
+        """Leave a poll that is out to another leader than ``leader`` to its thread, and poll
+        ``leader`` from a new one: a deposed leader that is frozen or cut off would keep it
+        until its timeout (up to the idle hold + :data:`REQUEST_SLACK`)."""
+        with self._polling:
+            out_to = self._polling_to
+            if out_to is None or _same(out_to, leader) or self._stop.is_set():
+                return
+            self.abandoned_polls += 1
+        log.info(
+            "poll left to the previous leader tm=%s leader=%s epoch=%d",
+            self.tm_id,
+            out_to.contender,
+            out_to.epoch,
+        )
+        self._start_poller()
 
     def _on_connection(self, state: ConnectionState) -> None:
         if state in (ConnectionState.CONNECTED, ConnectionState.RECONNECTED):
@@ -145,15 +212,22 @@ class HeartbeatSender:
 
     # ------------------------------------------------------------------ loops
 
-    def _poll(self) -> None:
-        while not self._stop.is_set():
-            leader = self.retrieval.leader
+    def _poll(self, generation: int) -> None:
+        while not self._stop.is_set() and generation == self._generation:
+            with self._polling:
+                # Under the lock that _abandon_poll takes: retrieval names the new leader
+                # before it calls leader_changed, so a poll to the old one is always seen.
+                # Long until known otherwise (built before new progress, it may be held long).
+                leader = self._polling_to = self.retrieval.leader
+                self._polling_long = True
             if leader is None:
                 self._leader_changed.clear()
                 self._leader_changed.wait(self.interval)
                 continue
             started = time.monotonic()
-            reply = self.send(leader, wait=min(self.interval, MAX_WAIT))
+            reply = self._send_poll(leader, generation)
+            if generation != self._generation:
+                return  # abandoned (leader change): a newer poller polls the new leader
             if reply is not None and reply.commands:
                 continue  # there may be more: ask again at once
             pause = self.interval if reply is None else started + self.interval - time.monotonic()
@@ -172,17 +246,54 @@ class HeartbeatSender:
             if leader is not None:
                 self.send(leader, wait=0.0)
 
+    def _pace(self) -> None:
+        """New progress to the leader within an interval, at most once per interval, and only
+        while the poller's request may be held longer (else the poller's next one, built after
+        the progress, carries it within an interval)."""
+        progressed = self._attempts.progressed
+        while not self._stop.is_set():
+            progressed.wait()
+            if self._stop.wait(max(0.0, self._paced_at + self.interval - time.monotonic())):
+                return
+            progressed.clear()  # what came until now goes in this heartbeat
+            leader = self.retrieval.leader
+            if leader is not None and self._polling_long:
+                self._paced_at = time.monotonic()
+                self.send(leader, wait=0.0)
+
+    def _send_poll(self, leader: LeaderInfo, generation: int) -> HeartbeatReply | None:
+        beat = self.heartbeat(min(self.interval, MAX_WAIT), leader.epoch, poll=True)
+        with self._polling:
+            if generation == self._generation:
+                self._polling_long = beat.wait > self.interval
+        try:
+            return self._exchange(leader, beat)
+        finally:
+            self._settle(beat.seq)
+            with self._polling:
+                if generation == self._generation:
+                    self._polling_to, self._polling_long = None, False
+
     # ------------------------------------------------------------------ one heartbeat
 
-    def heartbeat(self, wait: float, leader_epoch: int | None = None) -> Heartbeat:
+    def heartbeat(
+        self, wait: float, leader_epoch: int | None = None, *, poll: bool = False
+    ) -> Heartbeat:
         """The next heartbeat (to the leader of ``leader_epoch``: without its reports if that
-        leader keeps them); the caller must :meth:`_settle` its ``seq`` once its reply is
-        handled or given up."""
+        leader keeps them; then, if it is the poller's (``poll``), asking the idle hold); the
+        caller must :meth:`_settle` its ``seq`` once its reply is handled or given up."""
         seq, settled = self._number()
         # Read after numbering: the starts of every settled reply are admitted by now.
         attempts = self._attempts.reports()
         digest = reports_digest(attempts)
-        unchanged = leader_epoch is not None and self._taken == (leader_epoch, digest)
+        kept = self._kept
+        unchanged = (
+            leader_epoch is not None
+            and kept is not None
+            and (kept.epoch, kept.digest) == (leader_epoch, digest)
+        )
+        if unchanged and poll and kept is not None and kept.idle_hold is not None:
+            wait = max(wait, min(self.idle_hold, kept.idle_hold))
         return Heartbeat(
             taskmanager=self.tm_id,
             address=self.address,
@@ -246,17 +357,25 @@ class HeartbeatSender:
             log.warning("malformed heartbeat reply url=%s cause=%s", url, exc)
             return None
         self.sent += 1
-        self._note_taken(reply)
+        self._note_taken(reply, beat.seq or 0)
         try:
             self._on_reply(reply)
         except Exception:
             log.exception("handling a heartbeat reply failed url=%s", url)
         return reply
 
-    def _note_taken(self, reply: HeartbeatReply) -> None:
-        """Remember which reports the replying leader keeps; on ``resend``, send them in
-        full at once (through the notifier)."""
-        self._taken = None if reply.taken is None else (reply.epoch, reply.taken)
+    def _note_taken(self, reply: HeartbeatReply, seq: int) -> None:
+        """Remember which reports the replying leader keeps, unless a reply to a heartbeat
+        built later said so already (a poll held long can be answered after the notifier's
+        and the pacer's heartbeats); on ``resend``, send them in full at once (through the
+        notifier)."""
+        with self._numbering:
+            if self._kept is None or seq > self._kept.seq:
+                self._kept = _Kept(seq, reply.epoch, reply.taken, reply.idle_hold)
         if reply.resend:
             log.info("leader asks for the reports in full leader=%s", reply.leader)
             self._attempts.changed.set()
+
+
+def _same(one: LeaderInfo, other: LeaderInfo | None) -> bool:
+    return other is not None and (one.address, one.epoch) == (other.address, other.epoch)

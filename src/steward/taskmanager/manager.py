@@ -209,6 +209,7 @@ class TaskManager:
             address=self.address,
             slots=self.slots,
             interval=settings.taskmanager.heartbeat_interval,
+            idle_hold=settings.taskmanager.heartbeat_idle_hold,
             attempts=self.attempts,
             session=self.session,
             leases=self.leases,

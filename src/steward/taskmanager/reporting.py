@@ -9,7 +9,8 @@ ended attempts, so a repeated start command cannot run an attempt twice.
 
 Every change goes through :class:`Attempts` under one lock (runner event threads, the
 execution monitor, launch workers and heartbeat replies all change attempts); changes the
-leader should hear about at once set :attr:`Attempts.changed`.
+leader should hear about at once set :attr:`Attempts.changed`; new progress sets
+:attr:`Attempts.progressed` (sent within an interval).
 """
 
 from __future__ import annotations
@@ -118,6 +119,10 @@ class Attempts:
         self._ended: collections.OrderedDict[Key, None] = collections.OrderedDict()
         self.changed = threading.Event()
         """Set when the leader should hear at once (phase, checkpoint, lease released)."""
+        self.progressed = threading.Event()
+        """Set when an attempt reports progress: the leader hears it within an interval
+        (paced by the heartbeat sender, not at once: a pipeline may report many times a
+        second)."""
 
     # ------------------------------------------------------------------ queries
 
@@ -290,6 +295,7 @@ class Attempts:
     def progress(self, attempt: Attempt, progress: dict[str, JsonValue]) -> None:
         with self._lock:
             attempt.progress = progress
+            self.progressed.set()
 
     def spark_app(self, attempt: Attempt, app: SparkApp) -> None:
         with self._lock:

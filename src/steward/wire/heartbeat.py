@@ -1,11 +1,13 @@
 r"""The TaskManager <-> leader protocol: one HTTP heartbeat carries reports one way, commands back.
 
 A TaskManager ``POST``\ s a :class:`Heartbeat` to ``/internal/v1/heartbeat`` of the leader it
-found through leader retrieval, at least every ``heartbeat.interval``, and at once whenever one
-of its attempts changes. The leader answers with a :class:`HeartbeatReply`: its epoch, the
-commands for this TaskManager (start an attempt, cancel one) and acknowledgements. The request
-may ask the leader to hold the reply up to ``wait`` seconds until a command is queued (long
-polling), so a command reaches an idle TaskManager at once without a busy heartbeat.
+found through leader retrieval, a new one as soon as the last is answered and at most one per
+``heartbeat.interval`` (each held up to that, or up to the idle hold: below), and at once
+whenever one of its attempts changes. The leader answers with a :class:`HeartbeatReply`: its
+epoch, the commands for this TaskManager (start an attempt, cancel one) and acknowledgements.
+The request may ask the leader to hold the reply up to ``wait`` seconds until a command is
+queued (long polling), so a command reaches an idle TaskManager at once without a busy
+heartbeat.
 
 Reliable delivery without a second channel
     Each attempt's checkpoint events are numbered (``seq`` from 1, per attempt) and the
@@ -22,6 +24,18 @@ Unchanged reports
     not hold them answers ``resend`` and takes nothing: the next heartbeat carries them in
     full. An older leader never says ``taken``, and an older TaskManager sends no digest, so
     either side with an older one sends or takes every report in full.
+
+Idle holds
+    A reply that says ``taken`` also says ``idle_hold``: how long that leader holds an
+    unchanged heartbeat while nothing is in flight to its TaskManager. The TaskManager's
+    unchanged heartbeats to it ask that long a ``wait`` (at most its own
+    ``heartbeat.idle-hold``), so an idle TaskManager sends one request per hold instead of one
+    per interval; commands still come back at once on the held reply, and every change still
+    goes at once in a heartbeat of its own. The leader holds a heartbeat longer than its
+    ``heartbeat.interval`` only while it keeps that TaskManager's reports and no start command
+    it collected is unreported (the expiry of a lost start needs a heartbeat per interval). An
+    older leader never says ``idle_hold``, so it never gets a longer ``wait``; an older
+    TaskManager never asks one.
 
 Epochs
     A reply, and every command in it, carries the leader's epoch. A TaskManager ignores a reply
@@ -193,6 +207,15 @@ class HeartbeatReply(Payload):
         default=False,
         description="an unchanged heartbeat named reports this leader does not hold (it is"
         " new, or forgot this TaskManager): nothing was taken; send them in full at once",
+    )
+    idle_hold: float | None = Field(
+        default=None,
+        gt=0,
+        le=60,
+        description="with ``taken``: the longest this leader holds an unchanged heartbeat it"
+        " keeps while no start command to this TaskManager is in flight (``heartbeat.idle-hold``):"
+        " the TaskManager may ask that long a ``wait`` for them (None: an older leader, which"
+        " gets ``heartbeat.interval``)",
     )
 
 

@@ -149,7 +149,9 @@ class TaskManagerView(Value):
         default=None, description="its HTTP port (attempts' logs), from its registration"
     )
     heartbeat_age: float | None = Field(
-        default=None, description="seconds since its last heartbeat; known to the leader only"
+        default=None,
+        description="seconds since its last heartbeat arrived (an idle TaskManager's climbs to"
+        " heartbeat.idle-hold between polls); known to the leader only",
     )
 
 

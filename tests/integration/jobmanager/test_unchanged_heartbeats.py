@@ -7,6 +7,10 @@ sent in full and applied; a command queued meanwhile still reaches a held unchan
 at once, and a start command its TaskManager never took is still expired. A leader that does
 not hold the reports an unchanged heartbeat names (a new leader after a failover, or one that
 forgot the TaskManager) takes nothing and asks for them in full (``resend``).
+
+Idle holds: a reply that keeps the reports says ``idle_hold``, and an unchanged heartbeat is
+held up to that long; a heartbeat whose reports are not kept, or one of a TaskManager with a
+start command in flight, is held an interval at most.
 """
 
 from __future__ import annotations
@@ -211,6 +215,7 @@ def test_a_command_reaches_a_held_unchanged_heartbeat_at_once(cluster: JobManage
         sender = threading.Thread(target=lambda: replies.append(tm.heartbeat(leader, beat=poll)))
         sender.start()
         wait_until(lambda: held, 10.0, "the unchanged heartbeat held")
+        assert held[0].timeout == 10.0  # the default heartbeat.idle-hold, not the interval
         queued = time.monotonic()
         cluster.submitted(leader, "job-2")
         sender.join(15.0)
@@ -240,3 +245,67 @@ def test_a_start_never_taken_is_expired_while_heartbeats_are_unchanged(
     assert time.monotonic() - taken_at >= 2 * HEARTBEAT_INTERVAL + 5.0 - 0.1
     assert again.attempt == first.attempt == 1
     assert cluster.job(leader, "job-lost-reply")["failures"] == 0
+
+
+# ---------------------------------------------------------------- idle holds
+
+IDLE_HOLD = 3.0
+"""The tests' ``heartbeat.idle-hold``: well above the interval, so a cut hold shows."""
+
+
+def timed(
+    tm: PretendTaskManager, leader: JobManager, beat: Heartbeat
+) -> tuple[HeartbeatReply, float]:
+    """``beat``'s reply and how long the leader held it."""
+    started = time.monotonic()
+    reply = tm.heartbeat(leader, beat=beat)
+    return reply, time.monotonic() - started
+
+
+def test_a_kept_taskmanager_is_told_the_idle_hold_and_held_that_long(
+    cluster: JobManagerCluster,
+) -> None:
+    leader = cluster.start_leader("jm-1", **{"heartbeat.idle-hold": f"{IDLE_HOLD:g}s"})
+    tm, start = running_job(cluster, leader)
+    running = report(start, RUNNING)
+    assert tm.heartbeat(leader, beat=full(tm, running)).idle_hold == IDLE_HOLD
+
+    reply, held = timed(tm, leader, unchanged(tm, running, wait=IDLE_HOLD + 5.0))
+
+    assert (reply.taken, reply.idle_hold, reply.commands) == (
+        reports_digest([running]),
+        IDLE_HOLD,
+        [],
+    )
+    assert IDLE_HOLD - 0.2 <= held < IDLE_HOLD + 2.0  # its hold, not the wait it asked
+
+
+def test_a_heartbeat_whose_reports_are_not_kept_is_held_an_interval_at_most(
+    cluster: JobManagerCluster,
+) -> None:
+    leader = cluster.start_leader("jm-1", **{"heartbeat.idle-hold": f"{IDLE_HOLD:g}s"})
+    tm, start = running_job(cluster, leader)
+    # An older TaskManager's heartbeat (no digest: nothing kept) asking a long wait.
+    older = tm.beat(report(start, RUNNING)).model_copy(update={"wait": IDLE_HOLD})
+
+    reply, held = timed(tm, leader, older)
+
+    assert (reply.taken, reply.idle_hold) == (None, None)
+    assert held < IDLE_HOLD / 2
+
+
+def test_an_idle_heartbeat_is_held_an_interval_at_most_while_a_start_is_in_flight(
+    cluster: JobManagerCluster,
+) -> None:
+    # A start collected but not reported yet is expired as never taken on a heartbeat after
+    # 2 x interval + 5 s: a longer hold would push that expiry back by the hold.
+    leader = cluster.start_leader("jm-1", **{"heartbeat.idle-hold": f"{IDLE_HOLD:g}s"})
+    tm, running = kept(cluster, leader)
+    cluster.submitted(leader, "job-2")
+    tm.wait_command(leader, StartAttempt, "job-2", running)
+    assert tm.heartbeat(leader, beat=full(tm, running)).taken == reports_digest([running])
+
+    reply, held = timed(tm, leader, unchanged(tm, running, wait=IDLE_HOLD))
+
+    assert reply.taken == reports_digest([running])
+    assert held < IDLE_HOLD / 2

@@ -75,6 +75,9 @@ class ScriptedLeader:
         self.keeps_reports = False
         """Keep a heartbeat's reports (no checkpoint, none ended) and say so (``taken``), as a
         JobManager does; an unchanged heartbeat is recorded as the reports it stands for."""
+        self.idle_hold: float | None = None
+        """Said with ``taken`` (the longest it holds an unchanged heartbeat); None says
+        nothing, as a leader older than idle holds."""
         self.sent: list[Heartbeat] = []
         """Every heartbeat as its TaskManager sent it (an unchanged one without reports)."""
         self.sent_at: list[float] = []
@@ -226,9 +229,9 @@ class ScriptedLeader:
             commands, self._commands = self._commands, []
             taken = self._kept.digest if self._kept is not None else None
         acks = [ack for report in beat.attempts if (ack := self._ack(report)) is not None]
-        return HeartbeatReply(
-            epoch=epoch, leader=self.name, commands=commands, acks=acks, taken=taken
-        )
+        reply = HeartbeatReply(epoch=epoch, leader=self.name, commands=commands, acks=acks)
+        idle_hold = self.idle_hold if taken is not None else None
+        return reply.model_copy(update={"taken": taken, "idle_hold": idle_hold})
 
     def _keeps(self, beat: Heartbeat) -> bool:
         return (

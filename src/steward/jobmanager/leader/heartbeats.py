@@ -18,6 +18,14 @@ the full heartbeat it stands for. A leader holds no reports it did not take itse
 leader (a new epoch), or one that forgot the TaskManager (its registration went), answers an
 unchanged heartbeat with ``resend`` and takes nothing, and the TaskManager sends them in full
 at once.
+
+An idle TaskManager is held longer (``heartbeat.idle-hold``, :meth:`Heartbeats._hold`): a reply
+that keeps its reports says how long (``idle_hold``), and its unchanged heartbeats ask that
+long a wait. The leader grants more than ``heartbeat.interval`` only to a heartbeat whose
+reports it keeps, while no start command its TaskManager collected is unreported: the expiry
+of a start never taken (:meth:`Heartbeats._uncollected`) is judged on a heartbeat, and needs
+one per interval while a start is in flight. Collecting a start sets the TaskManager's wake,
+so a poll held before it ends at once and the next one is held an interval at most.
 """
 
 from __future__ import annotations
@@ -48,6 +56,8 @@ class _Taken:
     commands: list[Command]
     wake: Wake | None
     """Set if the reply is to be held (long poll) on this TaskManager's wake."""
+    hold: float
+    """How long to hold it (:meth:`Heartbeats._hold`)."""
     stranger: int | None
     """The incarnation known, if the heartbeat came from another one."""
     digest: str | None
@@ -95,7 +105,9 @@ class Heartbeats:
         self._term.metrics.heartbeat_from(beat.taskmanager)
         if beat.wait > 0:
             return HeldHeartbeat(
-                state.wake, beat.wait, lambda block: self._finish_idle(full, state, block=block)
+                state.wake,
+                self._hold(beat, state, kept=True),
+                lambda block: self._finish_idle(full, state, block=block),
             )
         return self._reply([], [], taken.digest)
 
@@ -155,7 +167,7 @@ class Heartbeats:
         acks, digest = taken.acks, taken.digest
         if taken.wake is not None:
             return HeldHeartbeat(
-                taken.wake, beat.wait, lambda block: self._finish(beat, acks, digest, block=block)
+                taken.wake, taken.hold, lambda block: self._finish(beat, acks, digest, block=block)
             )
         return self._reply(taken.commands, acks, digest)
 
@@ -183,13 +195,41 @@ class Heartbeats:
         fresh = any(report.checkpoints or report.phase in SETTLED for report in beat.attempts)
         hold = not commands and not fresh and beat.wait > 0 and not term.stopped.is_set()
         self._mark_collected(beat, commands)
+        digest = self._keep(beat, state, fresh=fresh, quiet=quiet)
         return _Taken(
             acks,
             commands,
             wake=state.wake if hold else None,
+            hold=self._hold(beat, state, kept=digest is not None),
             stranger=(state.incarnation or 0) if stranger else None,
-            digest=self._keep(beat, state, fresh=fresh, quiet=quiet),
+            digest=digest,
         )
+
+    def _hold(self, beat: Heartbeat, state: TaskManagerState, *, kept: bool) -> float:
+        """How long ``beat``'s reply may be held with nothing to say: up to the wait it asks,
+        which is more than ``heartbeat.interval`` only for an idle TaskManager (``kept``: this
+        leader keeps its reports). More than an interval only while no start command it
+        collected is unreported: a lost one is expired on a heartbeat (:meth:`_uncollected`),
+        and its bound counts on one per interval."""
+        settings = self._term.settings.taskmanager
+        if kept and not self._start_in_flight(beat.taskmanager, state.assigned):
+            return min(beat.wait, settings.heartbeat_idle_hold)
+        return min(beat.wait, settings.heartbeat_interval)
+
+    def _start_in_flight(self, tm_id: str, assigned: dict[str, tuple[int, int]]) -> bool:
+        """Whether a start command ``tm_id`` collected is not reported yet. Read without the
+        lock (a copy of ``assigned``), as :meth:`_uncollected` does."""
+        for job_id in list(assigned):
+            master = self._table.jobs.get(job_id)
+            current = master.current if master is not None else None
+            if (
+                current is not None
+                and current.taskmanager == tm_id
+                and current.collected_at is not None
+                and not current.reported
+            ):
+                return True
+        return False
 
     def _keep(
         self, beat: Heartbeat, state: TaskManagerState, *, fresh: bool, quiet: bool
@@ -230,17 +270,27 @@ class Heartbeats:
     ) -> HeartbeatReply:
         term = self._term
         return HeartbeatReply(
-            epoch=term.epoch, leader=term.jobmanager_id, commands=commands, acks=acks, taken=digest
+            epoch=term.epoch,
+            leader=term.jobmanager_id,
+            commands=commands,
+            acks=acks,
+            taken=digest,
+            idle_hold=None if digest is None else term.settings.taskmanager.heartbeat_idle_hold,
         )
 
     def _mark_collected(self, beat: Heartbeat, commands: list[Command]) -> None:
-        for command in commands:
-            if isinstance(command, StartAttempt):
-                master = self._table.jobs.get(command.job_id)
-                current = master.current if master else None
-                if current and current.number == command.attempt:
-                    current.collected_at = self._term.monotonic()
-                    current.collected_seq = beat.seq
+        starts = [command for command in commands if isinstance(command, StartAttempt)]
+        for command in starts:
+            master = self._table.jobs.get(command.job_id)
+            current = master.current if master else None
+            if current and current.number == command.attempt:
+                current.collected_at = self._term.monotonic()
+                current.collected_seq = beat.seq
+        wake = self._table.rm.wake_event(beat.taskmanager) if starts else None
+        if wake is not None:
+            # Ends a poll of this TaskManager held longer meanwhile (another of its threads
+            # collected the start): its next one is held an interval at most (:meth:`_hold`).
+            wake.set()
 
     def _quiet(self, beat: Heartbeat) -> bool:
         """Whether taking ``beat`` writes nothing and reads no store, so it may be taken on
