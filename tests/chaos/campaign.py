@@ -267,7 +267,7 @@ class Campaign:
             if not workload.open_jobs() and workload.submitting() == 0:
                 self.report("quiesced: every accepted job is terminal")
                 return
-            ticker.wait(1.0)
+            ticker.wait(0.1)  # a look at the workload's own sets: cheap
         self.report(f"quiesce deadline: still open {workload.open_jobs()}")
 
     def _views(self, addresses: list[str], jobs: list[str]) -> dict[str, Any]:

@@ -145,7 +145,10 @@ def test_sigterm_stops_a_campaign_and_everything_it_started(tmp_path: Path) -> N
     workdir = tmp_path / "campaign"
     tests = Path(__file__).resolve().parents[1]
     environ = {**os.environ, "PYTHONPATH": f"{tests}:{os.environ.get('PYTHONPATH', '')}"}
+    # Faults every ~2 s (the default 8 s): the first one is on, and the campaign signalled,
+    # a quarter as long after the cluster is up.
     argv = [sys.executable, "-m", "chaos.campaign", "--seed", "5", "--duration", "5m"]
+    argv += ["--fault-interval", "2"]
     argv += ["--workdir", str(workdir), "--keep-workdir", "--out", str(tmp_path / "s.json")]
     campaign = subprocess.Popen(
         argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=environ
