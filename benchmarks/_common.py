@@ -197,6 +197,20 @@ def filesystem_of(path: Path) -> str:
     return best[1]
 
 
+def process_document(name: str, parameters: Json, results: Json, summary: list[Json]) -> Json:
+    """The JSON document of a benchmark that measures in-process and starts no ZooKeeper:
+    :func:`document`'s fields less ZooKeeper's, and its ``summary`` rows."""
+    return {
+        "benchmark": name,
+        "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "parameters": parameters,
+        "results": results,
+        "summary": summary,
+        "environment": machine(),
+        "steward": source(),
+    }
+
+
 def document(name: str, parameters: Json, results: Json, zookeeper: TempZooKeeper) -> Json:
     """The JSON document a benchmark prints."""
     return {

@@ -33,7 +33,7 @@ import sys
 import time
 from collections.abc import Callable
 
-from _common import Json, machine, parser, progress, run_main, source, summary_row
+from _common import Json, parser, process_document, progress, run_main, summary_row
 from steward.errors import CorruptStateError
 from steward.testing.records import TAKEOVER_RECORD
 from steward.wire.record_format import decode_status, encode_status
@@ -151,15 +151,8 @@ def main() -> int:
                 results[f"{key}_after_us"] / results[f"{key}_before_us"], 3
             )
         progress(f"record decode: {results}")
-        return {
-            "benchmark": "record_decode",
-            "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()),
-            "parameters": {"batches": batches, "calls": calls, "quick": args.quick},
-            "results": results,
-            "summary": rows(results),
-            "environment": machine(),
-            "steward": source(),
-        }
+        parameters = {"batches": batches, "calls": calls, "quick": args.quick}
+        return process_document("record_decode", parameters, results, rows(results))
 
     return run_main(body, args.verbose)
 

@@ -86,6 +86,7 @@ CLUSTER_SUITE = (
     Benchmark("fair_share", "fair_share"),
     Benchmark("scheduling_pass", "scheduling_pass"),
     Benchmark("record_decode", "record_decode"),
+    Benchmark("http_stack", "http_stack"),
     Benchmark("content_gc", "content_gc"),
     Benchmark("log_retention", "log_retention"),
     Benchmark("result_store", "result_store"),

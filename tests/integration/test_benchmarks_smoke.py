@@ -75,3 +75,13 @@ def test_quick_startup_cost_run_prints_each_entry_point_s_cpu_and_its_ratio() ->
     assert imports["jobmanager"]["median_cpu_s"] > imports["interpreter"]["median_cpu_s"]
     assert processes["jobmanager_ready"]["n"] == processes["taskmanager_registered"]["n"] == 1
     assert all(row["steward"] > 0 for row in doc["summary"])
+
+
+def test_quick_http_stack_run_measures_every_stack_against_h11() -> None:
+    # In-process servers and one client process, no ZooKeeper: seconds.
+    doc = run_benchmark("http_stack.py", "--quick", timeout=120)
+    results = doc["results"]
+    assert set(results) == {"h11_asyncio", "httptools_asyncio", "steward_httptools_uvloop"}
+    assert all(stack["server_cpu_us_per_request"] > 0 for stack in results.values())
+    assert results["h11_asyncio"]["cpu_ratio_to_h11_asyncio"] == 1.0
+    assert {row["unit"] for row in doc["summary"]} == {"ratio"}

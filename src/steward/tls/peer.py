@@ -13,11 +13,13 @@ import ssl
 from typing import Any
 
 from starlette.types import ASGIApp, Receive, Scope, Send
-from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from steward.tls.head_limit import BoundedHeadProtocol
 
 
-class PeerCertificateProtocol(H11Protocol):
-    """uvicorn's h11 protocol, with the connection's client certificate in every scope."""
+class PeerCertificateProtocol(BoundedHeadProtocol):
+    """uvicorn's httptools protocol (with a bounded head), with the connection's client
+    certificate in every scope."""
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)

@@ -1,6 +1,12 @@
 """How a Steward HTTP server listens: its socket, the TLS options handed to uvicorn, and
 uvicorn serving on a thread of its own.
 
+The stack under every route is httptools (llhttp, a C parser) on a uvloop (libuv) event loop:
+uvicorn's h11 protocol on the stock asyncio loop cost a server 2.6 to 3 times the CPU of a small
+request (docs/performance.md, "the HTTP stack"), which heartbeats and submissions pay on
+every request. The loop is made per serving thread, never installed as a policy: other code of
+the process (kazoo, the tests' own loops) keeps asyncio's.
+
 Shared by the JobManager's REST API and the TaskManager's HTTP port, which never import each
 other. The socket is bound before uvicorn starts (so a port in use is a clear error at start,
 and port 0 gives the real port to register); the TLS options are the files
@@ -16,6 +22,7 @@ import threading
 from typing import Any
 
 import uvicorn
+import uvloop
 from starlette.types import ASGIApp
 
 from steward.config import TlsSettings
@@ -81,7 +88,8 @@ def serve_on_thread(
     server = uvicorn.Server(config)
 
     def serve() -> None:
-        asyncio.run(server.serve(sockets=[listener]))
+        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+            runner.run(server.serve(sockets=[listener]))
 
     thread = threading.Thread(target=serve, name=thread_name, daemon=True)
     thread.start()

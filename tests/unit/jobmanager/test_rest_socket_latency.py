@@ -5,13 +5,18 @@ TCP_NODELAY on accepted connections only when the socket's protocol is IPPROTO_T
 made with protocol 0 left Nagle on, and an answer written in two segments (headers, then body)
 waited for the client's delayed ACK: 40 ms or more per request on a kept-alive connection (and
 on every new TLS connection). benchmarks/security_cost.py measures the latency; this test
-checks the cause, on connections accepted by asyncio as uvicorn accepts them.
+checks the cause, on connections accepted by asyncio as uvicorn accepts them, on asyncio's
+own loop and on uvloop's (which ``steward.tls.serving`` serves on).
 """
 
 from __future__ import annotations
 
 import asyncio
 import socket
+from collections.abc import Callable
+
+import pytest
+import uvloop
 
 from steward.tls.serving import bind_listener
 
@@ -24,7 +29,12 @@ def test_the_listening_socket_is_a_tcp_socket() -> None:
         sock.close()
 
 
-def test_connections_accepted_on_it_have_nagle_off() -> None:
+@pytest.mark.parametrize(
+    "loop_factory", [asyncio.new_event_loop, uvloop.new_event_loop], ids=["asyncio", "uvloop"]
+)
+def test_connections_accepted_on_it_have_nagle_off(
+    loop_factory: Callable[[], asyncio.AbstractEventLoop],
+) -> None:
     async def nodelay_of_an_accepted_connection() -> int:
         accepted: asyncio.Future[int] = asyncio.get_running_loop().create_future()
 
@@ -42,4 +52,5 @@ def test_connections_accepted_on_it_have_nagle_off() -> None:
             finally:
                 writer.close()
 
-    assert asyncio.run(nodelay_of_an_accepted_connection()) != 0
+    with asyncio.Runner(loop_factory=loop_factory) as runner:
+        assert runner.run(nodelay_of_an_accepted_connection()) != 0
