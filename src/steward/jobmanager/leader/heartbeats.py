@@ -32,13 +32,14 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from steward.wire.heartbeat import Ack, Command, Heartbeat, HeartbeatReply, StartAttempt
 
 from .context import TermContext
 from .jobmaster import JobMaster
+from .jobmaster_values import Deployment
 from .long_poll import HeldHeartbeat, Wake
 from .membership import NOT_TAKEN
 from .records import Records
@@ -217,19 +218,26 @@ class Heartbeats:
         return min(beat.wait, settings.heartbeat_interval)
 
     def _start_in_flight(self, tm_id: str, assigned: dict[str, tuple[int, int]]) -> bool:
-        """Whether a start command ``tm_id`` collected is not reported yet. Read without the
-        lock (a copy of ``assigned``), as :meth:`_uncollected` does."""
+        """Whether a start command ``tm_id`` collected is not reported yet."""
+        return next(self._collected_unreported(tm_id, assigned), None) is not None
+
+    def _collected_unreported(
+        self, tm_id: str, assigned: dict[str, tuple[int, int]]
+    ) -> Iterator[tuple[JobMaster, Deployment]]:
+        """The attempts placed on ``tm_id`` whose start it collected and has not reported yet.
+        Only its own placements are looked at (a heartbeat costs the same with 10 jobs or
+        10,000); read without the lock, over a copy of ``assigned``."""
         for job_id in list(assigned):
             master = self._table.jobs.get(job_id)
             current = master.current if master is not None else None
             if (
-                current is not None
+                master is not None
+                and current is not None
                 and current.taskmanager == tm_id
                 and current.collected_at is not None
                 and not current.reported
             ):
-                return True
-        return False
+                yield master, current
 
     def _keep(
         self, beat: Heartbeat, state: TaskManagerState, *, fresh: bool, quiet: bool
@@ -327,30 +335,20 @@ class Heartbeats:
         self, beat: Heartbeat, assigned: dict[str, tuple[int, int]]
     ) -> list[tuple[JobMaster, int]]:
         # A start command its TaskManager collected but never mentions (the reply was lost):
-        # it never ran, so it is a rejection, not a failure. Only the attempts placed on this
-        # TaskManager are looked at, so a heartbeat costs the same with 10 jobs or 10,000.
-        # Only a heartbeat built after the collecting reply was handled can tell: an older one
-        # may be taken up late (two sending threads, a table lock held for seconds).
+        # it never ran, so it is a rejection, not a failure. Only a heartbeat built after the
+        # collecting reply was handled can tell: an older one may be taken up late (two
+        # sending threads, a table lock held for seconds).
         listed = {(r.job_id, r.attempt) for r in beat.attempts}
         horizon = 2 * self._term.settings.taskmanager.heartbeat_interval + 5.0
         now = self._term.monotonic()
-        found = []
-        for job_id in list(assigned):
-            master = self._table.jobs.get(job_id)
-            current = master.current if master is not None else None
-            if (
-                master is None
-                or current is None
-                or current.taskmanager != beat.taskmanager
-                or current.reported
-                or current.collected_at is None
-                or now - current.collected_at < horizon
-                or (master.job_id, current.number) in listed
-                or not _built_after_collection(beat, current.collected_seq)
-            ):
-                continue
-            found.append((master, current.number))
-        return found
+        return [
+            (master, current.number)
+            for master, current in self._collected_unreported(beat.taskmanager, assigned)
+            if current.collected_at is not None
+            and now - current.collected_at >= horizon
+            and (master.job_id, current.number) not in listed
+            and _built_after_collection(beat, current.collected_seq)
+        ]
 
 
 def _built_after_collection(beat: Heartbeat, collected_seq: int | None) -> bool:
