@@ -321,6 +321,9 @@ def test_unknown_key_read_is_rejected() -> None:
         (STORAGE_DIR, ["file:///x"]),
         ("heartbeat.idle-hold", "21s"),
         ("heartbeat.idle-hold", "0s"),
+        ("jobmanager.trusted-proxies", "*"),
+        ("jobmanager.trusted-proxies", "proxy.example.com"),
+        ("jobmanager.trusted-proxies", "10.0.0.5,10.0.0.300"),
     ],
 )
 def test_bad_value_is_rejected_naming_the_key(key: str, value: object) -> None:

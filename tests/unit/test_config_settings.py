@@ -55,6 +55,7 @@ OTHER_VALUES: dict[str, str] = {
     "jobmanager.bind-host": "0.0.0.0",
     "jobmanager.port": "9090",
     "jobmanager.advertised-address": "http://jm1:9090",
+    "jobmanager.trusted-proxies": "10.0.0.5, 10.1.2.0/16,::1",
     "jobmanager.fence-after": "5s",
     "jobmanager.initialize-timeout": "2m",
     "jobmanager.recovery-parallelism": "2",
@@ -163,6 +164,7 @@ def test_defaults_give_the_documented_typed_values(_isolated_cwd: Path) -> None:
         bind_host="127.0.0.1",
         port=8081,
         advertised_address="",
+        trusted_proxies=(),
         fence_after=6.0,
         initialize_timeout=60.0,
         recovery_parallelism=8,
@@ -197,6 +199,7 @@ def test_overrides_arrive_parsed_and_typed() -> None:
     assert settings.zookeeper.tolerate_suspended is False
     assert settings.zookeeper.session_timeout == 20.0
     assert settings.jobmanager.port == 9090
+    assert settings.jobmanager.trusted_proxies == ("10.0.0.5", "10.1.0.0/16", "::1")
     assert settings.jobmanager.initialize_timeout == 120.0
     assert settings.jobmanager.upload_max_size == 1 << 30
     assert settings.jobmanager.livy_allowed_sources == "/data/jobs, s3://bucket/jobs/"

@@ -8,6 +8,8 @@ from steward.config.option import (
     FENCE_AFTER_SHARE,
     Option,
     attempt_log_size,
+    network_list,
+    networks,
     positive,
     zero_is_none,
 )
@@ -175,6 +177,21 @@ PROCESS_OPTIONS: tuple[Option, ...] = (
         " `http://` address with TLS on is refused). Set it when the bind host is not reachable as"
         " such (`0.0.0.0`, NAT).",
         setting="jobmanager.advertised_address",
+    ),
+    Option(
+        "jobmanager.trusted-proxies",
+        to_str,
+        "",
+        "Comma-separated IP addresses and networks (`10.0.0.5,10.1.0.0/16`) of reverse proxies"
+        " in front of the REST API and web UI whose `X-Forwarded-For` and `X-Forwarded-Proto`"
+        " headers the JobManager believes, from a request whose TCP peer is one of them: the"
+        " client's address for the rate limits and the audit log, `https` for the UI's secure"
+        " cookies and the sign-on redirect. Empty (the default): the headers are ignored from"
+        " everyone, localhost included, so no local process can choose the address it is counted"
+        " under. `*` is refused. See [security.md](security.md#reverse-proxies).",
+        network_list,
+        setting="jobmanager.trusted_proxies",
+        to_setting=networks,
     ),
     Option(
         "jobmanager.fence-after",

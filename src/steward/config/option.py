@@ -8,6 +8,7 @@ its groups from the table.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Callable
 from dataclasses import KW_ONLY, dataclass
@@ -55,6 +56,32 @@ def optional_path(value: str) -> Path | None:
 def zero_is_none(value: int) -> int | None:
     """A limit that 0 turns off: None then."""
     return value or None
+
+
+def networks(value: str) -> tuple[str, ...]:
+    """A comma-separated list of IP addresses and networks, each normalised (``10.0.0.0/8``,
+    a bare address as itself); empty: none."""
+    return tuple(
+        str(ipaddress.ip_network(part.strip(), strict=False))
+        .removesuffix("/32")
+        .removesuffix("/128")
+        for part in value.split(",")
+        if part.strip()
+    )
+
+
+def network_list(value: str) -> str | None:
+    """Why ``value`` is not a list :func:`networks` reads (None when it is)."""
+    for part in (p.strip() for p in value.split(",")):
+        if not part:
+            continue
+        if part == "*":
+            return "'*' would believe any client's headers: list the proxies' addresses"
+        try:
+            ipaddress.ip_network(part, strict=False)
+        except ValueError:
+            return f"{part!r} is not an IP address or network (expected e.g. 10.0.0.5,10.1.0.0/16)"
+    return None
 
 
 def positive(value: float) -> str | None:

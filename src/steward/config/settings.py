@@ -123,6 +123,8 @@ class JobManagerSettings:
     """The REST API's port; 0 picks a free port."""
     advertised_address: str
     """Empty: ``http(s)://<bind-host>:<port>``."""
+    trusted_proxies: tuple[str, ...]
+    """Addresses and networks whose ``X-Forwarded-For``/``-Proto`` the REST API believes."""
     fence_after: float
     """Derived from the TaskManager's when unset."""
     initialize_timeout: float

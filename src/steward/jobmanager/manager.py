@@ -359,7 +359,11 @@ class JobManager:
             job_metrics=self.metrics,
         )
         self._server, self._server_thread = serve_on_thread(
-            app, self._socket, (self.settings.tls, self._server_tls), thread_name=f"{self.id}-rest"
+            app,
+            self._socket,
+            (self.settings.tls, self._server_tls),
+            thread_name=f"{self.id}-rest",
+            trusted_proxies=self.settings.jobmanager.trusted_proxies,
         )
 
 

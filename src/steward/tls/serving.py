@@ -71,17 +71,25 @@ def serve_on_thread(
     tls: tuple[TlsSettings, ssl.SSLContext | None],
     *,
     thread_name: str,
+    trusted_proxies: tuple[str, ...] = (),
     **options: Any,
 ) -> tuple[uvicorn.Server, threading.Thread]:
     """uvicorn serving ``app`` on ``listener`` (``tls``: the settings and their checked
     context) on a daemon thread, started; ``options`` are more of uvicorn's. Stop it with
-    ``server.should_exit`` and a join of the thread."""
+    ``server.should_exit`` and a join of the thread.
+
+    ``X-Forwarded-For`` and ``X-Forwarded-Proto`` are believed only from a peer among
+    ``trusted_proxies`` (addresses and networks; none by default). uvicorn's own default
+    believes them from 127.0.0.1 (or ``$FORWARDED_ALLOW_IPS``): any local process could then
+    choose the client address the rate limits count and the scheme that makes cookies secure."""
     config = uvicorn.Config(
         app,
         http=PeerCertificateProtocol,  # a client certificate may be a credential
         log_level="warning",
         access_log=False,
         lifespan="off",
+        proxy_headers=bool(trusted_proxies),
+        forwarded_allow_ips=list(trusted_proxies),
         **options,
         **uvicorn_tls_options(*tls),
     )

@@ -238,3 +238,42 @@ def test_a_limit_of_zero_is_off(cluster: JobManagerCluster) -> None:
     token = new_token(cluster, leader, "victim", "viewer")
     statuses = guess_until_refused(leader, "127.0.0.2", token)
     assert statuses == [401] * (FAILURES * 3)
+
+
+def guesses_from(jm: JobManager, address: str, token: str, forwarded_for: list[str]) -> list[int]:
+    """One guess from ``address`` per entry of ``forwarded_for``, each claiming in
+    ``X-Forwarded-For`` to be forwarded for that client: the statuses."""
+    with client_from(address) as client:
+        return [
+            client.get(
+                jm.address + "/v1/jobs",
+                headers={"authorization": f"Bearer {guess(token)}", "x-forwarded-for": client_ip},
+            ).status_code
+            for client_ip in forwarded_for
+        ]
+
+
+def test_a_guesser_on_localhost_cannot_choose_its_address_with_x_forwarded_for(
+    cluster: JobManagerCluster,
+) -> None:
+    # uvicorn's default believes X-Forwarded-For from 127.0.0.1: each guess would then count
+    # under an address of its own choosing, and the limit would never trip.
+    leader = cluster.start_leader(**LIMITS)
+    token = new_token(cluster, leader, "victim", "viewer")
+    claimed = [f"198.51.100.{n}" for n in range(1, FAILURES + 2)]
+    assert guesses_from(leader, "127.0.0.1", token, claimed) == [401] * FAILURES + [429]
+
+
+def test_a_trusted_proxy_forwards_each_clients_own_address(cluster: JobManagerCluster) -> None:
+    leader = cluster.start_leader(**LIMITS, **{"jobmanager.trusted-proxies": "127.0.0.4"})
+    token = new_token(cluster, leader, "victim", "viewer")
+    guesser = ["198.51.100.1"] * (FAILURES + 1)
+    assert guesses_from(leader, "127.0.0.4", token, guesser) == [401] * FAILURES + [429]
+    # The proxy's other client is not locked out with the guesser...
+    with client_from("127.0.0.4", token) as proxy:
+        other = proxy.get(leader.address + "/v1/jobs", headers={"x-forwarded-for": "198.51.100.2"})
+        assert other.status_code == 200
+    # ...and the guesser's address is refused through the proxy, its own token included.
+    with client_from("127.0.0.4", token) as proxy:
+        again = proxy.get(leader.address + "/v1/jobs", headers={"x-forwarded-for": "198.51.100.1"})
+        assert again.status_code == 429

@@ -44,15 +44,30 @@ class Echo:
             size += len(message.get("body", b""))
             more = message.get("more_body", False)
         chain = scope.get("extensions", {}).get("tls", {}).get("client_cert_chain", [])
-        body = json.dumps({"size": size, "certificates": chain}).encode()
+        client = scope.get("client")
+        body = json.dumps(
+            {
+                "size": size,
+                "certificates": chain,
+                "scheme": scope["scheme"],
+                "client": client[0] if client else None,
+            }
+        ).encode()
         await send({"type": "http.response.start", "status": 200, "headers": []})
         await send({"type": "http.response.body", "body": body})
 
 
-def _serve(app: ASGIApp, tls: TlsSettings, context: ssl.SSLContext | None) -> Iterator[int]:
+def _serve(
+    app: ASGIApp,
+    tls: TlsSettings,
+    context: ssl.SSLContext | None,
+    trusted_proxies: tuple[str, ...] = (),
+) -> Iterator[int]:
     listener = bind_listener("127.0.0.1", 0, port_key="test.port")
     port = int(listener.getsockname()[1])
-    server, thread = serve_on_thread(app, listener, (tls, context), thread_name="test-http")
+    server, thread = serve_on_thread(
+        app, listener, (tls, context), thread_name="test-http", trusted_proxies=trusted_proxies
+    )
     try:
         wait_until(lambda: server.started, 30.0, "uvicorn serving")
         yield port
@@ -70,6 +85,43 @@ def echo() -> Echo:
 @pytest.fixture
 def plain(echo: Echo) -> Iterator[int]:
     yield from _serve(echo, PLAIN, None)
+
+
+FORWARDED = {"x-forwarded-for": "203.0.113.9", "x-forwarded-proto": "https"}
+
+
+def _seen(port: int, source: str = "127.0.0.1") -> dict[str, object]:
+    """What the app saw of a request from ``source`` that claims to be forwarded for
+    203.0.113.9 over HTTPS."""
+    transport = httpx.HTTPTransport(local_address=source)
+    with httpx.Client(transport=transport, timeout=10.0) as client:
+        answer = client.get(f"http://127.0.0.1:{port}/", headers=FORWARDED)
+    seen: dict[str, object] = answer.json()
+    return seen
+
+
+def test_forwarded_headers_are_ignored_from_localhost_by_default(
+    echo: Echo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # uvicorn's own default believes them from 127.0.0.1, or from whatever
+    # $FORWARDED_ALLOW_IPS says: neither may widen what Steward believes.
+    monkeypatch.setenv("FORWARDED_ALLOW_IPS", "*")
+    for port in _serve(echo, PLAIN, None):
+        assert _seen(port) == {
+            "size": 0,
+            "certificates": [],
+            "scheme": "http",
+            "client": "127.0.0.1",
+        }
+
+
+def test_forwarded_headers_are_believed_from_a_trusted_proxy_only(echo: Echo) -> None:
+    for port in _serve(echo, PLAIN, None, trusted_proxies=("127.0.0.2", "127.0.1.0/24")):
+        for proxy in ("127.0.0.2", "127.0.1.7"):
+            seen = _seen(port, proxy)
+            assert (seen["client"], seen["scheme"]) == ("203.0.113.9", "https")
+        seen = _seen(port, "127.0.0.3")
+        assert (seen["client"], seen["scheme"]) == ("127.0.0.3", "http")
 
 
 def _answer(port: int, *pieces: bytes) -> bytes:
