@@ -9,6 +9,7 @@ import click
 
 from steward import logformat
 from steward.config import Configuration
+from steward.process_name import name_this_process
 from steward.wire.values import check_job_id
 
 from .foreground import serve_until_signalled
@@ -29,6 +30,7 @@ def jobmanager(config: Configuration, jobmanager_id: str | None) -> int:
         check_job_id(chosen)
     except ValueError as exc:
         raise click.BadParameter(str(exc).replace("job id", "id"), param_hint="--id") from None
+    name_this_process("steward-jm")
     # Its initialize hooks' child processes log as it does.
     logformat.configure(config.settings.log.format, f"jobmanager:{chosen}", export=True)
     return run(config, chosen)

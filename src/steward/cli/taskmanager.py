@@ -13,6 +13,7 @@ import click
 
 from steward import logformat
 from steward.config import Configuration
+from steward.process_name import name_this_process
 
 from .foreground import serve_until_signalled
 
@@ -30,6 +31,7 @@ def taskmanager(config: Configuration, taskmanager_id: str | None) -> int:
         check_id(chosen)
     except ConfigurationError as exc:
         raise click.BadParameter(str(exc), param_hint="--id") from None
+    name_this_process("steward-tm")
     # Its runners (and their spares) inherit STEWARD_LOG_FORMAT: they log as it does.
     logformat.configure(config.settings.log.format, f"taskmanager:{chosen}", export=True)
     return run(config, chosen)

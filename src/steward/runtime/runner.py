@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 from steward import logformat
 from steward.errors import CorruptStateError
+from steward.process_name import name_this_process
 from steward.runtime.app_watch import SparkAppWatcher
 from steward.runtime.channel import EventChannel
 from steward.runtime.deadman import (
@@ -90,6 +91,7 @@ log = logging.getLogger("steward.runtime.runner")
 
 
 def main(argv: Sequence[str] | None = None) -> NoReturn:
+    name_this_process("steward-runner")
     args = _parse_args(argv)
     _configure_logging()
     try:

@@ -103,6 +103,10 @@ def test_a_two_plus_two_cluster_survives_the_loss_of_its_leader(workdir: Path) -
     assert sum(p["leader"] for p in status["processes"]) == 1
     assert sum(p["role"] == "taskmanager" and p["alive"] for p in status["processes"]) == 2
     leader = next(p for p in jobmanagers if p["leader"])
+    # And each process goes by its kind's name (ps, top, process accounting)
+    kinds = {"jobmanager": "steward-jm", "taskmanager": "steward-tm"}
+    for process in (p for p in status["processes"] if p["role"] in kinds):
+        assert psutil.Process(process["pid"]).name() == kinds[process["role"]], process
     # And a finished job
     result = document(
         steward(workdir, "submit", str(LONG_RUNNING), "--json", "--", "--ticks", "1",
