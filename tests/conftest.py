@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
+import cpu_recorder
 import module_order
 from steward.supervisor import containment
 from steward.testing.zookeeper import heal_ensemble, running_ensemble
@@ -55,11 +56,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         help="write each module's time into tests/durations.json (the order modules run in)",
     )
+    parser.addoption(
+        "--record-cpu",
+        metavar="PATH",
+        help="write each module's CPU seconds (its worker's and the processes it reaped) to PATH",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
     if config.getoption("--record-durations") and not hasattr(config, "workerinput"):
         config.pluginmanager.register(module_order.DurationRecorder(), "record-durations")
+    cpu_recorder.register(config, config.getoption("--record-cpu"))
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
