@@ -14,7 +14,16 @@ ROOT = Path(__file__).resolve().parents[2]
 SOURCE = ROOT / "src" / "steward"
 
 # What each forbidden contract's sources may import (the layers below them allow it).
-BELOW_THE_SUPERVISOR = {"artifacts", "config", "wire", "clock", "timing", "logformat", "files"}
+BELOW_THE_SUPERVISOR = {
+    "artifacts",
+    "config",
+    "wire",
+    "clock",
+    "timing",
+    "logformat",
+    "files",
+    "process_name",
+}
 MAY_IMPORT: dict[str, set[str]] = {
     "The runner (the attempt's child process) imports no control-plane code": {
         *BELOW_THE_SUPERVISOR,
@@ -28,8 +37,8 @@ MAY_IMPORT: dict[str, set[str]] = {
     },
     "steward.errors imports nothing from Steward": set(),
     "steward.wire (the schema) imports only steward.errors": {"errors"},
-    "steward.clock, steward.timing, steward.logformat and steward.files import no other Steward "
-    "module": set(),
+    "steward.clock, steward.timing, steward.logformat, steward.files and steward.process_name "
+    "import no other Steward module": set(),
 }
 
 
