@@ -248,7 +248,15 @@ class JobManagerCluster:
         return self.post(manager, "/v1/jobs", submission(job_id, **kwargs))
 
     def submitted(self, manager: JobManager, job_id: str, **kwargs: Any) -> dict[str, Any]:
-        response = self.submit(manager, job_id, **kwargs)
+        """``job_id`` submitted, sent again after a 503 as every client does (under load the
+        leader's ZooKeeper connection may move to another server for a moment, and a write
+        then is answered 503 unsent; the same body again is the same submission)."""
+
+        def answered() -> httpx.Response | None:
+            response = self.submit(manager, job_id, **kwargs)
+            return None if response.status_code == 503 else response
+
+        response = wait_until(answered, 30, interval=0.2, message=f"{job_id} submitted")
         assert response.status_code == 201, response.text
         view: dict[str, Any] = response.json()
         return view
