@@ -349,28 +349,20 @@ def rows(results: Json) -> list[Json]:
         )
     ceiling = results["raw_fenced_creates"]
     table.append(
-        summary_row(
+        _ratio_row(
             "busiest round over raw fenced creates (16 threads, same ZooKeeper, same run)",
             results["busiest_over_raw_creates"],
-            "ratio",
-            goal="",
-            met=None,
-            note=f"raw fenced creates {ceiling['per_s']:.0f}/s",
-            digits=3,
+            f"raw fenced creates {ceiling['per_s']:.0f}/s",
         )
     )
     grouped = results.get("raw_group_committed_submissions")
     if grouped is not None:
         table.append(
-            summary_row(
+            _ratio_row(
                 "busiest round over the submissions' own ZooKeeper writes, group-committed"
                 " from 16 threads (same ZooKeeper, same run, no HTTP or blob)",
                 results["busiest_over_raw_group_commits"],
-                "ratio",
-                goal="",
-                met=None,
-                note=f"raw group-committed submission writes {grouped['per_s']:.0f}/s",
-                digits=3,
+                f"raw group-committed submission writes {grouped['per_s']:.0f}/s",
             )
         )
     b = results.get("batch")
@@ -402,6 +394,10 @@ def rows(results: Json) -> list[Json]:
         )
     )
     return table
+
+
+def _ratio_row(figure: str, ratio: float, note: str) -> Json:
+    return summary_row(figure, ratio, "ratio", goal="", met=None, note=note, digits=3)
 
 
 def main() -> int:
