@@ -3,8 +3,8 @@
 Addresses given are used as they are; none given, they are found (:mod:`.discovery`) and found
 again when every one fails. An ``https://`` JobManager is verified with ``rest.ssl.ca`` of the
 configuration (loaded when not given: a local cluster's own CA in its folder), else the
-system's CAs. The token is the one given, else the one
-:func:`steward.security.credentials.find_token` finds.
+system's CAs (one context per process for the same settings: :mod:`.tls_contexts`). The
+token is the one given, else the one :func:`steward.security.credentials.find_token` finds.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from steward.client.discovery import (
     rediscovery,
 )
 from steward.client.failover import Backoff, Failover, RequestTimeouts
+from steward.client.tls_contexts import shared_client_tls
 from steward.config import Configuration, load
 from steward.security.credentials import find_token
-from steward.tls.contexts import client_tls
 
 
 def failover(
@@ -53,7 +53,7 @@ def failover(
         backoff=backoff,
         request_timeouts=request_timeouts,
         rediscover=rediscover,
-        tls=client_tls(config.settings.tls if config is not None else None),
+        tls=shared_client_tls(config.settings.tls if config is not None else None),
         token=find_token(
             token,
             token_file=config.settings.client.token_file if config is not None else "",

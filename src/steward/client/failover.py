@@ -49,6 +49,9 @@ _IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
 SUBMISSION_PATHS = frozenset({"/v1/jobs", "/v1/jobs/batch"})
 """Submissions, idempotent by body (the leader answers a retry of the same body as the same
 submission)."""
+MAX_URLS = 256
+"""Parsed URLs a client keeps (most paths name one job: a client that reads many starts
+afresh past this)."""
 RATE_LIMIT_JITTER = 0.25
 """A limited request waits its Retry-After times 1 to 1.25."""
 # Connection failures that prove the request never reached a server.
@@ -106,6 +109,7 @@ class Failover:
         self._backoff = backoff
         self._request_timeouts = request_timeouts
         self._tls = tls or client_tls()
+        self._urls: dict[tuple[str, str], httpx.URL] = {}
         self._http = httpx.Client(
             transport=transport,
             follow_redirects=False,
@@ -158,7 +162,7 @@ class Failover:
                 try:
                     response = self._http.request(
                         method,
-                        address + path,
+                        self._url(address, path),
                         timeout=self._timeouts(remaining),
                         **_payload(body, content),
                     )
@@ -194,6 +198,16 @@ class Failover:
             _sleep(min(max(delay, retry_after), remaining))
             delay = self._backoff.after(delay)
             self._refresh(deadline - time.monotonic())
+
+    def _url(self, address: str, path: str) -> httpx.URL:
+        """``address + path``, parsed once: a burst of submissions asks the same URL each
+        time, and httpx's parse of a string was a fifth of its CPU per request."""
+        url = self._urls.get((address, path))
+        if url is None:
+            if len(self._urls) >= MAX_URLS:
+                self._urls.clear()
+            url = self._urls[(address, path)] = httpx.URL(address + path)
+        return url
 
     def _timeouts(self, remaining: float) -> httpx.Timeout:
         remaining = max(remaining, 0.1)

@@ -46,6 +46,8 @@ class BoundedMemoryStorage(Storage, SlidingWindowCounterSupport, TimestampedSlid
         self._clock = clock
         self._counters: OrderedDict[str, _Counter] = OrderedDict()
         self._lock = threading.RLock()
+        self._quiet_from = float("-inf")
+        """No counter made so far expires later than this."""
 
     @property
     def base_exceptions(self) -> type[Exception] | tuple[type[Exception], ...]:
@@ -54,6 +56,11 @@ class BoundedMemoryStorage(Storage, SlidingWindowCounterSupport, TimestampedSlid
     def __len__(self) -> int:
         return len(self._counters)
 
+    def is_quiet(self) -> bool:
+        """True when no counter is live: every one ever made has expired (or none was), so
+        nothing counted here can refuse anyone. One clock read, no lock."""
+        return self._clock() >= self._quiet_from
+
     def incr(self, key: str, expiry: float, amount: int = 1) -> int:
         with self._lock:
             now = self._clock()
@@ -61,6 +68,7 @@ class BoundedMemoryStorage(Storage, SlidingWindowCounterSupport, TimestampedSlid
             if counter is None:
                 self._make_room(now)
                 counter = self._counters[key] = _Counter(0, now + expiry)
+                self._quiet_from = max(self._quiet_from, counter.expires_at)
             counter.count += amount
             return counter.count
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import ipaddress
+from functools import lru_cache
 
 from starlette.types import Scope
 
@@ -25,6 +26,7 @@ FORWARDED_FOR = "x-steward-forwarded-for"
 FORWARDED_PROOF = "x-steward-forwarded-proof"
 """The standby's HMAC-SHA256 of :data:`FORWARDED_FOR` under the internal credential."""
 _MAX_HOST = 64
+ADDRESSES_KEPT = 4096
 
 
 def proof(secret: str, forwarded_for: str) -> str:
@@ -50,9 +52,11 @@ def source_address(scope: Scope, secret: str | None) -> str | None:
     return address_key(str(client[0])) if client else None
 
 
+@lru_cache(maxsize=ADDRESSES_KEPT)
 def address_key(host: str) -> str:
     """What an address counts as: itself, an IPv6 one as its /64 (one subscriber's usual
-    share: counting each address would let one machine make millions)."""
+    share: counting each address would let one machine make millions). Remembered for the
+    last :data:`ADDRESSES_KEPT` hosts: every request asks, and parsing one is not free."""
     try:
         address = ipaddress.ip_address(host)
     except ValueError:

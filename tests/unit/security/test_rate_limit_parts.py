@@ -86,6 +86,27 @@ def test_failures_are_forgotten_once_their_window_has_passed() -> None:
     assert limiter.refused("10.0.0.1", "x") is None
 
 
+def test_no_failure_in_the_window_means_no_lookup(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = Clock(1_000_000.0)
+    limiter = RateLimiter(limits(), clock=clock)
+    storage = limiter.failure_storage
+
+    def looked_up(*_args: object, **_kwargs: object) -> bool:
+        raise AssertionError("a quiet limiter looked a counter up")
+
+    assert storage.is_quiet()
+    with monkeypatch.context() as patched:
+        patched.setattr(storage, "get_sliding_window", looked_up)
+        assert limiter.refused("10.0.0.1", "x") is None
+    limiter.failed("10.0.0.1", "x")
+    assert not storage.is_quiet()
+    clock.now += 2 * 60  # every counter of the failure has expired
+    assert storage.is_quiet()
+    with monkeypatch.context() as patched:
+        patched.setattr(storage, "get_sliding_window", looked_up)
+        assert limiter.refused("10.0.0.1", "x") is None
+
+
 def test_submissions_count_per_team_and_refuse_a_batch_whole() -> None:
     limiter = RateLimiter(limits(per_team=100))
     team_a = Identity(name="alice", role=Role.SUBMITTER, teams=frozenset({"a"}))
