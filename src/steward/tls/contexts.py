@@ -117,14 +117,16 @@ class ClientTls:
 
 def client_tls(tls: TlsSettings | None = None) -> ClientTls:
     """How a client verifies JobManagers under ``tls`` (None: the defaults, system CAs)."""
-    context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH)
-    context.minimum_version = _MINIMUM
-    trusted = "one of the system's CAs (rest.ssl.ca is not set)"
     if tls is not None and tls.ca is not None:
+        # Not the default context first: loading the system's CAs costs 60 to 80 ms of CPU.
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # verifies, checks host names
         context.minimum_version = _MINIMUM
         _load_ca(context, tls.ca)
         trusted = f"a CA in {CA_KEY} ({tls.ca})"
+    else:
+        context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH)
+        context.minimum_version = _MINIMUM
+        trusted = "one of the system's CAs (rest.ssl.ca is not set)"
     presented = "none"
     if tls is not None and tls.certificate is not None and tls.key is not None:
         _load_certificate(context, tls.certificate, tls.key)
