@@ -90,8 +90,9 @@ def test_a_failed_attempt_frees_its_slots_and_the_restart_holds_them_again_once(
     assert_counts_true(table)
 
 
-def test_an_adopted_attempt_counts_against_its_queue_after_a_failover() -> None:
-    record = JobStatusRecord(
+def running_record() -> JobStatusRecord:
+    """Job "a" running attempt 2 on tm-1, as a new leader reads it after a failover."""
+    return JobStatusRecord(
         job_id="a",
         state=JobState.RUNNING,
         submitted_at=1.0,
@@ -100,6 +101,10 @@ def test_an_adopted_attempt_counts_against_its_queue_after_a_failover() -> None:
         attempt_count=2,
         epoch=3,
     )
+
+
+def test_an_adopted_attempt_counts_against_its_queue_after_a_failover() -> None:
+    record = running_record()
     spec = JobSpec(job_id="a", queue="etl", slots=2, name="nightly")
     master = JobMaster(spec, POINTER, 1.0, record=record)
     table = table_with(master)  # a new leader's recovery: admitted, then adopted
@@ -107,6 +112,17 @@ def test_an_adopted_attempt_counts_against_its_queue_after_a_failover() -> None:
     table.adopt(master, ExecutionLease(taskmanager="tm-1", attempt=2, epoch=3), EPOCH)
     assert used(table, "etl") == (2, 1) and table.slot_use.names["nightly"] == 1
     assert table.idle() == []
+    assert_counts_true(table)
+
+
+def test_a_job_admitted_for_adoption_is_counted_once_when_adopted() -> None:
+    record = running_record()
+    master = JobMaster(JobSpec(job_id="a", queue="etl", slots=2), POINTER, 1.0, record=record)
+    table = JobTable()
+    table.admit(master, adopting=True)  # a takeover's recovery from the record
+    assert table.idle() == [] and used(table, "etl") == (0, 0)
+    table.adopt(master, ExecutionLease(taskmanager="tm-1", attempt=2, epoch=3), EPOCH)
+    assert used(table, "etl") == (2, 1) and table.idle() == []
     assert_counts_true(table)
 
 

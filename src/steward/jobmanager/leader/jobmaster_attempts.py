@@ -54,14 +54,16 @@ def adopt(
     """Attempt ``number`` runs on ``taskmanager``, adopted by the leader of ``epoch``."""
     existing = find(attempts, number)
     if existing is None:
-        existing = AttemptRecord(
+        record = AttemptRecord(
             number=number,
             taskmanager=taskmanager,
             epoch=lease_epoch,
             state=AttemptState.RUNNING,
             started_at=None,
+            adopted_by=[epoch],
         )
-        append(attempts, existing)
+        append(attempts, record)  # made as adopted: no copy of it (a takeover adopts 10,000)
+        return
     update = {
         "state": AttemptState.RUNNING,
         "taskmanager": taskmanager,

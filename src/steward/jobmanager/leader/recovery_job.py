@@ -78,7 +78,8 @@ class JobRecovery:
                 if master is None:
                     rest.append(job_id)
                     continue
-                self._table.admit(master, hookless=master.hookless is True)
+                hookless = master.hookless is True
+                self._table.admit(master, hookless=hookless, adopting=lease is not None)
                 self._records.recovered(master)
                 if lease is not None:
                     adopted += 1
@@ -171,7 +172,7 @@ class JobRecovery:
         master, hookless = loaded
         lease = leases.get(job_id)
         with self._table.lock:
-            self._table.admit(master, hookless=hookless)
+            self._table.admit(master, hookless=hookless, adopting=lease is not None)
             self._records.recovered(master)
             if lease is not None:
                 return self._adopt(master, lease)

@@ -84,16 +84,19 @@ class JobTable:
 
     # ------------------------------------------------------------------ which jobs are live
 
-    def admit(self, master: JobMaster, *, hookless: bool = False) -> None:
+    def admit(self, master: JobMaster, *, hookless: bool = False, adopting: bool = False) -> None:
         """``master`` is live: in the table, and its deadline (if any) watched; ``hookless``:
-        its pipeline cannot define ``initialize``."""
+        its pipeline cannot define ``initialize``; ``adopting``: the caller adopts its
+        attempt next (:meth:`adopt`), which counts its slots (a takeover counted each of
+        10,000 jobs idle first, then held)."""
         job_id = master.job_id
         self.jobs[job_id] = master
         if hookless:
             self.hookless.add(job_id)
         if master.deadline is not None:
             self.deadlines.add(job_id, master.deadline)
-        self._count(master)
+        if not adopting:
+            self._count(master)
 
     def forget(self, master: JobMaster) -> None:
         """The job leaves the table (its result is recorded, or its recovery is undone): its
