@@ -55,7 +55,7 @@ OTHER_VALUES: dict[str, str] = {
     "jobmanager.bind-host": "0.0.0.0",
     "jobmanager.port": "9090",
     "jobmanager.advertised-address": "http://jm1:9090",
-    "jobmanager.trusted-proxies": "10.0.0.5, 10.1.2.0/16,::1",
+    "jobmanager.trusted-proxies": "10.0.0.5, 10.1.2.0/16,::1,2001:db8::/32",
     "jobmanager.fence-after": "5s",
     "jobmanager.initialize-timeout": "2m",
     "jobmanager.recovery-parallelism": "2",
@@ -199,7 +199,12 @@ def test_overrides_arrive_parsed_and_typed() -> None:
     assert settings.zookeeper.tolerate_suspended is False
     assert settings.zookeeper.session_timeout == 20.0
     assert settings.jobmanager.port == 9090
-    assert settings.jobmanager.trusted_proxies == ("10.0.0.5", "10.1.0.0/16", "::1")
+    assert settings.jobmanager.trusted_proxies == (
+        "10.0.0.5",
+        "10.1.0.0/16",
+        "::1",
+        "2001:db8::/32",
+    )
     assert settings.jobmanager.initialize_timeout == 120.0
     assert settings.jobmanager.upload_max_size == 1 << 30
     assert settings.jobmanager.livy_allowed_sources == "/data/jobs, s3://bucket/jobs/"

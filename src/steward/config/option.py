@@ -61,13 +61,8 @@ def zero_is_none(value: int) -> int | None:
 def networks(value: str) -> tuple[str, ...]:
     """A comma-separated list of IP addresses and networks, each normalised (``10.0.0.0/8``,
     a bare address as itself); empty: none."""
-    return tuple(
-        str(ipaddress.ip_network(part.strip(), strict=False))
-        .removesuffix("/32")
-        .removesuffix("/128")
-        for part in value.split(",")
-        if part.strip()
-    )
+    found = (ipaddress.ip_network(p.strip(), strict=False) for p in value.split(",") if p.strip())
+    return tuple(str(net.network_address) if net.num_addresses == 1 else str(net) for net in found)
 
 
 def network_list(value: str) -> str | None:
