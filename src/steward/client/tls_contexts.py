@@ -1,7 +1,6 @@
 """A client's TLS context, made once per process for the same settings and files.
 
-Making a verifying context loads a CA bundle: about 60 to 80 ms of CPU for the system's (and
-:func:`steward.tls.contexts.client_tls` loads it even when ``rest.ssl.ca`` then replaces it). A
+Making a verifying context loads a CA bundle: about 60 to 80 ms of CPU for the system's. A
 program that makes a :class:`steward.Client` per task (an orchestrator's operator, a script
 in a loop, 16 threads each with their own) paid that on every one, more than a hundred
 submissions' worth of the client's own CPU. An ``ssl.SSLContext`` is made to be shared by

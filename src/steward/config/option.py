@@ -58,18 +58,21 @@ def zero_is_none(value: int) -> int | None:
     return value or None
 
 
+def _listed(value: str) -> list[str]:
+    """The non-empty, stripped entries of a comma-separated list."""
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
 def networks(value: str) -> tuple[str, ...]:
     """A comma-separated list of IP addresses and networks, each normalised (``10.0.0.0/8``,
     a bare address as itself); empty: none."""
-    found = (ipaddress.ip_network(p.strip(), strict=False) for p in value.split(",") if p.strip())
+    found = (ipaddress.ip_network(part, strict=False) for part in _listed(value))
     return tuple(str(net.network_address) if net.num_addresses == 1 else str(net) for net in found)
 
 
 def network_list(value: str) -> str | None:
     """Why ``value`` is not a list :func:`networks` reads (None when it is)."""
-    for part in (p.strip() for p in value.split(",")):
-        if not part:
-            continue
+    for part in _listed(value):
         if part == "*":
             return "'*' would believe any client's headers: list the proxies' addresses"
         try:
