@@ -210,8 +210,10 @@ async def long_poll(
         view = await run_in_threadpool(view_of)
         while not differs(view) and not journal.closed:
             remaining = deadline - time.monotonic()
-            if remaining <= 0 or not await waiter.wait(remaining):
+            if remaining <= 0:
                 break
+            if not await waiter.wait(remaining):
+                continue  # uvloop's timers count whole milliseconds and can fire early
             replay = journal.read(cursor)
             cursor = journal.head if replay is None else replay.cursor
             if replay is None or any(e.event.job_id == job_id for e in replay.entries):
