@@ -12,7 +12,12 @@ scripts/setup.sh
 export PATH="$PWD/.venv/bin:$PATH"
 # Bytecode written once: with PYTHONDONTWRITEBYTECODE set, each of the hundreds of processes the
 # tests start would compile Steward's sources again (~0.35 s CPU a JobManager; docs/performance.md).
-echo "[test] compileall src";       python -m compileall -q src
+echo "[test] compileall src";       python -m compileall -q src &
+compiling=$!
+# pytest's rewritten test modules, written once for every worker (tests/assertion_cache.py says
+# why: each xdist worker collects the whole suite and would rewrite it all again).
+python tests/assertion_cache.py
+wait "$compiling"
 
 static_checks() {
     echo "[test] ruff format --check";  ruff format --check -q src tests benchmarks integrations
