@@ -6,7 +6,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from kazoo.client import KazooClient
 
+from acl_probes import stranger_client
 from steward.cluster.local import LocalCluster
 from steward.testing.s3 import S3Server
 
@@ -30,3 +32,10 @@ def s3(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[S3Server]:
         for key, value in server.environment().items():
             monkeypatch.setenv(key, value)
         yield server
+
+
+@pytest.fixture
+def stranger(zk_quorum: str) -> Iterator[KazooClient]:
+    """A kazoo client without the cluster's credential (for the closed-ZooKeeper tests)."""
+    with stranger_client(zk_quorum) as client:
+        yield client

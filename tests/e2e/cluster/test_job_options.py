@@ -5,38 +5,48 @@ TIMEOUT; the deadline is derived from what is stored, so a new leader enforces i
 old one is SIGKILLed. A job's environment variables reach its driver's process, and every
 view (REST on the leader and on a standby, the CLI, the processes' logs) shows a secret one
 redacted.
+
+The timeout and env tests share one cluster (a leader, a standby, a TaskManager): each waits
+for its own jobs to end. The leader-SIGKILL test has a cluster of its own:
+test_job_timeout_takeover.py.
 """
 
 from __future__ import annotations
 
 import hashlib
-import signal
-import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
 from e2e.bad_input.conftest import run_cli
+from e2e.module_clusters import module_cluster
 from e2e.ticking import read_truth, write_pipeline
 from steward.testing.credentials import auth_headers
 from steward.testing.processes import ProcessCluster
 from steward.wire.job_options import TIMEOUT_ERROR_TYPE
 from steward.wire.redaction import REPLACEMENT
 from steward.wire.states import JobState
+from steward.zookeeper.managed import ManagedEnsemble
 from support import pid_alive, wait_until
 
 pytestmark = pytest.mark.zookeeper
 
 
+@pytest.fixture(scope="module")
+def shared_cluster(
+    tmp_path_factory: pytest.TempPathFactory, zookeeper: ManagedEnsemble
+) -> Iterator[ProcessCluster]:
+    with module_cluster(tmp_path_factory, zookeeper, "job-options", jobmanagers=2) as cluster:
+        yield cluster
+
+
 def test_a_job_past_its_timeout_is_cancelled_with_reason_timeout(
-    process_cluster: ProcessCluster, tmp_path: Path
+    cluster: ProcessCluster, tmp_path: Path
 ) -> None:
-    process_cluster.start_jobmanager("jm-1")
-    process_cluster.start_taskmanager("tm-1")
-    process_cluster.wait_ready(taskmanagers=1)
     truth = tmp_path / "truth.log"
-    with process_cluster.client() as client:
+    with cluster.client() as client:
         # 8 s: the attempt must start (and write its truth) before the deadline, and a runner
         # took over 4 s to start once at a load of 12.
         job = client.submit(
@@ -54,37 +64,6 @@ def test_a_job_past_its_timeout_is_cancelled_with_reason_timeout(
     assert view.state is JobState.CANCELED and (view.reason or "").startswith("TIMEOUT")
     assert result.finished_at >= (result.submitted_at or 0) + 8.0
     wait_until(lambda: not pid_alive(pid), 15, message="runner gone after the timeout")
-    process_cluster.check_alive()
-
-
-def test_a_new_leader_enforces_the_timeout_after_a_leader_sigkill(
-    process_cluster: ProcessCluster, tmp_path: Path
-) -> None:
-    process_cluster.start_jobmanager("jm-1")
-    process_cluster.start_jobmanager("jm-2")
-    process_cluster.start_taskmanager("tm-1")
-    leader = process_cluster.wait_ready(taskmanagers=1)
-    truth = tmp_path / "truth.log"
-    with process_cluster.client(timeout=60) as client:
-        job = client.submit(
-            write_pipeline(tmp_path), args=[str(truth), "100000", "0.2"], timeout="20s"
-        )
-        wait_until(lambda: client.job(job.job_id).state is JobState.RUNNING, 30)
-        # Killed well before its deadline: only the next leader can enforce it.
-        assert job.deadline is not None and time.time() < job.deadline - 4, "too late to kill"
-        leader.signal(signal.SIGKILL)
-        new_leader = process_cluster.wait_ready(taskmanagers=1, timeout=30)
-        assert new_leader.id != leader.id
-        result = client.wait(job.job_id, timeout=60)
-        after = client.cluster().leader
-    assert result.state.value == "CANCELED", result
-    assert result.error is not None and result.error.type == TIMEOUT_ERROR_TYPE
-    assert result.finished_at >= job.deadline
-    assert after is not None and after.id == new_leader.id
-    starts = [entry for entry in read_truth(truth) if entry[0] == "start"]
-    assert len(starts) == 1, "the attempt was adopted, not run again"
-    wait_until(lambda: not pid_alive(starts[0][2]), 15, message="runner gone after the timeout")
-    process_cluster.check_alive()
 
 
 ENV_PIPELINE = """
@@ -109,16 +88,12 @@ SECRET = "pw-env-5c1d9e"
 
 
 def test_env_reaches_the_driver_and_is_shown_redacted(
-    process_cluster: ProcessCluster, tmp_path: Path
+    cluster: ProcessCluster, tmp_path: Path
 ) -> None:
-    process_cluster.start_jobmanager("jm-1")
-    process_cluster.start_jobmanager("jm-2")
-    process_cluster.start_taskmanager("tm-1")
-    process_cluster.wait_ready(taskmanagers=1)
     pipeline = tmp_path / "env_pipeline.py"
     pipeline.write_text(ENV_PIPELINE)
     env = {"GREETING": "hello-from-env", "DB_PASSWORD": SECRET}
-    with process_cluster.client() as client:
+    with cluster.client() as client:
         client.submit(pipeline, job_id="env-ok", env=env)
         client.submit(
             pipeline, job_id="env-fails", args=["fail"], env=env, restart={"kind": "none"}
@@ -129,13 +104,13 @@ def test_env_reaches_the_driver_and_is_shown_redacted(
     assert ok.state.value == "FINISHED", ok
     assert ok.value["greeting"] == "hello-from-env"
     assert ok.value["password_sha256"] == hashlib.sha256(SECRET.encode()).hexdigest()
-    runner_logs = list((process_cluster.workdir / "work").rglob("runner.log"))
+    runner_logs = list((cluster.workdir / "work").rglob("runner.log"))
     assert any("GREETING=hello-from-env" in log.read_text() for log in runner_logs)
     # Its error quoted the secret: the runner hid it.
     assert failed.state.value == "FAILED" and failed.error is not None
     assert "cannot log in with" in failed.error.message and REPLACEMENT in failed.error.message
     shown = {"GREETING": "hello-from-env", "DB_PASSWORD": REPLACEMENT}
-    for proc in process_cluster.jobmanagers():  # the leader and the standby
+    for proc in cluster.jobmanagers():  # the leader and the standby
         view = httpx.get(
             f"{proc.address}/v1/jobs/env-ok", headers=auth_headers(), timeout=30
         ).json()
@@ -143,15 +118,14 @@ def test_env_reaches_the_driver_and_is_shown_redacted(
         for path in ("/v1/jobs/env-ok", "/v1/jobs/env-fails/result", "/v1/jobs"):
             text = httpx.get(proc.address + path, headers=auth_headers(), timeout=30).text
             assert SECRET not in text, (proc.id, path)
-    status = run_cli(process_cluster, "status", "env-ok")
+    status = run_cli(cluster, "status", "env-ok")
     assert status.returncode == 0, status
     assert (
         f"DB_PASSWORD={REPLACEMENT}" in status.stdout and "GREETING=hello-from-env" in status.stdout
     )
-    as_json = run_cli(process_cluster, "status", "env-ok", "--json")
+    as_json = run_cli(cluster, "status", "env-ok", "--json")
     assert SECRET not in status.stdout + status.stderr + as_json.stdout + as_json.stderr
     assert f'"DB_PASSWORD": "{REPLACEMENT}"' in as_json.stdout
-    logs = [*(process_cluster.workdir / "logs").glob("*.log"), *runner_logs]
+    logs = [*(cluster.workdir / "logs").glob("*.log"), *runner_logs]
     for log in logs:
         assert SECRET not in log.read_text(errors="replace"), log
-    process_cluster.check_alive()

@@ -3,19 +3,25 @@
 Ground truth comes from the pipelines themselves: each attempt appends ``start``/``end``
 lines with its attempt number and pid to a file outside Steward's stores, so "nothing ran
 twice" is checked against what really ran, not against what Steward reports.
+
+The tests share one cluster (a JobManager, a TaskManager with two slots): each uses job ids
+of its own and waits for its jobs to end. The leader-SIGKILL test needs a cluster of its own:
+tests/e2e/cluster/test_job_adoption.py.
 """
 
 from __future__ import annotations
 
-import signal
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from e2e.module_clusters import module_cluster
 from e2e.ticking import read_truth, write_pipeline
 from steward.testing.processes import ProcessCluster
 from steward.wire.jobs import FixedDelayRestart, NoRestart
 from steward.wire.states import JobState
+from steward.zookeeper.managed import ManagedEnsemble
 from support import pid_alive, wait_until
 
 pytestmark = pytest.mark.zookeeper
@@ -23,12 +29,17 @@ pytestmark = pytest.mark.zookeeper
 EXAMPLES = Path(__file__).parents[3] / "examples"
 
 
-def test_submit_run_finish_and_result(process_cluster: ProcessCluster, tmp_path: Path) -> None:
-    process_cluster.start_jobmanager("jm-1")
-    process_cluster.start_taskmanager("tm-1")
-    process_cluster.wait_ready(taskmanagers=1)
+@pytest.fixture(scope="module")
+def shared_cluster(
+    tmp_path_factory: pytest.TempPathFactory, zookeeper: ManagedEnsemble
+) -> Iterator[ProcessCluster]:
+    with module_cluster(tmp_path_factory, zookeeper, "jobs") as cluster:
+        yield cluster
+
+
+def test_submit_run_finish_and_result(cluster: ProcessCluster, tmp_path: Path) -> None:
     truth = tmp_path / "truth.log"
-    with process_cluster.client() as client:
+    with cluster.client() as client:
         job = client.submit(
             write_pipeline(tmp_path),
             args=[str(truth), "2", "0.1"],
@@ -50,15 +61,11 @@ def test_submit_run_finish_and_result(process_cluster: ProcessCluster, tmp_path:
         wait_until(lambda: client.result("tick-1").cleanup == "CLEAN", 20)
         assert client.job("tick-1").labels == {"team": "data"}
     assert [kind for kind, _, _ in read_truth(truth)] == ["start", "end"]
-    process_cluster.check_alive()
 
 
-def test_cancel_stops_the_attempt(process_cluster: ProcessCluster, tmp_path: Path) -> None:
-    process_cluster.start_jobmanager("jm-1")
-    process_cluster.start_taskmanager("tm-1")
-    process_cluster.wait_ready(taskmanagers=1)
+def test_cancel_stops_the_attempt(cluster: ProcessCluster, tmp_path: Path) -> None:
     truth = tmp_path / "truth.log"
-    with process_cluster.client() as client:
+    with cluster.client() as client:
         client.submit(
             write_pipeline(tmp_path), args=[str(truth), "100000", "0.2"], job_id="forever"
         )
@@ -69,16 +76,12 @@ def test_cancel_stops_the_attempt(process_cluster: ProcessCluster, tmp_path: Pat
         result = client.wait("forever", timeout=30)
         assert result.state.value == "CANCELED"
     wait_until(lambda: not pid_alive(pid), 15, message="runner gone after cancel")
-    process_cluster.check_alive()
 
 
 def test_failing_pipeline_is_restarted_then_failed(
-    process_cluster: ProcessCluster,
+    cluster: ProcessCluster,
 ) -> None:
-    process_cluster.start_jobmanager("jm-1")
-    process_cluster.start_taskmanager("tm-1")
-    process_cluster.wait_ready(taskmanagers=1)
-    with process_cluster.client() as client:
+    with cluster.client() as client:
         client.submit(
             EXAMPLES / "failing.py",
             job_id="fails",
@@ -94,18 +97,14 @@ def test_failing_pipeline_is_restarted_then_failed(
         assert view.state is JobState.FAILED
         # The ended job's view counts its failed attempts: 2 restarts allowed, 3 attempts
         assert (view.attempt_count, view.failures) == (3, 3)
-    process_cluster.check_alive()
 
 
-def test_bad_pipeline_fails_alone(process_cluster: ProcessCluster, tmp_path: Path) -> None:
+def test_bad_pipeline_fails_alone(cluster: ProcessCluster, tmp_path: Path) -> None:
     """A pipeline that cannot even be imported fails its job; the cluster is unharmed."""
-    process_cluster.start_jobmanager("jm-1")
-    process_cluster.start_taskmanager("tm-1")
-    process_cluster.wait_ready(taskmanagers=1)
     broken = tmp_path / "broken.py"
     broken.write_text("import definitely_not_a_module_anywhere\n\ndef main(ctx):\n    pass\n")
     truth = tmp_path / "truth.log"
-    with process_cluster.client() as client:
+    with cluster.client() as client:
         client.submit(broken, job_id="broken", restart=NoRestart())
         client.submit(write_pipeline(tmp_path), args=[str(truth), "1", "0.1"], job_id="fine")
         broken_result = client.wait("broken", timeout=60)
@@ -113,38 +112,3 @@ def test_bad_pipeline_fails_alone(process_cluster: ProcessCluster, tmp_path: Pat
         assert broken_result.error is not None
         assert "definitely_not_a_module_anywhere" in broken_result.error.message
         assert client.wait("fine", timeout=60).state.value == "FINISHED"
-    process_cluster.check_alive()
-
-
-def test_leader_sigkill_running_attempt_is_adopted(
-    process_cluster: ProcessCluster, tmp_path: Path
-) -> None:
-    """rule 8: the new leader adopts the running attempt; it is not restarted."""
-    process_cluster.start_jobmanager("jm-1")
-    process_cluster.start_jobmanager("jm-2")
-    process_cluster.start_taskmanager("tm-1")
-    process_cluster.start_taskmanager("tm-2")
-    leader = process_cluster.wait_ready(taskmanagers=2)
-    truth = tmp_path / "truth.log"
-    with process_cluster.client(timeout=60) as client:
-        client.submit(write_pipeline(tmp_path), args=[str(truth), "40", "0.25"], job_id="adopted")
-        wait_until(lambda: client.job("adopted").state is JobState.RUNNING, 30)
-        before = client.cluster().leader
-        assert before is not None and before.id == leader.id
-        leader.signal(signal.SIGKILL)
-        new_leader = process_cluster.wait_ready(taskmanagers=2, timeout=30)
-        assert new_leader.id != leader.id
-        after = client.cluster().leader
-        assert after is not None and after.epoch > before.epoch
-        view = client.job("adopted")
-        assert view.state is JobState.RUNNING, view
-        assert view.attempt_count == 1
-        assert view.attempts[-1].adopted_by, "the new leader did not adopt the attempt"
-        result = client.wait("adopted", timeout=60)
-        assert result.state.value == "FINISHED"
-        final = client.job("adopted")
-    starts = [entry for entry in read_truth(truth) if entry[0] == "start"]
-    assert len(starts) == 1, f"the attempt ran more than once: {read_truth(truth)}"
-    assert result.value["pid"] == starts[0][2]
-    assert final.result is not None
-    process_cluster.check_alive()
