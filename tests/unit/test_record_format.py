@@ -90,6 +90,7 @@ def test_a_schema_2_record_read_by_a_schema_1_reader_is_refused_saying_why() -> 
     [
         ((b'"e":2', b'"e":"2"'), "job status: epoch: Input should be a valid integer"),
         ((b'"s":"RUNNING",', b""), "job status: state: Field required"),
+        ((b'"s":"RUNNING",', b'"state":"RUNNING",'), "job status: state: Field required"),
         ((b'"tm":"tm-0042"', b'"tm":42'), "job status: attempts.0.taskmanager: Input should"),
         ((b'"s":"RUNNING"', b'"s":"DANCING"'), "job status: state: Input should be"),
         ((b'{"schema":2,', b'{"schema":"2",'), "job status: missing or invalid schema"),
@@ -106,6 +107,17 @@ def test_a_damaged_schema_2_record_is_a_clear_error(
     with pytest.raises(CorruptStateError, match=message) as caught:
         decode_status(bad, JOB)
     assert not isinstance(caught.value, UnsupportedSchemaError)
+
+
+def test_a_status_record_is_its_paths_job_whatever_it_holds() -> None:
+    data = encode_status(RUNNING, 2)
+    claiming = data[:-1] + b',"job_id":"another-job"}'
+
+    found = decode_status(claiming, JOB)
+
+    assert type(found) is JobStatusRecord
+    assert found == RUNNING
+    assert all(type(attempt) is AttemptRecord for attempt in found.attempts)
 
 
 def test_a_newer_schema_is_refused_as_such() -> None:
