@@ -53,14 +53,19 @@ def from_context(key: str) -> CoreSchema:
     the record holds under its name (the record never says it: the path does)."""
 
     def read(_: object, info: core_schema.ValidationInfo) -> object:
-        context = info.context
-        if not isinstance(context, Mapping):
-            raise TypeError(f"validated without a context holding {key!r}")
-        return context[key]
+        return context_of(info)[key]
 
     return core_schema.with_default_schema(
         core_schema.with_info_plain_validator_function(read), default=None, validate_default=True
     )
+
+
+def context_of(info: core_schema.ValidationInfo) -> Mapping[str, Any]:
+    """The validation's context (a short form's reader needs one: the record's path)."""
+    context = info.context
+    if not isinstance(context, Mapping):
+        raise TypeError("a short form is validated with a context (its record's path)")
+    return context
 
 
 def constant_after(check: CoreSchema, value: object) -> CoreSchema:
