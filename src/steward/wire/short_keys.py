@@ -11,7 +11,9 @@ validation yields an instance of the model itself, strict as ever, nested models
 A missing or wrong-typed field is reported by its field's name, not its short key
 (``loc_by_alias`` off), as a schema-1 record's is. The copy is made from the schema pydantic
 built for the model, so a field added to the model is read by both forms at once; a field
-without a short key keeps its name as its key.
+without a short key keeps its name as its key. pydantic's core swaps any schema of a built
+model for that model's own validator (its long keys), so the copy validates the model's
+fields and makes the instance from them as the core does (:func:`_constructor`).
 """
 
 from __future__ import annotations
@@ -25,8 +27,8 @@ from pydantic_core import CoreSchema, SchemaValidator, core_schema
 
 class ShortForm:
     """How one model is written in the short form: its fields' short keys, the defaults that
-    differ from the model's, and the fields whose value comes from elsewhere (a ``reader``
-    takes the validation context and gives the value: the job id its path names)."""
+    differ from the model's, and the fields read by a schema of their own (``computed``: the
+    job id its path names, :func:`from_context`; the schema, :func:`constant_after`)."""
 
     def __init__(
         self,
