@@ -10,7 +10,7 @@ stores tell this source of every write ZooKeeper acknowledged (it is their
 :class:`~steward.store.record_feed.RecordFeed`), and it holds no watch per job. Either way a
 :class:`JobEvent` is appended to the :class:`.journal.Journal` whenever a job's state, reason
 or attempt count differs from what was last seen, with the job's listing entry built from the
-record (so the job index never reads it back either).
+record (so the job index never reads it back either); a record that is no news builds neither.
 
 One source at a time, switched with the leadership:
 
