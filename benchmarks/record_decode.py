@@ -18,7 +18,9 @@ that builds Python objects through it (pydantic's own parser is in Rust, and lan
 ``encode``: the record written back (a takeover rewrites every adopted one), before
 (``model_dump_json(...).encode()``) and now (``to_json``: the serializer's bytes, defaults
 out). ``format_2``: the same record at ``high-availability.record-format`` 2 (short keys, no
-job id: :mod:`steward.wire.record_format`), decoded and encoded the same way. Figures are
+job id: :mod:`steward.wire.record_format`), decoded and encoded the same way; ``pointer``: the
+job's graph pointer (``jobgraphs/<job-id>``, read beside it at a takeover) decoded at format 1
+and at format 2 (base64url hashes, the blob key without the job's prefix). Figures are
 medians of batches of the CPU time of this thread (the machine's other load left out), the
 forms interleaved batch by batch so that a busy moment weighs on all;
 ``ratio`` is after / before (lower is better). No ZooKeeper: decoding is what is measured,
@@ -32,14 +34,22 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 
 from _common import Json, parser, process_document, progress, run_main, summary_row
 from steward.errors import CorruptStateError
 from steward.testing.records import TAKEOVER_RECORD
-from steward.wire.record_format import decode_status, encode_status
+from steward.wire.jobs import JobGraphPointer
+from steward.wire.record_format import decode_pointer, decode_status, encode_pointer, encode_status
 from steward.wire.records import JobStatusRecord
 
 RECORD = TAKEOVER_RECORD
+POINTER = JobGraphPointer(
+    blob=f"jobgraphs/{RECORD.job_id}/187c0e1f2a3b4c5d-0123456789ab",
+    sha256="ab" * 32,
+    epoch=2,
+    submission_sha256="cd" * 32,
+)
 GOAL = 1.0
 """The compact record must decode in less time than the full one (ratio below 1)."""
 
@@ -63,6 +73,10 @@ def measure(batches: int, calls: int) -> Json:
     format_2 = encode_status(RECORD, 2)
     if decode_status(format_2, RECORD.job_id) != RECORD:
         raise SystemExit("the record at format 2 does not read back equal")
+    pointers = {form: encode_pointer(POINTER, form, RECORD.job_id) for form in (1, 2)}
+    if any(decode_pointer(data, RECORD.job_id) != POINTER for data in pointers.values()):
+        raise SystemExit("the pointer does not read back equal")
+    pointer: dict[int, list[float]] = {1: [], 2: []}
     timings: dict[str, list[float]] = {key: [] for key in ("decode", "encode", "json_loads")}
     before: dict[str, list[float]] = {key: [] for key in ("decode", "encode")}
     short: dict[str, list[float]] = {key: [] for key in ("decode", "encode")}
@@ -76,6 +90,8 @@ def measure(batches: int, calls: int) -> Json:
         )
         timings["encode"].append(per_call_us(RECORD.to_json, calls))
         timings["json_loads"].append(per_call_us(lambda: json.loads(after_bytes), calls))
+        for form, data in pointers.items():
+            pointer[form].append(per_call_us(partial(decode_pointer, data, RECORD.job_id), calls))
     floor = statistics.median(timings.pop("json_loads"))
     return {
         "bytes_before": len(before_bytes),
@@ -85,6 +101,10 @@ def measure(batches: int, calls: int) -> Json:
         "json_loads_us": round(floor, 2),
         "bytes_format_2": len(format_2),
         **{f"{key}_format_2_us": round(statistics.median(v), 2) for key, v in short.items()},
+        **{
+            f"pointer_decode_format_{k}_us": round(statistics.median(v), 2)
+            for k, v in pointer.items()
+        },
     }
 
 
@@ -114,26 +134,28 @@ def rows(results: Json) -> list[Json]:
             f"json.loads alone {results['json_loads_us']} us",
             digits=2,
         ),
-        summary_row(
+        _timing(
             "status record encode, compact against every field",
             results["encode_after_us"],
-            "us CPU",
-            goal="",
-            met=None,
-            note=f"before {results['encode_before_us']} us, ratio {results['encode_ratio']}",
-            digits=2,
+            f"before {results['encode_before_us']} us, ratio {results['encode_ratio']}",
         ),
-        summary_row(
+        _timing(
             "status record decode (strict), record format 2",
             results["decode_format_2_us"],
-            "us CPU",
-            goal="",
-            met=None,
-            note=f"{results['bytes_format_2']} B (short keys, no job id); schema 1 compact "
+            f"{results['bytes_format_2']} B (short keys, no job id); schema 1 compact "
             f"{results['decode_after_us']} us; encode {results['encode_format_2_us']} us",
-            digits=2,
+        ),
+        _timing(
+            "graph pointer decode (strict), record format 2",
+            results["pointer_decode_format_2_us"],
+            f"format 1 {results['pointer_decode_format_1_us']} us",
         ),
     ]
+
+
+def _timing(figure: str, value: float, note: str) -> Json:
+    """A row of a time without a goal, in microseconds of CPU."""
+    return summary_row(figure, value, "us CPU", goal="", met=None, note=note, digits=2)
 
 
 def main() -> int:

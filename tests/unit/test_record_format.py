@@ -4,6 +4,7 @@ strictly. Every reader of this release reads both formats."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from typing import Any
@@ -90,6 +91,7 @@ def test_a_schema_2_record_read_by_a_schema_1_reader_is_refused_saying_why() -> 
     [
         ((b'"e":2', b'"e":"2"'), "job status: epoch: Input should be a valid integer"),
         ((b'"s":"RUNNING",', b""), "job status: state: Field required"),
+        ((b'"s":"RUNNING",', b'"state":"RUNNING",'), "job status: state: Field required"),
         ((b'"tm":"tm-0042"', b'"tm":42'), "job status: attempts.0.taskmanager: Input should"),
         ((b'"s":"RUNNING"', b'"s":"DANCING"'), "job status: state: Input should be"),
         ((b'{"schema":2,', b'{"schema":"2",'), "job status: missing or invalid schema"),
@@ -106,6 +108,34 @@ def test_a_damaged_schema_2_record_is_a_clear_error(
     with pytest.raises(CorruptStateError, match=message) as caught:
         decode_status(bad, JOB)
     assert not isinstance(caught.value, UnsupportedSchemaError)
+
+
+def test_a_status_record_is_its_paths_job_whatever_it_holds() -> None:
+    data = encode_status(RUNNING, 2)
+    claiming = data[:-1] + b',"job_id":"another-job"}'
+
+    found = decode_status(claiming, JOB)
+
+    assert type(found) is JobStatusRecord
+    assert found == RUNNING
+    assert all(type(attempt) is AttemptRecord for attempt in found.attempts)
+
+
+@given(
+    st.binary(max_size=40)
+    | st.dictionaries(
+        st.sampled_from([*STATUS_KEYS.values(), *POINTER_KEYS.values(), "job_id", "schema"]),
+        st.none() | st.booleans() | st.integers() | st.text(max_size=4) | st.lists(st.none()),
+    ).map(lambda body: json.dumps(body, separators=(",", ":"))[1:].encode())
+)
+def test_any_damage_after_a_schema_2_head_is_a_corrupt_record_never_another_error(
+    rest: bytes,
+) -> None:
+    # The leader skips a corrupt record (logged) and recovers the others: any other exception
+    # would stop its recovery.
+    for decode in (decode_status, decode_pointer):
+        with contextlib.suppress(CorruptStateError):
+            decode(b'{"schema":2,' + rest, JOB)
 
 
 def test_a_newer_schema_is_refused_as_such() -> None:

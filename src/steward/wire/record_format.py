@@ -18,17 +18,24 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Callable, Mapping
-from typing import Annotated, Any, Final, TypeVar
+from collections.abc import Mapping
+from typing import Any, Final, TypeVar
 
 import pydantic_core
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
-from pydantic.fields import FieldInfo
+from pydantic import ValidationError
+from pydantic_core import SchemaValidator, core_schema
 
 from steward.errors import CorruptStateError, UnsupportedSchemaError
 from steward.wire.jobs import JobGraphPointer
-from steward.wire.records import JobStatusRecord
-from steward.wire.values import STORED, Payload
+from steward.wire.records import AttemptRecord, JobStatusRecord
+from steward.wire.short_keys import (
+    ShortForm,
+    constant_after,
+    context_of,
+    from_context,
+    short_validator,
+)
+from steward.wire.values import SCHEMA_VERSION, STORED, Payload
 
 RECORD_FORMATS: Final = (1, 2)
 """The record formats a leader may write; this release reads every one."""
@@ -106,53 +113,7 @@ _HEAD: Final = b'{"schema":2,'
 _B64_SHA256: Final = r"^[A-Za-z0-9_-]{42}[AEIMQUYcgkosw048]$"
 """A sha256 in base64url without padding: 43 characters, the last holding 2 bits."""
 
-M = TypeVar("M", bound=BaseModel)
 P = TypeVar("P", bound=Payload)
-
-
-def _short_field(info: FieldInfo, key: str) -> tuple[Any, Any]:
-    """``info``'s type, constraints and default under the alias ``key``."""
-    annotation: Any = info.annotation
-    if info.metadata:
-        annotation = Annotated[(annotation, *info.metadata)]
-    if info.default_factory is not None:
-        return annotation, Field(default_factory=info.default_factory, alias=key)
-    if info.is_required():
-        return annotation, Field(alias=key)
-    return annotation, Field(default=info.default, alias=key)
-
-
-def _short_model(
-    name: str,
-    source: type[BaseModel],
-    keys: Mapping[str, str],
-    *,
-    top: bool,
-    **types: Any,
-) -> type[BaseModel]:
-    """``source``'s fields under their short keys (``types`` replaces some fields' types),
-    with a required ``schema`` at the ``top``: the schema-2 form, validated by pydantic's
-    core."""
-    fields: dict[str, Any] = {}
-    for field, info in source.model_fields.items():
-        if field in keys:
-            annotation, default = _short_field(info, keys[field])
-            fields[field] = (types.get(field, annotation), default)
-    if top:  # only the top level says its schema
-        fields["schema_version"] = (int, Field(alias="schema"))
-    config = ConfigDict(frozen=True, validate_by_alias=True, validate_by_name=False)
-    model: type[BaseModel] = create_model(name, __config__=config, **fields)
-    return model
-
-
-_Pointer2 = _short_model(
-    "JobGraphPointer2",
-    JobGraphPointer,
-    POINTER_KEYS,
-    top=True,
-    sha256=Annotated[str, Field(pattern=_B64_SHA256)],
-    submission_sha256=Annotated[str | None, Field(pattern=_B64_SHA256)],
-)
 
 
 # ---------------------------------------------------------------------------- encoding
@@ -231,30 +192,30 @@ def _hex(b64_digest: str) -> str:
 def decode_status(data: bytes | str, job_id: str) -> JobStatusRecord:
     """The status record of ``job_id`` in ``data``, of either schema; CorruptStateError
     (UnsupportedSchemaError for a newer schema) if it is not one."""
-    return _decoded(data, job_id, JobStatusRecord, build=_status)
+    return _decoded(data, job_id, JobStatusRecord, _STATUS_2)
 
 
 def decode_pointer(data: bytes | str, job_id: str) -> JobGraphPointer:
     """The pointer to ``job_id``'s graph in ``data``, of either schema (errors as
     :func:`decode_status`)."""
-    return _decoded(data, job_id, JobGraphPointer, build=_pointer)
+    return _decoded(data, job_id, JobGraphPointer, _POINTER_2)
 
 
-def _decoded(
-    data: bytes | str,
-    job_id: str,
-    kind: type[P],
-    *,
-    build: Callable[[bytes | str, str], P],
-) -> P:
-    """``data`` as ``kind``: schema 1 by its own decoder, schema 2 made a ``kind`` for
-    ``job_id`` by ``build``."""
+def _decoded(data: bytes | str, job_id: str, kind: type[P], schema_2: SchemaValidator) -> P:
+    """``data`` as ``kind``: schema 1 by its own decoder, schema 2 by ``schema_2`` (a
+    validator of its short form that yields a ``kind`` of ``job_id``)."""
     if not _is_schema_2(data):
         try:
             return kind.from_json(data)
         except UnsupportedSchemaError:
             data = _as_schema_2(kind.kind_name, data)
-    return build(data, job_id)
+    try:
+        found: P = schema_2.validate_json(
+            data, strict=True, extra="ignore", context={**STORED, "job_id": job_id}
+        )
+    except ValidationError as exc:
+        raise _corrupt(kind.kind_name, exc) from exc
+    return found
 
 
 def _is_schema_2(data: bytes | str) -> bool:
@@ -276,84 +237,66 @@ def _as_schema_2(kind_name: str, data: bytes | str) -> bytes:
     return _dumps({"schema": 2, **body})
 
 
-def _validated(
-    model: type[M], data: bytes | str, kind: type[Payload], keys: Mapping[str, str]
-) -> M:
-    try:
-        found = model.model_validate_json(
-            data, strict=True, extra="ignore", context=STORED, by_alias=True, by_name=False
+def _corrupt(kind_name: str, exc: ValidationError) -> CorruptStateError:
+    """What is wrong with a schema-2 record, by its field's long name."""
+    error = exc.errors()[0]
+    if error["type"] == "json_invalid":
+        return CorruptStateError(f"{kind_name}: payload: not JSON: {error['msg']}")
+    if error["loc"][:1] == ("schema_version",):
+        return CorruptStateError(f"{kind_name}: missing or invalid schema")
+    where = ".".join(map(str, error["loc"])) or "payload"
+    return CorruptStateError(f"{kind_name}: {where}: {error['msg']}")
+
+
+def _from_path(value: str, info: core_schema.ValidationInfo) -> str:
+    """A pointer's blob key as schema 2 writes it, whole again (the context's job id)."""
+    job_id: str = context_of(info)["job_id"]
+    return _long_blob(value, job_id)
+
+
+def _b64_sha256() -> core_schema.CoreSchema:
+    """A sha256 as schema 2 writes it (base64url), read as its hex digest."""
+    return core_schema.no_info_after_validator_function(
+        _hex, core_schema.str_schema(pattern=_B64_SHA256)
+    )
+
+
+_SCHEMA_2: Final = constant_after(core_schema.literal_schema([2]), SCHEMA_VERSION)
+"""What a schema-2 record says its schema is; in memory, it is schema 1's record."""
+
+_STATUS_2: Final = short_validator(
+    JobStatusRecord,
+    {
+        JobStatusRecord: ShortForm(
+            {**STATUS_KEYS, "schema_version": "schema"},
+            defaults=STATUS_IMPLIED,
+            computed={"job_id": from_context("job_id"), "schema_version": _SCHEMA_2},
+        ),
+        AttemptRecord: ShortForm(ATTEMPT_KEYS),
+    },
+)
+"""Schema 2's status record read straight into a :class:`JobStatusRecord`: one strict
+validation, no renaming in Python (a takeover decodes every live job's record; renaming, then
+dumping and validating the long form cost 31 to 46 µs a record, ``benchmarks/record_decode.py``).
+Its job id is the path's (the validation context's), its schema in memory schema 1's."""
+
+_POINTER_2: Final = short_validator(
+    JobGraphPointer,
+    {
+        JobGraphPointer: ShortForm(
+            {**POINTER_KEYS, "schema_version": "schema"},
+            computed={
+                "schema_version": _SCHEMA_2,
+                "blob": core_schema.with_info_after_validator_function(
+                    _from_path, core_schema.str_schema()
+                ),
+                "sha256": _b64_sha256(),
+                "submission_sha256": core_schema.with_default_schema(
+                    core_schema.nullable_schema(_b64_sha256()), default=None
+                ),
+            },
         )
-    except ValidationError as exc:
-        where = _where(exc.errors()[0]["loc"], keys)
-        raise CorruptStateError(f"{kind.kind_name}: {where}: {exc.errors()[0]['msg']}") from exc
-    schema = getattr(found, "schema_version")  # noqa: B009 (a model made at run time)
-    if schema != 2:
-        raise CorruptStateError(f"{kind.kind_name}: missing or invalid schema {schema!r}")
-    return found
-
-
-def _where(loc: tuple[int | str, ...], keys: Mapping[str, str]) -> str:
-    """An error's place by the fields' names (``h`` is ``sha256``)."""
-    names = []
-    for part in loc:
-        name = next((field for field, short in keys.items() if short == part), str(part))
-        names.append("schema" if name == "schema_version" else name)
-    return ".".join(names) or "payload"
-
-
-def _status(data: bytes | str, job_id: str) -> JobStatusRecord:
-    """A schema-2 status record, its keys made long in Python and then validated once, as
-    schema 1 is (a takeover decodes every live job's record: validating the short form and
-    then the record made of it cost a fifth more, ``benchmarks/record_decode.py``)."""
-    kind = JobStatusRecord.kind_name
-    try:
-        body = pydantic_core.from_json(data)
-    except ValueError as exc:
-        raise CorruptStateError(f"{kind}: payload: not JSON: {exc}") from exc
-    schema = body.get("schema") if isinstance(body, dict) else None
-    if type(schema) is not int or schema != 2:
-        raise CorruptStateError(f"{kind}: missing or invalid schema {schema!r}")
-    values = {**STATUS_IMPLIED, **_long(body, _STATUS_FIELDS), "job_id": job_id}
-    attempts = values.get("attempts")
-    if isinstance(attempts, list):
-        values["attempts"] = [
-            _long(attempt, _ATTEMPT_FIELDS) if isinstance(attempt, dict) else attempt
-            for attempt in attempts
-        ]
-    try:
-        return JobStatusRecord.model_validate_json(
-            _dumps(values), strict=True, extra="ignore", context=STORED
-        )
-    except ValidationError as exc:
-        error = exc.errors()[0]
-        where = ".".join(map(str, error["loc"])) or "payload"
-        raise CorruptStateError(f"{kind}: {where}: {error['msg']}") from exc
-
-
-_STATUS_FIELDS: Final = {short: field for field, short in STATUS_KEYS.items()}
-_ATTEMPT_FIELDS: Final = {short: field for field, short in ATTEMPT_KEYS.items()}
-
-
-def _long(body: dict[str, Any], fields: Mapping[str, str]) -> dict[str, Any]:
-    """``body``'s known short keys as their fields' names; any other key left out (a
-    newer optional field is ignored, as schema 1 ignores it)."""
-    return {fields[key]: value for key, value in body.items() if key in fields}
-
-
-def _pointer(data: bytes | str, job_id: str) -> JobGraphPointer:
-    values = _values(_validated(_Pointer2, data, JobGraphPointer, POINTER_KEYS))
-    values["blob"] = _long_blob(values["blob"], job_id)
-    for field in ("sha256", "submission_sha256"):
-        if values.get(field) is not None:
-            values[field] = _hex(values[field])
-    return JobGraphPointer.model_validate(values, strict=True, context=STORED)
-
-
-def _values(found: BaseModel) -> dict[str, Any]:
-    """The fields the record held (the others take their defaults), its schema left out:
-    the record in memory is the same whichever schema it was read from."""
-    return {
-        field: getattr(found, field)
-        for field in found.model_fields_set
-        if field != "schema_version"
-    }
+    },
+)
+"""Schema 2's graph pointer read straight into a :class:`JobGraphPointer` (its hashes made
+hex, its blob key whole), as :data:`_STATUS_2`."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from ha_harness import expire_session
@@ -14,6 +15,7 @@ from stores_support import Contender
 from steward.ha.session import Session
 from steward.jobmanager.events.journal import Journal
 from steward.jobmanager.events.source import JobEventSource
+from steward.jobmanager.indexed_job import IndexedJob
 from steward.store.blob import BlobStore
 from steward.store.results import JobResultStore
 from steward.store.statuses import JobStatusStore
@@ -195,3 +197,34 @@ def test_a_leading_source_publishes_its_recoverys_reads_unless_it_wrote_the_job_
         ("job-r", JobState.RUNNING),
     ]
     assert standby.watched == 0
+
+
+def test_a_record_as_last_seen_builds_no_event_nor_index_entry(
+    leader: Contender, standby: JobEventSource, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A takeover reads every live job's record, then rewrites each adopted one: nearly all
+    # as the standby last saw them (the same state, reason and attempt count).
+    built: list[str] = []
+    of_status = IndexedJob.of_status
+
+    def counted(record: JobStatusRecord, **shown: Any) -> IndexedJob:
+        built.append(record.job_id)
+        return of_status(record, **shown)
+
+    monkeypatch.setattr(IndexedJob, "of_status", counted)
+    journal, start, epoch = standby.journal, standby.journal.head, leader.leadership.epoch
+    standby.lead()
+    first = _record("job-a", JobState.RUNNING, epoch)
+    standby.read([first])
+    standby.read([first.model_copy(update={"updated_at": first.updated_at + 1})])
+    standby.wrote([first.model_copy(update={"epoch": epoch + 1})])  # adopted, rewritten
+    standby.wrote([first.model_copy(update={"reason": "cancel requested"})])
+
+    replay = journal.read(start)
+    assert replay is not None
+    assert [(e.event.job_id, e.event.reason) for e in replay.entries] == [
+        ("job-a", None),
+        ("job-a", "cancel requested"),
+    ]
+    assert all(entry.job is not None for entry in replay.entries)
+    assert built == ["job-a", "job-a"]  # one entry a change, none for what adds nothing

@@ -10,7 +10,7 @@ stores tell this source of every write ZooKeeper acknowledged (it is their
 :class:`~steward.store.record_feed.RecordFeed`), and it holds no watch per job. Either way a
 :class:`JobEvent` is appended to the :class:`.journal.Journal` whenever a job's state, reason
 or attempt count differs from what was last seen, with the job's listing entry built from the
-record (so the job index never reads it back either).
+record (so the job index never reads it back either); a record that is no news builds neither.
 
 One source at a time, switched with the leadership:
 
@@ -143,7 +143,7 @@ class JobEventSource:
     # ------------------------------------------------------------------ the leader's writes
 
     def wrote(self, records: Sequence[JobStatusRecord]) -> None:
-        self._saw_all([_observed(record) for record in records], fed=True)
+        self._saw_records(records, fed=True)
 
     def ended(self, entry: JobResultEntry) -> None:
         self._saw(_result_event(entry), IndexedJob.of_result(entry), fed=True)
@@ -154,7 +154,7 @@ class JobEventSource:
                 self._seen.pop(job_id, None)
 
     def read(self, records: Sequence[JobStatusRecord]) -> None:
-        self._saw_all([_observed(record) for record in records])
+        self._saw_records(records)
 
     def have_results(self, job_ids: Collection[str]) -> None:
         with self._lock:
@@ -206,7 +206,7 @@ class JobEventSource:
             if self._stopped or deleted or watches is not self._watches:
                 return False  # the status is deleted only by the job's cleanup
             if record is not None:
-                self._saw_all([_observed(record)])
+                self._saw_records([record])
             return True
 
         def on_result() -> bool:
@@ -243,24 +243,42 @@ class JobEventSource:
         self, observed: Sequence[tuple[JobEvent, IndexedJob]], *, fed: bool = False
     ) -> None:
         """Publish what changed among ``observed``, in order, under one hold of the lock and
-        with one wake of the journal's waiters (a takeover reads thousands of records)."""
+        with one wake of the journal's waiters."""
         with self._lock:
-            news = [(event, job) for event, job in observed if self._is_news(event, fed=fed)]
+            news = [
+                (event, job)
+                for event, job in observed
+                if self._is_news(event.job_id, _seen_in(event), fed=fed)
+            ]
             # Appended under the lock: the journal's order is the order the source decided in.
             self.journal.append_many(news)
 
-    def _is_news(self, event: JobEvent, *, fed: bool) -> bool:
-        """Whether ``event`` is published now, noted as seen if it is; under the lock."""
-        if not self._current(event.job_id, fed=fed):
+    def _saw_records(self, records: Sequence[JobStatusRecord], *, fed: bool = False) -> None:
+        """:meth:`_saw_all` of ``records``' events and index entries, each built only for a
+        record that is news: a takeover reads (and then rewrites, adopted) every live job's
+        record, nearly all as the standby last saw them, and the two cost 19 µs a record."""
+        with self._lock:
+            news = []
+            for record in records:
+                reason = None if record.reason is None else SECRETS.text(record.reason)
+                if self._is_news(
+                    record.job_id, (record.state, reason, record.attempt_count), fed=fed
+                ):
+                    news.append(_observed(record, reason))
+            self.journal.append_many(news)
+
+    def _is_news(self, job_id: str, seen: _Seen, *, fed: bool) -> bool:
+        """Whether the job's change to ``seen`` is published now, noted as seen if it is;
+        under the lock."""
+        if not self._current(job_id, fed=fed):
             return False
-        before = self._seen.get(event.job_id)
+        before = self._seen.get(job_id)
         if before is not None and before[0].is_terminal:
             return False  # the result has the last word (a late status write adds nothing)
-        seen: _Seen = (event.state, event.reason, event.attempt_count)
         if before == seen:
             return False
         # Kept until the job's cleanup removes jobs/<id> (_on_jobs, removed).
-        self._seen[event.job_id] = seen
+        self._seen[job_id] = seen
         return True
 
     def _current(self, job_id: str, *, fed: bool) -> bool:
@@ -282,9 +300,13 @@ class JobEventSource:
         return written is not None and job_id not in written
 
 
-def _observed(record: JobStatusRecord) -> tuple[JobEvent, IndexedJob]:
-    """The record's event and index entry, its reason redacted once for both."""
-    reason = None if record.reason is None else SECRETS.text(record.reason)
+def _seen_in(event: JobEvent) -> _Seen:
+    """What of a job an event changes (another event with the same adds nothing)."""
+    return (event.state, event.reason, event.attempt_count)
+
+
+def _observed(record: JobStatusRecord, reason: str | None) -> tuple[JobEvent, IndexedJob]:
+    """The record's event and index entry, with its ``reason`` as redacted once for both."""
     return _status_event(record, reason), IndexedJob.of_status(record, shown_reason=reason)
 
 
