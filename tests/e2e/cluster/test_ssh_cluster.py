@@ -37,6 +37,7 @@ import pytest
 
 from e2e.partition.network import Network, NetworkUnavailableError, Observer
 from steward.testing.ports import free_zookeeper_port
+from steward.testing.waiting import WaitTimeoutError
 from steward.zookeeper.managed import ManagedEnsemble
 from support import wait_until
 
@@ -295,13 +296,22 @@ def test_a_cluster_across_hosts_started_over_ssh_survives_its_leaders_host_cut_o
         "across",
         "--detach",
         "--",
-        "6",
+        "15",
         cwd=user,
     )
     assert submitted.returncode == 0, submitted.stderr
-    wait_until(
-        lambda: _job_state(site, client, user, "across") == "RUNNING", 60, message="job runs"
-    )
+    # Polled with a CLI process a time (1 to 3 s each under load): the job runs for 15 s, so
+    # that it is seen RUNNING (a fresh clone's loaded run saw a 6-second one never RUNNING).
+    states: list[str | None] = []
+
+    def runs() -> bool:
+        states.append(_job_state(site, client, user, "across"))
+        return states[-1] == "RUNNING"
+
+    try:
+        wait_until(runs, 60, message="job runs")
+    except WaitTimeoutError:
+        raise AssertionError(f"job 'across' never seen RUNNING; its states: {states}") from None
     site.network.cut(leader_host)
 
     during = site.steward(

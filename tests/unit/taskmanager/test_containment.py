@@ -119,7 +119,12 @@ def test_a_subreaper_adopts_the_orphans_of_its_descendants(
 ) -> None:
     group, escaped = spawned.start(tmp_path, SUBREAPER)
 
-    assert psutil.Process(escaped).ppid() == group.pid
+    # The sleeper writes its pid before its parent, the middle process, has surely exited:
+    # it is an orphan, adopted, only once that exit is done (a fresh clone's run under load
+    # saw the middle process still its parent).
+    wait_until(
+        lambda: psutil.Process(escaped).ppid() == group.pid, 10, message="adopted by the runner"
+    )
 
 
 # Forks a child into a new session, which does the same, while its parent exits: no pid and
