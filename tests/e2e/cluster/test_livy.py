@@ -2,136 +2,66 @@
 
 ``POST /batches`` with ``{"file": ...}``, then ``GET /batches/{id}`` (and ``/state``,
 ``/log``) until a terminal state; a listing paged by ``from``/``size``; ``DELETE``; bad input
-answered 400 naming the field with nothing created; no credentials answered 401; a batch
-submitted through a standby that outlives its leader's SIGKILL and completes once.
+answered 400 naming the field with nothing created; no credentials answered 401. The tests
+share one cluster (each counts batch ids from the next one and ends its batches);
+``test_livy_failover.py`` kills a leader under a batch.
 """
 
 from __future__ import annotations
 
 import base64
 import json
-import signal
-import subprocess
-import textwrap
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from steward.testing.credentials import kit_admin_token
+from e2e.cluster.livy_batches import (
+    QUICK_DEADLINE,
+    SPARK_DEADLINE,
+    TERMINAL,
+    batch_ids,
+    curl,
+    gated,
+    in_state,
+    next_batch_id,
+    release,
+    state_of,
+    submit,
+    write_jobs,
+)
+from e2e.module_clusters import module_cluster
 from steward.testing.processes import Proc, ProcessCluster
+from steward.zookeeper.managed import ManagedEnsemble
 from support import wait_until
 
 pytestmark = pytest.mark.zookeeper
 
-SPARK_DEADLINE = 240.0
-QUICK_DEADLINE = 60.0
-TERMINAL = {"success", "dead", "killed"}
 
-PI_SCRIPT = """
-import sys
-from random import random
-from operator import add
-
-from pyspark.sql import SparkSession
-
-if __name__ == "__main__":
-    spark = SparkSession.builder.appName("PythonPi").getOrCreate()
-    partitions = int(sys.argv[1]) if len(sys.argv) > 1 else 2
-    n = 10000 * partitions
-
-    def f(_):
-        x = random() * 2 - 1
-        y = random() * 2 - 1
-        return 1 if x ** 2 + y ** 2 <= 1 else 0
-
-    count = spark.sparkContext.parallelize(range(1, n + 1), partitions).map(f).reduce(add)
-    print("Pi is roughly %f" % (4.0 * count / n))
-    spark.stop()
-"""
-
-# Runs until the gate file appears (no Spark: no JVM), then appends one line to its output.
-GATED_SCRIPT = """
-import os
-import sys
-import time
-
-gate, output = sys.argv[1], sys.argv[2]
-print("greeting", os.environ.get("GREETING"), flush=True)
-print("waiting for", gate, flush=True)
-while not os.path.exists(gate):
-    time.sleep(0.1)
-with open(output, "a") as out:
-    out.write(f"ran {os.getpid()}\\n")
-print("done", flush=True)
-"""
+@pytest.fixture(scope="module")
+def jobs_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_jobs(tmp_path_factory.mktemp("livy-jobs"))
 
 
-@pytest.fixture
-def jobs_dir(tmp_path: Path) -> Path:
-    folder = tmp_path / "jobs"
-    folder.mkdir()
-    (folder / "pi.py").write_text(textwrap.dedent(PI_SCRIPT))
-    (folder / "gated.py").write_text(textwrap.dedent(GATED_SCRIPT))
-    return folder
-
-
-@pytest.fixture
-def cluster(
-    tmp_path: Path, zk_quorum: str, cluster_id: str, jobs_dir: Path
+@pytest.fixture(scope="module")
+def shared_cluster(
+    tmp_path_factory: pytest.TempPathFactory, zookeeper: ManagedEnsemble, jobs_dir: Path
 ) -> Iterator[ProcessCluster]:
     extra = {"jobmanager.livy.allowed-sources": str(jobs_dir)}
-    cluster = ProcessCluster(tmp_path, zk_quorum, cluster_id, extra=extra)
-    try:
+    with module_cluster(tmp_path_factory, zookeeper, "livy", slots=3, extra=extra) as cluster:
         yield cluster
-    finally:
-        cluster.stop()
 
 
-def curl(
-    url: str, *args: str, auth: str | None = "bearer", data: str | None = None
-) -> tuple[int, Any]:
-    """curl's status and JSON body; ``auth``: bearer, basic (the token as the password) or
-    None."""
-    argv = ["curl", "-sS", "-o", "-", "-w", "\n%{http_code}", *args]
-    if auth == "bearer":
-        argv += ["-H", f"Authorization: Bearer {kit_admin_token()}"]
-    elif auth == "basic":
-        argv += ["-u", f"airflow:{kit_admin_token()}"]
-    if data is not None:
-        argv += ["-X", "POST", "--data", data, "-H", "Content-Type: application/json"]
-    done = subprocess.run([*argv, url], capture_output=True, text=True, timeout=60, check=True)
-    body, _, status = done.stdout.rpartition("\n")
-    return int(status), json.loads(body) if body else None
-
-
-def submit(jm: Proc, body: dict[str, Any]) -> dict[str, Any]:
-    status, batch = curl(f"{jm.address}/batches", data=json.dumps(body))
-    assert status == 201, batch
-    return dict(batch)
-
-
-def state_of(jm: Proc, batch_id: int) -> str:
-    status, answer = curl(f"{jm.address}/batches/{batch_id}/state")
-    assert status == 200, answer
-    assert answer["id"] == batch_id
-    return str(answer["state"])
-
-
-def gated(jobs_dir: Path, tmp_path: Path, name: str) -> tuple[dict[str, Any], Path, Path]:
-    gate, output = tmp_path / f"{name}.gate", tmp_path / f"{name}.out"
-    body = {"file": str(jobs_dir / "gated.py"), "args": [str(gate), str(output)], "name": name}
-    return body, gate, output
+@pytest.fixture
+def jm(cluster: ProcessCluster) -> Proc:
+    (leader,) = cluster.jobmanagers()
+    return leader
 
 
 @pytest.mark.spark
 def test_curl_submits_a_pyspark_file_that_runs_to_success(
-    cluster: ProcessCluster, jobs_dir: Path
+    cluster: ProcessCluster, jm: Proc, jobs_dir: Path
 ) -> None:
-    jm = cluster.start_jobmanager("jm-1")
-    cluster.start_taskmanager("tm-1")
-    cluster.wait_ready(taskmanagers=1)
     body = {
         "file": f"file://{jobs_dir / 'pi.py'}",
         "args": ["2"],
@@ -139,33 +69,33 @@ def test_curl_submits_a_pyspark_file_that_runs_to_success(
         "driverMemory": "700m",
         "conf": {"spark.master": "local[2]", "spark.ui.enabled": False},
     }
+    expected = next_batch_id(jm)
     batch = submit(jm, body)
-    assert batch["id"] == 0
+    batch_id = batch["id"]
+    assert batch_id == expected
     assert batch["name"] == "pi"
     assert batch["owner"] and batch["proxyUser"] is None
     assert batch["state"] in {"not_started", "starting", "running"}
     assert set(batch) >= {"id", "name", "owner", "proxyUser", "state", "appId", "appInfo", "log"}
-    wait_until(lambda: state_of(jm, 0) in TERMINAL, SPARK_DEADLINE, message="batch ended")
-    status, final = curl(f"{jm.address}/batches/0")
+    wait_until(lambda: state_of(jm, batch_id) in TERMINAL, SPARK_DEADLINE, message="batch ended")
+    status, final = curl(f"{jm.address}/batches/{batch_id}")
     assert status == 200
     assert final["state"] == "success", final
     assert final["appId"], final
-    assert final["appInfo"]["driverLogUrl"].endswith("/v1/jobs/livy-0/attempts/1/log")
+    assert final["appInfo"]["driverLogUrl"].endswith(f"/v1/jobs/livy-{batch_id}/attempts/1/log")
     assert 0 < len(final["log"]) <= 10
-    status, logged = curl(f"{jm.address}/batches/0/log?size=1000")
+    status, logged = curl(f"{jm.address}/batches/{batch_id}/log?size=1000")
     assert status == 200
-    assert logged["id"] == 0 and logged["total"] == len(logged["log"]) + logged["from"]
+    assert logged["id"] == batch_id and logged["total"] == len(logged["log"]) + logged["from"]
     assert any(line.startswith("Pi is roughly 3.") for line in logged["log"]), logged
     with cluster.client() as client:
-        assert client.result("livy-0").state.value == "FINISHED"
+        assert client.result(f"livy-{batch_id}").state.value == "FINISHED"
 
 
 def test_batches_list_by_offset_and_answer_state_and_log(
-    cluster: ProcessCluster, jobs_dir: Path, tmp_path: Path
+    jm: Proc, jobs_dir: Path, tmp_path: Path
 ) -> None:
-    jm = cluster.start_jobmanager("jm-1")
-    cluster.start_taskmanager("tm-1", slots=3)
-    cluster.wait_ready(taskmanagers=1)
+    first = next_batch_id(jm)
     ids, gates = [], []
     for name in ("first", "second", "third"):
         body, gate, _output = gated(jobs_dir, tmp_path, name)
@@ -175,44 +105,41 @@ def test_batches_list_by_offset_and_answer_state_and_log(
         }
         ids.append(submit(jm, body)["id"])
         gates.append(gate)
-    assert ids == [0, 1, 2]
-    status, page = curl(f"{jm.address}/batches?from=1&size=1")
+    assert ids == [first, first + 1, first + 2]
+    status, page = curl(f"{jm.address}/batches?from={first + 1}&size=1")
     assert status == 200
-    assert page["from"] == 1 and page["total"] == 3
-    assert [(s["id"], s["name"]) for s in page["sessions"]] == [(1, "second")]
+    assert page["from"] == first + 1 and page["total"] == first + 3
+    assert [(s["id"], s["name"]) for s in page["sessions"]] == [(first + 1, "second")]
     status, everything = curl(f"{jm.address}/batches", auth="basic")
     assert status == 200, everything
-    assert [s["id"] for s in everything["sessions"]] == [0, 1, 2]
-    wait_until(lambda: state_of(jm, 0) == "running", QUICK_DEADLINE, message="batch 0 running")
-    gates[0].touch()
-    wait_until(lambda: state_of(jm, 0) == "success", QUICK_DEADLINE, message="batch 0 done")
-    status, logged = curl(f"{jm.address}/batches/0/log?from=0&size=100")
+    assert [s["id"] for s in everything["sessions"]] == list(range(first + 3))
+    wait_until(in_state(jm, first, "running"), QUICK_DEADLINE, message="first batch running")
+    release(jm, (first, gates[0]))
+    status, logged = curl(f"{jm.address}/batches/{first}/log?from=0&size=100")
     assert status == 200 and logged["from"] == 0
     assert any("waiting for" in line for line in logged["log"]), logged
     assert any(line == "done" for line in logged["log"]), logged
     assert "greeting first" in logged["log"], logged  # the driver's own setting wins
-    paged = [curl(f"{jm.address}/batches/0/log?from={n}&size=1")[1] for n in range(logged["total"])]
+    paged = [
+        curl(f"{jm.address}/batches/{first}/log?from={n}&size=1")[1] for n in range(logged["total"])
+    ]
     assert [line for page in paged for line in page["log"]] == logged["log"]
     assert {page["total"] for page in paged} == {logged["total"]}
-    status, tail = curl(f"{jm.address}/batches/0/log?size=1")
+    status, tail = curl(f"{jm.address}/batches/{first}/log?size=1")
     assert tail["total"] == logged["total"] and tail["from"] == logged["total"] - 1
     assert len(tail["log"]) == 1
-    status, missing = curl(f"{jm.address}/batches/99")
-    assert status == 404 and missing["msg"] == "Session '99' not found."
+    status, missing = curl(f"{jm.address}/batches/99999")
+    assert status == 404 and missing["msg"] == "Session '99999' not found."
+    release(jm, (first + 1, gates[1]), (first + 2, gates[2]))
 
 
-def test_delete_kills_a_running_batch(
-    cluster: ProcessCluster, jobs_dir: Path, tmp_path: Path
-) -> None:
-    jm = cluster.start_jobmanager("jm-1")
-    cluster.start_taskmanager("tm-1")
-    cluster.wait_ready(taskmanagers=1)
+def test_delete_kills_a_running_batch(jm: Proc, jobs_dir: Path, tmp_path: Path) -> None:
     body, _gate, output = gated(jobs_dir, tmp_path, "doomed")
     batch_id = submit(jm, body)["id"]
-    wait_until(lambda: state_of(jm, batch_id) == "running", QUICK_DEADLINE)
+    wait_until(in_state(jm, batch_id, "running"), QUICK_DEADLINE)
     status, answer = curl(f"{jm.address}/batches/{batch_id}", "-X", "DELETE")
     assert (status, answer) == (200, {"msg": "deleted"})
-    wait_until(lambda: state_of(jm, batch_id) == "killed", QUICK_DEADLINE, message="killed")
+    wait_until(in_state(jm, batch_id, "killed"), QUICK_DEADLINE, message="killed")
     assert not output.exists()
     status, again = curl(f"{jm.address}/batches/{batch_id}", "-X", "DELETE")
     assert (status, again) == (200, {"msg": "deleted"})
@@ -230,10 +157,9 @@ BAD_BATCHES = [
 
 
 def test_bad_batches_are_400_naming_the_field_and_create_nothing(
-    cluster: ProcessCluster, jobs_dir: Path
+    jm: Proc, jobs_dir: Path, tmp_path: Path
 ) -> None:
-    jm = cluster.start_jobmanager("jm-1")
-    cluster.wait_ready(taskmanagers=0)
+    before = batch_ids(jm)
     for body, named in BAD_BATCHES:
         text = json.dumps(body).replace("JOBS", str(jobs_dir))
         status, answer = curl(f"{jm.address}/batches", data=text)
@@ -241,15 +167,16 @@ def test_bad_batches_are_400_naming_the_field_and_create_nothing(
         assert named in answer["msg"], (body, answer)
     status, answer = curl(f"{jm.address}/batches", data='{"file": "/x.py",')
     assert status == 400 and "not JSON" in answer["msg"], answer
-    status, listing = curl(f"{jm.address}/batches")
-    assert (status, listing["total"], listing["sessions"]) == (200, 0, [])
-    # No batch id was spent either: the next batch is 0.
-    assert submit(jm, {"file": str(jobs_dir / "pi.py")})["id"] == 0
+    assert batch_ids(jm) == before
+    # No batch id was spent either: the next batch has the id that was next before.
+    body, gate, _output = gated(jobs_dir, tmp_path, "after-bad")
+    batch_id = submit(jm, body)["id"]
+    assert batch_id == max(before, default=-1) + 1
+    release(jm, (batch_id, gate))
 
 
-def test_batches_without_credentials_are_401(cluster: ProcessCluster, jobs_dir: Path) -> None:
-    jm = cluster.start_jobmanager("jm-1")
-    cluster.wait_ready(taskmanagers=0)
+def test_batches_without_credentials_are_401(jm: Proc, jobs_dir: Path) -> None:
+    before = batch_ids(jm)
     body = json.dumps({"file": str(jobs_dir / "pi.py")})
     assert curl(f"{jm.address}/batches", auth=None, data=body)[0] == 401
     assert curl(f"{jm.address}/batches", auth=None)[0] == 401
@@ -257,51 +184,20 @@ def test_batches_without_credentials_are_401(cluster: ProcessCluster, jobs_dir: 
     assert (
         curl(f"{jm.address}/batches/0", "-H", f"Authorization: Basic {wrong}", auth=None)[0] == 401
     )
-    status, listing = curl(f"{jm.address}/batches")
-    assert (status, listing["total"]) == (200, 0)
-
-
-def test_a_batch_outlives_its_leaders_sigkill_and_completes_once(
-    cluster: ProcessCluster, jobs_dir: Path, tmp_path: Path
-) -> None:
-    first = cluster.start_jobmanager("jm-1")
-    cluster.wait_ready(taskmanagers=0)
-    standby = cluster.start_jobmanager("jm-2")
-    cluster.start_taskmanager("tm-1")
-    leader = cluster.wait_ready(taskmanagers=1)
-    assert leader.id == first.id
-    cluster.wait_all_ready(30)
-    body, gate, output = gated(jobs_dir, tmp_path, "survivor")
-    batch = submit(standby, body)  # forwarded to the leader
-    batch_id = batch["id"]
-    status, listing = curl(f"{standby.address}/batches")  # listed there at once
-    assert status == 200 and [s["id"] for s in listing["sessions"]] == [batch_id], listing
-    wait_until(lambda: state_of(standby, batch_id) == "running", QUICK_DEADLINE)
-    leader.signal(signal.SIGKILL)
-    new_leader = cluster.wait_ready(taskmanagers=1, timeout=QUICK_DEADLINE)
-    assert new_leader.id == standby.id
-    status, view = curl(f"{standby.address}/batches/{batch_id}")
-    assert status == 200 and view["id"] == batch_id and view["name"] == "survivor", view
-    assert view["state"] == "running", view
-    gate.touch()
-    wait_until(lambda: state_of(standby, batch_id) == "success", QUICK_DEADLINE)
-    assert len(output.read_text().splitlines()) == 1, output.read_text()
-    with cluster.client() as client:
-        assert client.job(f"livy-{batch_id}").attempt_count == 1
-    # The counter moved on in ZooKeeper: the new leader's next batch is a new id.
-    assert submit(standby, gated(jobs_dir, tmp_path, "next")[0])["id"] == batch_id + 1
+    assert batch_ids(jm) == before
 
 
 def test_a_batch_skips_an_id_whose_job_was_named_by_hand(
-    cluster: ProcessCluster, jobs_dir: Path, tmp_path: Path
+    cluster: ProcessCluster, jm: Proc, jobs_dir: Path, tmp_path: Path
 ) -> None:
-    jm = cluster.start_jobmanager("jm-1")
-    cluster.start_taskmanager("tm-1")
-    cluster.wait_ready(taskmanagers=1)
+    taken = next_batch_id(jm)
     _body, gate, _output = gated(jobs_dir, tmp_path, "by-hand")
     with cluster.client() as client:
-        client.submit(jobs_dir / "gated.py", args=[str(gate), str(tmp_path / "x")], job_id="livy-0")
-    batch = submit(jm, gated(jobs_dir, tmp_path, "by-livy")[0])
-    assert batch["id"] == 1 and batch["name"] == "by-livy", batch
-    status, listing = curl(f"{jm.address}/batches")
-    assert status == 200 and [s["id"] for s in listing["sessions"]] == [0, 1], listing
+        client.submit(
+            jobs_dir / "gated.py", args=[str(gate), str(tmp_path / "x")], job_id=f"livy-{taken}"
+        )
+    body, livy_gate, _output = gated(jobs_dir, tmp_path, "by-livy")
+    batch = submit(jm, body)
+    assert batch["id"] == taken + 1 and batch["name"] == "by-livy", batch
+    assert batch_ids(jm)[-2:] == [taken, taken + 1]
+    release(jm, (taken, gate), (taken + 1, livy_gate))
