@@ -49,6 +49,13 @@ def test_a_jobmanager_without_sign_on_does_not_load_jwt_or_cryptography() -> Non
     assert _loaded(imports, ("jwt", "cryptography", "steward.security.oidc")) == []
 
 
+def test_a_jobmanager_loads_the_runner_supervisor_only_to_run_a_hook() -> None:
+    # steward.jobmanager.hooks imports it when an initialize hook starts (and with it psutil).
+    imports = "import steward.cli.main, steward.cli.jobmanager, steward.jobmanager.manager"
+
+    assert _loaded(imports, ("psutil", "steward.supervisor.completion")) == []
+
+
 def test_a_taskmanager_does_not_load_the_rate_limits_library() -> None:
     # Its port's middleware imports steward.security.rate_limits, but only a RateLimiter,
     # which a TaskManager never makes, loads limits.
