@@ -17,6 +17,12 @@ Baselines measured in the same run: ``python -c pass`` (the interpreter) and ``i
 pydantic, fastapi`` (the frameworks a JobManager cannot do without); each entry point is
 reported as the ratio of its median over the frameworks' median, which a busier or faster
 machine moves much less than the seconds.
+
+``--baseline-src DIR`` (e.g. ``git archive <commit> src | tar -x -C /tmp/base``, then
+``/tmp/base/src``) measures each entry point's imports from that source tree too, each
+fresh import of one alternated with one of the other: ``imports_baseline`` and a row per entry
+point with this tree's median over the baseline's, the before/after of a change on one machine
+under one load.
 """
 
 from __future__ import annotations
@@ -56,6 +62,7 @@ IMPORTS: dict[str, str] = {
 }
 """What each entry point imports before its first line of work, as ``python -c`` code."""
 
+ENTRY_POINTS = ("jobmanager", "taskmanager", "runner", "cli", "client")
 START_TIMEOUT = 120.0
 
 
@@ -74,12 +81,14 @@ _ENV = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRI
 CPU more for a JobManager)."""
 
 
-def import_cpu(code: str) -> float:
-    """User+system CPU seconds of a fresh ``python -c code`` (this interpreter, this path)."""
+def import_cpu(code: str, source: str | None = None) -> float:
+    """User+system CPU seconds of a fresh ``python -c code`` (this interpreter, this path, or
+    with ``source`` first on ``PYTHONPATH``)."""
+    env = _ENV if source is None else {**_ENV, "PYTHONPATH": source}
     child = subprocess.run(
         [sys.executable, "-c", code + _REPORT],
         stdin=subprocess.DEVNULL,
-        env=_ENV,
+        env=env,
         capture_output=True,
         text=True,
         check=False,
@@ -89,15 +98,25 @@ def import_cpu(code: str) -> float:
     return float(child.stdout.split()[-1])
 
 
-def measure_imports(rounds: int) -> dict[str, list[float]]:
+def measure_imports(
+    rounds: int, baseline: str | None = None
+) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Each entry point's import CPU from this tree, and (``baseline``: a source folder) from
+    that one, each import of one next to the other's, in alternating order."""
+    sources = [None] if baseline is None else [None, baseline]
     for code in IMPORTS.values():  # not measured: writes the bytecode the next ones read
-        import_cpu(code)
+        for source in sources:
+            import_cpu(code, source)
     seconds: dict[str, list[float]] = {name: [] for name in IMPORTS}
+    before: dict[str, list[float]] = {name: [] for name in IMPORTS} if baseline else {}
     for index in range(rounds):
         for name in rotated(list(IMPORTS), index):
-            seconds[name].append(import_cpu(IMPORTS[name]))
+            for source in rotated(sources, index):
+                (seconds if source is None else before)[name].append(
+                    import_cpu(IMPORTS[name], source)
+                )
         progress(f"imports round {index + 1}/{rounds} done")
-    return seconds
+    return seconds, before
 
 
 def process_cpu(pid: int) -> float:
@@ -167,8 +186,21 @@ def rows(results: Json) -> list[Json]:
             met=None,
             note=f"{imports[name]['median_cpu_s']:.3f} s CPU; frameworks {base:.3f} s",
         )
-        for name in ("jobmanager", "taskmanager", "runner", "cli", "client")
+        for name in ENTRY_POINTS
     ]
+    for name, figure in results.get("imports_baseline", {}).items():
+        if name in ENTRY_POINTS:
+            now = imports[name]["median_cpu_s"]
+            out.append(
+                summary_row(
+                    f"{name} imports, CPU over the baseline source's",
+                    now / figure["median_cpu_s"],
+                    "ratio",
+                    goal="",
+                    met=None,
+                    note=f"{figure['median_cpu_s']:.3f} -> {now:.3f} s CPU",
+                )
+            )
     for name, figure in results.get("processes", {}).items():
         out.append(
             summary_row(
@@ -188,18 +220,25 @@ def main() -> int:
     cli.add_argument("--rounds", type=int, default=None, help="fresh imports of each entry")
     cli.add_argument("--starts", type=int, default=None, help="processes of each kind started")
     cli.add_argument("--no-processes", action="store_true", help="imports only (no ZooKeeper)")
+    cli.add_argument(
+        "--baseline-src", default=None, help="a source folder whose imports to alternate with"
+    )
     args = cli.parse_args()
     parameters: Json = {
         "rounds": args.rounds or (3 if args.quick else 9),
         "starts": args.starts or (1 if args.quick else 5),
         "processes": not args.no_processes,
+        "baseline_src": args.baseline_src,
         "python": sys.executable,
         "pythonpath": os.environ.get("PYTHONPATH", ""),
     }
 
     def body() -> Json:
         with temp_zookeeper("startup") as zookeeper:
-            results: Json = {"imports": medians(measure_imports(parameters["rounds"]))}
+            now, before = measure_imports(parameters["rounds"], args.baseline_src)
+            results: Json = {"imports": medians(now)}
+            if before:
+                results["imports_baseline"] = medians(before)
             if parameters["processes"]:
                 results["processes"] = medians(measure_processes(zookeeper, parameters["starts"]))
             progress(f"results: {results}")

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+import steward
 from support import run_benchmark
 
 
@@ -75,6 +76,21 @@ def test_quick_startup_cost_run_prints_each_entry_point_s_cpu_and_its_ratio() ->
     assert imports["jobmanager"]["median_cpu_s"] > imports["interpreter"]["median_cpu_s"]
     assert processes["jobmanager_ready"]["n"] == processes["taskmanager_registered"]["n"] == 1
     assert all(row["steward"] > 0 for row in doc["summary"])
+
+
+@pytest.mark.zookeeper
+def test_startup_cost_with_a_baseline_source_measures_its_imports_beside_this_trees() -> None:
+    # The baseline is this very tree: the comparison runs, whatever its figures.
+    source = str(Path(steward.__file__).resolve().parents[1])
+    doc = run_benchmark(
+        "startup_cost.py", "--rounds", "1", "--no-processes", "--baseline-src", source, timeout=300
+    )
+    baseline = doc["results"]["imports_baseline"]
+
+    assert baseline.keys() == doc["results"]["imports"].keys()
+    assert all(figure["n"] == 1 and figure["median_cpu_s"] > 0 for figure in baseline.values())
+    compared = [row for row in doc["summary"] if "over the baseline" in row["figure"]]
+    assert len(compared) == 5
 
 
 def test_quick_http_stack_run_measures_every_stack_against_h11() -> None:

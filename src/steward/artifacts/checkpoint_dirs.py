@@ -12,8 +12,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-import fsspec
-
 from steward.errors import StewardError
 
 log = logging.getLogger(__name__)
@@ -29,6 +27,9 @@ def join(base: str, *parts: str) -> str:
 
 
 def _fs(url: str) -> tuple[Any, str]:
+    # Imported here: every attempt's runner imports this module, few of them move a stage.
+    import fsspec
+
     try:
         return fsspec.core.url_to_fs(url)  # type: ignore[no-any-return]  # fsspec is untyped
     except (ImportError, ValueError) as exc:

@@ -30,16 +30,18 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from steward.artifacts.pipeline import materialize, may_define_initialize
 from steward.config import Configuration
 from steward.errors import StewardError
 from steward.store.blob import BlobRef, BlobStore
-from steward.supervisor.completion import run_to_completion
-from steward.supervisor.runner_process import RunnerProcess, runner_env
 from steward.wire.jobs import JobGraph, JobGraphPointer
 from steward.wire.records import ErrorInfo
 from steward.wire.runner_protocol import FailedEvent, FinishedEvent, LaunchDocument, RunMode
+
+if TYPE_CHECKING:
+    from steward.supervisor.runner_process import RunnerProcess
 
 log = logging.getLogger(__name__)
 
@@ -222,6 +224,11 @@ class HookRunner:
                 deadman_timeout=self._settings.taskmanager.deadman_timeout,
             )
             log.info("initialize hook starting job=%s recovery=%s", job_id, work.is_recovery)
+            # Imported here: a JobManager whose jobs define no hook never starts a runner, and
+            # the supervisor's psutil costs every start ~0.02 s of CPU.
+            from steward.supervisor.completion import run_to_completion
+            from steward.supervisor.runner_process import runner_env
+
             outcome = run_to_completion(
                 launch,
                 cwd=where,

@@ -31,17 +31,19 @@ import math
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from limits import RateLimitItem, RateLimitItemPerSecond
-from limits.strategies import SlidingWindowCounterRateLimiter
 from starlette.types import Scope
 
 from steward.config import RateLimitSettings
 from steward.wire.rest import ErrorBody
 
 from .identity import Identity
-from .rate_limit_storage import BoundedMemoryStorage
 from .source_address import source_address
+
+if TYPE_CHECKING:
+    from limits import RateLimitItem
+    from limits.strategies import SlidingWindowCounterRateLimiter
 
 MAX_KEYS = 50_000
 """Counters each of the two storages holds at most (about 350 bytes each with their keys:
@@ -92,6 +94,12 @@ class RateLimiter:
         max_keys: int = MAX_KEYS,
         clock: Callable[[], float] = time.time,
     ) -> None:
+        # Imported here: a TaskManager imports this module (its HTTP port's middleware) and
+        # never limits, and limits costs ~0.05 s of CPU a start.
+        from limits.strategies import SlidingWindowCounterRateLimiter
+
+        from .rate_limit_storage import BoundedMemoryStorage
+
         self._on_limited = on_limited
         self.failure_storage = BoundedMemoryStorage(max_keys, clock)
         self.submission_storage = BoundedMemoryStorage(max_keys, clock)
@@ -203,4 +211,6 @@ def _item(amount: int, window: float) -> RateLimitItem | None:
     """The limit ``amount`` per ``window`` seconds; None when 0 turns it off."""
     if amount <= 0:
         return None
+    from limits import RateLimitItemPerSecond  # as in RateLimiter.__init__, which calls this
+
     return RateLimitItemPerSecond(amount, max(1, round(window)))

@@ -23,6 +23,7 @@ import secrets
 import ssl
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlencode, urlsplit
 
 import httpx
@@ -32,9 +33,11 @@ from steward.errors import ConfigurationError, IdentityProviderError
 
 from .credentials import read_secret
 from .identity import Identity
-from .oidc import TokenRules, TokenVerifier
 from .oidc_claims import ClaimMapping
-from .oidc_keys import TIMEOUT, Discovery, SigningKeys
+
+if TYPE_CHECKING:
+    from .oidc import TokenVerifier
+    from .oidc_keys import Discovery
 
 log = logging.getLogger(__name__)
 
@@ -75,11 +78,17 @@ class SignOn:
     """The provider, as the API (:attr:`verifier`) and the UI's sign-in see it."""
 
     def __init__(self, settings: OidcSettings, secret: str | None, http: httpx.Client) -> None:
+        # Imported here: jwt and cryptography cost every JobManager start ~0.1 s of CPU, and
+        # only one with sign-on configured makes a SignOn.
+        from .oidc import TokenRules, TokenVerifier
+        from .oidc_keys import TIMEOUT, Discovery, SigningKeys
+
         self.settings = settings
         self.name = settings.display_name or urlsplit(settings.issuer).hostname or "sign-on"
         self._secret = secret
         self._http = http
-        self.discovery = Discovery(settings.issuer, http)
+        self._timeout = TIMEOUT
+        self.discovery: Discovery = Discovery(settings.issuer, http)
         keys = SigningKeys(self.discovery, http, refresh_floor=settings.jwks_refresh_floor)
         rules = TokenRules(
             settings.issuer,
@@ -90,7 +99,7 @@ class SignOn:
         mapping = ClaimMapping(
             settings.user_claim, settings.groups_claim, settings.group_roles, settings.group_teams
         )
-        self.verifier = TokenVerifier(rules, keys, mapping)
+        self.verifier: TokenVerifier = TokenVerifier(rules, keys, mapping)
 
     def begin(self, redirect_uri: str) -> tuple[str, LoginAttempt]:
         """The provider's authorization URL to send the browser to, and what to remember."""
@@ -150,7 +159,7 @@ class SignOn:
         )
         endpoint = self.discovery.metadata().token_endpoint
         try:
-            answer = self._http.post(endpoint, data=form, auth=auth, timeout=TIMEOUT)
+            answer = self._http.post(endpoint, data=form, auth=auth, timeout=self._timeout)
             body = answer.json()
         except (httpx.HTTPError, ValueError) as exc:
             raise IdentityProviderError(f"the token endpoint {endpoint} failed: {exc}") from exc

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from steward.config.settings import HistorySettings
+if TYPE_CHECKING:  # a type only: an attempt's runner imports this module, not the config's models
+    from steward.config.settings import HistorySettings
 
 log = logging.getLogger(__name__)
 

@@ -28,6 +28,8 @@ from pathlib import Path
 from steward.config import TlsSettings
 from steward.errors import ConfigurationError
 
+from .system_cas import SystemCasOnFirstUse
+
 CA_KEY = "rest.ssl.ca"
 CERTIFICATE_KEY = "rest.ssl.certificate"
 PRIVATE_KEY_KEY = "rest.ssl.key"
@@ -124,7 +126,8 @@ def client_tls(tls: TlsSettings | None = None) -> ClientTls:
         _load_ca(context, tls.ca)
         trusted = f"a CA in {CA_KEY} ({tls.ca})"
     else:
-        context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH)
+        # Loaded at the first handshake (.system_cas): a plain-HTTP cluster never loads them.
+        context = SystemCasOnFirstUse(ssl.PROTOCOL_TLS_CLIENT)
         context.minimum_version = _MINIMUM
         trusted = "one of the system's CAs (rest.ssl.ca is not set)"
     presented = "none"
