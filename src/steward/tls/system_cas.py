@@ -38,10 +38,6 @@ class SystemCasOnFirstUse(ssl.SSLContext):
         self._load_cas()
         return super().wrap_bio(*args, **kwargs)
 
-    @property
-    def cas_loaded(self) -> bool:
-        return self._cas_loaded
-
     def _load_cas(self) -> None:
         if self._cas_loaded:
             return

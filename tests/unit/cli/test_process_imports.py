@@ -8,19 +8,22 @@ import sys
 import pytest
 
 
+def _loaded(imports: str, modules: tuple[str, ...]) -> list[str]:
+    """Which of ``modules`` a fresh interpreter has loaded once it ran ``imports``."""
+    script = f"import sys\n{imports}\nprint(' '.join(m for m in {modules!r} if m in sys.modules))"
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
+    )
+    return result.stdout.split()
+
+
 @pytest.mark.parametrize("entry", ["steward.jobmanager.manager", "steward.taskmanager.manager"])
 def test_a_process_that_talks_http_does_not_load_httpxs_command_line(entry: str) -> None:
     # A fresh interpreter: this test process may have imported rich for other tests. httpx
     # imports its command-line tool (rich, pygments: 0.15 s of CPU) unless steward.cli stands in.
-    script = (
-        f"import sys, steward.cli.main, {entry}, httpx\n"
-        "print(sorted(m for m in ('httpx', 'pygments', 'rich.console') if m in sys.modules))"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
-    )
+    imports = f"import steward.cli.main, {entry}, httpx"
 
-    assert result.stdout.strip() == "['httpx']"
+    assert _loaded(imports, ("httpx", "pygments", "rich.console")) == ["httpx"]
 
 
 def test_httpxs_stand_in_says_what_it_is() -> None:
@@ -31,15 +34,6 @@ def test_httpxs_stand_in_says_what_it_is() -> None:
 
     assert result.returncode == 1
     assert "httpx's command line is not loaded in a Steward process" in result.stderr
-
-
-def _loaded(imports: str, modules: tuple[str, ...]) -> list[str]:
-    """Which of ``modules`` a fresh interpreter has loaded once it ran ``imports``."""
-    script = f"import sys\n{imports}\nprint(' '.join(m for m in {modules!r} if m in sys.modules))"
-    result = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
-    )
-    return result.stdout.split()
 
 
 def test_a_jobmanager_without_sign_on_does_not_load_jwt_or_cryptography() -> None:
