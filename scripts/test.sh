@@ -8,10 +8,15 @@
 # check fails the run as a failed test does.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+scripts/setup.sh --no-compile
 export PATH="$PWD/.venv/bin:$PATH"
-# Bytecode written once: with PYTHONDONTWRITEBYTECODE set, each of the hundreds of processes the
-# tests start would compile Steward's sources again (~0.35 s CPU a JobManager; docs/performance.md).
+# Bytecode written once, by whichever process first imports a module: with PYTHONDONTWRITEBYTECODE
+# set (this machine sets it), each of the hundreds of processes the tests start would compile
+# what it imports again (a JobManager's imports cost 3.0 s of CPU instead of 1.5 s that way;
+# docs/performance.md, "Start-up cost"). The installed packages are not compiled ahead
+# (`setup.sh --no-compile`): a run imports less than half of them. Steward's own sources are,
+# beside the assertion cache below, since every process imports them from its first second.
+unset PYTHONDONTWRITEBYTECODE
 echo "[test] compileall src";       python -m compileall -q src &
 compiling=$!
 # pytest's rewritten test modules, written once for every worker (tests/assertion_cache.py says
