@@ -87,8 +87,9 @@ class SimulatedTaskManager:
     """The leader epoch and digest of the reports the last reply said that leader keeps."""
     said_hold: float | None = None
     """The idle hold that reply said (None: none, an older leader)."""
-    changing: bool = False
-    """Every heartbeat carries new progress of one attempt: its reports are never unchanged."""
+    changing: int = 0
+    """Busy: every heartbeat carries new progress of this many of its attempts (its reports
+    are never unchanged, as a TaskManager's whose pipelines report progress on every poll)."""
 
     @property
     def address(self) -> str:
@@ -99,10 +100,9 @@ class SimulatedTaskManager:
         as a TaskManager's, where the code under test knows unchanged heartbeats; an unchanged
         one asks the shorter of ``idle_hold`` and the leader's, if both are known."""
         self.seq += 1
-        if self.changing and self.attempts:
-            first = next(iter(self.attempts))
-            self.attempts[first] = self.attempts[first].model_copy(
-                update={"progress": {"beat": self.seq}}
+        for job_id in list(self.attempts)[: self.changing]:
+            self.attempts[job_id] = self.attempts[job_id].model_copy(
+                update={"progress": {"beat": self.seq, "rows": self.seq * 1000}}
             )
         attempts = list(self.attempts.values())
         fields: dict[str, object] = {}

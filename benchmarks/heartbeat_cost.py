@@ -63,14 +63,15 @@ def measure(
     *,
     hold: float = 0.0,
     unheld: int = 0,
-    changing: bool = False,
+    changing: int = 0,
     idle_hold: float | None = None,
 ) -> Json:
     """``idle_hold``: the cluster's ``heartbeat.idle-hold`` (None: the code's default, or none
     where it has no idle holds). ``unheld``: jobs written beside the held ones, which no
     TaskManager runs (the leader keeps them SCHEDULED: every slot is taken), to see whether a
     heartbeat costs more when the leader holds more jobs than its TaskManagers run.
-    ``changing``: every heartbeat carries new progress of one attempt (never unchanged)."""
+    ``changing``: every heartbeat carries new progress of that many attempts of its
+    TaskManager (busy: never unchanged)."""
     jobs = taskmanagers * JOBS_PER_TM
     extra = {} if idle_hold is None else {"heartbeat.idle-hold": f"{idle_hold:g}s"}
     with bench_cluster(
@@ -189,10 +190,20 @@ def main() -> int:
     )
     cli.add_argument(
         "--changing",
-        action="store_true",
+        action="store_const",
+        const=1,
+        default=0,
         help="every heartbeat carries new progress of one attempt (its reports always change)",
     )
+    cli.add_argument(
+        "--busy-attempts",
+        type=int,
+        default=None,
+        help=f"busy TaskManagers: every heartbeat carries new progress of this many of its"
+        f" {JOBS_PER_TM} attempts (--changing is 1)",
+    )
     args = cli.parse_args()
+    changing = args.changing if args.busy_attempts is None else args.busy_attempts
     # A quick run holds idle heartbeats 2 s (where the code has idle holds), so that its short
     # window still sees every TaskManager poll.
     idle_hold = QUICK_IDLE_HOLD if args.quick and default_idle_hold() is not None else None
@@ -207,7 +218,7 @@ def main() -> int:
         "cpu_window_s": window,
         "quick": args.quick,
         "unheld": args.unheld,
-        "changing": args.changing,
+        "changing": changing,
     }
 
     def body() -> Json:
@@ -219,7 +230,7 @@ def main() -> int:
                     window,
                     hold=args.hold,
                     unheld=args.unheld,
-                    changing=args.changing,
+                    changing=changing,
                     idle_hold=idle_hold,
                 )
                 for n in counts
