@@ -13,11 +13,10 @@ from pathlib import Path
 
 import pytest
 from rig import Rig
-from scripted_leader import ScriptedLeader, open_gate, start_command
+from scripted_leader import ScriptedLeader, first_after, open_gate, start_command
 
 from steward.wire.heartbeat import Heartbeat
 from steward.wire.states import AttemptPhase
-from support import wait_until
 
 pytestmark = pytest.mark.zookeeper
 
@@ -103,19 +102,10 @@ def test_new_progress_reaches_the_leader_within_the_progress_interval_and_an_int
     marked = time.monotonic()
     mark.touch()
 
-    def arrived() -> float | None:
-        count = len(leader.sent_at)
-        return next(
-            (
-                leader.sent_at[i]
-                for i in range(since, count)
-                if any(r.progress and r.progress.get("marked") for r in leader.sent[i].attempts)
-            ),
-            None,
-        )
+    def marked_progress(beat: Heartbeat) -> bool:
+        return any(r.progress and r.progress.get("marked") for r in beat.attempts)
 
-    at = wait_until(arrived, EVERY + HOLD + 10.0, "the marked progress")
-    assert at is not None
+    at = first_after(leader, since, marked_progress, EVERY + HOLD + 10.0)
     assert at - marked < EVERY + INTERVAL + 1.0
     open_gate(leader, gate, "job-a")
 
@@ -127,17 +117,7 @@ def test_a_busy_attempt_that_ends_is_reported_at_once(rig: Rig, tmp_path: Path) 
     opened = time.monotonic()
     gate.touch()
 
-    def ended() -> float | None:
-        count = len(leader.sent_at)
-        return next(
-            (
-                leader.sent_at[i]
-                for i in range(since, count)
-                if any(r.phase is AttemptPhase.ENDED for r in leader.sent[i].attempts)
-            ),
-            None,
-        )
+    def ended(beat: Heartbeat) -> bool:
+        return any(r.phase is AttemptPhase.ENDED for r in beat.attempts)
 
-    at = wait_until(ended, HOLD + 10.0, "the end")
-    assert at is not None
-    assert at - opened < AT_ONCE
+    assert first_after(leader, since, ended, HOLD + 10.0) - opened < AT_ONCE
