@@ -15,8 +15,11 @@ TaskManagers sent before idle holds). Where the code under test has idle holds
 counts is ``core_share_at_1000_measured``: the leader's measured share of a core for these
 TaskManagers' heartbeats, scaled to 1,000 of them (the simulator's rate, shown as
 ``heartbeats_per_tm_s``, is its own: check it against the hold). The window is three holds
-(at least 10 s), so every TaskManager's polls fall in it alike. The points at different job
-counts show whether a heartbeat's cost grows with the jobs the leader holds (it must not).
+(at least 10 s), so every TaskManager's polls fall in it alike. ``--busy-attempts N`` makes the
+TaskManagers busy: N of each one's attempts report new progress all the time, which goes with
+every heartbeat, or once per ``heartbeat.progress-interval`` where the code under test paces
+it. The points at different job counts show whether a heartbeat's cost grows with the jobs the
+leader holds (it must not).
 
 Old against new code in the same run: run this script with ``PYTHONPATH`` naming the other
 source tree (the JobManager under test is spawned with this environment).
