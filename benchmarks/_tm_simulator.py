@@ -87,8 +87,13 @@ class SimulatedTaskManager:
     """The leader epoch and digest of the reports the last reply said that leader keeps."""
     said_hold: float | None = None
     """The idle hold that reply said (None: none, an older leader)."""
-    changing: bool = False
-    """Every heartbeat carries new progress of one attempt: its reports are never unchanged."""
+    changing: int = 0
+    """Busy: this many of its attempts report new progress all the time. Every heartbeat
+    carries it where the code under test has no ``heartbeat.progress-interval`` (its reports
+    are never unchanged); else a poll carries it once that long has passed since the last
+    (:mod:`steward.taskmanager.progress_pacer`)."""
+    progress_at: float = float("-inf")
+    """When its heartbeats' progress was last renewed (monotonic)."""
 
     @property
     def address(self) -> str:
@@ -99,11 +104,7 @@ class SimulatedTaskManager:
         as a TaskManager's, where the code under test knows unchanged heartbeats; an unchanged
         one asks the shorter of ``idle_hold`` and the leader's, if both are known."""
         self.seq += 1
-        if self.changing and self.attempts:
-            first = next(iter(self.attempts))
-            self.attempts[first] = self.attempts[first].model_copy(
-                update={"progress": {"beat": self.seq}}
-            )
+        self._progress()
         attempts = list(self.attempts.values())
         fields: dict[str, object] = {}
         if DIGESTS:
@@ -112,8 +113,10 @@ class SimulatedTaskManager:
             fields = {"digest": digest, "unchanged": unchanged}
             attempts = [] if unchanged else attempts
             # One with an attempt due to end (``run_for``) polls every interval: a real one's
-            # notifier would send the end at once, this one's next poll does.
-            held = unchanged and not self.ends
+            # notifier would send the end at once, this one's next poll does. Where progress is
+            # paced, a real one's poll asks the hold of a leader that keeps its reports.
+            held = (unchanged or PROGRESS_INTERVAL is not None) and not self.ends
+            held = held and self.taken is not None and self.taken[0] == self.epoch
             if held and idle_hold is not None and self.said_hold is not None:
                 wait = max(wait, min(idle_hold, self.said_hold))
         return Heartbeat(
@@ -128,6 +131,17 @@ class SimulatedTaskManager:
             settled=self.seq - 1,
             **fields,  # type: ignore[arg-type]
         )
+
+    def _progress(self) -> None:
+        """New progress of its busy attempts, as often as the code under test sends it."""
+        now = time.monotonic()
+        if not self.changing or now < self.progress_at + (PROGRESS_INTERVAL or 0.0):
+            return
+        self.progress_at = now
+        for job_id in list(self.attempts)[: self.changing]:
+            self.attempts[job_id] = self.attempts[job_id].model_copy(
+                update={"progress": {"beat": self.seq, "rows": self.seq * 1000}}
+            )
 
 
 @dataclass
@@ -416,6 +430,19 @@ class TaskManagerSimulator:
                     "lease_released": True,
                 }
             )
+
+
+def default_progress_interval() -> float | None:
+    """The code under test's default ``heartbeat.progress-interval`` (None: it has none, and
+    sends new progress on every heartbeat)."""
+    from steward.config import OPTIONS
+    from steward.config.units import to_duration
+
+    option = next((o for o in OPTIONS if o.key == "heartbeat.progress-interval"), None)
+    return None if option is None else to_duration(option.default)
+
+
+PROGRESS_INTERVAL = default_progress_interval()
 
 
 def default_idle_hold() -> float | None:

@@ -15,8 +15,11 @@ TaskManagers sent before idle holds). Where the code under test has idle holds
 counts is ``core_share_at_1000_measured``: the leader's measured share of a core for these
 TaskManagers' heartbeats, scaled to 1,000 of them (the simulator's rate, shown as
 ``heartbeats_per_tm_s``, is its own: check it against the hold). The window is three holds
-(at least 10 s), so every TaskManager's polls fall in it alike. The points at different job
-counts show whether a heartbeat's cost grows with the jobs the leader holds (it must not).
+(at least 10 s), so every TaskManager's polls fall in it alike. ``--busy-attempts N`` makes the
+TaskManagers busy: N of each one's attempts report new progress all the time, which goes with
+every heartbeat, or once per ``heartbeat.progress-interval`` where the code under test paces
+it. The points at different job counts show whether a heartbeat's cost grows with the jobs the
+leader holds (it must not).
 
 Old against new code in the same run: run this script with ``PYTHONPATH`` naming the other
 source tree (the JobManager under test is spawned with this environment).
@@ -63,14 +66,15 @@ def measure(
     *,
     hold: float = 0.0,
     unheld: int = 0,
-    changing: bool = False,
+    changing: int = 0,
     idle_hold: float | None = None,
 ) -> Json:
     """``idle_hold``: the cluster's ``heartbeat.idle-hold`` (None: the code's default, or none
     where it has no idle holds). ``unheld``: jobs written beside the held ones, which no
     TaskManager runs (the leader keeps them SCHEDULED: every slot is taken), to see whether a
     heartbeat costs more when the leader holds more jobs than its TaskManagers run.
-    ``changing``: every heartbeat carries new progress of one attempt (never unchanged)."""
+    ``changing``: every heartbeat carries new progress of that many attempts of its
+    TaskManager (busy: never unchanged)."""
     jobs = taskmanagers * JOBS_PER_TM
     extra = {} if idle_hold is None else {"heartbeat.idle-hold": f"{idle_hold:g}s"}
     with bench_cluster(
@@ -189,10 +193,20 @@ def main() -> int:
     )
     cli.add_argument(
         "--changing",
-        action="store_true",
+        action="store_const",
+        const=1,
+        default=0,
         help="every heartbeat carries new progress of one attempt (its reports always change)",
     )
+    cli.add_argument(
+        "--busy-attempts",
+        type=int,
+        default=None,
+        help=f"busy TaskManagers: every heartbeat carries new progress of this many of its"
+        f" {JOBS_PER_TM} attempts (--changing is 1)",
+    )
     args = cli.parse_args()
+    changing = args.changing if args.busy_attempts is None else args.busy_attempts
     # A quick run holds idle heartbeats 2 s (where the code has idle holds), so that its short
     # window still sees every TaskManager poll.
     idle_hold = QUICK_IDLE_HOLD if args.quick and default_idle_hold() is not None else None
@@ -207,7 +221,7 @@ def main() -> int:
         "cpu_window_s": window,
         "quick": args.quick,
         "unheld": args.unheld,
-        "changing": args.changing,
+        "changing": changing,
     }
 
     def body() -> Json:
@@ -219,7 +233,7 @@ def main() -> int:
                     window,
                     hold=args.hold,
                     unheld=args.unheld,
-                    changing=args.changing,
+                    changing=changing,
                     idle_hold=idle_hold,
                 )
                 for n in counts

@@ -407,3 +407,17 @@ def test_an_idle_hold_shorter_than_the_interval_is_rejected_naming_both() -> Non
         load(overrides={"heartbeat.interval": "5s", "heartbeat.idle-hold": "2s"}, environ={})
     assert caught.value.key == "heartbeat.idle-hold"
     assert "heartbeat.interval" in str(caught.value)
+
+
+def test_a_progress_interval_shorter_than_the_interval_is_rejected_naming_both() -> None:
+    with pytest.raises(ConfigurationError) as caught:
+        load(
+            overrides={
+                "heartbeat.interval": "5s",
+                "heartbeat.idle-hold": "10s",
+                "heartbeat.progress-interval": "2s",
+            },
+            environ={},
+        )
+    assert caught.value.key == "heartbeat.progress-interval"
+    assert "heartbeat.interval" in str(caught.value)

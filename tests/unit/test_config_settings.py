@@ -75,6 +75,7 @@ OTHER_VALUES: dict[str, str] = {
     "jobmanager.doctor.interval": "15m",
     "heartbeat.interval": "2s",
     "heartbeat.idle-hold": "15s",
+    "heartbeat.progress-interval": "5s",
     "spark.master": "yarn",
     "history.event-log.enabled": "false",
     "history.event-log.dir": "hdfs://nn/spark-events",
@@ -187,6 +188,7 @@ def test_defaults_give_the_documented_typed_values(_isolated_cwd: Path) -> None:
         workdir_retention=3600.0,
         heartbeat_interval=1.0,
         heartbeat_idle_hold=10.0,
+        heartbeat_progress_interval=10.0,
     )
     assert settings.spark == SparkSettings(master="local[*]")
     assert settings.client == ClientSettings(rest_address="")

@@ -73,6 +73,7 @@ def validate(raw: Mapping[str, object], sources: Mapping[str, str]) -> Configura
         values[option.key] = parsed
     _derive_timing(values)
     _check_idle_hold(values)
+    _check_progress_interval(values)
     values["high-availability.storage-dir"] = _absolute_storage(
         values["high-availability.storage-dir"]
     )
@@ -101,6 +102,18 @@ def _check_idle_hold(values: Mapping[str, Any]) -> None:
             f"bad value for heartbeat.idle-hold: {hold:g}s is shorter than heartbeat.interval"
             f" ({interval:g}s); set it to at least that (equal: no longer hold)",
             key="heartbeat.idle-hold",
+        )
+
+
+def _check_progress_interval(values: Mapping[str, Any]) -> None:
+    """Progress goes with heartbeats, so never more often than they do."""
+    interval, pace = values["heartbeat.interval"], values["heartbeat.progress-interval"]
+    if pace < interval:
+        raise ConfigurationError(
+            f"bad value for heartbeat.progress-interval: {pace:g}s is shorter than"
+            f" heartbeat.interval ({interval:g}s); set it to at least that (equal: progress on"
+            " every heartbeat)",
+            key="heartbeat.progress-interval",
         )
 
 

@@ -348,6 +348,22 @@ PROCESS_OPTIONS: tuple[Option, ...] = (
         setting="taskmanager.heartbeat_idle_hold",
     ),
     Option(
+        "heartbeat.progress-interval",
+        to_duration,
+        "10s",
+        "How often a TaskManager sends its attempts' new progress (`ctx.report_progress`) to the"
+        " leader: the latest progress of each attempt goes at most once per this long (within it"
+        " plus one `heartbeat.interval` of being reported), riding the heartbeat that is due"
+        " anyway. A TaskManager whose pipelines report progress all the time then costs the"
+        " leader what an idle one does (one request per `heartbeat.idle-hold`), instead of one"
+        " heartbeat with every report per `heartbeat.interval`. Changes (a phase, a checkpoint,"
+        " a Spark application, an outcome) never wait for it: they go at once. At least"
+        " `heartbeat.interval` (equal: progress on every heartbeat, as before this key); see"
+        " [architecture.md](architecture.md#busy-heartbeats).",
+        positive,
+        setting="taskmanager.heartbeat_progress_interval",
+    ),
+    Option(
         "spark.master",
         to_str,
         "local[*]",

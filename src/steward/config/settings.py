@@ -171,6 +171,8 @@ class TaskManagerSettings:
     """A TaskManager's heartbeat period when nothing changes."""
     heartbeat_idle_hold: float
     """The longest the leader holds an idle TaskManager's heartbeat."""
+    heartbeat_progress_interval: float
+    """The least time between two sends of an attempt's new progress."""
     bind_host: str = "127.0.0.1"
     """Where the HTTP port (logs, probes) listens."""
     port: int = 0

@@ -9,23 +9,24 @@ This module owns the HTTP side of :mod:`steward.wire.heartbeat`. Three threads s
   that answers at once must not get a busy loop);
 - the notifier sends a heartbeat at once whenever :attr:`Attempts.changed` is set (an attempt
   changed phase, has a new checkpoint, released its lease) or the leader changed;
-- the pacer sends new progress (:attr:`Attempts.progressed`) at most once per interval, and
-  only while the poller's request is held longer than an interval (see below): otherwise the
-  poller's next heartbeat, within an interval, carries it.
+- the pacer (:mod:`.progress_pacer`) has the reports carry new progress at most once per
+  ``heartbeat.progress-interval``, and sends it itself only while the poller's request is held
+  longer: otherwise the poller's next heartbeat carries it.
 
 An idle TaskManager's reports are the same every second: once the leader's reply says it
 keeps them (``taken``: their digest), the heartbeats to that leader (its epoch) leave them out
 (``unchanged``) until they change, and a ``resend`` reply (a leader that does not hold them)
 sends them in full at once. A leader of another epoch always gets them in full first.
 
-Idle holds: a reply that keeps the reports also says how long that leader holds an unchanged
-heartbeat (``idle_hold``); the poller's unchanged heartbeats to it ask the shorter of that and
-``heartbeat.idle-hold``, so an idle TaskManager sends one request per hold. Its changes do not
-wait for the held poll: the notifier and the pacer send them. Nor does a leader change: a poll
-held by a leader that is no longer the one retrieval names (frozen, cut off: its request would
-hang until its timeout) is abandoned to a new poller thread at once, which polls the new
-leader; the old thread ends when its request does (a reply to it is still handled: the epoch
-decides).
+Idle holds: a reply that keeps the reports also says how long that leader holds a heartbeat
+whose reports it keeps (``idle_hold``); the poller's heartbeats to it ask the shorter of that
+and ``heartbeat.idle-hold`` (the leader grants it only if it keeps their reports too: unchanged,
+or only their progress new), so an idle or busy TaskManager sends about one request per hold.
+Its changes do not wait for the held poll: the notifier and the pacer send them. Nor does a
+leader change: a poll held by a leader that is no longer the one retrieval names (frozen, cut
+off: its request would hang until its timeout) is abandoned to a new poller thread at once,
+which polls the new leader; the old thread ends when its request does (a reply to it is still
+handled: the epoch decides).
 
 Heartbeats are numbered (``seq``) in the order they are built, and each says up to which one
 every earlier heartbeat's reply was handled or given up (``settled``): the leader judges a
@@ -55,6 +56,7 @@ from steward.errors import StewardError
 from steward.ha.retrieval import LeaderRetrieval
 from steward.ha.session import ConnectionState, Session
 from steward.store.leases import ExecutionLeases
+from steward.taskmanager.progress_pacer import ProgressPacer
 from steward.taskmanager.reporting import Attempts
 from steward.tls.contexts import ClientTls, client_tls
 from steward.wire.heartbeat import HEARTBEAT_PATH, Heartbeat, HeartbeatReply, reports_digest
@@ -98,17 +100,19 @@ class HeartbeatSender:
         credential: str | None = None,
         tls: ClientTls | None = None,
         idle_hold: float | None = None,
+        progress_interval: float | None = None,
     ) -> None:
         """``credential``: the cluster's internal credential, sent with every heartbeat
         (``security.internal.token-file``); None sends none (auth off). ``idle_hold``: the
-        longest wait its unchanged heartbeats ask (``heartbeat.idle-hold``; None: the interval,
-        no longer hold)."""
+        longest wait its polls ask (``heartbeat.idle-hold``; None: the interval, no longer
+        hold). ``progress_interval``: ``heartbeat.progress-interval`` (None: the interval)."""
         self.tm_id = tm_id
         self.address = address
         self.slots = slots
         self.interval = interval
         self.idle_hold = max(interval, min(idle_hold or interval, MAX_WAIT))
         self._attempts = attempts
+        self._pacer = ProgressPacer(attempts, progress_interval or interval, interval)
         self._session = session
         self._leases = leases
         self.retrieval = LeaderRetrieval(session, self.leader_changed)
@@ -133,9 +137,8 @@ class HeartbeatSender:
         """The current poller's number: a poller whose number is older ends."""
         self._polling_to: LeaderInfo | None = None
         """The leader the current poller's request is out to."""
-        self._polling_long = False
-        """Whether that request asked a longer wait than the interval (an idle hold)."""
-        self._paced_at = 0.0
+        self._poll_back_by: float | None = None
+        """When that request is expected back at the latest (monotonic)."""
         self.abandoned_polls = 0
         """Polls left to a leader that was no longer the one retrieval named (for tests)."""
 
@@ -157,7 +160,7 @@ class HeartbeatSender:
         with self._polling:
             self._generation += 1
             generation = self._generation
-            self._polling_to, self._polling_long = None, False
+            self._polling_to, self._poll_back_by = None, None
         self._start_thread(f"poll-{generation}", lambda: self._poll(generation))
 
     def stop(self) -> None:
@@ -219,7 +222,7 @@ class HeartbeatSender:
                 # before it calls leader_changed, so a poll to the old one is always seen.
                 # Long until known otherwise (built before new progress, it may be held long).
                 leader = self._polling_to = self.retrieval.leader
-                self._polling_long = True
+                self._poll_back_by = float("inf")
             if leader is None:
                 self._leader_changed.clear()
                 self._leader_changed.wait(self.interval)
@@ -247,32 +250,29 @@ class HeartbeatSender:
                 self.send(leader, wait=0.0)
 
     def _pace(self) -> None:
-        """New progress to the leader within an interval, at most once per interval, and only
-        while the poller's request may be held longer (else the poller's next one, built after
-        the progress, carries it within an interval)."""
-        progressed = self._attempts.progressed
-        while not self._stop.is_set():
-            progressed.wait()
-            if self._stop.wait(max(0.0, self._paced_at + self.interval - time.monotonic())):
-                return
-            progressed.clear()  # what came until now goes in this heartbeat
-            leader = self.retrieval.leader
-            if leader is not None and self._polling_long:
-                self._paced_at = time.monotonic()
-                self.send(leader, wait=0.0)
+        self._pacer.run(self._stop, self._poll_back, self._send_progress)
+
+    def _poll_back(self) -> float | None:
+        with self._polling:
+            return self._poll_back_by
+
+    def _send_progress(self) -> None:
+        leader = self.retrieval.leader
+        if leader is not None:
+            self.send(leader, wait=0.0)
 
     def _send_poll(self, leader: LeaderInfo, generation: int) -> HeartbeatReply | None:
         beat = self.heartbeat(min(self.interval, MAX_WAIT), leader.epoch, poll=True)
         with self._polling:
             if generation == self._generation:
-                self._polling_long = beat.wait > self.interval
+                self._poll_back_by = time.monotonic() + beat.wait
         try:
             return self._exchange(leader, beat)
         finally:
             self._settle(beat.seq)
             with self._polling:
                 if generation == self._generation:
-                    self._polling_to, self._polling_long = None, False
+                    self._polling_to, self._poll_back_by = None, None
 
     # ------------------------------------------------------------------ one heartbeat
 
@@ -280,8 +280,10 @@ class HeartbeatSender:
         self, wait: float, leader_epoch: int | None = None, *, poll: bool = False
     ) -> Heartbeat:
         """The next heartbeat (to the leader of ``leader_epoch``: without its reports if that
-        leader keeps them; then, if it is the poller's (``poll``), asking the idle hold); the
-        caller must :meth:`_settle` its ``seq`` once its reply is handled or given up."""
+        leader keeps them; if it is the poller's (``poll``), asking the idle hold of a leader
+        that keeps them, and carrying new progress only once due); the caller must
+        :meth:`_settle` its ``seq`` once its reply is handled or given up."""
+        (self._pacer.on_poll if poll else self._pacer.publish)()
         seq, settled = self._number()
         # Read after numbering: the starts of every settled reply are admitted by now.
         attempts = self._attempts.reports()
@@ -292,7 +294,7 @@ class HeartbeatSender:
             and kept is not None
             and (kept.epoch, kept.digest) == (leader_epoch, digest)
         )
-        if unchanged and poll and kept is not None and kept.idle_hold is not None:
+        if poll and kept is not None and kept.epoch == leader_epoch and kept.idle_hold is not None:
             wait = max(wait, min(self.idle_hold, kept.idle_hold))
         return Heartbeat(
             taskmanager=self.tm_id,

@@ -210,6 +210,7 @@ class TaskManager:
             slots=self.slots,
             interval=settings.taskmanager.heartbeat_interval,
             idle_hold=settings.taskmanager.heartbeat_idle_hold,
+            progress_interval=settings.taskmanager.heartbeat_progress_interval,
             attempts=self.attempts,
             session=self.session,
             leases=self.leases,

@@ -10,7 +10,8 @@ ended attempts, so a repeated start command cannot run an attempt twice.
 Every change goes through :class:`Attempts` under one lock (runner event threads, the
 execution monitor, launch workers and heartbeat replies all change attempts); changes the
 leader should hear about at once set :attr:`Attempts.changed`; new progress sets
-:attr:`Attempts.progressed` (sent within an interval).
+:attr:`Attempts.progressed`, and the reports carry it once it is published
+(:meth:`Attempts.publish_progress`, paced by :mod:`.progress_pacer`).
 """
 
 from __future__ import annotations
@@ -58,6 +59,10 @@ class Attempt:
     started_at: float | None = None
     ended_at: float | None = None
     progress: dict[str, JsonValue] | None = None
+    """The latest its pipeline reported."""
+    progress_sent: dict[str, JsonValue] | None = None
+    """The progress its reports carry: the latest as of the last :meth:`Attempts.publish_progress`
+    (at most once per ``heartbeat.progress-interval``, :mod:`.progress_pacer`)."""
     spark_app: SparkApp | None = None
     checkpoints: list[ReportedCheckpoint] = field(default_factory=list)
     next_seq: int = 1
@@ -96,7 +101,7 @@ class Attempt:
             pid=self.pid,
             started_at=self.started_at,
             ended_at=self.ended_at,
-            progress=self.progress,
+            progress=self.progress_sent,
             checkpoints=list(self.checkpoints),
             outcome=self.outcome,
             rejection=self.rejection,
@@ -120,9 +125,9 @@ class Attempts:
         self.changed = threading.Event()
         """Set when the leader should hear at once (phase, checkpoint, lease released)."""
         self.progressed = threading.Event()
-        """Set when an attempt reports progress: the leader hears it within an interval
-        (paced by the heartbeat sender, not at once: a pipeline may report many times a
-        second)."""
+        """Set when an attempt reports progress, cleared when it is published: the leader
+        hears it within ``heartbeat.progress-interval`` (paced, not at once: a pipeline may
+        report many times a second)."""
 
     # ------------------------------------------------------------------ queries
 
@@ -172,6 +177,15 @@ class Attempts:
     def reports(self) -> list[AttemptReport]:
         with self._lock:
             return [a.report() for a in self._attempts.values()]
+
+    def publish_progress(self) -> bool:
+        """Let the reports carry every attempt's latest progress; whether any was new."""
+        with self._lock:
+            self.progressed.clear()
+            fresh = [a for a in self._attempts.values() if a.progress is not a.progress_sent]
+            for attempt in fresh:
+                attempt.progress_sent = attempt.progress
+            return bool(fresh)
 
     # ------------------------------------------------------------------ admission
 

@@ -309,3 +309,49 @@ def test_an_idle_heartbeat_is_held_an_interval_at_most_while_a_start_is_in_fligh
 
     assert reply.taken == reports_digest([running])
     assert held < IDLE_HOLD / 2
+
+
+# ---------------------------------------------------------------- busy heartbeats
+
+# A busy TaskManager's poll carries new progress once per heartbeat.progress-interval and asks
+# the idle hold (taskmanager/progress_pacer.py): the leader shows the progress at once, keeps
+# the reports and holds the poll like an unchanged one; a change of state is never held.
+
+
+def test_a_heartbeat_with_only_new_progress_is_shown_at_once_and_held_the_idle_hold(
+    cluster: JobManagerCluster,
+) -> None:
+    leader = cluster.start_leader("jm-1", **{"heartbeat.idle-hold": f"{IDLE_HOLD:g}s"})
+    tm, running = kept(cluster, leader)
+    progressed = running.model_copy(update={"progress": {"rows": 42}})
+    answers: list[tuple[HeartbeatReply, float]] = []
+    poll = threading.Thread(
+        target=lambda: answers.append(timed(tm, leader, full(tm, progressed, wait=IDLE_HOLD)))
+    )
+    poll.start()
+
+    wait_until(
+        lambda: cluster.job(leader, "job-1")["progress"] == {"rows": 42}, 2.0, "progress shown"
+    )
+    assert not answers  # shown while its poll is still held
+    poll.join(IDLE_HOLD + 10.0)
+    ((reply, held),) = answers
+    assert (reply.taken, reply.idle_hold) == (reports_digest([progressed]), IDLE_HOLD)
+    assert IDLE_HOLD - 0.2 <= held < IDLE_HOLD + 2.0
+
+
+def test_a_heartbeat_with_a_new_checkpoint_is_answered_at_once_whatever_it_asks(
+    cluster: JobManagerCluster,
+) -> None:
+    leader = cluster.start_leader("jm-1", **{"heartbeat.idle-hold": f"{IDLE_HOLD:g}s"})
+    tm, running = kept(cluster, leader)
+    checkpoint = ReportedCheckpoint(seq=1, event=CheckpointEvent(metadata={"offset": 7}))
+    with_checkpoint = running.model_copy(
+        update={"checkpoints": [checkpoint], "progress": {"rows": 43}}
+    )
+
+    reply, held = timed(tm, leader, full(tm, with_checkpoint, wait=IDLE_HOLD))
+
+    assert [(a.job_id, a.checkpoint_seq) for a in reply.acks] == [("job-1", 1)]
+    assert reply.taken is None
+    assert held < IDLE_HOLD / 2

@@ -113,6 +113,9 @@ TM_KEYS = {
     "taskmanager.deadman-timeout": "2s",
     "taskmanager.numberOfTaskSlots": "2",
     "heartbeat.interval": "500ms",
+    # Progress on every heartbeat, as these tests were written for; test_paced_progress.py
+    # sets its own.
+    "heartbeat.progress-interval": "500ms",
 }
 
 

@@ -251,6 +251,23 @@ class ScriptedLeader:
         )
 
 
+def first_after(
+    leader: ScriptedLeader, since: int, matches: Callable[[Heartbeat], bool], timeout: float = 18.0
+) -> float:
+    """When the first heartbeat after the ``since``-th one that ``matches`` arrived
+    (monotonic), waiting up to ``timeout``."""
+
+    def found() -> float | None:
+        arrived = len(leader.sent_at)  # appended with (after) sent
+        return next(
+            (leader.sent_at[i] for i in range(since, arrived) if matches(leader.sent[i])), None
+        )
+
+    arrived = wait_until(found, timeout, "the heartbeat")
+    assert arrived is not None
+    return arrived
+
+
 class _QuietServer(ThreadingHTTPServer):
     """A TaskManager the test killed leaves its long poll unanswered: the reply's write then
     meets a closed connection, which is the test's doing, not a fault to print."""

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from rig import Rig
-from scripted_leader import ScriptedLeader, open_gate, start_command
+from scripted_leader import ScriptedLeader, first_after, open_gate, start_command
 
 from steward.taskmanager.manager import TaskManager
 from steward.wire.heartbeat import Heartbeat
@@ -64,20 +64,6 @@ def next_long_poll(leader: ScriptedLeader) -> float:
     since = len(leader.sent)
     index = wait_until(lambda: long_polls(leader, since)[:1], HOLD + 10.0, "a long poll")[0]
     return leader.sent_at[index]
-
-
-def first_after(leader: ScriptedLeader, since: int, matches: Callable[[Heartbeat], bool]) -> float:
-    """When the first heartbeat after the ``since``-th one that ``matches`` arrived."""
-
-    def found() -> float | None:
-        arrived = len(leader.sent_at)  # appended with (after) sent
-        return next(
-            (leader.sent_at[i] for i in range(since, arrived) if matches(leader.sent[i])), None
-        )
-
-    arrived = wait_until(found, 2 * HOLD + 10.0, "the heartbeat")
-    assert arrived is not None
-    return arrived
 
 
 def lists(job_id: str, phase: AttemptPhase | None = None) -> Callable[[Heartbeat], bool]:

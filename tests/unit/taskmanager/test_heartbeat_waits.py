@@ -1,6 +1,7 @@
 """The wait a TaskManager's heartbeat asks (idle holds, issue 22): the idle hold only for the
-poller's unchanged heartbeat to a leader that said one, and replies applied in the order their
-heartbeats were built.
+poller's heartbeats to a leader that keeps its reports and said one (unchanged, or with new
+progress: the leader holds those only if it keeps them again), and replies applied in the order
+their heartbeats were built.
 
 Only the sender's bookkeeping is tested here (no request is sent): the session and the leases
 are stand-ins for the two values a heartbeat reads of them. The exchanges themselves are tested
@@ -14,6 +15,7 @@ from typing import Any
 
 from steward.taskmanager.heartbeat_sender import HeartbeatSender
 from steward.taskmanager.reporting import Attempts
+from steward.testing.attempts import start_attempt
 from steward.wire.heartbeat import HeartbeatReply, reports_digest
 
 EPOCH = 3
@@ -50,6 +52,19 @@ def test_the_poll_asks_the_shorter_idle_hold_once_the_leader_keeps_the_reports()
     assert (poll.unchanged, poll.wait) == (True, 4.0)
     assert tm.heartbeat(0.0, EPOCH).wait == 0.0  # the notifier's never waits
     assert not tm.heartbeat(1.0, EPOCH + 1, poll=True).unchanged  # another leader: in full
+
+
+def test_a_poll_with_new_reports_asks_the_hold_of_a_leader_that_kept_the_last_ones() -> None:
+    # Busy: new progress makes every poll full; a leader that keeps them holds it as long.
+    tm = sender(idle_hold=10.0)
+    tm._note_taken(kept(4.0), seq=1)
+    tm._attempts.admit(start_attempt("job-a", 1, epoch=EPOCH), None, "")
+
+    poll = tm.heartbeat(1.0, EPOCH, poll=True)
+
+    assert (poll.unchanged, poll.wait) == (False, 4.0)
+    assert tm.heartbeat(0.0, EPOCH).wait == 0.0  # the notifier's never waits
+    assert tm.heartbeat(1.0, EPOCH + 1, poll=True).wait == 1.0  # another leader: the interval
 
 
 def test_a_leader_that_says_no_idle_hold_gets_the_interval() -> None:
