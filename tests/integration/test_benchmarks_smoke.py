@@ -75,11 +75,12 @@ def startup_cost() -> dict[str, Any]:
     # The baseline is this very tree: the comparison runs, whatever its figures.
     source = str(Path(steward.__file__).resolve().parents[1])
     return run_benchmark(
-        "startup_cost.py", "--quick", "--rounds", "1", "--baseline-src", source, timeout=300
+        "startup_cost.py", "--quick", "--rounds", "1", "--baseline-src", source, timeout=420
     )
 
 
 @pytest.mark.zookeeper
+@pytest.mark.timeout(600)  # the shared run counts in whichever runs first
 def test_quick_startup_cost_run_prints_each_entry_point_s_cpu_and_its_ratio(
     startup_cost: dict[str, Any],
 ) -> None:
@@ -94,6 +95,7 @@ def test_quick_startup_cost_run_prints_each_entry_point_s_cpu_and_its_ratio(
 
 
 @pytest.mark.zookeeper
+@pytest.mark.timeout(600)  # the shared run counts in whichever runs first
 def test_startup_cost_with_a_baseline_source_measures_its_imports_beside_this_trees(
     startup_cost: dict[str, Any],
 ) -> None:
