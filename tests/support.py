@@ -6,12 +6,15 @@ itself (running a script of benchmarks/) is defined here.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from steward.testing.ports import free_port, free_zookeeper_port
 from steward.testing.processes import TEST_ROOT as ZK_TEST_ROOT
@@ -70,3 +73,15 @@ def run_benchmark(script: str, *args: str, timeout: float) -> dict[str, Any]:
     assert result.returncode == 0, result.stderr[-3000:]
     document: dict[str, Any] = json.loads(result.stdout)
     return document
+
+
+def require_modules(**reasons: str) -> None:
+    """Skip the calling test module, with its reason, unless each named module is installed.
+
+    Unlike ``pytest.importorskip`` this does not import them: at a module's top that import
+    happens at collection, in every xdist worker, whether or not it runs the module (s3fs and
+    moto together cost each about 0.6 CPU-s).
+    """
+    for name, reason in reasons.items():
+        if importlib.util.find_spec(name) is None:
+            pytest.skip(reason, allow_module_level=True)

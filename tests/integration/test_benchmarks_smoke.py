@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -65,10 +66,25 @@ def test_quick_footprint_run_counts_zookeeper_bytes_per_job_at_both_record_forma
     }
 
 
+@pytest.fixture(scope="module")
+def startup_cost() -> dict[str, Any]:
+    """One quick startup_cost run for the two tests below: fresh interpreters import each entry
+    point, from this tree and alternated with a baseline source, and a real JobManager and
+    TaskManager start. (Two runs, one of them --no-processes, imported this tree's entry points
+    twice and started a ZooKeeper each: about 9 CPU-s more.)"""
+    # The baseline is this very tree: the comparison runs, whatever its figures.
+    source = str(Path(steward.__file__).resolve().parents[1])
+    return run_benchmark(
+        "startup_cost.py", "--quick", "--rounds", "1", "--baseline-src", source, timeout=420
+    )
+
+
 @pytest.mark.zookeeper
-def test_quick_startup_cost_run_prints_each_entry_point_s_cpu_and_its_ratio() -> None:
-    # Fresh interpreters import each entry point; a real JobManager and TaskManager start.
-    doc = run_benchmark("startup_cost.py", "--quick", "--rounds", "1", timeout=300)
+@pytest.mark.timeout(600)  # the shared run counts in whichever runs first
+def test_quick_startup_cost_run_prints_each_entry_point_s_cpu_and_its_ratio(
+    startup_cost: dict[str, Any],
+) -> None:
+    doc = startup_cost
     imports, processes = doc["results"]["imports"], doc["results"]["processes"]
     for name in ("interpreter", "frameworks", "cli", "jobmanager", "taskmanager", "runner"):
         assert imports[name]["median_cpu_s"] > 0
@@ -79,12 +95,11 @@ def test_quick_startup_cost_run_prints_each_entry_point_s_cpu_and_its_ratio() ->
 
 
 @pytest.mark.zookeeper
-def test_startup_cost_with_a_baseline_source_measures_its_imports_beside_this_trees() -> None:
-    # The baseline is this very tree: the comparison runs, whatever its figures.
-    source = str(Path(steward.__file__).resolve().parents[1])
-    doc = run_benchmark(
-        "startup_cost.py", "--rounds", "1", "--no-processes", "--baseline-src", source, timeout=300
-    )
+@pytest.mark.timeout(600)  # the shared run counts in whichever runs first
+def test_startup_cost_with_a_baseline_source_measures_its_imports_beside_this_trees(
+    startup_cost: dict[str, Any],
+) -> None:
+    doc = startup_cost
     baseline = doc["results"]["imports_baseline"]
 
     assert baseline.keys() == doc["results"]["imports"].keys()

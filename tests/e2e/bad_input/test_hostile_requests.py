@@ -16,6 +16,8 @@ import socket
 import stat
 import tarfile
 import zipfile
+from collections.abc import Callable
+from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +50,12 @@ def zipped(*entries: tuple[zipfile.ZipInfo | str, bytes]) -> bytes:
     return buffer.getvalue()
 
 
+@cache
+def zip_bomb() -> bytes:
+    """48 MB of zeros deflated: built on first use (not at collection, in every worker), once."""
+    return zipped(("zeros.bin", bytes(48 << 20)))
+
+
 def entry(name: str, kind: int = stat.S_IFREG) -> zipfile.ZipInfo:
     info = zipfile.ZipInfo(name)
     info.external_attr = (kind | 0o777) << 16
@@ -59,24 +67,29 @@ def body(spec: dict[str, Any], filename: str = "p.py", data: bytes = GOOD) -> by
     return json.dumps({"spec": spec, "artifact": artifact}).encode()
 
 
+# Each archive is a builder, called by its test: building them here would cost every xdist
+# worker the zip bomb's deflate at collection, whether or not it runs this module.
 HOSTILE_ZIPS = [
-    pytest.param(zipped(("../evil.py", b"x = 1\n")), "unsafe entry", id="dot-dot"),
-    pytest.param(zipped(("/etc/cron.d/evil", b"x")), "unsafe entry", id="absolute"),
-    pytest.param(zipped(("C:/evil.py", b"x = 1\n")), "unsafe entry", id="drive-letter"),
-    pytest.param(zipped(("..\\evil.py", b"x = 1\n")), "unsafe entry", id="backslash"),
+    pytest.param(partial(zipped, ("../evil.py", b"x = 1\n")), "unsafe entry", id="dot-dot"),
+    pytest.param(partial(zipped, ("/etc/cron.d/evil", b"x")), "unsafe entry", id="absolute"),
+    pytest.param(partial(zipped, ("C:/evil.py", b"x = 1\n")), "unsafe entry", id="drive-letter"),
+    pytest.param(partial(zipped, ("..\\evil.py", b"x = 1\n")), "unsafe entry", id="backslash"),
     pytest.param(
-        zipped((entry("shadow", stat.S_IFLNK), b"/etc/shadow")), "symbolic link", id="symlink"
+        partial(zipped, (entry("shadow", stat.S_IFLNK), b"/etc/shadow")),
+        "symbolic link",
+        id="symlink",
     ),
-    pytest.param(zipped((entry("pipe", stat.S_IFIFO), b"")), "FIFO", id="fifo"),
-    pytest.param(zipped((entry("sda", stat.S_IFBLK), b"")), "device", id="device"),
-    pytest.param(zipped(("zeros.bin", bytes(48 << 20))), "zip bomb", id="zip-bomb"),
+    pytest.param(partial(zipped, (entry("pipe", stat.S_IFIFO), b"")), "FIFO", id="fifo"),
+    pytest.param(partial(zipped, (entry("sda", stat.S_IFBLK), b"")), "device", id="device"),
+    pytest.param(zip_bomb, "zip bomb", id="zip-bomb"),
 ]
 
 
-@pytest.mark.parametrize(("data", "needle"), HOSTILE_ZIPS)
+@pytest.mark.parametrize(("build", "needle"), HOSTILE_ZIPS)
 def test_hostile_zip_artifacts_are_400_and_store_nothing(
-    cluster: ProcessCluster, data: bytes, needle: str
+    cluster: ProcessCluster, build: Callable[[], bytes], needle: str
 ) -> None:
+    data = build()
     before = stored_state(cluster)
     for address in each_jobmanager(cluster):
         response = httpx.post(
@@ -108,27 +121,40 @@ def tar_entry(name: str, kind: bytes = tarfile.REGTYPE, link: str = "") -> tarfi
 
 
 HOSTILE_ARCHIVES = [
-    pytest.param("env.tar.gz", tarred(tar_entry("../evil.sh"), b"x"), "outside", id="tar-dot-dot"),
+    pytest.param(
+        "env.tar.gz", partial(tarred, tar_entry("../evil.sh"), b"x"), "outside", id="tar-dot-dot"
+    ),
     pytest.param(
         "env.tar.gz",
-        tarred(tar_entry("environment/shadow", tarfile.SYMTYPE, "/etc/shadow")),
+        partial(tarred, tar_entry("environment/shadow", tarfile.SYMTYPE, "/etc/shadow")),
         "absolute",
         id="tar-symlink-out",
     ),
     pytest.param(
-        "env.tar.gz", tarred(tar_entry("environment/sda", tarfile.BLKTYPE)), "special", id="tar-dev"
+        "env.tar.gz",
+        partial(tarred, tar_entry("environment/sda", tarfile.BLKTYPE)),
+        "special",
+        id="tar-dev",
     ),
-    pytest.param("env.zip", zipped(("../evil.py", b"x = 1\n")), "unsafe member", id="zip-dot-dot"),
-    pytest.param("env.zip", zipped(("zeros.bin", bytes(48 << 20))), "zip bomb", id="zip-bomb"),
-    pytest.param("env.tar.gz", b"not an archive at all" * 100, "cannot be read", id="not-archive"),
-    pytest.param("env.rar", zipped(), "not a .zip", id="unknown-kind"),
+    pytest.param(
+        "env.zip", partial(zipped, ("../evil.py", b"x = 1\n")), "unsafe member", id="zip-dot-dot"
+    ),
+    pytest.param("env.zip", zip_bomb, "zip bomb", id="zip-bomb"),
+    pytest.param(
+        "env.tar.gz",
+        partial(bytes, b"not an archive at all" * 100),
+        "cannot be read",
+        id="not-archive",
+    ),
+    pytest.param("env.rar", zipped, "not a .zip", id="unknown-kind"),
 ]
 
 
-@pytest.mark.parametrize(("filename", "data", "needle"), HOSTILE_ARCHIVES)
+@pytest.mark.parametrize(("filename", "build", "needle"), HOSTILE_ARCHIVES)
 def test_hostile_archives_are_400_at_submission_and_store_no_job(
-    cluster: ProcessCluster, filename: str, data: bytes, needle: str
+    cluster: ProcessCluster, filename: str, build: Callable[[], bytes], needle: str
 ) -> None:
+    data = build()
     # Given the archive in the content store (files travel before the job that names them)
     sha256 = hashlib.sha256(data).hexdigest()
     leader = each_jobmanager(cluster)[0]

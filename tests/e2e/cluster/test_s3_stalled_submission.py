@@ -26,10 +26,12 @@ from steward.testing.processes import ProcessCluster
 from steward.testing.s3 import S3Server
 from steward.wire.states import TerminalState
 from steward.zookeeper.managed import ManagedEnsemble
-from support import wait_until
+from support import require_modules, wait_until
 
-pytest.importorskip("s3fs", reason="s3:// needs s3fs (pip install steward[s3])")
-pytest.importorskip("moto", reason="the S3 server of these tests is moto's (the dev extra)")
+require_modules(
+    s3fs="s3:// needs s3fs (pip install steward[s3])",
+    moto="the S3 server of these tests is moto's (the dev extra)",
+)
 
 pytestmark = pytest.mark.zookeeper
 

@@ -11,16 +11,20 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import pytest
 
 from e2e.oidc.oidc_provider import CLIENT_ID, CLIENT_SECRET, SCOPE, OidcProvider, new_key
 from e2e.oidc.provider_env import node
-from e2e.ui.browser import Browser, launch
+from e2e.ui.browser import launch
 from steward.testing.ports import free_port
 from steward.testing.processes import Proc, ProcessCluster
 from steward.zookeeper.managed import ManagedEnsemble
 from support import wait_until
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser
 
 AUDIENCE = "https://steward.test/api"
 USERS = {

@@ -10,21 +10,23 @@ import hmac
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import jwt
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
-from playwright.sync_api import expect
 
 from e2e.oidc.conftest import DISPLAY_NAME, SignOnCluster
 from e2e.oidc.oidc_provider import new_key
-from e2e.ui.browser import Browser, new_page
+from e2e.ui.browser import expect, new_page
 from steward.client import Client
 from steward.errors import ApiError
 from support import wait_until
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser
 
 PIPELINE = "def main(ctx):\n    return 1\n"
 

@@ -1,14 +1,20 @@
 """Headless Chromium for the UI tests, driven by playwright: Debian's binary, the flags that
-work on a closed network (no background connections, no component updates), a fresh profile."""
+work on a closed network (no background connections, no component updates), a fresh profile.
+
+playwright is imported where it is used, not at the top: every xdist worker imports this
+module (through the UI and OIDC tests) at collection, whether or not it runs them."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from playwright.sync_api import Browser, Page, sync_playwright
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Page
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -23,7 +29,7 @@ CHROMIUM_ARGS = [
 ]
 TIMEOUT_MS = 20_000
 
-__all__ = ["CHROMIUM", "Browser", "Page", "launch", "sign_in"]
+__all__ = ["CHROMIUM", "expect", "launch", "new_page", "sign_in"]
 
 
 @contextmanager
@@ -32,6 +38,8 @@ def launch() -> Iterator[Browser]:
     the tests are skipped where Debian's chromium is not installed."""
     if not Path(CHROMIUM).exists():
         pytest.skip(f"{CHROMIUM} is missing (Debian's chromium package: scripts/setup.sh)")
+    from playwright.sync_api import sync_playwright
+
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
@@ -54,3 +62,10 @@ def sign_in(browser: Browser, address: str, token: str) -> Page:
     page.click("button[type=submit]")
     page.wait_for_url(address + "/ui/")
     return page
+
+
+def expect(target: Any) -> Any:
+    """playwright's ``expect`` (imported on first use: see the module's docstring)."""
+    from playwright.sync_api import expect as playwright_expect
+
+    return playwright_expect(target)

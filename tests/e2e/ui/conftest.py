@@ -10,14 +10,18 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import pytest
 
-from e2e.ui.browser import Browser, launch
+from e2e.ui.browser import launch
 from steward.testing.credentials import kit_admin_token
 from steward.testing.processes import Proc, ProcessCluster
 from steward.zookeeper.managed import ManagedEnsemble
 from support import wait_until
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser
 
 CANCEL_GRACE = "2s"
 

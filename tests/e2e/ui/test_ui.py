@@ -11,16 +11,19 @@ from __future__ import annotations
 import re
 import signal
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import httpx
 import pytest
-from playwright.sync_api import expect
 
 from e2e.ticking import write_pipeline
-from e2e.ui.browser import Browser, new_page, sign_in
+from e2e.ui.browser import expect, new_page, sign_in
 from steward.testing.processes import Proc, ProcessCluster
 from steward.wire.states import JobState
 from support import wait_until
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser
 
 pytestmark = pytest.mark.zookeeper
 

@@ -9,6 +9,7 @@ import os
 import tarfile
 import time
 from collections.abc import Iterator
+from functools import cache
 from pathlib import Path
 
 import httpx
@@ -23,8 +24,12 @@ from support import wait_until
 pytestmark = pytest.mark.zookeeper
 
 
-def _environment_archive() -> bytes:
-    """A real .tar.gz of 3 MB (random, so it stays 3 MB): submissions check archives."""
+@cache
+def environment_archive() -> bytes:
+    """A real .tar.gz of 3 MB (random, so it stays 3 MB): submissions check archives.
+
+    Built on first use, once: at import it cost every xdist worker its gzip at collection.
+    """
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
         member = tarfile.TarInfo("bin/data")
@@ -34,8 +39,9 @@ def _environment_archive() -> bytes:
     return buffer.getvalue()
 
 
-DATA = _environment_archive()
-SHA = hashlib.sha256(DATA).hexdigest()
+@cache
+def archive_sha() -> str:
+    return hashlib.sha256(environment_archive()).hexdigest()
 
 
 class RecordingTransport(httpx.HTTPTransport):
@@ -50,8 +56,8 @@ class RecordingTransport(httpx.HTTPTransport):
         return super().handle_request(request)
 
 
-def content_path(sha: str = SHA) -> str:
-    return f"/v1/contents/{sha}"
+def content_path(sha: str | None = None) -> str:
+    return f"/v1/contents/{sha or archive_sha()}"
 
 
 def stored_files(cluster: JobManagerCluster) -> list[str]:
@@ -70,16 +76,18 @@ def test_any_jobmanager_stores_a_file_once_and_says_so(cluster: JobManagerCluste
     cluster.wait_knows_leader(standby, leader)
     assert cluster.http.head(cluster.url(leader, content_path())).status_code == 404
 
-    first = cluster.http.put(cluster.url(standby, content_path()), content=DATA)
+    first = cluster.http.put(cluster.url(standby, content_path()), content=environment_archive())
     assert first.status_code == 201, first.text
-    again = cluster.http.put(cluster.url(leader, content_path()), content=DATA)
+    again = cluster.http.put(cluster.url(leader, content_path()), content=environment_archive())
     assert again.status_code == 200, again.text
     for manager in (leader, standby):
         head = cluster.http.head(cluster.url(manager, content_path()))
         assert head.status_code == 200
-        assert head.headers["x-steward-size"] == str(len(DATA))
-    assert stored_files(cluster) == [SHA]
-    assert (cluster.storage / "contents" / "sha256" / SHA).read_bytes() == DATA
+        assert head.headers["x-steward-size"] == str(len(environment_archive()))
+    assert stored_files(cluster) == [archive_sha()]
+    assert (
+        cluster.storage / "contents" / "sha256" / archive_sha()
+    ).read_bytes() == environment_archive()
 
 
 def test_bytes_that_do_not_match_their_hash_are_refused_and_nothing_stored(
@@ -87,7 +95,9 @@ def test_bytes_that_do_not_match_their_hash_are_refused_and_nothing_stored(
 ) -> None:
     leader = cluster.start_leader("jm-1")
     wrong = hashlib.sha256(b"other").hexdigest()
-    answer = cluster.http.put(cluster.url(leader, content_path(wrong)), content=DATA)
+    answer = cluster.http.put(
+        cluster.url(leader, content_path(wrong)), content=environment_archive()
+    )
     assert answer.status_code == 400
     assert answer.json()["code"] == "content_mismatch"
     assert stored_files(cluster) == [] and leftover_uploads(cluster) == []
@@ -99,7 +109,7 @@ def test_an_upload_over_the_limit_is_cut_off_and_nothing_stored(
     cluster: JobManagerCluster,
 ) -> None:
     leader = cluster.start_leader("jm-1", **{"jobmanager.upload.max-size": "1m"})
-    declared = cluster.http.put(cluster.url(leader, content_path()), content=DATA)
+    declared = cluster.http.put(cluster.url(leader, content_path()), content=environment_archive())
     assert declared.status_code == 413
     assert declared.json()["code"] == "too_large"
     sent = 0
@@ -125,7 +135,12 @@ def test_a_submission_naming_a_file_not_stored_is_refused_and_nothing_stored(
     cluster: JobManagerCluster, tmp_path: Path
 ) -> None:
     leader = cluster.start_leader("jm-1")
-    spec_dependency = {"kind": "file", "filename": "data.csv", "sha256": SHA, "size": len(DATA)}
+    spec_dependency = {
+        "kind": "file",
+        "filename": "data.csv",
+        "sha256": archive_sha(),
+        "size": len(environment_archive()),
+    }
     answer = cluster.submit(leader, "job-missing", dependencies=[spec_dependency])
     assert answer.status_code == 400
     assert answer.json()["code"] == "missing_contents"
@@ -140,7 +155,7 @@ def test_the_client_uploads_each_file_once_and_the_job_names_them(
     pipeline = tmp_path / "stw_files_pipeline.py"
     pipeline.write_text("def main(ctx):\n    return 1\n")
     archive = tmp_path / "env.tar.gz"
-    archive.write_bytes(DATA)
+    archive.write_bytes(environment_archive())
     helper = tmp_path / "helper.py"
     helper.write_text("X = 1\n")
     sent = RecordingTransport()
@@ -148,7 +163,7 @@ def test_the_client_uploads_each_file_once_and_the_job_names_them(
         started = time.monotonic()
         client.submit(pipeline, job_id="job-1", archives=[f"{archive}#environment"])
         first = time.monotonic() - started
-        assert stored_files(cluster) == [SHA]
+        assert stored_files(cluster) == [archive_sha()]
         sent.requests.clear()
         started = time.monotonic()
         view = client.submit(

@@ -13,15 +13,20 @@ from steward.store import sources
 from steward.store.blob import BlobStore
 from steward.store.contents import ContentStore
 from steward.testing.s3 import S3Server
+from support import require_modules
 
-s3fs = pytest.importorskip("s3fs", reason="s3:// needs s3fs (pip install steward[s3])")
-pytest.importorskip("moto", reason="the S3 server of these tests is moto's (the dev extra)")
+require_modules(
+    s3fs="s3:// needs s3fs (pip install steward[s3])",
+    moto="the S3 server of these tests is moto's (the dev extra)",
+)
 
 SCRIPT = b"import sys\nprint('hello', sys.argv[1:])\n"
 
 
 @pytest.fixture(scope="module")
 def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
+    import s3fs  # here, not at the top: see support.require_modules
+
     with pytest.MonkeyPatch.context() as env, S3Server(tmp_path_factory.mktemp("s3")) as server:
         for key, value in server.environment().items():
             env.setenv(key, value)

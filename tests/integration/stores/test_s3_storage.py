@@ -19,16 +19,20 @@ from steward.store.contents import ContentStore
 from steward.store.job_graphs import JobGraphStore
 from steward.store.log_archive import LogArchive, last_lines_start
 from steward.testing.s3 import S3Server
-from support import wait_until
+from support import require_modules, wait_until
 
-s3fs = pytest.importorskip("s3fs", reason="s3:// needs s3fs (pip install steward[s3])")
-pytest.importorskip("moto", reason="the S3 server of these tests is moto's (the dev extra)")
+require_modules(
+    s3fs="s3:// needs s3fs (pip install steward[s3])",
+    moto="the S3 server of these tests is moto's (the dev extra)",
+)
 
 pytestmark = pytest.mark.zookeeper
 
 
 @pytest.fixture(scope="module")
 def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
+    import s3fs  # here, not at the top: see support.require_modules
+
     with pytest.MonkeyPatch.context() as env, S3Server(tmp_path_factory.mktemp("s3")) as server:
         for key, value in server.environment().items():
             env.setenv(key, value)
