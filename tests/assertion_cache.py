@@ -7,7 +7,7 @@ cache only where ``sys.dont_write_bytecode`` is off, and this machine sets
 ``PYTHONDONTWRITEBYTECODE``: so each of a run's xdist workers (every one collects the whole
 suite) rewrote all ~330 test modules itself, and the pytest plugins' (hypothesis, schemathesis,
 anyio, xdist: pytest rewrites an installed plugin's whole package), 12 of its 21 s of collection
-CPU, four times over at ``-n 4``. ``scripts/test.sh`` runs this first: the rewrite is done once,
+CPU, five times over at ``-n 5``. ``scripts/test.sh`` runs this first: the rewrite is done once,
 on every core, and the workers read what it wrote (docs/performance.md, "Start-up cost").
 
 It writes exactly what pytest's own import hook writes, with pytest's own functions (private
