@@ -565,7 +565,8 @@ def archive_rows(rounds: list[Json]) -> list[Json]:
             goal="",
             met=None,
             note=f"uploaded again in {resent} of {len(rounds)}; {_phase_note(rounds, 'second')};"
-            f" the client hashes the archive on every submission (hashing it alone: {hashing:g} s)",
+            f" the client remembers the archive's hash by its stat identity (hashing it alone:"
+            f" {hashing:g} s)",
         ),
         summary_row(
             "second submission over the first (content addressing)",
