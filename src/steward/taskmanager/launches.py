@@ -23,6 +23,7 @@ from steward.taskmanager.execution import Execution, Executions
 from steward.taskmanager.preparation import Launch, Preparation
 from steward.taskmanager.proxy_users import driver_env
 from steward.taskmanager.reporting import Attempt, Attempts
+from steward.taskmanager.scratch import with_scratch
 from steward.taskmanager.self_fencing import Fence
 from steward.taskmanager.spares import SparePool
 from steward.wire.heartbeat import Rejection, StartAttempt
@@ -188,11 +189,13 @@ class Launches:
         return spawn
 
 
-def _env(launch: Launch) -> dict[str, str] | None:
-    """The runner's environment: a proxy user's driver gets none of this process's secrets."""
-    if launch.user is not None:
-        return driver_env(launch.user, launch.spec.env)
-    return runner_env(launch.spec.env)
+def _env(launch: Launch) -> dict[str, str]:
+    """The runner's environment: a proxy user's driver gets none of this process's secrets;
+    every runner gets its attempt's scratch folder for temporary files."""
+    job_env = launch.spec.env
+    user = launch.user
+    env = runner_env(job_env) if user is None else driver_env(user, job_env)
+    return with_scratch(env, launch.scratch_dir, job_env)
 
 
 def failed(exc: BaseException) -> FailedEvent:

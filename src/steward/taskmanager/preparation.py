@@ -35,6 +35,7 @@ from steward.taskmanager.proxy_users import (
     own_copies,
     resolve,
 )
+from steward.taskmanager.scratch import scratch_dir
 from steward.wire.heartbeat import StartAttempt
 from steward.wire.jobs import JobGraph, JobSpec
 from steward.wire.runner_protocol import LaunchDocument, RunMode
@@ -60,6 +61,11 @@ class Launch:
     spec: JobSpec
     user: OsUser | None = None
     """The OS user the runner runs as (the job's ``proxy_user``); None: this process's."""
+
+    @property
+    def scratch_dir(self) -> Path:
+        """The attempt's temporary files (:mod:`steward.taskmanager.scratch`)."""
+        return scratch_dir(self.attempt_dir)
 
     @property
     def working_dir(self) -> Path:
@@ -113,6 +119,7 @@ class Preparation:
         private_dir(cache)
         private_dir(attempt_dir.parent, self._dir_mode)
         private_dir(attempt_dir)
+        private_dir(scratch_dir(attempt_dir))  # before hand_over: a proxy user's too
         artifact_path = materialize(graph.artifact, attempt_dir / "artifact", spec.entrypoint)
         dependencies = [self._dependencies.fetch(d) for d in spec.dependencies]
         if user is not None:

@@ -36,6 +36,7 @@ from pathlib import Path
 from steward.sparkconf.session_settings import CONF_FOLDER, export
 from steward.supervisor.process_group import SpawnError
 from steward.supervisor.runner_process import RunnerProcess
+from steward.taskmanager.scratch import scratch_dir, with_scratch
 from steward.wire.warm import cold_reason
 
 log = logging.getLogger(__name__)
@@ -228,12 +229,15 @@ class SparePool:
     def _spawn(self) -> None:
         self._serial += 1
         folder = self._folder / f"spare-{self._serial}"
+        # Its JVM's scratch, and later its attempt's: it goes when the spare's processes do.
+        scratch = scratch_dir(folder)
+        scratch.mkdir(parents=True, exist_ok=True)
         spare = RunnerProcess.spare(
             spark_master=self.spark_master,
             deadman_timeout=self._deadman_timeout,
             cwd=folder,
             log_path=folder / "runner.log",
-            env=self._env,
+            env=with_scratch(self._env, scratch),
             python=self._python,
             log_max_size=self._log_max_size,
         )

@@ -10,6 +10,10 @@ under ``.spares/``. This module owns when they go: ``taskmanager.workdir.retenti
 - a spare died, or the attempt it was handed to ended (:mod:`steward.taskmanager.spares`);
 - for folders found at start (earlier runs of this TaskManager id): their last change.
 
+An attempt's or a spare's scratch folder (``tmp/``, :mod:`steward.taskmanager.scratch`) goes
+at once instead, on the same conditions (no retention, and no wait for the log's archive):
+its temporary files, up to a whole shuffle, are nobody's once its processes are gone.
+
 and only when, at that moment,
 
 - the TaskManager does not know an attempt of that folder (an attempt re-offered after a
@@ -41,6 +45,8 @@ from pathlib import Path
 
 import psutil
 
+from steward.taskmanager.scratch import scratch_dir
+
 log = logging.getLogger(__name__)
 
 Keep = Callable[[str, int], bool]
@@ -52,6 +58,8 @@ attempt of ``job_id`` (``attempt`` None: any attempt) is known; True if it ran."
 
 SPARES = ".spares"
 TRASH = ".trash"
+_SCRATCH = ("scratch folder", False)
+"""A scratch folder's ``what`` and ``waits_for_archive``."""
 _RETRY_INTERVAL = 1.0
 _MAX_WAIT = 5.0
 
@@ -63,6 +71,7 @@ class _Due:
     job_id: str | None = None
     attempt: int | None = None
     what: str = "attempt folder"
+    waits_for_archive: bool = True
 
 
 class WorkdirCleaner:
@@ -114,11 +123,15 @@ class WorkdirCleaner:
     def attempt_ended(self, job_id: str, attempt: int) -> None:
         """The attempt is forgotten (outcome acknowledged, group gone, lease released)."""
         folder = self.root / job_id / str(attempt)
-        self._schedule(_Due(folder, self._clock() + self.retention, job_id, attempt))
+        now = self._clock()
+        self._schedule(_Due(scratch_dir(folder), now, job_id, attempt, *_SCRATCH))
+        self._schedule(_Due(folder, now + self.retention, job_id, attempt))
 
     def folder_ended(self, folder: Path) -> None:
         """A spare's folder whose processes are gone."""
-        self._schedule(_Due(folder, self._clock() + self.retention, what="spare folder"))
+        now = self._clock()
+        self._schedule(_Due(scratch_dir(folder), now, None, None, *_SCRATCH))
+        self._schedule(_Due(folder, now + self.retention, what="spare folder"))
 
     def _schedule(self, entry: _Due) -> None:
         with self._lock:
@@ -197,7 +210,9 @@ class WorkdirCleaner:
         return removed
 
     def _kept(self, entry: _Due) -> bool:
-        return entry.attempt is not None and self._keep(entry.job_id or "", entry.attempt)
+        if not entry.waits_for_archive or entry.attempt is None:
+            return False
+        return self._keep(entry.job_id or "", entry.attempt)
 
     def _remove(self, entry: _Due) -> bool:
         trash = self.root / TRASH / f"{entry.folder.name}-{uuid.uuid4().hex[:8]}"
@@ -213,7 +228,7 @@ class WorkdirCleaner:
             if entry.job_id is None:
                 move()
             elif not self._guard(entry.job_id, entry.attempt, move):
-                log.info("attempt folder kept: the attempt is known again folder=%s", entry.folder)
+                log.info("%s kept: the attempt is known again folder=%s", entry.what, entry.folder)
                 return False
         except OSError as exc:
             log.warning("could not remove %s %s: %s", entry.what, entry.folder, exc)

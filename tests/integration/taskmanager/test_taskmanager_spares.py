@@ -77,6 +77,12 @@ def java_children(pid: int) -> list[int]:
     return []
 
 
+def java_cmdline(pid: int) -> str:
+    with contextlib.suppress(psutil.Error):
+        return " ".join(psutil.Process(pid).cmdline())
+    return ""
+
+
 def ready_spare(manager: TaskManager) -> int:
     assert manager.spares is not None
     pool = manager.spares
@@ -158,6 +164,12 @@ def test_a_cancelled_attempt_on_a_warm_spare_is_gone_with_its_jvm(tmp_path: Path
     leader.command(command)
     running = leader.wait_report(lambda r: r.progress is not None, "job-c", timeout=60)
     assert running.pid == spare
+    # Its temporary files are in the spare's own scratch folder, not the host's /tmp: the
+    # JVM was told so, and Spark's folders are there (steward.taskmanager.scratch).
+    scratch = manager.workdir / ".spares" / "spare-1" / "tmp"
+    assert any(f"-Djava.io.tmpdir={scratch}" in java_cmdline(pid) for pid in jvms), jvms
+    kinds = {entry.name.split("-")[0] for entry in scratch.iterdir()}
+    assert {"spark", "blockmgr"} <= kinds, kinds
 
     leader.command(CancelAttempt(job_id="job-c", attempt=1, epoch=leader.epoch, grace=5.0))
     report = leader.wait_phase("job-c", AttemptPhase.ENDED, timeout=60)
@@ -166,6 +178,10 @@ def test_a_cancelled_attempt_on_a_warm_spare_is_gone_with_its_jvm(tmp_path: Path
     assert report.outcome.error.type == error_type_name(AttemptCancelled)
     assert not pid_alive(spare)
     assert not any(pid_alive(pid) for pid in jvms), "the spare's JVM went with the attempt"
+    # The scratch goes as soon as the spare's processes are gone; its folder waits for the
+    # retention (an hour here).
+    wait_until(lambda: not scratch.exists(), 30.0, message="the spare's scratch removed")
+    assert scratch.parent.is_dir()
 
 
 # ---------------------------------------------------------------- a TaskManager process

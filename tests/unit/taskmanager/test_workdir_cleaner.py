@@ -193,3 +193,51 @@ def test_the_thread_removes_a_folder_soon_after_it_ended(root: Path, attempts: A
         wait_until(lambda: not folder.exists(), 30, message="folder removed")
     finally:
         cleaner.stop()
+
+
+def test_an_ended_attempts_scratch_goes_at_once_its_folder_after_the_retention(
+    root: Path, attempts: Attempts
+) -> None:
+    clock = Clock(time.time())
+    folder = attempt_folder(root, "job-a", 1)
+    scratch = folder / "tmp"
+    (scratch / "blockmgr-1" / "0c").mkdir(parents=True)
+    (scratch / "blockmgr-1" / "0c" / "shuffle_0_0_0.data").write_bytes(b"x" * 4096)
+    # The log is not archived yet: the attempt's folder waits for it, its scratch does not.
+    cleaner = WorkdirCleaner(
+        root, 3600.0, attempts.unless_known, keep=lambda _job, _attempt: True, clock=clock
+    )
+
+    cleaner.attempt_ended("job-a", 1)
+
+    assert cleaner.run_once() == [scratch]
+    assert not scratch.exists()
+    assert (folder / "runner.log").read_text() == "done\n"
+    assert cleaner.pending() == [folder]
+
+
+def test_a_dead_spares_scratch_goes_at_once(root: Path, attempts: Attempts) -> None:
+    clock = Clock(time.time())
+    spare = root / ".spares" / "spare-1"
+    (spare / "tmp" / "spark-1").mkdir(parents=True)
+    (spare / "runner.log").write_text("warm\n")
+    cleaner = WorkdirCleaner(root, 3600.0, attempts.unless_known, clock=clock)
+
+    cleaner.folder_ended(spare)
+
+    assert cleaner.run_once() == [spare / "tmp"]
+    assert (spare / "runner.log").exists()
+    clock.now += 3601
+    assert cleaner.run_once() == [spare]
+
+
+def test_the_scratch_of_an_attempt_known_again_is_kept(root: Path, attempts: Attempts) -> None:
+    scratch = attempt_folder(root, "job-a", 1) / "tmp"
+    scratch.mkdir()
+    cleaner = WorkdirCleaner(root, 3600.0, attempts.unless_known)
+    cleaner.attempt_ended("job-a", 1)
+    # Re-offered after a rejection: its start is preparing the same folder.
+    assert attempts.admit(start("job-a", 1), None, "") is not None
+
+    assert cleaner.run_once() == []
+    assert scratch.exists()
