@@ -22,6 +22,7 @@ from steward.errors import JobNotFoundError, JobRejectedError
 from steward.testing.processes import ProcessCluster
 from steward.wire.jobs import NoRestart
 from steward.zookeeper.managed import ManagedEnsemble
+from support import wait_until
 
 pytestmark = pytest.mark.zookeeper
 
@@ -96,6 +97,25 @@ def test_unmodified_wordcount_script_finishes_with_the_right_counts(
     app = attempts[-1].spark_app
     assert app is not None and app.app_id.startswith("local-")
     assert app.master == "local[2]"
+    # The driver's temporary files were in the attempt's folder (steward.taskmanager.scratch),
+    # as its event log says, and went with the attempt.
+    scratch = cluster.workdir / "work" / "tm-1" / "script-wc" / "1" / "tmp"
+    assert jvm_property(cluster.workdir / "storage", app.app_id, "java.io.tmpdir") == str(scratch)
+    wait_until(lambda: not scratch.exists(), QUICK_DEADLINE, message="the attempt's scratch gone")
+
+
+def jvm_property(storage: Path, app_id: str, name: str) -> str | None:
+    """A system property of application ``app_id``'s driver JVM, from its event log in the
+    cluster's storage (``spark-events/``, zstd-compressed rolling files)."""
+    import zstandard  # Spark Connect's client needs it too: installed with pyspark[connect]
+
+    for part in sorted((storage / "spark-events").glob(f"eventlog_v2_{app_id}/events_*")):
+        with zstandard.ZstdDecompressor().stream_reader(part.open("rb")) as reader:
+            for line in reader.read().decode().splitlines():
+                event = json.loads(line)
+                if event["Event"] == "SparkListenerEnvironmentUpdate":
+                    return str(event["System Properties"].get(name))
+    return None
 
 
 def test_script_with_wrong_arguments_fails_with_its_usage_message(
