@@ -34,6 +34,7 @@ SPARK_KEYS = {"spark.master": "local[1]"}
 UDF_ESCAPER = """
 import os
 import subprocess
+import tempfile
 import time
 
 from pyspark.sql.functions import udf
@@ -41,16 +42,24 @@ from pyspark.sql.functions import udf
 
 def escape(_value):
     sleeper = subprocess.Popen(["sleep", "600"], start_new_session=True)
-    return f"{os.getpid()} {os.getpgid(0)} {sleeper.pid}"
+    return f"{os.getpid()} {os.getpgid(0)} {sleeper.pid} {tempfile.gettempdir()}"
 
 
 def main(ctx):
     spark = ctx.spark
     spark.conf.set("spark.sql.execution.pythonUDF.arrow.enabled", "false")
     row = spark.range(1).select(udf(escape)("id").alias("r")).collect()[0]
-    worker, worker_pgid, sleeper = (int(part) for part in row.r.split())
+    worker, worker_pgid, sleeper, worker_tmp = row.r.split()
+    jvm = spark.sparkContext._jvm
     ctx.report_progress(
-        runner=os.getpid(), worker=worker, worker_pgid=worker_pgid, sleeper=sleeper
+        runner=os.getpid(),
+        worker=int(worker),
+        worker_pgid=int(worker_pgid),
+        sleeper=int(sleeper),
+        runner_tmp=tempfile.gettempdir(),
+        worker_tmp=worker_tmp,
+        jvm_tmp=jvm.java.lang.System.getProperty("java.io.tmpdir"),
+        local_dir=spark.sparkContext._conf.get("spark.local.dir", ""),
     )
     while not os.path.exists(ctx.args[0]):
         time.sleep(0.05)
@@ -65,14 +74,29 @@ def sleepers() -> Iterator[list[int]]:
     kill_sleepers(pids)
 
 
+def attempt_scratch(tmp_path: Path) -> Path:
+    """The scratch folder of attempt 1 of JOB on tm-1 (taskmanager.workdir: tmp_path/work)."""
+    return tmp_path / "work" / "tm-1" / JOB / "1" / "tmp"
+
+
 def start_udf_job(
     leader: ScriptedLeader, blobs: BlobStore, gate: Path, sleepers: list[int]
 ) -> AttemptReport:
     leader.command(start_command(blobs, JOB, leader.epoch, args=[str(gate)], source=UDF_ESCAPER))
     report = leader.wait_report(lambda r: r.progress is not None, JOB, timeout=SPARK_DEADLINE)
     assert report.progress is not None
-    progress = {key: int(str(value)) for key, value in report.progress.items()}
+    folders = ("runner_tmp", "worker_tmp", "jvm_tmp", "local_dir")
+    scratch = {key: str(report.progress[key]) for key in folders}
+    progress = {key: int(str(v)) for key, v in report.progress.items() if key not in folders}
     sleepers.append(progress["sleeper"])
+    # Every process of the attempt writes its temporary files in the attempt's folder, where
+    # they die with it: the runner and Spark's Python worker (TMPDIR), the driver JVM
+    # (java.io.tmpdir, hence spark.local.dir's default: blockmgr-*, spark-*).
+    expected = str(attempt_scratch(gate.parent))
+    assert scratch["runner_tmp"] == scratch["worker_tmp"] == scratch["jvm_tmp"] == expected
+    assert scratch["local_dir"] == "", "spark.local.dir left to its default"
+    spark_dirs = [p.name.split("-")[0] for p in Path(scratch["jvm_tmp"]).iterdir()]
+    assert {"spark", "blockmgr"} <= set(spark_dirs), spark_dirs
     assert progress["worker"] != progress["runner"]
     assert progress["worker_pgid"] != progress["runner"], "the worker left the runner's group"
     assert pid_alive(progress["sleeper"]) and pid_alive(progress["worker"])
@@ -130,12 +154,22 @@ def test_a_udfs_process_in_its_own_session_dies_with_a_cancelled_attempt(
     blobs: BlobStore,
     sleepers: list[int],
 ) -> None:
-    leader = scripted()
-    taskmanager("tm-1", **SPARK_KEYS)
-    report = start_udf_job(leader, blobs, tmp_path / "never", sleepers)
+    host_tmp = tmp_path / "host-tmp"  # the TaskManager's own: its attempts use theirs
+    host_tmp.mkdir()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TMPDIR", str(host_tmp))  # while the runner's environment is made
+        leader = scripted()
+        taskmanager("tm-1", **SPARK_KEYS, **{"taskmanager.workdir.retention": "1h"})
+        report = start_udf_job(leader, blobs, tmp_path / "never", sleepers)
 
     leader.command(CancelAttempt(job_id=JOB, attempt=1, epoch=leader.epoch, grace=10.0))
 
     outcome = assert_nothing_left(leader, ExecutionLeases(leader.session, "observer"), report)
     assert isinstance(outcome, FailedEvent)
     assert outcome.error.type == "steward.wire.runner_protocol.AttemptCancelled"
+    # Its scratch goes as soon as the attempt is forgotten, long before the folder's retention
+    # (its log stays); nothing of the JVM or the Python worker was in the host's TMPDIR.
+    scratch = attempt_scratch(tmp_path)
+    wait_until(lambda: not scratch.exists(), 60, message="the attempt's scratch removed")
+    assert (scratch.parent / "runner.log").is_file()
+    assert list(host_tmp.iterdir()) == []

@@ -188,10 +188,16 @@ def test_a_cancelled_attempt_on_a_warm_spare_is_gone_with_its_jvm(tmp_path: Path
 
 
 def test_a_sigkilled_taskmanager_takes_its_spare_and_the_spares_jvm_with_it(
-    tmp_path: Path, tm_process: Callable[..., subprocess.Popen[bytes]]
+    tmp_path: Path,
+    tm_process: Callable[..., subprocess.Popen[bytes]],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    host_tmp = tmp_path / "host-tmp"  # the TaskManager's own TMPDIR: the spare's is its folder's
+    host_tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(host_tmp))
     process = tm_process("tm-k", **PREWARM)
-    spare_log = tmp_path / "work" / "tm-k" / ".spares" / "spare-1" / "runner.log"
+    spare_folder = tmp_path / "work" / "tm-k" / ".spares" / "spare-1"
+    spare_log = spare_folder / "runner.log"
     wait_until(
         lambda: spare_log.is_file() and "spare ready" in spare_log.read_text(),
         WARM_DEADLINE,
@@ -207,3 +213,14 @@ def test_a_sigkilled_taskmanager_takes_its_spare_and_the_spares_jvm_with_it(
     wait_until(
         lambda: not any(pid_alive(pid) for pid in family), 60.0, message="spare and JVM gone"
     )
+    # SIGKILL: no JVM shutdown hook ran. Its scratch (java.io.tmpdir, the default
+    # spark.local.dir) was the spare folder's, none of it in the host's temporary folder.
+    left = sorted(entry.name.split("-")[0] for entry in (spare_folder / "tmp").iterdir())
+    assert {"spark", "blockmgr"} <= set(left), left
+    assert list(host_tmp.iterdir()) == []
+    # A restarted TaskManager without spares removes the dead spare's folder, scratch and all.
+    tm_process(
+        "tm-k",
+        **{"taskmanager.spark.prewarm-runners": "0", "taskmanager.workdir.retention": "0"},
+    )
+    wait_until(lambda: not spare_folder.exists(), 60.0, message="the spare's folder removed")
