@@ -72,6 +72,9 @@ class _Due:
     attempt: int | None = None
     what: str = "attempt folder"
     waits_for_archive: bool = True
+    watched: Path | None = None
+    """The folder no process may use for this one to go (None: this one): for the scratch of
+    an earlier run's folder, that folder, where a dying runner of that run may still work."""
 
 
 class WorkdirCleaner:
@@ -143,7 +146,9 @@ class WorkdirCleaner:
             return sorted(self._due)
 
     def scan_leftovers(self) -> None:
-        """Schedule the folders of earlier runs: due ``retention`` after their last change."""
+        """Schedule the folders of earlier runs: due ``retention`` after their last change,
+        their scratch at once (its runner died with that run: rule 4; one still dying keeps
+        it while it works in the folder)."""
         trash = self.root / TRASH
         if trash.is_dir():
             for condemned in trash.iterdir():
@@ -159,13 +164,21 @@ class WorkdirCleaner:
                         if folder.is_dir():
                             due = _last_change(folder) + self.retention
                             self._schedule(_Due(folder, due, what="spare folder"))
+                            self._leftover_scratch(folder, None, None)
                 continue
             for folder in job_dir.iterdir():
                 if folder.is_dir() and folder.name.isdigit():
                     due = _last_change(folder) + self.retention
                     self._schedule(_Due(folder, due, job_dir.name, int(folder.name)))
+                    self._leftover_scratch(folder, job_dir.name, int(folder.name))
             if not any(job_dir.iterdir()):
                 self._remove_job_dir(job_dir.name)
+
+    def _leftover_scratch(self, folder: Path, job_id: str | None, attempt: int | None) -> None:
+        scratch = scratch_dir(folder)
+        if scratch.is_dir():
+            entry = _Due(scratch, self._clock(), job_id, attempt, *_SCRATCH, folder)
+            self._schedule(entry)
 
     # ------------------------------------------------------------------ removing
 
@@ -197,7 +210,7 @@ class WorkdirCleaner:
         in_use = paths_in_use()
         removed = []
         for entry in due:
-            if _used(entry.folder, in_use):
+            if _used(entry.watched or entry.folder, in_use):
                 log.debug("folder still in use, removal deferred folder=%s", entry.folder)
                 continue
             if self._kept(entry):

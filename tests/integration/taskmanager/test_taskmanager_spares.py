@@ -218,9 +218,12 @@ def test_a_sigkilled_taskmanager_takes_its_spare_and_the_spares_jvm_with_it(
     left = sorted(entry.name.split("-")[0] for entry in (spare_folder / "tmp").iterdir())
     assert {"spark", "blockmgr"} <= set(left), left
     assert list(host_tmp.iterdir()) == []
-    # A restarted TaskManager without spares removes the dead spare's folder, scratch and all.
+    # The TaskManager restarted (without spares, which would clear .spares/ themselves): the
+    # dead spare's scratch goes at once, its folder (its log) after the retention.
     tm_process(
         "tm-k",
-        **{"taskmanager.spark.prewarm-runners": "0", "taskmanager.workdir.retention": "0"},
+        **{"taskmanager.spark.prewarm-runners": "0", "taskmanager.workdir.retention": "1h"},
     )
-    wait_until(lambda: not spare_folder.exists(), 60.0, message="the spare's folder removed")
+    scratch = spare_folder / "tmp"
+    wait_until(lambda: not scratch.exists(), 30.0, message="the dead spare's scratch removed")
+    assert spare_log.is_file()

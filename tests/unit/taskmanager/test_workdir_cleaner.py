@@ -241,3 +241,31 @@ def test_the_scratch_of_an_attempt_known_again_is_kept(root: Path, attempts: Att
 
     assert cleaner.run_once() == []
     assert scratch.exists()
+
+
+def test_an_earlier_runs_scratch_goes_at_start_its_folder_after_the_retention(
+    root: Path, attempts: Attempts, sleeper: list[subprocess.Popen[bytes]]
+) -> None:
+    # A TaskManager SIGKILLed mid-shuffle: its attempts' and spare's scratch are left.
+    attempt_scratch = attempt_folder(root, "job-a", 1) / "tmp"
+    (attempt_scratch / "blockmgr-1").mkdir(parents=True)
+    spare_scratch = root / ".spares" / "spare-1" / "tmp"
+    (spare_scratch / "spark-1").mkdir(parents=True)
+    dying = attempt_folder(root, "job-b", 2)  # its runner still dying, working in its folder
+    (dying / "tmp").mkdir()
+    process = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.stdin.read()"], cwd=dying, stdin=subprocess.PIPE
+    )
+    sleeper.append(process)
+    cleaner = WorkdirCleaner(root, 3600.0, attempts.unless_known)
+
+    cleaner.scan_leftovers()
+
+    assert sorted(cleaner.run_once()) == sorted([attempt_scratch, spare_scratch])
+    assert (root / "job-a" / "1" / "runner.log").exists()
+    assert (root / ".spares" / "spare-1").is_dir()
+    assert (dying / "tmp").is_dir(), "a folder a process works in keeps its scratch"
+    assert process.stdin is not None
+    process.stdin.close()
+    process.wait(30)
+    assert cleaner.run_once() == [dying / "tmp"]
