@@ -41,7 +41,7 @@ pytestmark = [
 
 # Reports who it runs as, and what of the TaskManager's it can reach (argv: the paths).
 WHOAMI = """
-import os, stat
+import os, stat, tempfile
 
 def _try(path):
     try:
@@ -62,10 +62,20 @@ def _swap_log():
     except PermissionError:
         return "denied"
 
+def _scratch():
+    # Its temporary files: the attempt's tmp/, its own to write (tempfile, and Spark's JVM).
+    scratch = tempfile.gettempdir()
+    with tempfile.NamedTemporaryFile() as probe:
+        written = os.path.dirname(probe.name) == scratch
+    info = os.stat(scratch)
+    jvm = os.environ.get("SPARK_SUBMIT_OPTS", "")
+    return [scratch, info.st_uid, stat.S_IMODE(info.st_mode), written, jvm]
+
 def main(ctx):
     print("running as uid", os.getuid(), flush=True)
     folder = os.stat(".")
     return {
+        "scratch": _scratch(),
         "uid": os.getuid(),
         "gid": os.getgid(),
         "groups": sorted(os.getgroups()),
@@ -201,6 +211,10 @@ def test_the_driver_runs_as_the_proxy_user_in_a_folder_it_owns(proxied: Proxied)
     assert seen["uid"] == proxied.users.uid
     assert seen["folder_owner"] == proxied.users.uid
     assert seen["folder_mode"] == 0o700
+    scratch, owner, mode, written, jvm_options = seen["scratch"]
+    assert scratch == str(proxied.folder / "work" / "tm-1" / "as-proxy" / "1" / "tmp")
+    assert (owner, mode, written) == (proxied.users.uid, 0o700, True)
+    assert f"-Djava.io.tmpdir={scratch}" in jvm_options
     assert proxied.users.group_gid in seen["groups"]
     assert 0 not in seen["groups"]  # none of root's groups is kept
 
