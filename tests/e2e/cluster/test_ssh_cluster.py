@@ -55,10 +55,15 @@ from pathlib import Path
 
 
 def main(ctx):
-    # Long enough for the leader's host to be cut off under it.
-    seconds = float(ctx.args[0]) if ctx.args else 0.0
-    time.sleep(seconds)
-    return {"slept": seconds}
+    # A number: seconds to sleep. A path: a gate, waited for until the test opens it (the
+    # job runs while the leader's host is cut off under it, however loaded the machine).
+    arg = ctx.args[0] if ctx.args else "0"
+    if arg.startswith("/"):
+        while not Path(arg).exists():
+            time.sleep(0.1)
+        return {"gate": arg}
+    time.sleep(float(arg))
+    return {"slept": float(arg)}
 """
 
 
@@ -280,6 +285,7 @@ def test_a_cluster_across_hosts_started_over_ssh_survives_its_leaders_host_cut_o
     user = site.tmp / "user"
     user.mkdir()
     (user / "sleepy.py").write_text(PIPELINE)
+    gate = site.tmp / "across.gate"
     addresses = ",".join(f"http://{site.addresses[h]}:{JM_PORT}" for h in ("jm1", "jm2"))
     client = [
         "-D",
@@ -296,12 +302,13 @@ def test_a_cluster_across_hosts_started_over_ssh_survives_its_leaders_host_cut_o
         "across",
         "--detach",
         "--",
-        "15",
+        str(gate),
         cwd=user,
     )
     assert submitted.returncode == 0, submitted.stderr
-    # Polled with a CLI process a time (1 to 3 s each under load): the job runs for 15 s, so
-    # that it is seen RUNNING (a fresh clone's loaded run saw a 6-second one never RUNNING).
+    # Polled with a CLI process a time (1 to 3 s each under load, 15 s under two runs at
+    # once): the job runs until the gate opens, so it is seen RUNNING whatever the load (a
+    # job of a fixed 15 s was seen only FINISHED by a run beside another).
     states: list[str | None] = []
 
     def runs() -> bool:
@@ -328,6 +335,7 @@ def test_a_cluster_across_hosts_started_over_ssh_survives_its_leaders_host_cut_o
     )
     assert during.returncode == 0, during.stderr
     assert _document(during)["state"] == "FINISHED"
+    gate.touch()
     assert _job_state(site, client, user, "across", follow=True) == "FINISHED"
 
     cut = site.steward("ops", "cluster", "status", "--json")
