@@ -18,6 +18,7 @@ import pytest
 from jobmanager_harness import JobManagerCluster, PretendTaskManager, submission
 
 from steward.jobmanager.manager import JobManager
+from steward.security import tokens
 from steward.security.source_address import FORWARDED_FOR, FORWARDED_PROOF
 from steward.wire.patterns import MAX_BATCH
 from support import wait_until
@@ -62,9 +63,15 @@ def new_token(cluster: JobManagerCluster, leader: JobManager, name: str, role: s
 
 
 def guess(token: str) -> str:
-    """A token shaped like ``token`` (same id) with a secret of its own."""
-    prefix, _, secret = token.rpartition("_")
-    return f"{prefix}_{secrets.token_urlsafe(len(secret))[: len(secret)]}"
+    """A token shaped like ``token`` (same id) with a whole secret of its own, never the
+    right one. (Cutting the token at its last ``_`` kept the head of a secret that holds one,
+    base64url's, and guessed its tail: a one-character tail was right one time in 64.)"""
+    parsed = tokens.parse(token)
+    assert parsed is not None, "a Steward token"
+    while True:
+        secret = secrets.token_urlsafe(len(parsed.secret))[: len(parsed.secret)]
+        if secret != parsed.secret:
+            return f"{tokens.PREFIX}{parsed.id}_{secret}"
 
 
 def guess_until_refused(jm: JobManager, address: str, token: str) -> list[int]:
