@@ -43,7 +43,8 @@ def with_scratch(
     env: Mapping[str, str] | None, scratch: Path, job_env: Mapping[str, str] | None = None
 ) -> dict[str, str]:
     """``env`` (None: this process's) with ``TMPDIR`` and the driver JVM's ``java.io.tmpdir``
-    pointed at ``scratch``, except where the job's own ``job_env`` chose them."""
+    pointed at ``scratch``, except a ``TMPDIR`` the job's own ``job_env`` sets and a
+    ``java.io.tmpdir`` already in ``env``'s ``SPARK_SUBMIT_OPTS`` (the job's or the host's)."""
     result = dict(os.environ if env is None else env)
     if "TMPDIR" not in (job_env or {}):
         result["TMPDIR"] = str(scratch)

@@ -10,10 +10,6 @@ under ``.spares/``. This module owns when they go: ``taskmanager.workdir.retenti
 - a spare died, or the attempt it was handed to ended (:mod:`steward.taskmanager.spares`);
 - for folders found at start (earlier runs of this TaskManager id): their last change.
 
-An attempt's or a spare's scratch folder (``tmp/``, :mod:`steward.taskmanager.scratch`) goes
-at once instead, on the same conditions (no retention, and no wait for the log's archive):
-its temporary files, up to a whole shuffle, are nobody's once its processes are gone.
-
 and only when, at that moment,
 
 - the TaskManager does not know an attempt of that folder (an attempt re-offered after a
@@ -25,6 +21,11 @@ and only when, at that moment,
   (:func:`paths_in_use`, one scan of ``/proc`` per pass that has folders due);
 - its log is not waiting to be archived (``keep``, :mod:`steward.taskmanager.log_archiver`):
   the local copy goes only once the HA storage has one, however long the storage is away.
+
+An attempt's or a spare's scratch folder (``tmp/``, :mod:`steward.taskmanager.scratch`) is
+due at once instead (no retention, no wait for the log's archive; an earlier run's while no
+process uses its attempt's folder): its temporary files, up to a whole shuffle, are nobody's
+once its processes are gone.
 
 Removal runs on its own thread (never on the heartbeat path), logs one INFO line per folder,
 and a failure is logged, never raised: the folder is left for the next start to retry.
@@ -58,8 +59,6 @@ attempt of ``job_id`` (``attempt`` None: any attempt) is known; True if it ran."
 
 SPARES = ".spares"
 TRASH = ".trash"
-_SCRATCH = ("scratch folder", False)
-"""A scratch folder's ``what`` and ``waits_for_archive``."""
 _RETRY_INTERVAL = 1.0
 _MAX_WAIT = 5.0
 
@@ -75,6 +74,26 @@ class _Due:
     watched: Path | None = None
     """The folder no process may use for this one to go (None: this one): for the scratch of
     an earlier run's folder, that folder, where a dying runner of that run may still work."""
+
+
+def _scratch_of(
+    folder: Path,
+    due: float,
+    job_id: str | None = None,
+    attempt: int | None = None,
+    *,
+    watched: Path | None = None,
+) -> _Due:
+    """The removal of ``folder``'s scratch: due at ``due``, whatever its log's archive."""
+    return _Due(
+        scratch_dir(folder),
+        due,
+        job_id,
+        attempt,
+        what="scratch folder",
+        waits_for_archive=False,
+        watched=watched,
+    )
 
 
 class WorkdirCleaner:
@@ -127,13 +146,13 @@ class WorkdirCleaner:
         """The attempt is forgotten (outcome acknowledged, group gone, lease released)."""
         folder = self.root / job_id / str(attempt)
         now = self._clock()
-        self._schedule(_Due(scratch_dir(folder), now, job_id, attempt, *_SCRATCH))
+        self._schedule(_scratch_of(folder, now, job_id, attempt))
         self._schedule(_Due(folder, now + self.retention, job_id, attempt))
 
     def folder_ended(self, folder: Path) -> None:
         """A spare's folder whose processes are gone."""
         now = self._clock()
-        self._schedule(_Due(scratch_dir(folder), now, None, None, *_SCRATCH))
+        self._schedule(_scratch_of(folder, now))
         self._schedule(_Due(folder, now + self.retention, what="spare folder"))
 
     def _schedule(self, entry: _Due) -> None:
@@ -175,10 +194,8 @@ class WorkdirCleaner:
                 self._remove_job_dir(job_dir.name)
 
     def _leftover_scratch(self, folder: Path, job_id: str | None, attempt: int | None) -> None:
-        scratch = scratch_dir(folder)
-        if scratch.is_dir():
-            entry = _Due(scratch, self._clock(), job_id, attempt, *_SCRATCH, folder)
-            self._schedule(entry)
+        if scratch_dir(folder).is_dir():
+            self._schedule(_scratch_of(folder, self._clock(), job_id, attempt, watched=folder))
 
     # ------------------------------------------------------------------ removing
 
