@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -15,7 +16,7 @@ from kazoo.client import KazooClient
 
 from steward.errors import EnvironmentMissingError, ManagedZooKeeperError, PortInUseError
 from steward.zookeeper.fourletter import ServerMode, four_letter_word, serving_mode
-from steward.zookeeper.install import ZOOKEEPER_HINT, pyspark_classpath
+from steward.zookeeper.install import ZOOKEEPER_HINT, locate_install, pyspark_classpath
 from steward.zookeeper.managed import ManagedEnsemble, ServerStatus
 from support import ZK_TEST_ROOT, free_zookeeper_port, wait_until
 
@@ -314,6 +315,8 @@ def test_zookeeper_home_distribution_layout_is_used(
         (home / "lib" / jar.name).symlink_to(jar)
     server_jar = next(home / "lib" / Path(j).name for j in jars if "/zookeeper-3" in j)
     monkeypatch.setenv("ZOOKEEPER_HOME", str(home))
+    # A classpath of this test's own: no class archive recorded for it in the user's cache
+    monkeypatch.setenv("SERVER_JVMFLAGS", "-Xshare:off")
     ensemble = ManagedEnsemble(tmp_path / "zk")
     try:
         (status,) = ensemble.start(1, free_zookeeper_port())
@@ -356,6 +359,35 @@ def test_server_jvmflags_reach_the_server_jvm_as_with_zkserver_sh(
         assert "-XX:TieredStopAtLevel=1" in command
     finally:
         ensemble.stop()
+
+
+def test_the_first_start_records_a_class_archive_that_the_jvm_maps(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    ensemble = ManagedEnsemble(tmp_path / "zk")
+    try:
+        (status,) = ensemble.start(1, free_zookeeper_port())
+        (archive,) = (cache / "steward" / "zookeeper-classes").glob("*.jsa")
+        assert status.pid is not None
+        assert f"-XX:SharedArchiveFile={archive}" in psutil.Process(status.pid).cmdline()
+    finally:
+        ensemble.stop()
+    # And the archive fits this classpath: with -Xshare:on the JVM refuses one that does not,
+    # and ZooKeeper's classes load from it rather than from the jars
+    install = locate_install()
+    mapped = ["-Xshare:on", f"-XX:SharedArchiveFile={archive}", "-Xlog:class+load=info"]
+    classpath = ["-cp", os.pathsep.join(install.classpath)]
+    version = subprocess.run(
+        [str(install.java), *mapped, *classpath, "org.apache.zookeeper.Version"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert version.returncode == 0, version.stdout + version.stderr
+    assert "org.apache.zookeeper.Version source: shared objects file (top)" in version.stdout
 
 
 # -- CLI --------------------------------------------------------------------------------------

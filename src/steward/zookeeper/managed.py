@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import fcntl
 import logging
+import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -32,6 +34,7 @@ import psutil
 
 from steward.errors import ManagedZooKeeperError
 from steward.supervisor.detached import find_live, is_frozen, log_tail, spawn, terminate
+from steward.zookeeper.class_archive import with_class_archive
 from steward.zookeeper.fourletter import ServerMode, connected_clients, serving_mode
 from steward.zookeeper.install import ZooKeeperInstall, locate_install
 from steward.zookeeper.layout import (
@@ -125,7 +128,11 @@ class ManagedEnsemble:
         within ``timeout`` (everything started is stopped again).
         """
         plan = plan_ports(servers, client_port, host)
-        install = locate_install()
+        return self._start(plan, server_install(), timeout)
+
+    def _start(
+        self, plan: list[ServerPorts], install: ZooKeeperInstall, timeout: float
+    ) -> list[ServerStatus]:
         with self._locked():
             state = self._resume_or_new(plan)
             down = [r.ports for r in state.servers if _live(r) is None]
@@ -177,7 +184,7 @@ class ManagedEnsemble:
                 return
             if not self._prefix(1):
                 check_ports_free([record.ports], standalone=len(state.servers) == 1)
-            state = self._spawn(state, record.ports, locate_install())
+            state = self._spawn(state, record.ports, server_install())
             if wait:
                 self._await_or_kill(state, [server_id], timeout)
 
@@ -336,6 +343,30 @@ class ManagedEnsemble:
         with (self.data_dir / ".lock").open("a") as handle:
             fcntl.flock(handle, fcntl.LOCK_EX)
             yield
+
+
+def server_install() -> ZooKeeperInstall:
+    """This machine's ZooKeeper, its servers mapping the class archive (recorded first if
+    there is none yet: see class_archive.py)."""
+    return with_class_archive(locate_install(), _train)
+
+
+def _train(install: ZooKeeperInstall) -> None:
+    """One standalone server of ``install`` in a throwaway folder, run until it serves and
+    stopped gracefully: the class archive's training run."""
+    with tempfile.TemporaryDirectory(prefix="steward-zookeeper-classes-") as folder:
+        ensemble = ManagedEnsemble(folder)
+        try:
+            ensemble._start(plan_ports(1, _free_port()), install, timeout=60.0)
+        finally:
+            ensemble.stop()
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((LOOPBACK, 0))
+        port: int = probe.getsockname()[1]
+        return port
 
 
 def _live(record: ServerRecord) -> psutil.Process | None:

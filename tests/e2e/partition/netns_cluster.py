@@ -23,8 +23,8 @@ from steward.client import Client
 from steward.supervisor.detached import spawn, terminate
 from steward.testing.processes import Proc, ProcessCluster
 from steward.zookeeper.fourletter import four_letter_word
-from steward.zookeeper.install import locate_install
 from steward.zookeeper.layout import SERVER_SETTINGS
+from steward.zookeeper.managed import server_install
 from support import wait_until
 
 T = TypeVar("T")
@@ -49,7 +49,7 @@ class NamespacedZooKeeper:
         }
         config = data_dir / "zoo.cfg"
         config.write_text("".join(f"{key}={value}\n" for key, value in settings.items()))
-        command = [*network.exec_prefix(ZK), *locate_install().server_command(config)]
+        command = [*network.exec_prefix(ZK), *server_install().server_command(config)]
         self.log = data_dir / "zookeeper.log"
         self._child, _record = spawn(command, self.log, marker=str(config))
         self._observer = observer
