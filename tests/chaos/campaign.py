@@ -348,6 +348,8 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--fault-interval", type=float, default=8.0, help="mean s between faults")
     parser.add_argument("--session-timeout", type=float, default=4.0)
     parser.add_argument("--in-flight", type=int, default=6)
+    parser.add_argument("--jobmanagers", type=int, default=3)
+    parser.add_argument("--taskmanagers", type=int, default=3)
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--keep-workdir", action="store_true")
     parser.add_argument(
@@ -385,6 +387,8 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
         parser.error("--spark-share must be between 0 and 1")
     if args.fault_interval <= 0 or args.in_flight < 1 or args.session_timeout <= 0:
         parser.error("--fault-interval, --session-timeout and --in-flight must be positive")
+    if args.jobmanagers < 1 or args.taskmanagers < 1:
+        parser.error("--jobmanagers and --taskmanagers must be at least 1")
     return args
 
 
@@ -396,6 +400,8 @@ def main(argv: list[str] | None = None) -> int:
         duration=args.duration,
         workdir=args.workdir,
         session_timeout=args.session_timeout,
+        jobmanagers=args.jobmanagers,
+        taskmanagers=args.taskmanagers,
         workload=WorkloadSettings(in_flight=args.in_flight, spark_share=args.spark_share),
         fault_interval=args.fault_interval,
         keep_workdir=args.keep_workdir,
