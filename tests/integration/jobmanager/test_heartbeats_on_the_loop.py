@@ -10,7 +10,6 @@ wait on heartbeat threads and the loop goes on answering.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -121,17 +120,16 @@ def test_heartbeats_wait_off_the_loop_while_the_table_lock_is_held(
             for sender in senders:
                 sender.start()
             wait_until(lambda: len(blocking) == 2, 10.0, "both wait for the lock on threads")
-            started = time.monotonic()
+            # The lock is released only once the probe has its answer: had a heartbeat waited
+            # for it on the event loop, the probe could not be answered and would time out.
             with httpx.Client(timeout=10.0) as probe:
                 health = probe.get(cluster.url(leader, "/healthz"))
-            took = time.monotonic() - started
             assert replies == []
         finally:
             lock.release()
         for sender in senders:
             sender.join(10.0)
     assert health.status_code == 200
-    assert took < 1.0, f"/healthz took {took:.2f}s while the table's lock was held"
     assert [[(a.job_id, a.attempt) for a in r.acks] for r in replies] == [[("job-1", 1)]] * 2
     assert [c["metadata"] for c in cluster.job(leader, "job-1")["checkpoints"]] == [{"offset": 7}]
     assert f"{leader.id}-rest" not in threads + blocking
