@@ -48,11 +48,13 @@ SESSION_TIMEOUT = "4s"
 JM_PORT = 8081
 SSH_HOSTS = ("jm1", "jm2", "tm1", "tm2")
 ZK_HOSTS = ("zk1", "zk2", "zk3")
+# Four processes started over SSH, one after another: the default 60 s ran out at load 15,
+# tm-2 (the last one started) registered but not yet in the JobManagers' views.
+START_BUDGET = ("--timeout", "180")
 
 PIPELINE = """\
 import time
 from pathlib import Path
-
 
 def main(ctx):
     # A number: seconds to sleep. A path: a gate, waited for until the test opens it (the
@@ -253,16 +255,9 @@ def test_a_cluster_across_hosts_started_over_ssh_survives_its_leaders_host_cut_o
 
     masters, workers = site.hosts_files()
     started = site.steward(
-        "ops",
-        *settings,
-        "cluster",
-        "start",
-        "--masters",
-        str(masters),
-        "--workers",
-        str(workers),
-        "--json",
-    )
+        "ops", *settings, "cluster", "start", "--masters", str(masters),
+        "--workers", str(workers), "--json", *START_BUDGET,
+    )  # fmt: skip
     assert started.returncode == 0, started.stderr
     status = _document(started)
     processes = {p["id"]: p for p in status["processes"]}
@@ -376,7 +371,7 @@ def test_a_cluster_across_hosts_with_tls_serves_https_on_every_jobmanager_host(
     masters, workers = site.hosts_files()
     started = site.steward(
         "ops", *settings, "cluster", "start", "--tls", "--masters", str(masters),
-        "--workers", str(workers), "--json",
+        "--workers", str(workers), "--json", *START_BUDGET,
     )  # fmt: skip
     assert started.returncode == 0, started.stderr
     status = _document(started)
