@@ -40,13 +40,15 @@ DEADLINE = 60.0
 QUORUM_KEY = "high-availability.zookeeper.quorum"
 
 
-def _quorum_of(ensemble: ManagedEnsemble, *, mode: ServerMode | None = None, but: int = 0) -> str:
-    """The connect string of the ensemble's servers in ``mode`` (any if None), but ``but``."""
-    return ",".join(
-        f"127.0.0.1:{status.client_port}"
-        for status in ensemble.status()
-        if (mode is None or status.mode is mode) and status.server_id != but
-    )
+def _modes(ensemble: ManagedEnsemble) -> dict[int, ServerMode | None]:
+    """Each server's role, once the whole ensemble serves (a probe a loaded server is slow to
+    answer is asked again, not taken for a server that does not serve)."""
+    return {status.server_id: status.mode for status in ensemble.wait_serving(DEADLINE)}
+
+
+def _quorum_of(ensemble: ManagedEnsemble, servers: list[int]) -> str:
+    """The connect string of ``servers``."""
+    return ",".join(f"127.0.0.1:{ensemble.client_ports[sid]}" for sid in servers)
 
 
 def _zk_server_of(proc: Proc, ensemble: ManagedEnsemble) -> int | None:
@@ -72,12 +74,13 @@ def test_leader_keeps_leading_through_its_zookeeper_server_going_away(
 ) -> None:
     # Given: two JobManagers on the ensemble's followers; the leader's server, a follower;
     # TaskManagers on the others.
-    cluster3.settings[QUORUM_KEY] = _quorum_of(zk3, mode=ServerMode.FOLLOWER)
+    followers = [sid for sid, mode in _modes(zk3).items() if mode is ServerMode.FOLLOWER]
+    cluster3.settings[QUORUM_KEY] = _quorum_of(zk3, followers)
     cluster3.start_jobmanager("jm-1")
     cluster3.start_jobmanager("jm-2")
     leader = cluster3.wait_ready(taskmanagers=0)
     server = wait_until(lambda: _zk_server_of(leader, zk3), DEADLINE, message="leader's server")
-    others = _quorum_of(zk3, but=server)
+    others = _quorum_of(zk3, [sid for sid in zk3.client_ports if sid != server])
     cluster3.start_taskmanager("tm-1", quorum=others)
     cluster3.start_taskmanager("tm-2", quorum=others)
     cluster3.wait_ready(taskmanagers=2)
@@ -91,7 +94,7 @@ def test_leader_keeps_leading_through_its_zookeeper_server_going_away(
         epoch = zk_view3.epoch()
 
         # When: the leader's server, still a follower, stops, or freezes and is thawed later.
-        modes = {status.server_id: status.mode for status in zk3.status()}
+        modes = _modes(zk3)
         assert modes[server] is ServerMode.FOLLOWER, modes
         if hiccup == "stop":
             zk3.stop_server(server)
