@@ -8,7 +8,8 @@ does not spend on the work. Two measures, each in fresh processes, as user+syste
 
 - imports: ``python -c "import ..."`` of each entry point's modules (what a process imports
   before its first line of work), ``--rounds`` times in rotated order, median reported (the
-  child's own rusage once imported, its exit left out);
+  child's own rusage once imported, its exit left out), after one unmeasured import of each
+  that writes the bytecode the next ones read (none with ``--no-warm-up``);
 - processes: a real JobManager (``steward.testing.processes``, against a temporary ZooKeeper)
   from its start to answering ``/readyz`` 200 as the leader, and a TaskManager from its start
   to being listed by that leader, ``--starts`` times each; the process's CPU when it got there.
@@ -99,12 +100,13 @@ def import_cpu(code: str, source: str | None = None) -> float:
 
 
 def measure_imports(
-    rounds: int, baseline: str | None = None
+    rounds: int, baseline: str | None = None, *, warm_up: bool = True
 ) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
     """Each entry point's import CPU from this tree, and (``baseline``: a source folder) from
-    that one, each import of one next to the other's, in alternating order."""
+    that one, each import of one next to the other's, in alternating order; after one import
+    of each, not measured, if ``warm_up``."""
     sources = [None] if baseline is None else [None, baseline]
-    for code in IMPORTS.values():  # not measured: writes the bytecode the next ones read
+    for code in IMPORTS.values() if warm_up else ():  # writes the bytecode the next ones read
         for source in sources:
             import_cpu(code, source)
     seconds: dict[str, list[float]] = {name: [] for name in IMPORTS}
@@ -223,19 +225,27 @@ def main() -> int:
     cli.add_argument(
         "--baseline-src", default=None, help="a source folder whose imports to alternate with"
     )
+    cli.add_argument(
+        "--no-warm-up",
+        action="store_true",
+        help="no unmeasured import first (a smoke run; or the bytecode is written already)",
+    )
     args = cli.parse_args()
     parameters: Json = {
         "rounds": args.rounds or (3 if args.quick else 9),
         "starts": args.starts or (1 if args.quick else 5),
         "processes": not args.no_processes,
         "baseline_src": args.baseline_src,
+        "warm_up": not args.no_warm_up,
         "python": sys.executable,
         "pythonpath": os.environ.get("PYTHONPATH", ""),
     }
 
     def body() -> Json:
         with temp_zookeeper("startup") as zookeeper:
-            now, before = measure_imports(parameters["rounds"], args.baseline_src)
+            now, before = measure_imports(
+                parameters["rounds"], args.baseline_src, warm_up=parameters["warm_up"]
+            )
             results: Json = {"imports": medians(now)}
             if before:
                 results["imports_baseline"] = medians(before)

@@ -72,10 +72,14 @@ def startup_cost() -> dict[str, Any]:
     point, from this tree and alternated with a baseline source, and a real JobManager and
     TaskManager start. (Two runs, one of them --no-processes, imported this tree's entry points
     twice and started a ZooKeeper each: about 9 CPU-s more.)"""
-    # The baseline is this very tree: the comparison runs, whatever its figures.
+    # The baseline is this very tree: the comparison runs, whatever its figures. No warm-up:
+    # its imports (one per entry point and source, unmeasured) were 14 of the run's 28 fresh
+    # interpreters, and a smoke wants no stable figure.
     source = str(Path(steward.__file__).resolve().parents[1])
     return run_benchmark(
-        "startup_cost.py", "--quick", "--rounds", "1", "--baseline-src", source, timeout=420
+        "startup_cost.py",
+        *("--quick", "--rounds", "1", "--no-warm-up", "--baseline-src", source),
+        timeout=420,
     )
 
 

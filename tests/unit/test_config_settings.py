@@ -62,6 +62,7 @@ OTHER_VALUES: dict[str, str] = {
     "jobmanager.cancel-grace": "3s",
     "jobmanager.replacement-grace": "2s",
     "jobmanager.upload.max-size": "1g",
+    "jobmanager.artifact.max-size": "16m",
     "jobmanager.livy.allowed-sources": "/data/jobs, s3://bucket/jobs/",
     "jobmanager.contents.retention": "2h",
     "jobmanager.results.max-age": "365d",
@@ -172,6 +173,7 @@ def test_defaults_give_the_documented_typed_values(_isolated_cwd: Path) -> None:
         cancel_grace=10.0,
         replacement_grace=1.0,
         upload_max_size=8 << 30,
+        artifact_max_size=64 << 20,
         livy_allowed_sources="",
         contents_retention=3600.0,
         events_keep_alive=15.0,
@@ -209,6 +211,7 @@ def test_overrides_arrive_parsed_and_typed() -> None:
     )
     assert settings.jobmanager.initialize_timeout == 120.0
     assert settings.jobmanager.upload_max_size == 1 << 30
+    assert settings.jobmanager.artifact_max_size == 16 << 20
     assert settings.jobmanager.livy_allowed_sources == "/data/jobs, s3://bucket/jobs/"
     assert settings.taskmanager.slots == 5
     assert settings.taskmanager.workdir == Path("/srv/steward/work")

@@ -260,6 +260,19 @@ PROCESS_OPTIONS: tuple[Option, ...] = (
         setting="jobmanager.upload_max_size",
     ),
     Option(
+        "jobmanager.artifact.max-size",
+        to_size,
+        "64MiB",
+        "Largest pipeline (the `.py` file or zipped folder) a submission may carry in its body"
+        " (`POST /v1/jobs`, a batch's artifacts in all, a Livy batch's `file`). The body is read"
+        " and decoded in the JobManager's memory, base64 and all (a third more), so this stays"
+        " small; data and large files travel as named files instead (`jobmanager.upload.max-size`)."
+        " A submission over it is refused with 413 and nothing is stored. Any JobManager enforces"
+        " its own value.",
+        lambda v: None if v >= 1 else "must be at least one byte",
+        setting="jobmanager.artifact_max_size",
+    ),
+    Option(
         "jobmanager.livy.allowed-sources",
         to_str,
         "",

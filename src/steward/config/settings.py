@@ -137,6 +137,8 @@ class JobManagerSettings:
     """Wait before replacing a lost attempt."""
     upload_max_size: int
     """Largest file PUT /v1/contents accepts."""
+    artifact_max_size: int
+    """Largest pipeline a submission's body may carry."""
     livy_allowed_sources: str
     """Comma-separated folders and URL prefixes ``POST /batches`` may read."""
     contents_retention: float

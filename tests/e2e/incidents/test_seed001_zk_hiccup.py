@@ -10,6 +10,12 @@ attempts of a job ever overlap.
 The server the leader is connected to is found from the leader's own TCP connections; the
 TaskManagers are kept on the other two servers (a TaskManager cut off from ZooKeeper longer
 than ``taskmanager.fence-after`` rightly kills its attempts, which is another test's subject).
+As in the seed, the server lost is a follower: the JobManagers are given the ensemble's
+followers. A frozen ensemble *leader* would cut the TaskManagers off too (their round trips
+need it) until the others elect another (syncLimit 3 s and an election), past this cluster's
+fence-after (2.4 s at its 4 s session): then the TaskManagers rightly fence, which a starved
+test process, slow to see its leader move and thaw the server, once made happen here. The
+leader's own term on a failing ensemble leader: tests/integration/test_seed001_zk_server_loss.py.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from e2e.incidents.truth import GroundTruth
 from e2e.incidents.zkview import ZkView
 from steward.testing.processes import Proc, ProcessCluster
 from steward.wire.states import JobState
+from steward.zookeeper.fourletter import ServerMode
 from steward.zookeeper.managed import ManagedEnsemble
 from support import wait_until
 
@@ -30,6 +37,18 @@ pytestmark = pytest.mark.zookeeper
 LONG = ["long-1", "long-2"]
 DONE = "finished-before"
 DEADLINE = 60.0
+QUORUM_KEY = "high-availability.zookeeper.quorum"
+
+
+def _modes(ensemble: ManagedEnsemble) -> dict[int, ServerMode | None]:
+    """Each server's role, once the whole ensemble serves (a probe a loaded server is slow to
+    answer is asked again, not taken for a server that does not serve)."""
+    return {status.server_id: status.mode for status in ensemble.wait_serving(DEADLINE)}
+
+
+def _quorum_of(ensemble: ManagedEnsemble, servers: list[int]) -> str:
+    """The connect string of ``servers``."""
+    return ",".join(f"127.0.0.1:{ensemble.client_ports[sid]}" for sid in servers)
 
 
 def _zk_server_of(proc: Proc, ensemble: ManagedEnsemble) -> int | None:
@@ -53,14 +72,15 @@ def test_leader_keeps_leading_through_its_zookeeper_server_going_away(
     zk_view3: ZkView,
     truth: GroundTruth,
 ) -> None:
-    # Given: two JobManagers; the leader's ZooKeeper server; TaskManagers on the others.
+    # Given: two JobManagers on the ensemble's followers; the leader's server, a follower;
+    # TaskManagers on the others.
+    followers = [sid for sid, mode in _modes(zk3).items() if mode is ServerMode.FOLLOWER]
+    cluster3.settings[QUORUM_KEY] = _quorum_of(zk3, followers)
     cluster3.start_jobmanager("jm-1")
     cluster3.start_jobmanager("jm-2")
     leader = cluster3.wait_ready(taskmanagers=0)
     server = wait_until(lambda: _zk_server_of(leader, zk3), DEADLINE, message="leader's server")
-    others = ",".join(
-        f"127.0.0.1:{port}" for sid, port in zk3.client_ports.items() if sid != server
-    )
+    others = _quorum_of(zk3, [sid for sid in zk3.client_ports if sid != server])
     cluster3.start_taskmanager("tm-1", quorum=others)
     cluster3.start_taskmanager("tm-2", quorum=others)
     cluster3.wait_ready(taskmanagers=2)
@@ -73,7 +93,9 @@ def test_leader_keeps_leading_through_its_zookeeper_server_going_away(
         kit.wait_running(client, truth, LONG, DEADLINE)
         epoch = zk_view3.epoch()
 
-        # When: the leader's server stops, or freezes and is thawed later.
+        # When: the leader's server, still a follower, stops, or freezes and is thawed later.
+        modes = _modes(zk3)
+        assert modes[server] is ServerMode.FOLLOWER, modes
         if hiccup == "stop":
             zk3.stop_server(server)
         else:

@@ -24,7 +24,7 @@ from jobmanager_harness import (
 
 from steward.client import Client
 from steward.errors import JobRejectedError
-from steward.jobmanager.rest.jobs_submit import MAX_ARTIFACT_BYTES, MAX_SUBMISSION_BYTES
+from steward.jobmanager.rest.jobs_submit import submission_bytes
 from steward.store.blob import BlobStore
 from steward.testing.credentials import auth_headers
 from steward.wire.jobs import JobGraph
@@ -34,6 +34,11 @@ from support import wait_until
 pytestmark = pytest.mark.zookeeper
 
 WAITING = "waiting for a TaskManager to register"
+ARTIFACT_LIMIT = 1 << 20
+"""The size tests' ``jobmanager.artifact.max-size``: the default's code path, a 64th of its
+bytes (each 64 MiB was seconds of the interpreter lock taken from the in-process leader's
+ZooKeeper session, which a loaded machine stretched past the client's timeout)."""
+LIMITED = {"jobmanager.artifact.max-size": str(ARTIFACT_LIMIT)}
 
 
 def test_openapi_health_and_cluster_on_leader_and_standby(cluster: JobManagerCluster) -> None:
@@ -367,18 +372,12 @@ def test_standby_without_a_leader_reads_and_answers_503_to_writes(
 def test_a_submission_over_the_limit_is_refused_without_being_stored(
     cluster: JobManagerCluster,
 ) -> None:
-    # Built before the leader starts: the JobManager runs in this process, and encoding 85 MB
-    # holds the interpreter lock long enough for its liveness probe to move to another server
-    # (a client in another process, as in production, takes nothing from the leader).
-    big = json.dumps(submission("job-big", source=b"#" * (MAX_ARTIFACT_BYTES + 1))).encode()
-    leader = cluster.start_leader("jm-1")
-    # Under the body's limit, so the leader reads and decodes all 85 MB before it refuses:
-    # seconds on a loaded machine, past the harness's usual 15 s.
+    big = json.dumps(submission("job-big", source=b"#" * (ARTIFACT_LIMIT + 1))).encode()
+    leader = cluster.start_leader("jm-1", **LIMITED)
+    # Under the body's limit, so the leader reads and decodes it all before it refuses.
+    assert len(big) < submission_bytes(ARTIFACT_LIMIT)
     answer = cluster.http.post(
-        cluster.url(leader, "/v1/jobs"),
-        content=big,
-        headers={"content-type": "application/json"},
-        timeout=120,
+        cluster.url(leader, "/v1/jobs"), content=big, headers={"content-type": "application/json"}
     )
     assert answer.status_code == 413
     assert answer.json()["code"] == "too_large"
@@ -391,10 +390,11 @@ def test_an_endless_submission_is_cut_off_at_the_limit_not_read_to_its_end(
 ) -> None:
     """No Content-Length (chunked): the leader stops reading once the limit is passed, instead
     of holding everything a client sends in memory."""
-    leader = cluster.start_leader("jm-1")
+    leader = cluster.start_leader("jm-1", **{"jobmanager.artifact.max-size": "8m"})
+    limit = submission_bytes(8 << 20)
     chunk = b"x" * (1024 * 1024)
     sent = 0
-    endless = 4 * MAX_SUBMISSION_BYTES
+    endless = 4 * limit
 
     def body() -> Iterator[bytes]:
         nonlocal sent
@@ -413,23 +413,23 @@ def test_an_endless_submission_is_cut_off_at_the_limit_not_read_to_its_end(
     else:
         assert answer.status_code == 413
     # What the kernel's socket buffers hold beyond the limit is small next to the rest.
-    assert sent < 2 * MAX_SUBMISSION_BYTES
+    assert sent < 2 * limit
     assert cluster.get(leader, "/readyz").status_code == 200
 
 
-@pytest.mark.parametrize("size", [MAX_ARTIFACT_BYTES + 1024, 2 * MAX_ARTIFACT_BYTES])
+@pytest.mark.parametrize("size", [ARTIFACT_LIMIT + 1024, 2 * ARTIFACT_LIMIT])
 def test_the_client_says_a_pipeline_is_too_large(
     cluster: JobManagerCluster, tmp_path: Path, size: int
 ) -> None:
     """Just over the artifact limit (the leader decodes it, then refuses) and far over it (the
     body is refused from its Content-Length, while the client is still sending): the same
     clear error, no retries against other JobManagers, nothing stored."""
-    leader = cluster.start_leader("jm-1")
+    leader = cluster.start_leader("jm-1", **LIMITED)
     folder = tmp_path / "big-pipeline"
     folder.mkdir()
     (folder / "main.py").write_text("def main(ctx):\n    return 1\n")
     (folder / "model.bin").write_bytes(os.urandom(size))  # random: the zip does not shrink it
-    refused = pytest.raises(JobRejectedError, match="limited to 67108864 bytes")
+    refused = pytest.raises(JobRejectedError, match=f"limited to {ARTIFACT_LIMIT} bytes")
     with Client([cluster.url(leader, "")], timeout=30) as client, refused:
         client.submit(folder, job_id="big")
     assert not cluster.exists(cluster.layout.jobgraph("big"))

@@ -38,8 +38,8 @@ from .auth import client_address
 from .backend import ApiBackend, LeaderTerm
 from .errors import ApiError, describe, rate_limited
 from .jobs_submit import (
-    MAX_ARTIFACT_BYTES,
     answered,
+    artifact_limit,
     leader_or_forward,
     store_request,
 )
@@ -73,8 +73,7 @@ async def submit_batch(request: Request) -> Response:
 
 async def batch_route(request: Request) -> Response:
     """``POST /v1/jobs/batch``, answered on the lean path (:mod:`.direct`)."""
-    limit = f"a batch is limited to {MAX_ARTIFACT_BYTES} bytes of artifacts in all"
-    return await answered(request, limit, _submit)
+    return await answered(request, lambda most: f"a batch is limited to {most} in all", _submit)
 
 
 def _submit(
@@ -143,6 +142,7 @@ def _storer(
     where: str | None,
 ) -> Callable[[dict[str, JsonValue], bool], BatchItemResult]:
     team, grants = default_team(backend), proxy_grants(backend)
+    most = artifact_limit(backend)
 
     def store(item: dict[str, JsonValue], duplicate: bool) -> BatchItemResult:
         job_id = _job_id(item)
@@ -151,7 +151,14 @@ def _storer(
             request = _item(item, job_id, duplicate=duplicate)
             digest = hashlib.sha256(request.model_dump_json().encode()).hexdigest()
             view = store_request(
-                dispatcher, contents, caller, request, digest, default=team, grants=grants
+                dispatcher,
+                contents,
+                caller,
+                request,
+                digest,
+                default=team,
+                grants=grants,
+                most=most,
             )
         except ApiError as exc:
             audit.record("job.submit", caller, client=where, outcome=str(exc.status))

@@ -1,14 +1,14 @@
 """A submission's body into a stored job: size limit, parsing, checks, then the leader's submit.
 
 ``POST /v1/jobs`` carries a spec and the pipeline (a .py file or a zipped folder) in base64.
-The body is read within :data:`MAX_SUBMISSION_BYTES`; on a standby it is forwarded to the
-leader as it came; on the leader the spec is completed (a job id, spark-submit's options),
-validated, the artifact checked, and the job stored with every file it names pinned. The job
-records its submitter (the caller's name, whatever the spec says) and its team (one the caller
-is in: :mod:`steward.security.teams`; 403 and nothing stored otherwise); each outcome is
-audited. A job id another team's job took is refused without that job's result.
-This is the route's side of a submission (beside :mod:`.jobs`); the leader's side, which
-stores the job, is :mod:`steward.jobmanager.leader.submissions`.
+The body is read within :func:`submission_bytes` of ``jobmanager.artifact.max-size``; on a
+standby it is forwarded to the leader as it came; on the leader the spec is completed (a job
+id, spark-submit's options), validated, the artifact checked, and the job stored with every
+file it names pinned. The job records its submitter (the caller's name, whatever the spec
+says) and its team (one the caller is in: :mod:`steward.security.teams`; 403 and nothing
+stored otherwise); each outcome is audited. A job id another team's job took is refused
+without that job's result. This is the route's side of a submission (beside :mod:`.jobs`);
+the leader's side, which stores the job, is :mod:`steward.jobmanager.leader.submissions`.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import hashlib
 import itertools
 import re
 import time
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import httpx
@@ -54,9 +55,6 @@ from .forwarding import forward, leading
 from .state import services_of
 from .teams import check_proxy, default_team, proxy_grants
 
-MAX_ARTIFACT_BYTES = 64 * 1024 * 1024
-MAX_SUBMISSION_BYTES = MAX_ARTIFACT_BYTES * 4 // 3 + 64 * 1024
-"""A submission's body: the artifact in base64 plus room for the spec."""
 MAX_JSON_DEPTH = 32
 """A submission nests objects and arrays at most this deep (a spec needs 4)."""
 CHECKED = CheckedArtifacts()
@@ -71,8 +69,7 @@ needs about 1000)."""
 async def submission_route(request: Request) -> Response:
     """``POST /v1/jobs``, answered on the lean path (:mod:`.direct`); the FastAPI route of the
     same path delegates here."""
-    limit = f"submissions are limited to {MAX_ARTIFACT_BYTES} bytes of artifact"
-    return await answered(request, limit, submit)
+    return await answered(request, lambda most: f"submissions are limited to {most}", submit)
 
 
 class Submitter(Protocol):
@@ -90,9 +87,23 @@ class Submitter(Protocol):
     ) -> Response: ...
 
 
-async def answered(request: Request, limit: str, submitter: Submitter) -> Response:
-    """A submission route's answer: the caller's body read (``limit`` past the submission
-    limit), then ``submitter`` on a worker thread (it waits for ZooKeeper)."""
+Limit = Callable[[str], str]
+"""The 413's message of a route, given the artifact limit in words (``64 bytes of artifact``)."""
+
+
+def artifact_limit(backend: ApiBackend) -> int:
+    """The most bytes of artifact one submission carries: ``jobmanager.artifact.max-size``."""
+    return backend.config.settings.jobmanager.artifact_max_size
+
+
+def submission_bytes(artifact_bytes: int) -> int:
+    """A submission's body: ``artifact_bytes`` in base64 plus room for the spec."""
+    return artifact_bytes * 4 // 3 + 64 * 1024
+
+
+async def answered(request: Request, limit: Limit, submitter: Submitter) -> Response:
+    """A submission route's answer: the caller's body read (``limit``'s message past the
+    submission limit), then ``submitter`` on a worker thread (it waits for ZooKeeper)."""
     caller = identity_of(request)
     services = services_of(request)
     body = await submission_body(request, caller, limit)
@@ -109,13 +120,14 @@ async def answered(request: Request, limit: str, submitter: Submitter) -> Respon
     return answer
 
 
-async def submission_body(request: Request, caller: Identity, limit: str) -> bytes:
+async def submission_body(request: Request, caller: Identity, limit: Limit) -> bytes:
     """The body of a submission route (one job or a batch), read up to the submission limit
-    (413 with ``limit`` past it), once the caller is known to be allowed to submit."""
+    (413 with ``limit``'s message past it), once the caller is known to be allowed to submit."""
     if not caller.may(Action.SUBMIT):
         audit.record("job.submit", caller, client=client_address(request), outcome="denied")
         require(caller, Action.SUBMIT)
-    return await bounded_body(request, MAX_SUBMISSION_BYTES, limit)
+    most = artifact_limit(services_of(request).backend)
+    return await bounded_body(request, submission_bytes(most), limit(f"{most} bytes of artifact"))
 
 
 def submit(
@@ -134,7 +146,8 @@ def submit(
     where = client_address(request)
     try:
         team, grants = default_team(backend), proxy_grants(backend)
-        view = _store(dispatcher, contents, caller, body, team, grants=grants)
+        most = artifact_limit(backend)
+        view = _store(dispatcher, contents, caller, body, team, grants=grants, most=most)
     except ApiError as exc:
         audit.record("job.submit", caller, client=where, outcome=str(exc.status))
         raise
@@ -174,6 +187,7 @@ def _store(
     team: str,
     *,
     grants: tuple[tuple[str, str], ...],
+    most: int,
 ) -> JobView:
     """The job stored by the leader's term, as the submitter ``caller``; or an ApiError."""
     digest = hashlib.sha256(body).hexdigest()  # a retry of these bytes is this submission
@@ -181,7 +195,9 @@ def _store(
         request = SubmitRequest.model_validate_json(body)
     except ValidationError as exc:
         raise ApiError(400, "bad_request", describe(exc.errors())) from None
-    return store_request(dispatcher, contents, caller, request, digest, default=team, grants=grants)
+    return store_request(
+        dispatcher, contents, caller, request, digest, default=team, grants=grants, most=most
+    )
 
 
 def store_request(
@@ -193,10 +209,11 @@ def store_request(
     *,
     default: str,
     grants: tuple[tuple[str, str], ...] = (),
+    most: int,
 ) -> JobView:
     """The job a parsed submission describes, stored as the submitter ``caller``; ``digest``
-    names the submission for its retries; ``grants``: security.proxy-users. An ApiError if
-    refused."""
+    names the submission for its retries; ``grants``: security.proxy-users; ``most``: the
+    artifact's limit in bytes. An ApiError if refused."""
     spec_fields = dict(request.spec)
     spec_fields["submitter"] = caller.name
     spec_fields["team"] = _team(caller, spec_fields.get("team"), default)
@@ -213,8 +230,8 @@ def store_request(
         data = base64.b64decode(request.artifact.data_b64, validate=True)
     except (binascii.Error, ValueError):
         raise ApiError(400, "bad_request", "artifact.data_b64 is not valid base64") from None
-    if len(data) > MAX_ARTIFACT_BYTES:
-        raise ApiError(413, "too_large", f"artifacts are limited to {MAX_ARTIFACT_BYTES} bytes")
+    if len(data) > most:
+        raise ApiError(413, "too_large", f"artifacts are limited to {most} bytes")
     try:
         redaction.check_conf(spec.spark_conf)
         artifact, spec = CHECKED.check(request.artifact.filename, data, spec)

@@ -54,7 +54,7 @@ from .backend import ApiBackend
 from .bodies import bounded_body
 from .errors import ApiError, no_leader, raise_for
 from .forwarding import forward, leading
-from .jobs_submit import check_json_shape
+from .jobs_submit import artifact_limit, check_json_shape
 from .state import Backend, Contents, Forwarder
 from .teams import check_proxy, default_team, proxy_grants, scope, sees
 
@@ -117,7 +117,8 @@ async def _stored(
     """The batch checked, its files fetched, then stored by the leader's term."""
     allowed = allowed_prefixes(backend.config.settings.jobmanager.livy_allowed_sources)
     batch = livy_submit.parse(body)
-    prepared = await run_in_threadpool(livy_submit.prepare, batch, contents, allowed)
+    most = artifact_limit(backend)
+    prepared = await run_in_threadpool(livy_submit.prepare, batch, contents, allowed, most)
     dispatcher = leading(backend)
     if dispatcher is None:
         raise no_leader()

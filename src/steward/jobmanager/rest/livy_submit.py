@@ -39,7 +39,7 @@ from .archive_checks import check_archives
 from .backend import LeaderTerm
 from .contents import missing_contents
 from .errors import ApiError, describe, raise_for
-from .jobs_submit import CHECKED, MAX_ARTIFACT_BYTES
+from .jobs_submit import CHECKED
 
 ID_ATTEMPTS = 3
 """Batch ids tried when ``livy-<n>`` is taken (a job submitted under that name by hand)."""
@@ -78,14 +78,14 @@ def parse(body: bytes) -> BatchRequest:
 
 
 def prepare(
-    request: BatchRequest, contents: ContentStore, allowed: tuple[str, ...]
+    request: BatchRequest, contents: ContentStore, allowed: tuple[str, ...], most: int
 ) -> tuple[JobSpec, Artifact]:
-    """The job's spec (its id a placeholder) and its file: every file fetched, every check
-    done; an ApiError (400) otherwise."""
+    """The job's spec (its id a placeholder) and its file (at most ``most`` bytes): every file
+    fetched, every check done; an ApiError (400) otherwise."""
     assert request.file is not None  # parse() refused a request without one
     try:
-        filename, data = sources.read_bytes("file", request.file, allowed, MAX_ARTIFACT_BYTES)
-        dependencies = _fetch_dependencies(request, contents, allowed)
+        filename, data = sources.read_bytes("file", request.file, allowed, most)
+        dependencies = _fetch_dependencies(request, contents, allowed, most)
         spec = _spec(request, dependencies)
         redaction.check_conf(spec.spark_conf)
         artifact, spec = CHECKED.check(filename, data, spec)
@@ -173,9 +173,9 @@ def driver_env(conf: dict[str, str]) -> dict[str, str]:
 
 
 def _fetch_dependencies(
-    request: BatchRequest, contents: ContentStore, allowed: tuple[str, ...]
+    request: BatchRequest, contents: ContentStore, allowed: tuple[str, ...], most: int
 ) -> list[Dependency]:
-    limit = contents.max_size or MAX_ARTIFACT_BYTES
+    limit = contents.max_size or most
     found = []
     for field, kind in _DEPENDENCY_FIELDS.items():
         for position, source in enumerate(getattr(request, field) or []):
