@@ -53,7 +53,11 @@ from steward.wire.runner_protocol import FailedEvent, FinishedEvent
 from steward.wire.states import AttemptPhase
 from support import ZK_TEST_ROOT, wait_until
 
-SESSION_TIMEOUT = "4s"
+SESSION_TIMEOUT = "8s"
+"""The JobManagers here run in the test's own process: each fences itself once no ZooKeeper
+round trip has worked for 0.6 of this (rule 4). At 4 s (2.4 s) a test process starved on a
+loaded machine (load 15) fenced its leader in the middle of a test; no test here waits for a
+session to expire (the directory ran in 97 s at 8 s against 111 s at 4 s, -n 2)."""
 HEARTBEAT_INTERVAL = 0.2
 REPLACEMENT_GRACE = 0.5
 START_TIMEOUT = 10.0
