@@ -181,6 +181,7 @@ def test_server_that_exits_during_start_is_reported_with_its_log(
     (home / "lib").mkdir(parents=True)
     (home / "lib" / "zookeeper-3.8.0.jar").write_bytes(b"")  # not a jar: the JVM exits
     monkeypatch.setenv("ZOOKEEPER_HOME", str(home))
+    monkeypatch.setenv("SERVER_JVMFLAGS", "-Xshare:off")  # no class archive's training first
     ensemble = ManagedEnsemble(tmp_path / "zk")
 
     with pytest.raises(ManagedZooKeeperError, match="server 1 is not running") as raised:

@@ -121,7 +121,7 @@ def test_a_cache_that_cannot_be_written_is_never_trained_in(
     assert trainer.runs == []
 
 
-def test_archives_unused_for_a_month_or_of_a_gone_classpath_are_removed_at_a_recording(
+def test_a_recording_removes_archives_unused_or_of_a_gone_classpath_and_old_failures(
     install: ZooKeeperInstall, tmp_path: Path
 ) -> None:
     folder = tmp_path / "cache"
@@ -134,11 +134,18 @@ def test_archives_unused_for_a_month_or_of_a_gone_classpath_are_removed_at_a_rec
     os.utime(stale, (month, month))
     gone.with_suffix(".classpath").write_text(f"{install.classpath[0]}\n{tmp_path}/deleted.jar\n")
     recent.with_suffix(".classpath").write_text(f"{install.classpath[0]}\n")
+    old_failure, new_failure = folder / "broken.failed", folder / "failing.failed"
+    for marker in (old_failure, new_failure):
+        marker.write_text("the JVM exited\n")
+        marker.with_suffix(".lock").touch()
+    day = time.time() - 86400 - 1
+    os.utime(old_failure, (day, day))
 
     with_class_archive(install, Trainer(), folder)
 
-    for removed in (stale, gone):
+    for removed in (stale, gone, old_failure):
         assert not removed.exists() and not removed.with_suffix(".lock").exists()
+    assert new_failure.exists()
     assert not gone.with_suffix(".classpath").exists()
     assert recent.exists()
     recorded = folder / f"{archive_key(install)}.classpath"

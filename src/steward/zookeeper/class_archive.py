@@ -20,9 +20,10 @@ A server told ``-Xshare:off`` (in ``$SERVER_JVMFLAGS``, which the managed ZooKee
 zkServer.sh does) neither records nor maps one.
 
 A start touches the archive it maps (at most once a day), and a recording removes the archives
-no start mapped for :data:`FORGET_AFTER` (an old Java's, a replaced jar's) and those whose
-classpath is gone (``<key>.classpath`` lists it: a deleted checkout's virtualenv): the folder
-holds about one archive (12 MB) per ZooKeeper installation in use.
+no start mapped for :data:`FORGET_AFTER` (an old Java's, a replaced jar's), those whose
+classpath is gone (``<key>.classpath`` lists it: a deleted checkout's virtualenv) and failure
+markers a day old: the folder holds about one archive (12 MB) per ZooKeeper installation in
+use.
 
 Only one process records: the training takes a lock (``<key>.lock``) without waiting, and a
 start that finds it taken goes on without the archive. A training that fails leaves
@@ -54,6 +55,7 @@ RETRY_AFTER = 3600.0
 FORGET_AFTER = 30 * 86400.0
 """Seconds without a start mapping it after which an archive is removed."""
 _TOUCH_EVERY = 86400.0
+_FAILURE_KEPT = 86400.0
 
 Training = Callable[[ZooKeeperInstall], None]
 """Runs one server of the given installation until it serves, then stops it gracefully."""
@@ -141,20 +143,24 @@ def _touched(archive: Path) -> bool:
 
 def _forget_unused(folder: Path) -> None:
     """Remove the archives no start mapped for :data:`FORGET_AFTER` or whose classpath is
-    gone (a deleted checkout's virtualenv), with the files kept beside them."""
-    for archive in folder.glob("*.jsa"):
+    gone (a deleted checkout's virtualenv), and the failure markers a day old (a broken
+    installation's, a test's), each with the files kept beside it."""
+    for kept in [*folder.glob("*.jsa"), *folder.glob("*.failed")]:
         with contextlib.suppress(OSError):
-            if _unused(archive):
+            if _unused(kept):
                 for suffix in (".jsa", ".lock", ".classpath", ".failed"):
-                    archive.with_suffix(suffix).unlink(missing_ok=True)
-                logger.info("removed an unused ZooKeeper class archive path=%s", archive)
+                    kept.with_suffix(suffix).unlink(missing_ok=True)
+                logger.info("removed an unused ZooKeeper class archive path=%s", kept)
 
 
-def _unused(archive: Path) -> bool:
-    if time.time() - archive.stat().st_mtime > FORGET_AFTER:
+def _unused(kept: Path) -> bool:
+    age = time.time() - kept.stat().st_mtime
+    if kept.suffix == ".failed":
+        return age > _FAILURE_KEPT
+    if age > FORGET_AFTER:
         return True
     try:
-        entries = archive.with_suffix(".classpath").read_text().splitlines()
+        entries = kept.with_suffix(".classpath").read_text().splitlines()
     except FileNotFoundError:
         return False
     return not all(Path(entry).exists() for entry in entries)
