@@ -48,7 +48,9 @@ from schemathesis.specs.openapi.checks import (  # noqa: E402
     status_code_conformance,
 )
 
-pytestmark = pytest.mark.zookeeper
+# The corpus is drawn in the test process (schemathesis over hypothesis, ~20 CPU-s): two runs
+# of the suite at once (load 17) spent the suite's 300 s on drawing it alone.
+pytestmark = [pytest.mark.zookeeper, pytest.mark.timeout(600)]
 
 SEED = 1313
 STREAM = "text/event-stream"
