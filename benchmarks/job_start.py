@@ -22,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -53,6 +52,7 @@ from steward.ha.acl import DIGEST_FILE_KEY, create_digest_file
 from steward.security.credentials import INTERNAL_KEY
 from steward.security.provision import register_admin_token
 from steward.testing.credentials import auth_headers, export_admin_token, internal_token_file
+from steward.testing.ports import free_port
 
 GOAL_WARM = 1.5
 MASTER = "local[*]"
@@ -79,12 +79,6 @@ spark.range(1).count()
 print("USABLE", time.monotonic(), flush=True)
 spark.stop()
 """
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class Cluster:
@@ -132,7 +126,7 @@ class Cluster:
     def start_jobmanager(self) -> None:
         config = validate(dict(self.settings), dict.fromkeys(self.settings, "benchmark"))
         register_admin_token(config, export_admin_token())
-        port = _free_port()
+        port = free_port()
         self._spawn("jm-1", "jobmanager", "--id", "jm-1", **{"jobmanager.port": str(port)})
         self.address = f"http://127.0.0.1:{port}"
 

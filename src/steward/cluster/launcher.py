@@ -12,7 +12,6 @@ reuses a recorded pid.
 from __future__ import annotations
 
 import logging
-import random
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -21,15 +20,11 @@ from pathlib import Path
 import psutil
 
 from steward.cluster.workdir import ProcessEntry, Role, StateDir
-from steward.errors import LocalClusterError, ManagedZooKeeperError
+from steward.errors import LocalClusterError, ManagedZooKeeperError, PortInUseError
 from steward.supervisor.detached import find_live, spawn, terminate
-from steward.zookeeper.layout import LOOPBACK, port_is_free
+from steward.zookeeper.layout import LOOPBACK, port_is_free, stable_port
 
 log = logging.getLogger(__name__)
-
-# Below Linux's ephemeral range (32768-60999), so that no outgoing connection takes the port
-# of a stopped JobManager before it starts again.
-_PORT_RANGE = (15000, 32000)
 
 
 _ID_PREFIX = {Role.JOBMANAGER: "jm", Role.TASKMANAGER: "tm", Role.ZOOKEEPER: "zk"}
@@ -120,11 +115,10 @@ def choose_ports(required: Sequence[int | None], remembered: Sequence[int]) -> l
 
 def free_port(exclude: Sequence[int] = ()) -> int:
     """A port on 127.0.0.1 that is free now, outside the ephemeral range."""
-    for _ in range(200):
-        port = random.randrange(*_PORT_RANGE)
-        if _usable(port, exclude):
-            return port
-    raise LocalClusterError(f"no free port found between {_PORT_RANGE[0]} and {_PORT_RANGE[1]}")
+    try:
+        return stable_port(exclude)
+    except PortInUseError as exc:
+        raise LocalClusterError(str(exc)) from None
 
 
 def _usable(port: int, taken: Sequence[int]) -> bool:

@@ -2,7 +2,7 @@
 
 :func:`free_port` is the kernel's choice (any free port, ephemeral range included): for a
 server started at once and never restarted. :func:`stable_port` stays below Linux's ephemeral
-range (the product's own choice, :func:`steward.cluster.launcher.free_port`), so no outgoing
+range (what the product's local cluster chooses), so no outgoing
 connection takes the port of a JobManager that a test or benchmark restarts on it.
 :func:`free_zookeeper_port` finds a block for a managed ZooKeeper ensemble.
 """
@@ -10,26 +10,21 @@ connection takes the port of a JobManager that a test or benchmark restarts on i
 from __future__ import annotations
 
 import random
-import socket
 
-from steward.cluster.launcher import free_port as stable_port
-from steward.zookeeper.layout import ELECTION_PORT_OFFSET, LOOPBACK, plan_ports, port_is_free
+from steward.zookeeper.layout import (
+    ELECTION_PORT_OFFSET,
+    STABLE_PORT_RANGE,
+    plan_ports,
+    port_is_free,
+    stable_port,
+)
+from steward.zookeeper.layout import kernel_port as free_port
 
 __all__ = ["free_port", "free_zookeeper_port", "stable_port"]
 
-# Below Linux's ephemeral range (32768-60999): a port handed out there could be taken by any
-# outgoing connection (a kazoo client) between our check and the server's bind, or while a
-# test has that server stopped.
-_ZOOKEEPER_PORT_RANGE = (15000, 32000 - ELECTION_PORT_OFFSET - 10)
+# Below Linux's ephemeral range, as :func:`stable_port`, with room for the election ports.
+_ZOOKEEPER_PORT_RANGE = (STABLE_PORT_RANGE[0], STABLE_PORT_RANGE[1] - ELECTION_PORT_OFFSET - 10)
 _PORT_TRIES = 200
-
-
-def free_port() -> int:
-    """A TCP port on loopback that was free a moment ago (the kernel's choice)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((LOOPBACK, 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def free_zookeeper_port(servers: int = 1) -> int:

@@ -14,6 +14,7 @@ machine (quick start, demo, tests), never a production quorum.
 from __future__ import annotations
 
 import errno
+import random
 import socket
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -110,6 +111,32 @@ def port_is_free(port: int, host: str = LOOPBACK) -> bool:
                 return False
             raise
     return True
+
+
+# Below Linux's ephemeral range (32768-60999): a port chosen there could be taken by any
+# outgoing connection (a kazoo client) between the check and the server's bind, or while the
+# server is stopped before it starts again on the same port.
+STABLE_PORT_RANGE = (15000, 32000)
+
+
+def kernel_port(host: str = LOOPBACK) -> int:
+    """A TCP port on ``host`` that was free a moment ago, the kernel's choice (the ephemeral
+    range included): for a server started at once and never restarted on it."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def stable_port(exclude: Sequence[int] = (), tries: int = 200) -> int:
+    """A port on loopback that is free now, outside the ephemeral range (a server that may be
+    restarted on it keeps it); ``PortInUseError`` if ``tries`` random picks found none."""
+    for _ in range(tries):
+        port = random.randrange(*STABLE_PORT_RANGE)
+        if port not in exclude and port_is_free(port):
+            return port
+    low, high = STABLE_PORT_RANGE
+    raise PortInUseError(f"no free port found between {low} and {high}")
 
 
 def check_ports_free(plan: list[ServerPorts], standalone: bool) -> None:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import fcntl
 import logging
-import socket
 import subprocess
 import tempfile
 import time
@@ -41,6 +40,7 @@ from steward.zookeeper.layout import (
     LOOPBACK,
     ServerPorts,
     check_ports_free,
+    kernel_port,
     plan_ports,
     server_dir,
     write_server_config,
@@ -357,16 +357,9 @@ def _train(install: ZooKeeperInstall) -> None:
     with tempfile.TemporaryDirectory(prefix="steward-zookeeper-classes-") as folder:
         ensemble = ManagedEnsemble(folder)
         try:
-            ensemble._start(plan_ports(1, _free_port()), install, timeout=60.0)
+            ensemble._start(plan_ports(1, kernel_port()), install, timeout=60.0)
         finally:
             ensemble.stop()
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind((LOOPBACK, 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def _live(record: ServerRecord) -> psutil.Process | None:
