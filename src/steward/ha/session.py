@@ -48,6 +48,7 @@ from steward.ha.kazoo_connection import (
 from steward.ha.kazoo_errors import translate
 from steward.ha.kazoo_handler import PollHandler
 from steward.ha.layout import Layout
+from steward.ha.persistent_watches import PersistentWatches
 from steward.timing import TimingChain
 
 log = logging.getLogger(__name__)
@@ -118,6 +119,8 @@ class Session:
         """How many times the watchdog restarted a client whose connection thread died."""
         self._granted = GrantedTimeout(name, session_timeout, timing, quorum)
         self._avoidance = Avoidance(self._client, quorum)
+        self.persistent_watches = PersistentWatches(self._client)
+        """Watches on whole subtrees; their owners add them again after every reconnect."""
         self._started = False
         if not bound_handshakes(self._client, session_timeout, self._granted.record):
             log.warning("cannot read the granted session timeout session=%s", self.name)

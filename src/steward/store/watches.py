@@ -1,19 +1,21 @@
 """Watches on the job records any JobManager may read: which jobs exist, each one's status
 record and its result. What :mod:`steward.jobmanager.events` turns into live events.
 
-One children watch on ``jobs/`` (a kazoo ChildrenWatch: one watch, whatever the job count), and
-per job a one-shot ZooKeeper watch on ``jobs/<id>/status`` and on ``results/<id>`` (an exists
-watch until the result is created). Those per-job watches are not kazoo DataWatch recipes: a
-DataWatch spawns a thread to re-read its node on every reconnect, so 8,000 jobs made 16,000
-threads per reconnect and held kazoo's callback thread (election, leader retrieval) for seconds.
-Here a fired watch only queues its job; one worker thread of ours re-reads the queued nodes in
-pipelined batches and re-arms them, and re-arms every job's watches once after a reconnect
-(kazoo does not restore server watches on a new connection). A watch ends when its callback
-returns False.
+Two server watches, whatever the job count: one persistent recursive watch on ``jobs/`` (a job
+created or deleted, a status record written or deleted; the checkpoints below a job are
+ignored) and one on ``results/`` (a result created), through
+:class:`steward.ha.persistent_watches.PersistentWatches` (kazoo 2.11 has no ``add_watch``). A
+watch event only queues what it names, on kazoo's connection thread: a re-list of ``jobs/``, or
+the job whose status or result has a callback here (others are dropped). One worker thread of
+ours re-lists and re-reads the queued nodes in pipelined batches (no watch set by a read), in
+the order their changes were seen, and never on kazoo's threads (election and leader retrieval
+need them). A job's callback ends when it returns False.
 
-The installed kazoo (2.11.0 here) has no ``add_watch``, so ZooKeeper's persistent recursive
-watches (one watch for the whole subtree) are not used yet: the server still holds two watches
-per live job. Threads and callback-thread time no longer grow with the job count.
+Neither kazoo nor the server keeps a persistent watch across a reconnect, so after every
+reconnect and on every new session the worker adds both watches again, and only then re-lists
+``jobs/`` and re-reads every job's status and result: what changed while no watch was held is
+read, what changes after is an event. :meth:`JobWatches.stop` removes both from the server
+(the leader holds none).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from kazoo.exceptions import NoNodeError
 from kazoo.protocol.states import EventType, WatchedEvent
 
 from steward.errors import CorruptStateError
-from steward.ha.kazoo_errors import KAZOO_ERRORS, translate
+from steward.ha.kazoo_errors import KAZOO_ERRORS
 from steward.ha.session import ConnectionState, Session
 from steward.wire.record_format import decode_status
 from steward.wire.records import JobStatusRecord
@@ -47,7 +49,12 @@ OnResult = Callable[[], bool]
 callback thread, :class:`~steward.store.results.JobResultStore`); False ends the watch."""
 
 BATCH = 500
-"""Reads in flight at once when re-arming: enough to hide round trips, bounded memory."""
+"""Reads in flight at once: enough to hide round trips, bounded memory."""
+
+_RELIST = "relist"
+"""Queued: a job was created or deleted under ``jobs/``."""
+_REARM = "rearm"
+"""Queued: (re)connected, add the server watches and re-read everything."""
 
 
 @dataclass
@@ -56,32 +63,33 @@ class _Watch:
     job_id: str
     path: str
     callback: Callable[..., bool]
-    fired: Callable[[WatchedEvent], None] | None = None
+
+
+_Item = tuple[_Watch, bool] | str
 
 
 class JobWatches:
-    """Sets the watches; per-job callbacks run on one worker thread of ours, in the order their
-    nodes' changes were seen, and never on kazoo's callback thread."""
+    """Holds the two server watches; callbacks run on one worker thread of ours, in the order
+    their nodes' changes were seen, and never on kazoo's threads."""
 
     def __init__(self, session: Session) -> None:
         self._session = session
         self._layout = session.layout
+        self._persistent = session.persistent_watches
         self._lock = threading.Lock()
         self._watches: dict[tuple[str, str], _Watch] = {}
-        self._queue: queue.Queue[tuple[_Watch, bool] | None] = queue.Queue()
+        self._on_jobs: OnJobs | None = None
+        self._queue: queue.Queue[_Item | None] = queue.Queue()
         self._worker = threading.Thread(target=self._work, name="job-watches", daemon=True)
         self._started = False
 
     def jobs(self, on_jobs: OnJobs) -> None:
-        def changed(names: list[str]) -> bool:
-            return on_jobs(_job_ids(names))
-
+        """Call ``on_jobs`` with the job ids now, and again whenever a job is created or
+        deleted (on the worker thread)."""
+        with self._lock:
+            self._on_jobs = on_jobs
         self._start()
-        path = self._layout.jobs
-        try:
-            self._session.client.ChildrenWatch(path, changed)
-        except KAZOO_ERRORS as exc:
-            raise translate(exc, path) from exc
+        self._queue.put(_RELIST)
 
     def status(self, job_id: str, on_status: OnStatus) -> None:
         self._add(_Watch("status", job_id, self._layout.job_status(job_id), on_status))
@@ -90,86 +98,146 @@ class JobWatches:
         self._add(_Watch("result", job_id, self._layout.result(job_id), on_result))
 
     def stop(self) -> None:
+        """No more callbacks; the worker removes the server watches and ends."""
         self._session.remove_listener(self._on_connection)
         with self._lock:
             self._watches.clear()
+            self._on_jobs = None
         self._queue.put(None)
 
     @property
     def count(self) -> int:
-        """Per-job watches held now."""
+        """Per-job callbacks held now (the server holds two watches whatever the count)."""
         with self._lock:
             return len(self._watches)
 
     def _start(self) -> None:
-        if not self._started:
+        with self._lock:
+            if self._started:
+                return
             self._started = True
-            self._session.add_listener(self._on_connection)
-            self._worker.start()
+        self._session.add_listener(self._on_connection)
+        self._queue.put(_REARM)
+        self._worker.start()
 
     def _add(self, watch: _Watch) -> None:
         self._start()
-
-        def fired(event: WatchedEvent) -> None:
-            # On kazoo's callback thread: hand off, never read here. NONE is the session's
-            # end: the next connection re-arms every watch (_on_connection).
-            if event.type != EventType.NONE:
-                self._queue.put((watch, event.type == EventType.DELETED))
-
-        watch.fired = fired
         with self._lock:
             self._watches[(watch.kind, watch.job_id)] = watch
         self._queue.put((watch, False))
 
     def _on_connection(self, state: ConnectionState) -> None:
         if state in (ConnectionState.CONNECTED, ConnectionState.RECONNECTED):
-            with self._lock:
-                watches = list(self._watches.values())
-            log.info("re-arming job watches count=%d state=%s", len(watches), state)
-            for watch in watches:
-                self._queue.put((watch, False))
+            log.info("re-arming job watches count=%d state=%s", self.count, state)
+            self._queue.put(_REARM)
+
+    # ------------------------------------------------------------------ kazoo's connection thread
+
+    def _on_job_event(self, event: WatchedEvent) -> None:
+        # Hand off, never read here (PersistentWatches: the connection thread).
+        job_id, _, below = event.path[len(self._layout.jobs) + 1 :].partition("/")
+        if not job_id:
+            return
+        if not below:
+            if event.type in (EventType.CREATED, EventType.DELETED):
+                self._queue.put(_RELIST)
+        elif below == "status":
+            self._fired("status", job_id, event.type == EventType.DELETED)
+
+    def _on_result_event(self, event: WatchedEvent) -> None:
+        job_id = event.path[len(self._layout.results) + 1 :]
+        if job_id and "/" not in job_id and event.type != EventType.DELETED:
+            self._fired("result", job_id, False)
+
+    def _fired(self, kind: str, job_id: str, deleted: bool) -> None:
+        with self._lock:
+            watch = self._watches.get((kind, job_id))
+        if watch is not None:
+            self._queue.put((watch, deleted))
+
+    # ------------------------------------------------------------------ the worker
 
     def _work(self) -> None:
-        while (item := self._queue.get()) is not None:
-            batch = [item]
-            while len(batch) < BATCH:
-                try:
-                    more = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if more is None:
-                    return
-                batch.append(more)
-            self._read(batch)
+        try:
+            while (item := self._queue.get()) is not None:
+                batch = [item]
+                while len(batch) < BATCH:
+                    try:
+                        more = self._queue.get_nowait()
+                    except queue.Empty:
+                        break
+                    if more is None:
+                        return
+                    batch.append(more)
+                self._handle(batch)
+        finally:
+            self._unwatch()
+
+    def _handle(self, batch: list[_Item]) -> None:
+        reads = [item for item in batch if isinstance(item, tuple)]
+        if _REARM in batch and self._rearm():
+            with self._lock:
+                reads += [(watch, False) for watch in self._watches.values()]
+            self._relist()
+        elif _RELIST in batch:
+            self._relist()
+        for start in range(0, len(reads), BATCH):
+            self._read(reads[start : start + BATCH])
+
+    def _rearm(self) -> bool:
+        """Add both server watches (again); False if the connection dropped meanwhile (the
+        reconnect queues another re-arm)."""
+        try:
+            self._persistent.add(self._layout.jobs, self._on_job_event)
+            self._persistent.add(self._layout.results, self._on_result_event)
+        except KAZOO_ERRORS as exc:
+            log.warning("cannot watch jobs and results error=%r", exc)
+            return False
+        return True
+
+    def _unwatch(self) -> None:
+        for path, watcher in (
+            (self._layout.jobs, self._on_job_event),
+            (self._layout.results, self._on_result_event),
+        ):
+            try:
+                self._persistent.remove(path, watcher)
+            except KAZOO_ERRORS as exc:
+                # The connection dropped: the server dropped the watch with it.
+                log.info("job watch not removed path=%s error=%r", path, exc)
+
+    def _relist(self) -> None:
+        with self._lock:
+            on_jobs = self._on_jobs
+        if on_jobs is None:
+            return
+        try:
+            names = self._session.client.get_children(self._layout.jobs)
+        except KAZOO_ERRORS as exc:
+            # The connection dropped: the reconnect re-lists.
+            log.warning("cannot list jobs error=%r", exc)
+            return
+        if not on_jobs(_job_ids(names)):
+            with self._lock:
+                if self._on_jobs is on_jobs:
+                    self._on_jobs = None
 
     def _read(self, batch: list[tuple[_Watch, bool]]) -> None:
         client = self._session.client
         pending: list[tuple[_Watch, bool, Any]] = []
         for watch, deleted in batch:
             if deleted and watch.kind == "status":
-                # The job's cleanup: nothing to read, and no exists watch left behind on a
-                # node that will not come back.
-                self._deliver(watch, None, deleted)
+                self._deliver(watch, None, deleted)  # the job's cleanup: nothing to read
             elif self._live(watch):
-                pending.append((watch, deleted, client.get_async(watch.path, watch=watch.fired)))
+                pending.append((watch, deleted, client.get_async(watch.path)))
         for watch, deleted, reply in pending:
             try:
-                data = self._data(watch, reply)
+                data = _data(reply)
             except KAZOO_ERRORS as exc:
-                # The connection dropped: the reconnect re-arms every watch.
+                # The connection dropped: the reconnect re-reads every job.
                 log.warning("cannot read job watch job=%s error=%r", watch.job_id, exc)
                 continue
             self._deliver(watch, data, deleted)
-
-    def _data(self, watch: _Watch, reply: Any) -> bytes | None:
-        try:
-            data, _stat = reply.get()
-            return bytes(data)
-        except NoNodeError:
-            # Watch for its creation; created between the two reads: read it again.
-            if self._session.client.exists(watch.path, watch=watch.fired) is not None:
-                self._queue.put((watch, False))
-            return None
 
     def _live(self, watch: _Watch) -> bool:
         with self._lock:
@@ -187,6 +255,15 @@ class JobWatches:
             with self._lock:
                 if self._watches.get((watch.kind, watch.job_id)) is watch:
                     del self._watches[(watch.kind, watch.job_id)]
+
+
+def _data(reply: Any) -> bytes | None:
+    """A read's data; None if the node does not exist (yet: its creation is an event)."""
+    try:
+        data, _stat = reply.get()
+        return bytes(data)
+    except NoNodeError:
+        return None
 
 
 def _decode(data: bytes | None, job_id: str) -> JobStatusRecord | None:
