@@ -5,7 +5,8 @@ reconnect waits for a server's answer, to read the session timeout a server gran
 tell that its connection thread died. Each of those reaches one private attribute of
 ``KazooClient._connection``; every such reach is here, guarded, so that a kazoo that changes
 them degrades (a warning, a no-op) instead of breaking a process. ``Session`` is the only
-caller.
+caller. The one other reach, for ZooKeeper's persistent watches (which kazoo 2.11 lacks), is
+:mod:`steward.ha.persistent_watches`.
 """
 
 from __future__ import annotations

@@ -31,8 +31,7 @@ must only hand the event off (a queue), never block or call ZooKeeper.
 Kazoo 2.11 does not restore a persistent watch after a reconnect (it sends the old
 SetWatches, which has no room for one), and the server drops a connection's watches with it.
 So after every reconnect and every new session the owner calls :meth:`add` again (it is
-idempotent) and then re-reads what may have changed while no watch was held. Events are not
-delivered before the reply to :meth:`add` only in that window.
+idempotent) and only then re-reads what may have changed while no watch was held.
 """
 
 from __future__ import annotations
@@ -108,6 +107,11 @@ class PersistentWatches:
     def __init__(self, client: KazooClient) -> None:
         self._client = client
         self._lock = threading.Lock()
+        """Guards the watchers; never held across a call into kazoo (the connection thread
+        takes it for every event)."""
+        self._order = threading.Lock()
+        """Held while the watchers of a path change and its request is queued: an add and a
+        remove of one path reach the server in the order they changed the watchers."""
         self._watchers: dict[str, list[Watcher]] = {}
         self.hooked = _hook(client, self._dispatch)
         """False if kazoo's connection has no ``_read_watch_event``: :meth:`add` then raises."""
@@ -117,25 +121,25 @@ class PersistentWatches:
         Raises kazoo's exceptions (a dropped connection: ConnectionLoss)."""
         if not self.hooked:
             raise UnimplementedError("kazoo's connection cannot be hooked for watch events")
-        with self._lock:
-            watchers = self._watchers.setdefault(path, [])
-            if watcher not in watchers:
-                watchers.append(watcher)  # before the request: no event after its reply is lost
-            # Queued under the lock: an add and a remove of one path reach the server in the
-            # order they changed the watchers.
+        with self._order:
+            with self._lock:
+                watchers = self._watchers.setdefault(path, [])
+                if watcher not in watchers:
+                    watchers.append(watcher)  # before the request: no event after it is lost
             reply = self._call(AddWatch(self._chrooted(path), PERSISTENT_RECURSIVE))
         reply.get()
 
     def remove(self, path: str, watcher: Watcher) -> None:
         """Stop calling ``watcher``; the server's watch is removed with the path's last one. A
         server that had no such watch any more (the connection dropped) is no error."""
-        with self._lock:
-            watchers = self._watchers.get(path, [])
-            if watcher in watchers:
-                watchers.remove(watcher)
-            if watchers:
-                return
-            self._watchers.pop(path, None)
+        with self._order:
+            with self._lock:
+                watchers = self._watchers.get(path, [])
+                if watcher in watchers:
+                    watchers.remove(watcher)
+                if watchers:
+                    return
+                self._watchers.pop(path, None)
             reply = self._call(RemoveWatches(self._chrooted(path), WATCHER_PERSISTENT_RECURSIVE))
         try:
             reply.get()
@@ -145,8 +149,8 @@ class PersistentWatches:
             # ZooKeeper before 3.9 knows no watcher type 5: "any" removes this one too (and
             # any one-shot watch of this connection on this exact path, which kazoo would
             # then wait on forever: Steward sets none on a persistent watch's root).
-            with self._lock:
-                if path in self._watchers:
+            with self._order:
+                if path in self.paths:
                     return  # added again meanwhile
                 reply = self._call(RemoveWatches(self._chrooted(path), WATCHER_ANY))
             with contextlib.suppress(NoWatcherError):

@@ -3,11 +3,11 @@ leader writes; on the leader, the leader's own writes. Every JobManager streams 
 
 The leader persists every transition of a live job to ``jobs/<id>/status`` through its fence,
 and a terminated job's outcome to ``results/<id>`` (rule 7). A standby watches those
-(:class:`steward.store.watches.JobWatches`: one children watch on ``jobs/``, and per live job
-one one-shot watch on its status and one on its result, re-read and re-armed by one worker
-thread, never a thread per job). The leader need not read back what it has just written: its
+(:class:`steward.store.watches.JobWatches`: two persistent recursive watches, on ``jobs/`` and
+on ``results/``, whatever the job count; what they name is re-read by one worker thread, never
+a thread per job). The leader need not read back what it has just written: its
 stores tell this source of every write ZooKeeper acknowledged (it is their
-:class:`~steward.store.record_feed.RecordFeed`), and it holds no watch per job. Either way a
+:class:`~steward.store.record_feed.RecordFeed`), and it holds no watch. Either way a
 :class:`JobEvent` is appended to the :class:`.journal.Journal` whenever a job's state, reason
 or attempt count differs from what was last seen, with the job's listing entry built from the
 record (so the job index never reads it back either); a record that is no news builds neither.
@@ -30,8 +30,8 @@ changes in order, but a data watch reads the record when it fires, so two writes
 succession may be seen as the second alone (an intermediate state can be skipped; the last
 state of each change is always seen, and the terminal state always comes from the result). The
 leader's stream has every change it wrote. When the session is lost the journal's continuity is
-broken, so every stream tells its consumer to re-read (a ``reset``), and JobWatches re-reads
-every watched node on the new session (and after any reconnect).
+broken, so every stream tells its consumer to re-read (a ``reset``), and JobWatches adds its
+watches again and re-reads every followed job on the new session (and after any reconnect).
 """
 
 from __future__ import annotations
@@ -91,7 +91,6 @@ class JobEventSource:
         return self
 
     def stop(self) -> None:
-        # Server watches have no remove here: each is dropped unread when it next fires.
         self._stopped = True
         self._session.remove_listener(self._on_connection)
         self._to_watch.put(None)
@@ -99,7 +98,7 @@ class JobEventSource:
 
     @property
     def watched(self) -> int:
-        """Jobs watched now (each costs two ZooKeeper watches; none while leading)."""
+        """Jobs followed now (none while leading; the server's watches do not grow with them)."""
         with self._lock:
             return len(self._watched)
 
