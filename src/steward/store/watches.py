@@ -175,11 +175,12 @@ class JobWatches:
 
     def _handle(self, batch: list[_Item]) -> None:
         reads = [item for item in batch if isinstance(item, tuple)]
-        if _REARM in batch and self._rearm():
+        if _REARM in batch:
+            if not self._rearm():
+                return  # no connection: the reconnect's re-arm re-reads every job
             with self._lock:
                 reads += [(watch, False) for watch in self._watches.values()]
-            self._relist()
-        elif _RELIST in batch:
+        if _REARM in batch or _RELIST in batch:
             self._relist()
         for start in range(0, len(reads), BATCH):
             self._read(reads[start : start + BATCH])
