@@ -12,7 +12,7 @@ import pytest
 from kazoo.client import KazooClient
 from kazoo.protocol import connection as kazoo_connection
 from kazoo.protocol.serialization import int_int_struct, write_string
-from kazoo.protocol.states import EventType, WatchedEvent
+from kazoo.protocol.states import EVENT_TYPE_MAP, EventType, WatchedEvent
 
 from steward.ha.persistent_watches import AddWatch, PersistentWatches, RemoveWatches
 
@@ -90,4 +90,11 @@ def test_the_kazoo_internals_relied_on_are_still_there(client: KazooClient) -> N
     read = client._connection._read_watch_event
     assert list(inspect.signature(read).parameters) == ["buffer", "offset"]
     assert client.handler.async_result() is not None
+    assert isinstance(client._state, str)  # a KeeperState, what kazoo's events carry
+    assert {code: EVENT_TYPE_MAP[code] for code in (1, 2, 3, 4)} == {
+        1: EventType.CREATED,
+        2: EventType.DELETED,
+        3: EventType.CHANGED,
+        4: EventType.CHILD,
+    }
     assert client.unchroot("/a") == "/a"
