@@ -219,7 +219,7 @@ class JobEventSource:
             watches.status(job_id, on_status)
             watches.result(job_id, on_result)
         except StewardError as exc:
-            # The session is gone: the journal's continuity breaks, kazoo re-lists jobs/.
+            # The session is gone: the journal's continuity breaks, the re-arm re-lists jobs/.
             log.warning("cannot watch job events job=%s error=%r", job_id, exc)
             with self._lock:
                 self._watched.discard(job_id)
