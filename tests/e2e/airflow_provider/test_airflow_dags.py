@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import signal
@@ -152,8 +153,12 @@ def test_a_task_killed_while_its_job_runs_is_retried_onto_the_same_job(
     waiting(airflow_home, lambda: healthy(port), "the api-server serving", log="api-server")
     run = airflow_home.start("dags-test", "dags", "test", "steward_wordcount", "--use-executor")
     started = tmp_path / "gate.started"
-    waiting(airflow_home, lambda: started.exists() and task_processes(), "job and task running")
-    [first_try] = task_processes()
+    waiting(
+        airflow_home,
+        lambda: started.exists() and task_processes(run),
+        "job and task running",
+    )
+    [first_try] = task_processes(run)
     first_try.send_signal(signal.SIGKILL)
     waiting(
         airflow_home,
@@ -290,13 +295,19 @@ def healthy(port: int) -> bool:
         return False
 
 
-def task_processes() -> list[psutil.Process]:
-    """Airflow task processes (``airflow worker -- <task instance id>``) on this host."""
+def task_processes(run: subprocess.Popen[bytes]) -> list[psutil.Process]:
+    """Airflow task processes (``airflow worker -- <task instance id>``) below ``run``: another
+    test run on this host may be running the same DAG (and Airflow's process titles hide the
+    environment a task process was given)."""
+    try:
+        below = psutil.Process(run.pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
     found = []
-    for proc in psutil.process_iter(["cmdline"]):
-        cmdline = " ".join(proc.info["cmdline"] or [])
-        if TASK_PROCESS.fullmatch(cmdline.strip()):
-            found.append(proc)
+    for proc in below:
+        with contextlib.suppress(psutil.Error):
+            if TASK_PROCESS.fullmatch(" ".join(proc.cmdline()).strip()):
+                found.append(proc)
     return found
 
 
