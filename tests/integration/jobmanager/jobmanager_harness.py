@@ -58,6 +58,10 @@ SESSION_TIMEOUT = "8s"
 round trip has worked for 0.6 of this (rule 4). At 4 s (2.4 s) a test process starved on a
 loaded machine (load 15) fenced its leader in the middle of a test; no test here waits for a
 session to expire (the directory ran in 97 s at 8 s against 111 s at 4 s, -n 2)."""
+CLIENT_SESSION_SECONDS = 8.0
+"""The session of the test's own kazoo clients (the harness's, a fake TaskManager's, a latch
+squatter's), in the same starved process: at 4 s one expired on a loaded machine (two test runs
+at once, load 18) before the test's first write. No test waits for one to expire."""
 HEARTBEAT_INTERVAL = 0.2
 REPLACEMENT_GRACE = 0.5
 START_TIMEOUT = 10.0
@@ -117,7 +121,7 @@ class JobManagerCluster:
         self.http = httpx.Client(timeout=15.0, headers=auth_headers())
         export_admin_token()  # and any steward.Client a test builds
         self.internal_token_file = internal_token_file(tmp_path)
-        self.zk = KazooClient(hosts=quorum, timeout=4.0)
+        self.zk = KazooClient(hosts=quorum, timeout=CLIENT_SESSION_SECONDS)
         self.zk.start(timeout=15)
         self.zk.ensure_path(self.root)
         admin = admin_record(kit_admin_token())
@@ -176,7 +180,7 @@ class JobManagerCluster:
 
         Close the returned client to let the next contender lead.
         """
-        client = KazooClient(hosts=self.quorum, timeout=4.0)
+        client = KazooClient(hosts=self.quorum, timeout=CLIENT_SESSION_SECONDS)
         client.start(timeout=15)
         self._closers.append(lambda: _close(client))
         client.ensure_path(self.layout.leader_latch)
@@ -340,7 +344,7 @@ class PretendTaskManager:
         self.address = f"http://{tm_id}.invalid:1"
         self.epoch = 0
         self.seq = 0
-        self.zk = KazooClient(hosts=cluster.quorum, timeout=4.0)
+        self.zk = KazooClient(hosts=cluster.quorum, timeout=CLIENT_SESSION_SECONDS)
         self.zk.start(timeout=15)
         cluster._closers.append(lambda: _close(self.zk))
         self.path = cluster.layout.taskmanager(tm_id)
