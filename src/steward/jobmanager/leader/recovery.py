@@ -141,7 +141,8 @@ class Recovery:
         delay = RETRY_FIRST
         while True:
             try:
-                return self._list(pool)
+                with collections_paused():  # one try's reads, each with its deadline
+                    return self._list(pool)
             except StewardError as exc:
                 if not is_unavailable(exc):
                     raise
@@ -195,8 +196,9 @@ class Recovery:
         for start in range(0, len(todo), CHUNK):
             outcomes.extend(self._recover_chunk(todo[start : start + CHUNK], leases, pool))
         started = self._term.monotonic()
-        later = self._records.flush_deferred(self._later)
-        self._late.note(later)
+        with collections_paused():  # one batched write, with its deadline
+            later = self._records.flush_deferred(self._later)
+            self._late.note(later)
         log.info(
             "recovery wrote records epoch=%d seconds=%.3f later=%d",
             self._term.epoch,
