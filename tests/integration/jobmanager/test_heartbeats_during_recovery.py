@@ -87,3 +87,20 @@ def test_a_heartbeat_during_recovery_is_taken_once_the_term_is_ready(
     assert reply.epoch == 2
     assert [(ack.job_id, ack.attempt) for ack in reply.acks] == [(JOB, 1)]
     assert cluster.job(successor, JOB)["attempts"][-1]["adopted_by"] == [2]
+
+
+def test_a_heartbeat_whose_hold_ends_during_recovery_is_answered_with_nothing_taken(
+    cluster: JobManagerCluster, gate: tuple[threading.Event, threading.Event]
+) -> None:
+    entered, release = gate
+    tm = leased_jobs(cluster, [JOB])
+    successor = cluster.start(SUCCESSOR, **dict.fromkeys(SLOW_HEARTBEATS, INTERVAL))
+    wait_until(entered.is_set, SOON, message="jm-2 recovers")
+    beat = tm.beat(running_report(JOB)).model_copy(update={"wait": 0.2})
+
+    reply = tm.heartbeat(successor, beat=beat)  # its hold ends while the recovery waits
+
+    assert not release.is_set()
+    assert (reply.epoch, reply.acks, reply.commands, reply.taken) == (2, [], [], None)
+    state = dispatcher_of(successor).table.rm.get(tm.id)
+    assert state is not None and state.last_heartbeat is None  # nor its TaskManager's state

@@ -99,8 +99,18 @@ class Heartbeats:
         term = self._term
         if not (term.ready.is_set() or term.stopped.is_set()):
             hold = min(beat.wait, term.settings.taskmanager.heartbeat_interval)
-            return HeldUntaken(self._ready, hold, lambda block: self._take_now(beat, block=block))
+            return HeldUntaken(self._ready, hold, lambda block: self._take_held(beat, block=block))
         return self._take_now(beat, block=block)
+
+    def _take_held(self, beat: Heartbeat, *, block: bool) -> HeartbeatReply | HeldHeartbeat | None:
+        """A heartbeat held while the term recovered: taken as any other once the term is
+        ready (or over); if its hold ended first, answered with what a term not ready would
+        answer (nothing taken, the epoch; ``resend`` for an unchanged one), without the
+        table's lock, which the recovery needs."""
+        term = self._term
+        if term.ready.is_set() or term.stopped.is_set():
+            return self._take_now(beat, block=block)
+        return self._resend() if beat.unchanged else self._reply([], [], None)
 
     def _take_now(self, beat: Heartbeat, *, block: bool) -> HeartbeatReply | HeldHeartbeat | None:
         if beat.unchanged:
