@@ -36,7 +36,7 @@ from steward.errors import CorruptStateError, FencedError, StewardError, is_unav
 from steward.wire.records import ExecutionLease
 
 from .cleanup import Cleanup
-from .collections_paused import collections_paused
+from .collections_paused import collections_paused, kept_until_recovered
 from .context import TermContext
 from .initialization import Initialization
 from .late_records import LateRecords
@@ -90,7 +90,10 @@ class Recovery:
         """Recover every job of the cluster into the table; the summary, by outcome."""
         started, cpu_started = self._term.monotonic(), time.thread_time()
         parallelism = self._term.settings.jobmanager.recovery_parallelism
-        with ThreadPoolExecutor(max_workers=parallelism, thread_name_prefix="recover") as pool:
+        with (
+            kept_until_recovered(),
+            ThreadPoolExecutor(max_workers=parallelism, thread_name_prefix="recover") as pool,
+        ):
             listing = self._list_until_known(pool)
             if listing is None:  # the term ended while ZooKeeper did not answer
                 return {"jobs": 0}
