@@ -197,6 +197,7 @@ class Dispatcher:
             if self.term.stopped.is_set():
                 return  # ended while recovery waited for a store: the next leader recovers
             self.term.ready.set()
+            self._heartbeats.recovered()
             self._feed.recovered()
             self.term.metrics.recovery_duration.observe(self.term.monotonic() - self._granted_at)
             self._start_background()

@@ -40,7 +40,7 @@ from steward.wire.heartbeat import Ack, Command, Heartbeat, HeartbeatReply, Star
 from .context import TermContext
 from .jobmaster import JobMaster
 from .jobmaster_values import Deployment
-from .long_poll import HeldHeartbeat, Wake
+from .long_poll import HeldHeartbeat, HeldUntaken, Wake
 from .membership import NOT_TAKEN
 from .records import Records
 from .reports import SETTLED, AttemptReports
@@ -75,12 +75,44 @@ class Heartbeats:
         self._on_stranger = on_stranger
         self._records = records
         self._reports = AttemptReports(ctx, records)
+        self._ready = Wake()
+        """Set once the term is ready (:meth:`recovered`) or has ended: wakes the heartbeats
+        held while it recovered."""
+        ctx.term.when_stopped(self._ready.set)
+
+    def recovered(self) -> None:
+        """The term is ready: the heartbeats held while it recovered are taken now."""
+        self._ready.set()
 
     def take(self, beat: Heartbeat, *, block: bool) -> HeartbeatReply | HeldHeartbeat | None:
         """Take a TaskManager's reports: the reply, or the reply held until a command is
         queued (long poll). With ``block`` False (on an event loop) None instead of waiting:
         the table's lock is held (maybe across a ZooKeeper round trip), or a report needs a
-        write or a read (:meth:`_quiet`); the caller takes it again on a thread."""
+        write or a read (:meth:`_quiet`); the caller takes it again on a thread.
+
+        While the term recovers, a heartbeat is held untaken (:class:`.long_poll.HeldUntaken`)
+        until the term is ready, up to the hold a reply not kept gets (an interval): before
+        "ready" no report is taken anyway, and taking the rest (the TaskManager's state, under
+        the table's lock) against a table still filling only delayed the recovery and earned
+        the TaskManager a reply with nothing in it (docs/architecture.md, "Heartbeats during
+        a takeover")."""
+        term = self._term
+        if not (term.ready.is_set() or term.stopped.is_set()):
+            hold = min(beat.wait, term.settings.taskmanager.heartbeat_interval)
+            return HeldUntaken(self._ready, hold, lambda block: self._take_held(beat, block=block))
+        return self._take_now(beat, block=block)
+
+    def _take_held(self, beat: Heartbeat, *, block: bool) -> HeartbeatReply | HeldHeartbeat | None:
+        """A heartbeat held while the term recovered: taken as any other once the term is
+        ready (or over); if its hold ended first, answered with what a term not ready would
+        answer (nothing taken, the epoch; ``resend`` for an unchanged one), without the
+        table's lock, which the recovery needs."""
+        term = self._term
+        if term.ready.is_set() or term.stopped.is_set():
+            return self._take_now(beat, block=block)
+        return self._resend() if beat.unchanged else self._reply([], [], None)
+
+    def _take_now(self, beat: Heartbeat, *, block: bool) -> HeartbeatReply | HeldHeartbeat | None:
         if beat.unchanged:
             return self._take_unchanged(beat, block=block)
         return self._take_full(beat, block=block)

@@ -85,3 +85,30 @@ class HeldHeartbeat:
         """The reply with the commands queued meanwhile; None if ``block`` is False and the
         table's lock is held (by a thread that may be waiting on ZooKeeper)."""
         return self._finish(block)
+
+
+class HeldUntaken(HeldHeartbeat):
+    """A heartbeat held before it is taken: it came while the term recovers, and waits on the
+    term's ``ready`` wake (set at "ready" or at the term's end) or :attr:`timeout`.
+    :meth:`finish` then takes it as a heartbeat that came now would be (``take``), once, and
+    answers at once: a reply that take would hold is finished without a second wait (the
+    TaskManager has waited already)."""
+
+    def __init__(
+        self,
+        ready: Wake,
+        timeout: float,
+        take: Callable[[bool], HeartbeatReply | HeldHeartbeat | None],
+    ) -> None:
+        super().__init__(ready, timeout, self._taken_now)
+        self._take = take
+        self._held: HeldHeartbeat | None = None
+        """What :meth:`finish` took and could not finish yet (it asked not to block)."""
+
+    def _taken_now(self, block: bool) -> HeartbeatReply | None:
+        if self._held is None:
+            taken = self._take(block)
+            if taken is None or isinstance(taken, HeartbeatReply):
+                return taken
+            self._held = taken
+        return self._held.finish(block=block)

@@ -36,7 +36,7 @@ from steward.errors import CorruptStateError, FencedError, StewardError, is_unav
 from steward.wire.records import ExecutionLease
 
 from .cleanup import Cleanup
-from .collections_paused import collections_paused
+from .collections_paused import collections_paused, kept_until_recovered
 from .context import TermContext
 from .initialization import Initialization
 from .late_records import LateRecords
@@ -90,7 +90,10 @@ class Recovery:
         """Recover every job of the cluster into the table; the summary, by outcome."""
         started, cpu_started = self._term.monotonic(), time.thread_time()
         parallelism = self._term.settings.jobmanager.recovery_parallelism
-        with ThreadPoolExecutor(max_workers=parallelism, thread_name_prefix="recover") as pool:
+        with (
+            kept_until_recovered(),
+            ThreadPoolExecutor(max_workers=parallelism, thread_name_prefix="recover") as pool,
+        ):
             listing = self._list_until_known(pool)
             if listing is None:  # the term ended while ZooKeeper did not answer
                 return {"jobs": 0}
@@ -141,7 +144,8 @@ class Recovery:
         delay = RETRY_FIRST
         while True:
             try:
-                return self._list(pool)
+                with collections_paused():  # one try's reads, each with its deadline
+                    return self._list(pool)
             except StewardError as exc:
                 if not is_unavailable(exc):
                     raise
@@ -195,8 +199,9 @@ class Recovery:
         for start in range(0, len(todo), CHUNK):
             outcomes.extend(self._recover_chunk(todo[start : start + CHUNK], leases, pool))
         started = self._term.monotonic()
-        later = self._records.flush_deferred(self._later)
-        self._late.note(later)
+        with collections_paused():  # one batched write, with its deadline
+            later = self._records.flush_deferred(self._later)
+            self._late.note(later)
         log.info(
             "recovery wrote records epoch=%d seconds=%.3f later=%d",
             self._term.epoch,
