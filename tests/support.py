@@ -85,3 +85,15 @@ def require_modules(**reasons: str) -> None:
     for name, reason in reasons.items():
         if importlib.util.find_spec(name) is None:
             pytest.skip(reason, allow_module_level=True)
+
+
+def server_watches(port: int) -> int:
+    """The watches the ZooKeeper server on ``port`` holds (``mntr``'s ``zk_watch_count``, the
+    total ``wchs`` gives)."""
+    from steward.zookeeper.fourletter import four_letter_word
+
+    for line in four_letter_word(port, "mntr", timeout=2.0).splitlines():
+        key, _, value = line.partition("\t")
+        if key == "zk_watch_count":
+            return int(value)
+    raise AssertionError("no zk_watch_count in mntr's answer")

@@ -10,9 +10,8 @@ import pytest
 from kazoo.protocol.states import EventType, WatchedEvent
 
 from steward.ha.session import Session
-from steward.zookeeper.fourletter import four_letter_word
 from steward.zookeeper.managed import ManagedEnsemble
-from support import ZK_TEST_ROOT, wait_until
+from support import ZK_TEST_ROOT, server_watches, wait_until
 
 pytestmark = pytest.mark.zookeeper
 
@@ -25,11 +24,7 @@ def session(zk_quorum: str, cluster_id: str) -> Iterator[Session]:
 
 def _server_watches(zookeeper: ManagedEnsemble) -> int:
     (port,) = zookeeper.client_ports.values()
-    for line in four_letter_word(port, "mntr", timeout=2.0).splitlines():
-        key, _, value = line.partition("\t")
-        if key == "zk_watch_count":
-            return int(value)
-    raise AssertionError("no zk_watch_count in mntr's answer")
+    return server_watches(port)
 
 
 def test_one_watch_hears_every_change_below_its_path_and_nothing_beside_it(

@@ -10,18 +10,16 @@ from typing import Any
 
 import pytest
 from ha_harness import expire_session
-from stores_support import Contender
+from stores_support import Contender, write_failed_result, write_status
 
 from steward.ha.session import Session
 from steward.jobmanager.events.journal import Journal
 from steward.jobmanager.events.source import JobEventSource
 from steward.jobmanager.indexed_job import IndexedJob
 from steward.store.blob import BlobStore
-from steward.store.results import JobResultStore
-from steward.store.statuses import JobStatusStore
 from steward.wire.events import JobEvent
-from steward.wire.records import ErrorInfo, JobResultEntry, JobStatusRecord
-from steward.wire.states import JobState, TerminalState
+from steward.wire.records import JobStatusRecord
+from steward.wire.states import JobState
 from support import wait_until
 
 pytestmark = pytest.mark.zookeeper
@@ -38,34 +36,6 @@ def standby(
     finally:
         source.stop()
         session.close()
-
-
-def _status(leader: Contender, job_id: str, state: JobState, reason: str | None = None) -> None:
-    now = time.time()
-    record = JobStatusRecord(
-        job_id=job_id,
-        name="etl",
-        state=state,
-        reason=reason,
-        submitted_at=now,
-        updated_at=now,
-        epoch=leader.leadership.epoch,
-        submitter="alice",
-    )
-    JobStatusStore(leader.session).write(leader.fence, record)
-
-
-def _result(leader: Contender, blobs: BlobStore, job_id: str) -> None:
-    entry = JobResultEntry(
-        job_id=job_id,
-        state=TerminalState.FAILED,
-        error=ErrorInfo(type="ValueError", message="bad input"),
-        finished_at=time.time(),
-        name="etl",
-        epoch=leader.leadership.epoch,
-        submitter="alice",
-    )
-    JobResultStore(leader.session, blobs).create_dirty(leader.fence, entry)
 
 
 def _events(journal: Journal, cursor: str) -> list[JobEvent]:
@@ -86,14 +56,14 @@ def test_a_jobs_changes_and_its_result_become_events_once_each(
     leader: Contender, standby: JobEventSource, blobs: BlobStore
 ) -> None:
     journal, start = standby.journal, standby.journal.head
-    _status(leader, "job-1", JobState.SCHEDULED, "waiting for a slot")
+    write_status(leader, "job-1", JobState.SCHEDULED, "waiting for a slot")
     _wait_for(journal, start, 1)
-    _status(leader, "job-1", JobState.SCHEDULED, "waiting for a slot")  # nothing new
-    _status(leader, "job-1", JobState.RUNNING)
+    write_status(leader, "job-1", JobState.SCHEDULED, "waiting for a slot")  # nothing new
+    write_status(leader, "job-1", JobState.RUNNING)
     _wait_for(journal, start, 2)
-    _result(leader, blobs, "job-1")
+    write_failed_result(leader, blobs, "job-1")
     events = _wait_for(journal, start, 3)
-    _status(leader, "job-1", JobState.RUNNING, "late")  # after the result: adds nothing
+    write_status(leader, "job-1", JobState.RUNNING, "late")  # after the result: adds nothing
     wait_until(lambda: standby.watched == 1, 5)
     assert [(e.state, e.reason) for e in _events(journal, start)] == [
         (JobState.SCHEDULED, "waiting for a slot"),
@@ -108,13 +78,13 @@ def test_a_jobs_changes_and_its_result_become_events_once_each(
 def test_jobs_there_at_start_are_events_too_and_so_are_their_changes(
     zk_quorum: str, zk_root: str, leader: Contender, blobs: BlobStore
 ) -> None:
-    _status(leader, "old", JobState.RUNNING)
+    write_status(leader, "old", JobState.RUNNING)
     session = Session(zk_quorum, zk_root, session_timeout=4.0, name="late-standby").start()
     source = JobEventSource(session, blobs, Journal()).start()
     try:
         start = source.journal.head
         wait_until(lambda: source.watched == 1, 10, "the old job watched")
-        _result(leader, blobs, "old")
+        write_failed_result(leader, blobs, "old")
         events = _wait_for(source.journal, start, 2)
         # Its state when the watch was set (a consumer may have read it before), then the end.
         assert [(e.job_id, e.state) for e in events] == [
@@ -134,7 +104,7 @@ def test_a_lost_session_breaks_continuity_and_events_flow_again(
     expire_session(standby._session)
     wait_until(lambda: journal.read(before) is None, 20, "continuity broken")
     after = journal.head
-    _status(leader, "job-2", JobState.SCHEDULED)
+    write_status(leader, "job-2", JobState.SCHEDULED)
     events = _wait_for(journal, after, 1)
     assert events[0].job_id == "job-2"
 
@@ -145,7 +115,7 @@ def test_a_reconnect_with_many_jobs_spawns_no_thread_per_job_and_events_still_fl
     journal, begin = standby.journal, standby.journal.head
     jobs = [f"job-{n}" for n in range(150)]
     for job_id in jobs:
-        _status(leader, job_id, JobState.SCHEDULED)
+        write_status(leader, job_id, JobState.SCHEDULED)
     wait_until(lambda: standby.watched == len(jobs), 20, "every job watched")
     _wait_for(journal, begin, len(jobs))
     handler = standby._session.client.handler
@@ -161,7 +131,7 @@ def test_a_reconnect_with_many_jobs_spawns_no_thread_per_job_and_events_still_fl
         start = journal.head
         assert standby._session.drop_connection("test")
         wait_until(lambda: standby._session.connected, 20, "reconnected")
-        _status(leader, jobs[-1], JobState.RUNNING)  # seen only if its watch was re-armed
+        write_status(leader, jobs[-1], JobState.RUNNING)  # seen only if its watch was re-armed
         events = _wait_for(journal, start, 1)
     finally:
         handler.spawn = spawn

@@ -4,36 +4,28 @@ sessions (issue 22); the leader holds none."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 
 import pytest
 from ha_harness import expire_session
-from stores_support import Contender
+from stores_support import Contender, write_failed_result, write_status, write_statuses
 
 from steward.ha.session import Session
 from steward.jobmanager.events.journal import Journal
 from steward.jobmanager.events.source import JobEventSource
 from steward.store.blob import BlobStore
-from steward.store.results import JobResultStore
 from steward.store.statuses import JobStatusStore
-from steward.wire.records import ErrorInfo, JobResultEntry, JobStatusRecord
-from steward.wire.states import JobState, TerminalState
-from steward.zookeeper.fourletter import four_letter_word
+from steward.wire.states import JobState
 from steward.zookeeper.managed import ManagedEnsemble
+from support import server_watches as watch_count
 from support import wait_until
 
 pytestmark = pytest.mark.zookeeper
 
 
 def server_watches(zookeeper: ManagedEnsemble) -> int:
-    """The server's watch count (``mntr``'s ``zk_watch_count``, ``wchs``' total)."""
     (port,) = zookeeper.client_ports.values()
-    for line in four_letter_word(port, "mntr", timeout=2.0).splitlines():
-        key, _, value = line.partition("\t")
-        if key == "zk_watch_count":
-            return int(value)
-    raise AssertionError("no zk_watch_count in mntr's answer")
+    return watch_count(port)
 
 
 @pytest.fixture
@@ -58,44 +50,6 @@ def standby(standby_session: Session, blobs: BlobStore, baseline: int) -> Iterat
         yield source
     finally:
         source.stop()
-
-
-def _status(leader: Contender, job_id: str, state: JobState) -> None:
-    now = time.time()
-    record = JobStatusRecord(
-        job_id=job_id,
-        name="etl",
-        state=state,
-        submitted_at=now,
-        updated_at=now,
-        epoch=leader.leadership.epoch,
-        submitter="alice",
-    )
-    JobStatusStore(leader.session).write(leader.fence, record)
-
-
-def _statuses(leader: Contender, job_ids: list[str], state: JobState) -> None:
-    now, epoch = time.time(), leader.leadership.epoch
-    records = [
-        JobStatusRecord(
-            job_id=job_id, name="etl", state=state, submitted_at=now, updated_at=now, epoch=epoch
-        )
-        for job_id in job_ids
-    ]
-    JobStatusStore(leader.session).write_many(leader.fence, records)
-
-
-def _result(leader: Contender, blobs: BlobStore, job_id: str) -> None:
-    entry = JobResultEntry(
-        job_id=job_id,
-        state=TerminalState.FAILED,
-        error=ErrorInfo(type="ValueError", message="bad input"),
-        finished_at=time.time(),
-        name="etl",
-        epoch=leader.leadership.epoch,
-        submitter="alice",
-    )
-    JobResultStore(leader.session, blobs).create_dirty(leader.fence, entry)
 
 
 def _cleanup(leader: Contender, job_id: str) -> None:
@@ -132,10 +86,10 @@ def test_a_standbys_server_watches_stay_the_same_from_10_to_200_jobs(
 ) -> None:
     journal, begin = standby.journal, standby.journal.head
     jobs = [f"job-{n:03d}" for n in range(200)]
-    _statuses(leader, jobs[:10], JobState.RUNNING)
+    write_statuses(leader, jobs[:10], JobState.RUNNING)
     wait_until(lambda: len(_events(journal, begin)) >= 10, 20, "10 jobs followed")
     at_10 = server_watches(zookeeper)
-    _statuses(leader, jobs[10:], JobState.RUNNING)
+    write_statuses(leader, jobs[10:], JobState.RUNNING)
     wait_until(lambda: len(_events(journal, begin)) >= 200, 30, "200 jobs followed")
     assert standby.watched == 200
     at_200 = server_watches(zookeeper)
@@ -150,12 +104,12 @@ def test_a_standby_sees_creation_change_result_and_deletion_through_two_server_w
     baseline: int,
 ) -> None:
     journal, begin = standby.journal, standby.journal.head
-    _status(leader, "job-1", JobState.SCHEDULED)
+    write_status(leader, "job-1", JobState.SCHEDULED)
     _saw(journal, begin, ("job-1", JobState.SCHEDULED))
-    _status(leader, "job-1", JobState.RUNNING)
+    write_status(leader, "job-1", JobState.RUNNING)
     _saw(journal, begin, ("job-1", JobState.RUNNING))
     assert server_watches(zookeeper) - baseline == 2
-    _result(leader, blobs, "job-1")
+    write_failed_result(leader, blobs, "job-1")
     _saw(journal, begin, ("job-1", JobState.FAILED))
     _cleanup(leader, "job-1")
     wait_until(lambda: standby.watched == 0, 20, "the deleted job no longer followed")
@@ -177,16 +131,16 @@ def test_after_a_dropped_connection_a_standby_sees_what_changed_meanwhile_and_af
 ) -> None:
     session, journal, begin = standby._session, standby.journal, standby.journal.head
     jobs = [f"job-{n}" for n in range(50)]
-    _statuses(leader, jobs, JobState.SCHEDULED)
+    write_statuses(leader, jobs, JobState.SCHEDULED)
     wait_until(lambda: len(_events(journal, begin)) >= 50, 20, "every job followed")
     session_id = session.session_id
     # Kept off the server while the leader writes: nothing can be watched meanwhile.
     session.client.set_hosts("127.0.0.1:1")
     assert session.drop_connection("test")
     wait_until(lambda: not session.connected, 10, "disconnected")
-    _status(leader, jobs[0], JobState.RUNNING)
-    _result(leader, blobs, jobs[1])
-    _status(leader, "job-new", JobState.SCHEDULED)
+    write_status(leader, jobs[0], JobState.RUNNING)
+    write_failed_result(leader, blobs, jobs[1])
+    write_status(leader, "job-new", JobState.SCHEDULED)
     session.client.set_hosts(session.quorum)
     wait_until(lambda: session.connected, 20, "reconnected")
     assert session.session_id == session_id, "the same session"
@@ -197,7 +151,7 @@ def test_after_a_dropped_connection_a_standby_sees_what_changed_meanwhile_and_af
         (jobs[1], JobState.FAILED),
         ("job-new", JobState.SCHEDULED),
     )
-    _status(leader, jobs[2], JobState.RUNNING)  # seen only if the watch was added again
+    write_status(leader, jobs[2], JobState.RUNNING)  # seen only if the watch was added again
     _saw(journal, begin, (jobs[2], JobState.RUNNING))
     assert server_watches(zookeeper) - baseline == 2
 
@@ -211,14 +165,14 @@ def test_on_a_new_session_a_standby_sees_what_changed_meanwhile_and_after(
 ) -> None:
     session, journal, begin = standby._session, standby.journal, standby.journal.head
     jobs = [f"job-{n}" for n in range(50)]
-    _statuses(leader, jobs, JobState.SCHEDULED)
+    write_statuses(leader, jobs, JobState.SCHEDULED)
     wait_until(lambda: len(_events(journal, begin)) >= 50, 20, "every job followed")
     old = session.session_id
     expire_session(session)
     wait_until(lambda: journal.read(begin) is None, 30, "the journal's continuity broken")
-    _status(leader, jobs[0], JobState.RUNNING)
-    _result(leader, blobs, jobs[1])
-    _status(leader, "job-new", JobState.SCHEDULED)
+    write_status(leader, jobs[0], JobState.RUNNING)
+    write_failed_result(leader, blobs, jobs[1])
+    write_status(leader, "job-new", JobState.SCHEDULED)
     wait_until(lambda: session.connected and session.session_id != old, 30, "a new session")
     _saw_after_new_session(
         journal,
@@ -226,7 +180,7 @@ def test_on_a_new_session_a_standby_sees_what_changed_meanwhile_and_after(
         (jobs[1], JobState.FAILED),
         ("job-new", JobState.SCHEDULED),
     )
-    _status(leader, jobs[2], JobState.RUNNING)  # seen only if the watch was added again
+    write_status(leader, jobs[2], JobState.RUNNING)  # seen only if the watch was added again
     _saw_after_new_session(journal, (jobs[2], JobState.RUNNING))
     assert server_watches(zookeeper) - baseline == 2
 
@@ -235,11 +189,11 @@ def test_a_standby_that_leads_holds_no_watch(
     zookeeper: ManagedEnsemble, leader: Contender, standby: JobEventSource, baseline: int
 ) -> None:
     journal, begin = standby.journal, standby.journal.head
-    _statuses(leader, [f"job-{n}" for n in range(20)], JobState.RUNNING)
+    write_statuses(leader, [f"job-{n}" for n in range(20)], JobState.RUNNING)
     wait_until(lambda: len(_events(journal, begin)) >= 20, 20, "every job followed")
     standby.lead()
     wait_until(lambda: server_watches(zookeeper) == baseline, 10, "the watches removed")
     standby.follow()
     wait_until(lambda: server_watches(zookeeper) == baseline + 2, 10, "two watches again")
-    _status(leader, "job-0", JobState.CANCELLING)
+    write_status(leader, "job-0", JobState.CANCELLING)
     _saw(journal, begin, ("job-0", JobState.CANCELLING))
