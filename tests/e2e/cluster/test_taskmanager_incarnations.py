@@ -82,6 +82,10 @@ def test_adopted_attempt_whose_taskmanager_dies_is_lost_not_rejected(
     process_cluster.start_jobmanager("jm-2")
     taskmanagers = {tm: process_cluster.start_taskmanager(tm) for tm in ("tm-1", "tm-2")}
     leader = process_cluster.wait_ready(taskmanagers=2)
+    # The standby too: the adoption needs it to take over (crash detection) before the killed
+    # TaskManager's session expires; a standby still joining the line waits out the leader's
+    # session, which the TaskManager's ends with.
+    process_cluster.wait_all_ready()
     with process_cluster.client() as client:
         _submit_ticking(client, tmp_path, "orphaned", ticks=40)
         running_on = _running_on(client, "orphaned", taskmanagers)
