@@ -39,12 +39,14 @@ def test_a_result_lost_by_zookeeper_is_an_error_naming_it_and_not_retried(
     cluster.submitted(leader, "job-lost")
     assert cluster.post(leader, "/v1/jobs/job-lost/cancel").status_code in (200, 202)
     wait_until(
-        lambda: any("result lost by zookeeper job=job-lost" in r.message for r in caplog.records),
+        lambda: any(
+            "result lost by zookeeper job=job-lost" in r.getMessage() for r in caplog.records
+        ),
         10,
         "the leader says the result is lost",
     )
     # Then it is one error that names ZooKeeper and what to check
-    (error,) = [r for r in caplog.records if "result lost by zookeeper" in r.message]
+    (error,) = [r for r in caplog.records if "result lost by zookeeper" in r.getMessage()]
     assert error.levelno == logging.ERROR
     assert "ZooKeeper lost an acknowledged write" in error.getMessage()
     assert "steward doctor" in error.getMessage()
