@@ -81,6 +81,29 @@ def _saw_after_new_session(journal: Journal, *wanted: tuple[str, JobState]) -> N
     wait_until(lambda: set(wanted) <= held(), 30, f"events {wanted} in the journal")
 
 
+def _follow_fifty(standby: JobEventSource, leader: Contender) -> tuple[Journal, str, list[str]]:
+    """50 jobs written and followed by the standby: its journal, a cursor before them, the ids."""
+    journal, begin = standby.journal, standby.journal.head
+    jobs = [f"job-{n}" for n in range(50)]
+    write_statuses(leader, jobs, JobState.SCHEDULED)
+    wait_until(lambda: len(_events(journal, begin)) >= 50, 20, "every job followed")
+    return journal, begin, jobs
+
+
+def _change_three(
+    leader: Contender, blobs: BlobStore, jobs: list[str]
+) -> list[tuple[str, JobState]]:
+    """A status changed, a result created, a job created; the events they make."""
+    write_status(leader, jobs[0], JobState.RUNNING)
+    write_failed_result(leader, blobs, jobs[1])
+    write_status(leader, "job-new", JobState.SCHEDULED)
+    return [
+        (jobs[0], JobState.RUNNING),
+        (jobs[1], JobState.FAILED),
+        ("job-new", JobState.SCHEDULED),
+    ]
+
+
 def test_a_standbys_server_watches_stay_the_same_from_10_to_200_jobs(
     zookeeper: ManagedEnsemble, leader: Contender, standby: JobEventSource, baseline: int
 ) -> None:
@@ -129,28 +152,18 @@ def test_after_a_dropped_connection_a_standby_sees_what_changed_meanwhile_and_af
     blobs: BlobStore,
     baseline: int,
 ) -> None:
-    session, journal, begin = standby._session, standby.journal, standby.journal.head
-    jobs = [f"job-{n}" for n in range(50)]
-    write_statuses(leader, jobs, JobState.SCHEDULED)
-    wait_until(lambda: len(_events(journal, begin)) >= 50, 20, "every job followed")
+    session = standby._session
+    journal, begin, jobs = _follow_fifty(standby, leader)
     session_id = session.session_id
     # Kept off the server while the leader writes: nothing can be watched meanwhile.
     session.client.set_hosts("127.0.0.1:1")
     assert session.drop_connection("test")
     wait_until(lambda: not session.connected, 10, "disconnected")
-    write_status(leader, jobs[0], JobState.RUNNING)
-    write_failed_result(leader, blobs, jobs[1])
-    write_status(leader, "job-new", JobState.SCHEDULED)
+    meanwhile = _change_three(leader, blobs, jobs)
     session.client.set_hosts(session.quorum)
     wait_until(lambda: session.connected, 20, "reconnected")
     assert session.session_id == session_id, "the same session"
-    _saw(
-        journal,
-        begin,
-        (jobs[0], JobState.RUNNING),
-        (jobs[1], JobState.FAILED),
-        ("job-new", JobState.SCHEDULED),
-    )
+    _saw(journal, begin, *meanwhile)
     write_status(leader, jobs[2], JobState.RUNNING)  # seen only if the watch was added again
     _saw(journal, begin, (jobs[2], JobState.RUNNING))
     assert server_watches(zookeeper) - baseline == 2
@@ -163,23 +176,14 @@ def test_on_a_new_session_a_standby_sees_what_changed_meanwhile_and_after(
     blobs: BlobStore,
     baseline: int,
 ) -> None:
-    session, journal, begin = standby._session, standby.journal, standby.journal.head
-    jobs = [f"job-{n}" for n in range(50)]
-    write_statuses(leader, jobs, JobState.SCHEDULED)
-    wait_until(lambda: len(_events(journal, begin)) >= 50, 20, "every job followed")
+    session = standby._session
+    journal, begin, jobs = _follow_fifty(standby, leader)
     old = session.session_id
     expire_session(session)
     wait_until(lambda: journal.read(begin) is None, 30, "the journal's continuity broken")
-    write_status(leader, jobs[0], JobState.RUNNING)
-    write_failed_result(leader, blobs, jobs[1])
-    write_status(leader, "job-new", JobState.SCHEDULED)
+    meanwhile = _change_three(leader, blobs, jobs)
     wait_until(lambda: session.connected and session.session_id != old, 30, "a new session")
-    _saw_after_new_session(
-        journal,
-        (jobs[0], JobState.RUNNING),
-        (jobs[1], JobState.FAILED),
-        ("job-new", JobState.SCHEDULED),
-    )
+    _saw_after_new_session(journal, *meanwhile)
     write_status(leader, jobs[2], JobState.RUNNING)  # seen only if the watch was added again
     _saw_after_new_session(journal, (jobs[2], JobState.RUNNING))
     assert server_watches(zookeeper) - baseline == 2
