@@ -5,11 +5,13 @@ Two server watches, whatever the job count: one persistent recursive watch on ``
 created or deleted, a status record written or deleted; the checkpoints below a job are
 ignored) and one on ``results/`` (a result created), through
 :class:`steward.ha.persistent_watches.PersistentWatches` (kazoo 2.11 has no ``add_watch``). A
-watch event only queues what it names, on kazoo's connection thread: a re-list of ``jobs/``, or
-the job whose status or result has a callback here (others are dropped). One worker thread of
-ours re-lists and re-reads the queued nodes in pipelined batches (no watch set by a read), in
-the order their changes were seen, and never on kazoo's threads (election and leader retrieval
-need them). A job's callback ends when it returns False.
+watch event only queues what it names, on kazoo's connection thread: a job created or deleted
+(its id is in the event's path: nothing is listed), or the job whose status or result has a
+callback here (others are dropped). One worker thread of ours re-reads the queued nodes in
+pipelined batches (no watch set by a read), in the order their changes were seen, and never on
+kazoo's threads (election and leader retrieval need them). ``jobs/`` is listed only when the
+watches are (re)added: with 10,000 jobs a listing per creation made a standby's work grow with
+the square of a burst. A job's callback ends when it returns False.
 
 Neither kazoo nor the server keeps a persistent watch across a reconnect, so after every
 reconnect and on every new session the worker adds both watches again, and only then re-lists
@@ -39,8 +41,21 @@ from steward.wire.values import check_job_id
 
 log = logging.getLogger(__name__)
 
-OnJobs = Callable[[list[str]], bool]
-"""Called with the job ids under ``jobs/``; returning False ends the watch."""
+
+@dataclass(frozen=True)
+class JobsChanged:
+    """What the jobs' callback is told: every job id under ``jobs/`` (``complete``: a listing,
+    any other job is gone), or the jobs created and deleted since the last call (from the
+    watch's events, each job's last change of a batch; the two lists never share an id)."""
+
+    created: list[str]
+    deleted: list[str]
+    complete: bool
+
+
+OnJobs = Callable[[JobsChanged], bool]
+"""Called with a listing of the jobs, then with their changes; returning False ends the
+watch."""
 OnStatus = Callable[[JobStatusRecord | None, bool], bool]
 """Called with the job's status record (None: none, or unreadable) and whether the record was
 just deleted (the job's cleanup); returning False ends the watch."""
@@ -52,7 +67,7 @@ BATCH = 500
 """Reads in flight at once: enough to hide round trips, bounded memory."""
 
 _RELIST = "relist"
-"""Queued: a job was created or deleted under ``jobs/``."""
+"""Queued: list ``jobs/`` (the jobs' callback was just given)."""
 _REARM = "rearm"
 """Queued: (re)connected, add the server watches and re-read everything."""
 
@@ -65,7 +80,13 @@ class _Watch:
     callback: Callable[..., bool]
 
 
-_Item = tuple[_Watch, bool] | str
+@dataclass(frozen=True)
+class _JobChange:
+    job_id: str
+    created: bool  # else deleted
+
+
+_Item = tuple[_Watch, bool] | _JobChange | str
 
 
 class JobWatches:
@@ -84,8 +105,8 @@ class JobWatches:
         self._started = False
 
     def jobs(self, on_jobs: OnJobs) -> None:
-        """Call ``on_jobs`` with the job ids now, and again whenever a job is created or
-        deleted (on the worker thread)."""
+        """Call ``on_jobs`` with every job id now (and after every re-arm), and with the jobs
+        created or deleted in between (on the worker thread)."""
         with self._lock:
             self._on_jobs = on_jobs
         self._start()
@@ -140,7 +161,7 @@ class JobWatches:
             return
         if not below:
             if event.type in (EventType.CREATED, EventType.DELETED):
-                self._queue.put(_RELIST)
+                self._queue.put(_JobChange(job_id, event.type == EventType.CREATED))
         elif below == "status":
             self._fired("status", job_id, event.type == EventType.DELETED)
 
@@ -181,7 +202,10 @@ class JobWatches:
             with self._lock:
                 reads += [(watch, False) for watch in self._watches.values()]
         if _REARM in batch or _RELIST in batch:
+            # The listing is newer than every change queued before it: those are in it.
             self._relist()
+        else:
+            self._changed([item for item in batch if isinstance(item, _JobChange)])
         for start in range(0, len(reads), BATCH):
             self._read(reads[start : start + BATCH])
 
@@ -218,7 +242,21 @@ class JobWatches:
             # The connection dropped: the reconnect re-lists.
             log.warning("cannot list jobs error=%r", exc)
             return
-        if not on_jobs(_job_ids(names)):
+        self._tell(on_jobs, JobsChanged(_job_ids(names), [], complete=True))
+
+    def _changed(self, changes: list[_JobChange]) -> None:
+        with self._lock:
+            on_jobs = self._on_jobs
+        if on_jobs is None or not changes:
+            return
+        last = {change.job_id: change.created for change in changes}  # in order: the last wins
+        ids = _job_ids(list(last))
+        created = [job_id for job_id in ids if last[job_id]]
+        deleted = [job_id for job_id in ids if not last[job_id]]
+        self._tell(on_jobs, JobsChanged(created, deleted, complete=False))
+
+    def _tell(self, on_jobs: OnJobs, change: JobsChanged) -> None:
+        if not on_jobs(change):
             with self._lock:
                 if self._on_jobs is on_jobs:
                     self._on_jobs = None

@@ -119,6 +119,34 @@ def test_a_standbys_server_watches_stay_the_same_from_10_to_200_jobs(
     assert (at_10 - baseline, at_200 - baseline) == (2, 2)  # jobs/ and results/
 
 
+def test_a_standby_learns_of_created_jobs_from_the_events_without_listing_them(
+    leader: Contender,
+    standby_session: Session,
+    standby: JobEventSource,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A listing of ``jobs/`` per created job made a standby's work grow with the square of a
+    burst (a 10,000-child listing for each new job): only a re-arm lists."""
+    client, jobs_path = standby_session.client, standby_session.layout.jobs
+    listings: list[str] = []
+    get_children = client.get_children
+
+    def counted(path: str, *args: object, **kwargs: object) -> object:
+        if path.rstrip("/") == jobs_path.rstrip("/"):
+            listings.append(path)
+        return get_children(path, *args, **kwargs)
+
+    write_status(leader, "job-00", JobState.SCHEDULED)
+    wait_until(lambda: standby.watched == 1, 20, "the first job followed: the listing done")
+    monkeypatch.setattr(client, "get_children", counted)
+    for n in range(1, 20):
+        write_status(leader, f"job-{n:02d}", JobState.SCHEDULED)
+        wait_until(lambda n=n: standby.watched == n + 1, 20, f"job {n} followed")
+    _cleanup(leader, "job-00")
+    wait_until(lambda: standby.watched == 19, 20, "the deleted job no longer followed")
+    assert listings == []
+
+
 def test_a_standby_sees_creation_change_result_and_deletion_through_two_server_watches(
     zookeeper: ManagedEnsemble,
     leader: Contender,

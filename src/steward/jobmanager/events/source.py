@@ -46,7 +46,7 @@ from steward.errors import StewardError
 from steward.ha.session import ConnectionState, Session
 from steward.store.blob import BlobStore
 from steward.store.results import JobResultStore
-from steward.store.watches import JobWatches
+from steward.store.watches import JobsChanged, JobWatches
 from steward.wire.events import JobEvent
 from steward.wire.records import JobResultEntry, JobStatusRecord
 from steward.wire.redaction import DEFAULT as SECRETS
@@ -180,15 +180,16 @@ class JobEventSource:
             log.warning("job events may have been missed (zookeeper session lost)")
             self.journal.break_continuity()
 
-    def _on_jobs(self, watches: JobWatches, job_ids: list[str]) -> bool:
+    def _on_jobs(self, watches: JobWatches, change: JobsChanged) -> bool:
         with self._lock:
             if self._stopped or self._leading or watches is not self._watches:
                 return False
-            new = [job_id for job_id in job_ids if job_id not in self._watched]
+            new = [job_id for job_id in change.created if job_id not in self._watched]
             self._watched.update(new)
-            for gone in self._watched - set(job_ids):
-                self._watched.discard(gone)
-                self._seen.pop(gone, None)
+            gone = self._watched.difference(change.created) if change.complete else change.deleted
+            for job_id in gone:
+                self._watched.discard(job_id)
+                self._seen.pop(job_id, None)
         for job_id in new:
             self._to_watch.put(functools.partial(self._watch, watches, job_id))
         return True
