@@ -147,6 +147,12 @@ class ResourceManager:
         """Slots of every registered TaskManager: what the queues' shares are shares of."""
         return sum(s.slots for s in self._tms.values() if s.registered)
 
+    def shape(self) -> tuple[int, int, int]:
+        """Registered TaskManagers, the largest one's slots, and their slots in all: what the
+        reasons of :meth:`shortage` and the queues' shares depend on."""
+        registered = [s.slots for s in self._tms.values() if s.registered]
+        return len(registered), max(registered, default=0), sum(registered)
+
     def assign(self, tm_id: str, job_id: str, attempt: int, slots: int) -> None:
         state = self._tms.get(tm_id)
         if state is not None:

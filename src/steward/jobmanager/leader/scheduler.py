@@ -27,6 +27,7 @@ from steward.wire.queues import QueueList, QueueView
 from steward.wire.records import MAX_EARLIER_APPS
 from steward.wire.runner_protocol import completed_stages_of
 
+from .backlog import Backlog, Shape
 from .context import TermContext
 from .jobmaster import JobMaster
 from .jobmaster_values import Deployment
@@ -73,6 +74,10 @@ class Scheduler:
         """This pass's slot counts no TaskManager had room for, with the reason shown."""
         self._queues: list[QueueView] = []
         self._capacity = 0
+        self._backlog = Backlog()
+        self.looked_at = 0
+        """How many waiting jobs the last pass looked at (all of them, or those new to a
+        backlog that cannot move: :mod:`.backlog`)."""
 
     def run(self) -> None:
         """Scheduling passes until the term stops; a failed pass is retried, a fence ends it."""
@@ -114,14 +119,42 @@ class Scheduler:
         if self._timeouts is not None:
             self._timeouts.expire()
         self._refused.clear()
-        plan = self._plan(self._term.monotonic())
+        now = self._term.monotonic()
+        arrived = self._table.slot_use.take_arrived()
+        expired = self._expire_awaited(now)
         waiting: list[JobMaster] = []
-        self._place(plan, waiting)
-        self._explain(plan, waiting)
-        self._queues, self._capacity = plan.views(), plan.capacity
+        if expired or not self._backlog_pass(arrived, now, waiting):
+            self._full_pass(now, expired, waiting)
         # A burst of submissions waits for slots: their new reasons are written in batched
         # transactions, not one round trip each under the lock.
         self._records.persist_many(waiting)
+
+    def _full_pass(self, now: float, expired: set[str], waiting: list[JobMaster]) -> None:
+        plan = self._plan(now, expired)
+        self._place(plan, waiting)
+        self._explain(plan, waiting)
+        self._queues = self._backlog.full(plan, Shape.of(self._table), now)
+        self._capacity = plan.capacity
+        self.looked_at = sum(queue.wanted for queue in plan.queues.values())
+
+    def _backlog_pass(self, arrived: list[JobMaster], now: float, waiting: list[JobMaster]) -> bool:
+        """The pass over a backlog that cannot move (:mod:`.backlog`): reasons for the jobs
+        that arrived since the last pass, none for the others; False if it must be full."""
+        table = self._table
+        if not self._backlog.unmoved(Shape.of(table), now, table):
+            return False
+        idle, plan = table.slot_use.idle, self._new_plan()
+        for master in arrived:
+            if idle.get(master.job_id) is master and master.wants_slot(now):
+                plan.wants(master)
+        plan.ready()
+        views = self._backlog.added(plan)
+        if views is None:
+            return False
+        self._explain(plan, waiting)
+        self._queues, self._capacity = views, plan.capacity
+        self.looked_at = sum(queue.wanted for queue in plan.queues.values())
+        return True
 
     def queues(self) -> QueueList:
         """The queues as the latest pass found them (any thread: the list is replaced whole)."""
@@ -132,16 +165,19 @@ class Scheduler:
     def _settings(self) -> SchedulingSettings:
         return self._term.settings.scheduling
 
-    def _plan(self, now: float) -> QueuePass:
-        """The queues: the slots in use as the table keeps them, and each job with no attempt
-        in flight that wants a slot in its queue's heap. Running jobs are not looked at: at
-        10,000 of them, counting their slots in each pass cost milliseconds under the lock,
-        five passes a second (issue 22)."""
+    def _new_plan(self) -> QueuePass:
         table, settings = self._table, self._settings
-        expired = self._expire_awaited(now)
-        plan = QueuePass(
+        return QueuePass(
             settings.queues, settings.label_limits, table.rm.capacity(), table.slot_use
         )
+
+    def _plan(self, now: float, expired: set[str]) -> QueuePass:
+        """The queues: the slots in use as the table keeps them, and each job with no attempt
+        in flight that wants a slot in its queue's heap (but the ``expired``: given up, or
+        their outcome not read yet). Running jobs are not looked at: at 10,000 of them,
+        counting their slots in each pass cost milliseconds under the lock, five passes a
+        second (issue 22)."""
+        table, plan = self._table, self._new_plan()
         wanting = [
             master
             for master in table.idle()  # every waiting job each pass: kept lean

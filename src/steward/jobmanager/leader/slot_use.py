@@ -49,6 +49,11 @@ class SlotUse:
     """The jobs counted above, by id."""
     idle: dict[str, JobMaster] = field(default_factory=dict)
     """Live jobs with no attempt in flight: the only ones a pass may give a slot."""
+    arrived: list[JobMaster] = field(default_factory=list, compare=False)
+    """The jobs that became idle since a pass last took them (:meth:`take_arrived`): what a
+    pass over a backlog that cannot move looks at (:mod:`.backlog`)."""
+    departures: int = field(default=0, compare=False)
+    """How many times a job left :attr:`idle` (placed, or gone): a count a pass compares."""
 
     @classmethod
     def counted(cls, masters: Iterable[JobMaster]) -> SlotUse:
@@ -64,15 +69,26 @@ class SlotUse:
         job_id = master.job_id
         if master.current is None:
             self._free(job_id)
+            if job_id not in self.idle:
+                self.arrived.append(master)
             self.idle[job_id] = master
         else:
-            self.idle.pop(job_id, None)
+            self._leave(job_id)
             self.hold(master)
 
     def drop(self, job_id: str) -> None:
         """The job left the table: counted nowhere."""
         self._free(job_id)
-        self.idle.pop(job_id, None)
+        self._leave(job_id)
+
+    def take_arrived(self) -> list[JobMaster]:
+        """The jobs that became idle since the last call (some may have left again)."""
+        arrived, self.arrived = self.arrived, []
+        return arrived
+
+    def _leave(self, job_id: str) -> None:
+        if self.idle.pop(job_id, None) is not None:
+            self.departures += 1
 
     def hold(self, master: JobMaster) -> None:
         """Count ``master``'s slots as held (once: a job holds for one attempt at a time)."""

@@ -1,0 +1,89 @@
+"""A scheduling pass over a backlog that cannot move looks only at the jobs new to it.
+
+A full pass walks every job with no attempt in flight: with 10,000 waiting (a burst from an
+orchestrator at midnight, faster than slots free up) that is about 20 ms of the leader's CPU
+under the job table's lock, a submission waiting behind it for the lock, and it gives each
+job the reason it already shows. Yet while no TaskManager has a free slot nothing can be
+placed, and a waiting job's reason depends only on what :class:`Shape` holds (the
+TaskManagers' slots, the slots each queue's attempts hold; the settings never change while
+a JobManager runs), never on the other
+waiting jobs (:meth:`.queues.QueuePass.reasons`). So when a pass finds no free slot and the
+shape unchanged since the last full pass, it gives reasons only to the jobs that became idle
+since (:attr:`.slot_use.SlotUse.arrived`: the submissions of the burst) and adds them to the
+queues' waiting counts.
+
+Anything else runs the full pass, as before: a free slot, a changed shape, a job that left
+the idle jobs (placed, cancelled, timed out), a limit that may hold jobs back
+(``max_concurrent``, ``scheduling.max-concurrent``: those depend on other jobs), an attempt
+given up. And at least every :data:`FULL_EVERY` seconds whatever happened: a job whose reason
+or whose want of a slot changed without a change to the shape (a restart delay that ran out,
+an initialize hook that ended) is seen by then, and it could not have been placed anyway
+before a slot was free.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from steward.wire.queues import QueueView
+
+from .queues import QueuePass
+from .table import JobTable
+
+FULL_EVERY = 1.0
+"""Seconds at most between two full passes."""
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What a waiting job's reason depends on, as one pass finds it."""
+
+    taskmanagers: tuple[int, int, int]
+    """Registered TaskManagers, the largest one's slots, their slots in all."""
+    held: frozenset[tuple[str, int]]
+    """Slots held by attempts in flight, by queue."""
+    departures: int
+    """Jobs that left the idle ones so far."""
+
+    @classmethod
+    def of(cls, table: JobTable) -> Shape:
+        use = table.slot_use
+        return cls(table.rm.shape(), frozenset(use.slots.items()), use.departures)
+
+
+class Backlog:
+    """The last full pass's shape, time and queue views; under the job table's lock."""
+
+    def __init__(self) -> None:
+        self._shape: Shape | None = None
+        self._at = 0.0
+        self._views: list[QueueView] = []
+
+    def unmoved(self, shape: Shape, now: float, table: JobTable) -> bool:
+        """Whether a pass may look only at the jobs new since the last full pass."""
+        return (
+            shape == self._shape
+            and now - self._at < FULL_EVERY
+            and table.rm.allocate(1) is None  # not one free slot: nothing can be placed
+        )
+
+    def full(self, plan: QueuePass, shape: Shape, now: float) -> list[QueueView]:
+        """A full pass ended with ``shape``: its views. A pass some limit may have held jobs
+        back in is not remembered (the next is full too)."""
+        self._views = plan.views()
+        self._shape = None if plan.concurrency.active else shape
+        self._at = now
+        return self._views
+
+    def added(self, plan: QueuePass) -> list[QueueView] | None:
+        """The views once the new jobs ``plan`` holds wait too; None if a limit may hold one
+        of them back (then the pass must be full)."""
+        if plan.concurrency.active:
+            self._shape = None
+            return None
+        waiting = {view.name: view.waiting for view in self._views}
+        self._views = [
+            view.model_copy(update={"waiting": view.waiting + waiting.get(view.name, 0)})
+            for view in plan.views()
+        ]
+        return self._views
