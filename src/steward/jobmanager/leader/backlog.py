@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from steward.wire.queues import QueueView
 
+from .jobmaster import JobMaster
 from .queues import QueuePass
 from .table import JobTable
 
@@ -49,6 +50,25 @@ class Shape:
     def of(cls, table: JobTable) -> Shape:
         use = table.slot_use
         return cls(table.rm.shape(), frozenset(use.slots.items()), use.departures)
+
+
+class WaitingReasons:
+    """The reason the last passes gave a job that waits for a slot, by its queue and slots:
+    a new job is stored with it (:mod:`.initialization`), so the pass that then finds it
+    waiting has nothing to write (a burst of submissions cost a second status write a job,
+    and a re-read and an event on every standby). Only a hint: a pass still writes any
+    reason that differs. Read on any thread (the map is replaced whole)."""
+
+    def __init__(self) -> None:
+        self._reasons: dict[tuple[str, int], str] = {}
+
+    def of(self, master: JobMaster) -> str | None:
+        facts = master.facts
+        return self._reasons.get((facts.queue, facts.slots))
+
+    def found(self, plan: QueuePass, *, full: bool) -> None:
+        """What ``plan``'s pass said; ``full``: of every waiting job (else of the new ones)."""
+        self._reasons = plan.made if full else {**self._reasons, **plan.made}
 
 
 class Backlog:

@@ -52,6 +52,7 @@ from steward.wire.rest import JobView, TaskManagerView
 
 from ..hooks import HookRunner
 from ..log_retention import LogRetention
+from .backlog import WaitingReasons
 from .cleanup import Cleanup
 from .content_gc import ContentCollector
 from .context import TermContext
@@ -122,7 +123,8 @@ class Dispatcher:
         cluster_id = config.settings.zookeeper.cluster_id
         self._delivery = Delivery(term, stores.outbox, cluster_id)  # notifications hook
         records = Records(ctx, self._cleanup, self._delivery)
-        initialization = Initialization(ctx, records)
+        reasons = WaitingReasons()
+        initialization = Initialization(ctx, records, reasons)
         self._membership = Membership(ctx, records, initialization)
         self._late = LateRecords(ctx, records)
         self._recovery = Recovery(
@@ -138,7 +140,9 @@ class Dispatcher:
         )
         self._heartbeats = Heartbeats(ctx, records, on_stranger=self._membership.notice_change)
         timeouts = Timeouts(ctx, self._submissions.cancel_live)
-        self._scheduler = Scheduler(ctx, records, self._membership, timeouts=timeouts)
+        self._scheduler = Scheduler(
+            ctx, records, self._membership, timeouts=timeouts, reasons=reasons
+        )
         self._views = Views(ctx)
         self._graphs = AdoptedGraphs(ctx, records)
         self._threads: list[threading.Thread] = []

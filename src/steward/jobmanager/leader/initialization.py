@@ -11,16 +11,21 @@ from __future__ import annotations
 from steward.wire.runner_protocol import FailedEvent, FinishedEvent
 from steward.wire.states import JobState
 
+from .backlog import WaitingReasons
 from .context import TermContext
 from .jobmaster import JobMaster
+from .jobmaster_values import Terminal
 from .records import Records
 from .stores import checkpoint_dir
 
 
 class Initialization:
-    def __init__(self, ctx: TermContext, records: Records) -> None:
+    def __init__(
+        self, ctx: TermContext, records: Records, reasons: WaitingReasons | None = None
+    ) -> None:
         self._term, self._table, self._hooks = ctx.term, ctx.table, ctx.hooks
         self._records = records
+        self._reasons = reasons or WaitingReasons()
 
     def start(self, master: JobMaster) -> None:
         """Run the job's hook (or skip it), then schedule it; called under the lock."""
@@ -28,7 +33,7 @@ class Initialization:
         if master.job_id in self._table.hookless:
             # No hook can run: schedule now. Skipping the hook round saves a status write, a
             # blob read and a second trip through the lock per job (recovery is bound by it).
-            self._records.settle(master, master.initialized(FinishedEvent()))
+            self._records.settle(master, self._scheduled(master))
             self._term.wakeup.set()
             return
         self._records.persist(master)
@@ -40,7 +45,12 @@ class Initialization:
         master.hookless = hookless
         master.initializing()
         if hookless:
-            master.initialized(FinishedEvent())  # a new job has no cancel: never terminal
+            self._scheduled(master)  # a new job has no cancel: never terminal
+
+    def _scheduled(self, master: JobMaster) -> Terminal | None:
+        """The hook round skipped: the job waits for a slot, with the reason the scheduler
+        gives such a job now (:class:`~.backlog.WaitingReasons`)."""
+        return master.initialized(FinishedEvent(), waiting=self._reasons.of(master))
 
     def begin_new(self, master: JobMaster, *, hookless: bool) -> None:
         """A new job, stored as :meth:`prepare_new` left it: schedule it or run its hook;

@@ -157,14 +157,17 @@ class JobMaster:
     def initializing(self) -> None:
         self.set_state(JobState.INITIALIZING, "running the initialize hook")
 
-    def initialized(self, outcome: FinishedEvent | FailedEvent) -> Terminal | None:
-        """The initialize hook ended: the job may be scheduled, or it failed for good."""
+    def initialized(
+        self, outcome: FinishedEvent | FailedEvent, *, waiting: str | None = None
+    ) -> Terminal | None:
+        """The initialize hook ended: the job may be scheduled (``waiting``: the reason it
+        waits, if known), or it failed for good."""
         if isinstance(outcome, FailedEvent):
             self.set_state(JobState.FAILED, f"initialize failed: {outcome.error.message}")
             return Terminal(TerminalState.FAILED, error=outcome.error)
         if self.cancel_requested:
             return self._canceled()
-        self.schedule("waiting for a free slot")
+        self.schedule(waiting or "waiting for a free slot")
         return None
 
     def schedule(self, reason: str) -> None:

@@ -186,6 +186,8 @@ class QueuePass:
             DEFAULT_QUEUE, QueueUse(QueueSpec(DEFAULT_QUEUE, 0.0), capacity, use, names)
         )
         self.concurrency = Concurrency(limits, use)
+        self.made: dict[tuple[str, int], str] = {}
+        """The reasons :meth:`reasons` gave, by queue and slots (none held by a limit)."""
 
     def queue_of(self, master: JobMaster) -> QueueUse:
         """Its queue; a queue no longer configured is the default one's (nothing strands)."""
@@ -247,6 +249,7 @@ class QueuePass:
                     reason = made.get(slots)
                     if reason is None:
                         reason = made[slots] = self._reason(queue, slots, shortage)
+                        self.made[queue.name, slots] = reason
                 yield master, reason
 
     def _reason(self, queue: QueueUse, slots: int, shortage: Callable[[int], str]) -> str:

@@ -27,7 +27,7 @@ from steward.wire.queues import QueueList, QueueView
 from steward.wire.records import MAX_EARLIER_APPS
 from steward.wire.runner_protocol import completed_stages_of
 
-from .backlog import Backlog, Shape
+from .backlog import Backlog, Shape, WaitingReasons
 from .context import TermContext
 from .jobmaster import JobMaster
 from .jobmaster_values import Deployment
@@ -64,6 +64,7 @@ class Scheduler:
         membership: Membership,
         *,
         timeouts: Timeouts | None = None,
+        reasons: WaitingReasons | None = None,
     ) -> None:
         self._term, self._table, self._stores = ctx.term, ctx.table, ctx.stores
         self._records = records
@@ -75,6 +76,9 @@ class Scheduler:
         self._queues: list[QueueView] = []
         self._capacity = 0
         self._backlog = Backlog()
+        self._reasons = reasons or WaitingReasons()
+        self.passes = 0
+        """Passes done, whole (their writes made) since the term began."""
         self.looked_at = 0
         """How many waiting jobs the last pass looked at (all of them, or those new to a
         backlog that cannot move: :mod:`.backlog`)."""
@@ -128,11 +132,13 @@ class Scheduler:
         # A burst of submissions waits for slots: their new reasons are written in batched
         # transactions, not one round trip each under the lock.
         self._records.persist_many(waiting)
+        self.passes += 1
 
     def _full_pass(self, now: float, expired: set[str], waiting: list[JobMaster]) -> None:
         plan = self._plan(now, expired)
         self._place(plan, waiting)
         self._explain(plan, waiting)
+        self._reasons.found(plan, full=True)
         self._queues = self._backlog.full(plan, Shape.of(self._table), now)
         self._capacity = plan.capacity
         self.looked_at = sum(queue.wanted for queue in plan.queues.values())
@@ -152,6 +158,7 @@ class Scheduler:
         if views is None:
             return False
         self._explain(plan, waiting)
+        self._reasons.found(plan, full=False)
         self._queues, self._capacity = views, plan.capacity
         self.looked_at = sum(queue.wanted for queue in plan.queues.values())
         return True
