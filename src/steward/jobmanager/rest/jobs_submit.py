@@ -28,7 +28,6 @@ import httpx
 from fastapi import Request
 from fastapi.responses import Response
 from pydantic import ValidationError
-from starlette.concurrency import run_in_threadpool
 
 from steward.artifacts.checked import CheckedArtifacts
 from steward.errors import JobExistsError, JobRejectedError, StewardError
@@ -53,6 +52,7 @@ from .contents import missing_contents
 from .errors import ApiError, describe, raise_for
 from .forwarding import forward, leading
 from .state import services_of
+from .submission_threads import on_submission_thread
 from .teams import check_proxy, default_team, proxy_grants
 
 MAX_JSON_DEPTH = 32
@@ -107,7 +107,7 @@ async def answered(request: Request, limit: Limit, submitter: Submitter) -> Resp
     caller = identity_of(request)
     services = services_of(request)
     body = await submission_body(request, caller, limit)
-    answer: Response = await run_in_threadpool(
+    answer: Response = await on_submission_thread(
         lambda: submitter(
             services.backend,
             services.forwarder,
