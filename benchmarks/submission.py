@@ -25,10 +25,17 @@ asking the wrong JobManager. Then ``--batch-threads`` clients each submit ``--ba
 batches of ``--batch`` jobs with ``Client.submit_many`` (``POST /v1/jobs/batch``: one request
 and one parse per batch, the items' creates sharing group commits), when the code measured
 has it. The load average is in the document: CPU per job is what the load blurs least.
+
+With ``--pin`` (2 CPUs or more) the leader runs on a CPU of its own and everything else (the
+clients, ZooKeeper, the standby) on another: a JobManager on its own host, as deployed, which
+the clients and the ensemble do not share. A Python process whose threads hand the
+interpreter lock to each other across CPUs spends more CPU on each hand-over than one kept
+on one CPU (docs/performance.md, "29 Nov (3)"; docs/operations.md says how to pin one).
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -263,6 +270,20 @@ def raw_group_commits(quorum: str, threads: int, per_thread: int) -> Json:
     }
 
 
+LEADER_CPU = 1
+"""With ``--pin``: the leader's CPU; everything else runs on CPU 0."""
+
+
+def pin_leader(leader: Proc) -> None:
+    """Every thread of the leader onto :data:`LEADER_CPU` (threads it makes later inherit the
+    CPU of the thread that makes them: called again before each round)."""
+    for tid in os.listdir(f"/proc/{leader.pid}/task"):
+        try:
+            os.sched_setaffinity(int(tid), {LEADER_CPU})
+        except ProcessLookupError:
+            continue  # a thread that ended meanwhile
+
+
 def start(cluster: BenchCluster, taskmanager: bool) -> tuple[Proc, Proc]:
     first = cluster.start_jobmanager("jm-1")
     cluster.wait_leader(60)
@@ -285,14 +306,16 @@ def run(zookeeper: TempZooKeeper, parameters: Json) -> Json:
     with bench_cluster(zookeeper.workdir, quorum, "submission", 4.0, **no_limit) as cluster:
         leader, standby = start(cluster, parameters["taskmanager"])
         per_thread = parameters["per_thread"]
+        pinned = pin_leader if parameters["pinned"] else lambda _leader: None
+        pinned(leader)
         # One unmeasured submission: the leader's first one loads code paths.
         submit_round(leader.address, pipeline, 1, 1, "warmup")
-        rounds = {
-            f"threads_{n}": submit_round(
+        rounds = {}
+        for i, n in enumerate(parameters["threads"]):
+            pinned(leader)
+            rounds[f"threads_{n}"] = submit_round(
                 leader.address, pipeline, n, per_thread[i], f"t{n}", leader=leader
             )
-            for i, n in enumerate(parameters["threads"])
-        }
         forwarded = submit_round(standby.address, pipeline, 1, per_thread[0], "forwarded")
         batched = None
         if hasattr(Client, "submit_many"):  # not in the code before the batch endpoint
@@ -410,7 +433,13 @@ def main() -> int:
     cli.add_argument("--batch", type=int, default=50, help="jobs per batch (submit_many)")
     cli.add_argument("--batches", type=int, default=None, help="batches per batch thread")
     cli.add_argument("--batch-threads", type=int, default=4, help="threads of submit_many")
+    cli.add_argument(
+        "--pin", action="store_true", help="the leader on a CPU of its own, the rest on another"
+    )
     args = cli.parse_args()
+    pinned = args.pin and len(os.sched_getaffinity(0)) >= 2
+    if pinned:
+        os.sched_setaffinity(0, {0})  # this process and every process it starts
     threads = [int(n) for n in (args.threads or ("1,16" if args.quick else "1,4,16")).split(",")]
     default_per = "5,3" if args.quick else "60,40,40"
     per_thread = [int(n) for n in (args.per_thread or default_per).split(",")]
@@ -427,6 +456,7 @@ def main() -> int:
         "batches": args.batches or (1 if args.quick else 4),
         "batch_threads": 1 if args.quick else args.batch_threads,
         "quick": args.quick,
+        "pinned": pinned,
     }
 
     def body() -> Json:
