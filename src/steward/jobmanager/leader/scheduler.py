@@ -135,11 +135,13 @@ class Scheduler:
         self.passes += 1
 
     def _full_pass(self, now: float, expired: set[str], waiting: list[JobMaster]) -> None:
+        cpu = time.thread_time()
         plan = self._plan(now, expired)
         self._place(plan, waiting)
         self._explain(plan, waiting)
         self._reasons.found(plan, full=True)
-        self._queues = self._backlog.full(plan, Shape.of(self._table), now)
+        cost = time.thread_time() - cpu
+        self._queues = self._backlog.full(plan, Shape.of(self._table), now, cost)
         self._capacity = plan.capacity
         self.looked_at = sum(queue.wanted for queue in plan.queues.values())
 
