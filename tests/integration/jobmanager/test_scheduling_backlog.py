@@ -82,3 +82,30 @@ def test_a_full_cluster_s_passes_look_only_at_new_jobs_and_a_freed_slot_goes_to_
     )
     assert start_next.attempt == 1
     _counted(cluster, leader, 12)  # the placed one no longer waits
+
+
+HOOKED = b"def initialize(ctx):\n    return None\n\ndef main(ctx):\n    return 1\n"
+
+
+def test_a_job_whose_initialize_hook_ends_in_a_full_cluster_is_told_why_it_waits(
+    cluster: JobManagerCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Idle all along (its hook ran meanwhile), the job is no arrival: the table tells the
+    next pass to look at it, and the backlog pass gives it its own reason at once."""
+    monkeypatch.setattr(backlog, "FULL_EVERY", 3600.0)  # no periodic full pass in this test
+    leader = cluster.start_leader("jm-1")
+    tm = PretendTaskManager(cluster, "tm-1", slots=1).register()
+    cluster.submitted(leader, "job-first")
+    start, _ = tm.wait_command(leader, StartAttempt, "job-first")
+    tm.heartbeat(leader, report(start, AttemptPhase.RUNNING))
+    _counted(cluster, leader, 0)
+
+    cluster.submitted(leader, "job-wide", source=HOOKED, slots=2)
+    wait_until(
+        lambda: (
+            cluster.job(leader, "job-wide")["reason"]
+            == "waiting for a TaskManager with 2 slot(s) (largest registered: 1)"
+        ),
+        30,
+        message="the hooked job says why it waits once its hook ended",
+    )

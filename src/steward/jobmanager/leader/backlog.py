@@ -9,8 +9,9 @@ TaskManagers' slots, the slots each queue's attempts hold; the settings never ch
 a JobManager runs), never on the other
 waiting jobs (:meth:`.queues.QueuePass.reasons`). So when a pass finds no free slot and the
 shape unchanged since the last full pass, it gives reasons only to the jobs that became idle
-since (:attr:`.slot_use.SlotUse.arrived`: the submissions of the burst) and adds them to the
-queues' waiting counts.
+since (:attr:`.slot_use.SlotUse.arrived`: the submissions of the burst; a job whose
+initialize hook ended is added there too, :meth:`.table.JobTable.now_wants_slot`) and adds
+them to the queues' waiting counts.
 
 Anything else runs the full pass, as before: a free slot, a changed shape, a job that left
 the idle jobs (placed, cancelled, timed out), a limit that may hold jobs back
@@ -18,8 +19,8 @@ the idle jobs (placed, cancelled, timed out), a limit that may hold jobs back
 given up. And at least every :data:`FULL_EVERY` seconds whatever happened (or, for a backlog
 so large that a full pass costs more than :data:`FULL_SHARE` of that, every ``cost /
 FULL_SHARE`` seconds: 2.5 s for a 50 ms pass over about 15,000 jobs): a job whose reason or
-whose want of a slot changed without a change to the shape (a restart delay that ran out, an
-initialize hook that ended) is seen by then, and it could not have been placed anyway before
+whose want of a slot changed without a change to the shape (a restart delay that ran out) is
+seen by then, and it could not have been placed anyway before
 a slot was free.
 """
 

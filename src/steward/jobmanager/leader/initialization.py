@@ -80,9 +80,10 @@ class Initialization:
                 or self._term.stopped.is_set()
             ):
                 return
-            terminal = master.initialized(outcome)
+            terminal = master.initialized(outcome, waiting=self._reasons.of(master))
             if terminal is not None:
                 self._records.terminate(master, terminal)
             else:
+                self._table.now_wants_slot(master)
                 self._records.persist(master)
         self._term.wakeup.set()

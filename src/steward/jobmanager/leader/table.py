@@ -184,6 +184,13 @@ class JobTable:
             current.pending_loss, current.await_report_until = cause, now
             self.awaiting.add(master.job_id)
 
+    def now_wants_slot(self, master: JobMaster) -> None:
+        """``master``, with no attempt in flight all along, now wants a slot (its initialize
+        hook ended): the next pass looks at it even over a backlog that cannot move
+        (:mod:`.backlog`)."""
+        if self.slot_use.idle.get(master.job_id) is master:
+            self.slot_use.arrived.append(master)
+
     def idle(self) -> list[JobMaster]:
         """The live jobs with no attempt in flight (a copy: a pass may change the table)."""
         return list(self.slot_use.idle.values())
