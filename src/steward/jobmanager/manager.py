@@ -39,6 +39,7 @@ from steward.ha.session import Session
 from steward.metrics import JobManagerMetrics
 from steward.security.rate_limits import RateLimiter
 from steward.store.blob import BlobStore
+from steward.store.warm_records import WarmRecords
 from steward.tls import contexts as tls
 from steward.tls.serving import bind_listener, serve_on_thread
 from steward.wire.doctor import DoctorReport
@@ -103,6 +104,8 @@ class JobManager:
             self.reader.index, self.events.journal, self.reader.jobs, self.reader.job
         )
         """Keeps the job index that listings page through current from those events."""
+        self.warm = WarmRecords(self.session)
+        """A standby's copy of every live job's pointer and record, for its recovery."""
         self.retrieval = LeaderRetrieval(self.session, self._leader_changed)
         self.doctor_rounds = DoctorRounds(
             settings.jobmanager.doctor_interval,
@@ -206,6 +209,7 @@ class JobManager:
         self.session.start()
         self.probe.start()
         self.events.start()
+        self.warm.start()
         self.index_follower.start()
         self._start_server()
         self.retrieval.start()
@@ -233,6 +237,7 @@ class JobManager:
         self.retrieval.stop()
         self.probe.stop()
         self.events.stop()
+        self.warm.stop()
         self.index_follower.stop()
         self.events.journal.close()  # open streams end, so the server stops at once
         if self._server is not None:
@@ -261,6 +266,7 @@ class JobManager:
             metrics=self.metrics,
             address=self.address,
             feed=self.events,
+            warm=self.warm,
         )
         self.events.lead()
         self.metrics.leadership_grants.inc()
@@ -313,6 +319,7 @@ class JobManager:
         if dispatcher is not None:
             dispatcher.stop()
             self.events.follow()
+            self.warm.follow()
 
     def _fenced(self) -> None:
         """The Dispatcher stopped itself (a fenced write, or recovery failed): step down.
@@ -325,6 +332,7 @@ class JobManager:
             if dispatcher is not None and dispatcher.stopped:
                 self._dispatcher = None
                 self.events.follow()
+                self.warm.follow()
         threading.Thread(target=self._rejoin, name=f"{self.id}-rejoin", daemon=True).start()
 
     def _rejoin(self) -> None:
