@@ -104,7 +104,7 @@ class JobManager:
             self.reader.index, self.events.journal, self.reader.jobs, self.reader.job
         )
         """Keeps the job index that listings page through current from those events."""
-        self.warm = WarmRecords(self.session)
+        self.warm = WarmRecords(self.session) if settings.jobmanager.warm_standby else None
         """A standby's copy of every live job's pointer and record, for its recovery."""
         self.retrieval = LeaderRetrieval(self.session, self._leader_changed)
         self.doctor_rounds = DoctorRounds(
@@ -209,7 +209,8 @@ class JobManager:
         self.session.start()
         self.probe.start()
         self.events.start()
-        self.warm.start()
+        if self.warm is not None:
+            self.warm.start()
         self.index_follower.start()
         self._start_server()
         self.retrieval.start()
@@ -237,7 +238,8 @@ class JobManager:
         self.retrieval.stop()
         self.probe.stop()
         self.events.stop()
-        self.warm.stop()
+        if self.warm is not None:
+            self.warm.stop()
         self.index_follower.stop()
         self.events.journal.close()  # open streams end, so the server stops at once
         if self._server is not None:
@@ -319,6 +321,10 @@ class JobManager:
         if dispatcher is not None:
             dispatcher.stop()
             self.events.follow()
+            self._follow_warm()
+
+    def _follow_warm(self) -> None:
+        if self.warm is not None:
             self.warm.follow()
 
     def _fenced(self) -> None:
@@ -332,7 +338,7 @@ class JobManager:
             if dispatcher is not None and dispatcher.stopped:
                 self._dispatcher = None
                 self.events.follow()
-                self.warm.follow()
+                self._follow_warm()
         threading.Thread(target=self._rejoin, name=f"{self.id}-rejoin", daemon=True).start()
 
     def _rejoin(self) -> None:
