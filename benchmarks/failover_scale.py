@@ -100,6 +100,17 @@ def listed_s(proc: Proc, epoch: int, line: re.Pattern[str] = LISTED) -> float | 
     return None
 
 
+def recovery_lines(proc: Proc, epoch: int) -> list[str]:
+    """``proc``'s log lines of its recovery of ``epoch`` (the listing, each chunk's reads and
+    adoptions, the warm copy): where the takeover's time went, kept with the figures."""
+    mark = f"epoch={epoch} "
+    return [
+        line
+        for line in proc.log.read_text(errors="replace").splitlines()
+        if "recovery " in line and mark in line
+    ][:40]
+
+
 def warm_held(proc: Proc, epoch: int) -> int | None:
     """How many jobs' pointers and records ``proc``'s recovery of ``epoch`` took from its
     warm copy (-1: none vouched for); None from a version without one."""
@@ -292,6 +303,7 @@ def _failover(
         # vouched for, every job read); None from a version without one.
         "warm_wait_s": listed_s(second, epoch2, WARM),
         "warm_held": warm_held(second, epoch2),
+        "recovery_lines": recovery_lines(second, epoch2),
         "records_written_before_ready_s": listed_s(second, epoch2, WROTE),
         "records_written_after_ready_s": late_records_s(second, epoch2),
         "takeover_cpu_s": round(cpu, 3),
