@@ -324,7 +324,9 @@ class JobManager:
             self._follow_warm()
 
     def _follow_warm(self) -> None:
-        if self.warm is not None:
+        """Keep the records again for a next term; not while stopping (re-reading every job
+        would only take CPU from the successor's takeover on a shared host)."""
+        if self.warm is not None and not self._stopping.is_set():
             self.warm.follow()
 
     def _fenced(self) -> None:

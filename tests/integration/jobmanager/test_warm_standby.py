@@ -63,7 +63,9 @@ def leased_on(
 
 def warm_standby(cluster: JobManagerCluster, jobs: int) -> JobManager:
     standby = cluster.start("jm-2")
-    wait_until(lambda: standby.warm.held >= jobs, 20, f"jm-2 holds {jobs} jobs' records")
+    warm = standby.warm
+    assert warm is not None
+    wait_until(lambda: warm.held >= jobs, 20, f"jm-2 holds {jobs} jobs' records")
     return standby
 
 
@@ -130,3 +132,17 @@ def test_a_job_finished_on_the_old_leader_just_before_the_grant_stays_finished(
     reply = tm.heartbeat(standby)
     assert [c for c in reply.commands if isinstance(c, StartAttempt)] == []
     assert dispatcher_of(standby).table.jobs.get("job-done") is None
+
+
+def test_a_leader_that_stops_does_not_read_every_job_again_for_a_next_term(
+    cluster: JobManagerCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    leader = cluster.start_leader("jm-1")
+    warm = leader.warm
+    assert warm is not None
+    followed: list[str] = []
+    monkeypatch.setattr(warm, "follow", lambda: followed.append("follow"))
+
+    leader.stop()
+
+    assert followed == []
