@@ -1,25 +1,26 @@
-"""A warm standby's copy of what a new leader's recovery reads of every live job: its graph
-pointer and its status record, decoded, with the record's znode version (issue 22).
+"""A warm standby's copy of what a new leader's recovery reads of every live job (its graph
+pointer, and its status record with the znode's version, decoded) and of every execution lease
+(issue 22).
 
-A standby follows ``jobgraphs/`` and ``jobs/`` with two persistent recursive watches (shared
-on the server with :class:`~steward.store.watches.JobWatches`' watch on ``jobs/``), and one
-worker thread of ours re-reads what each event names. On grant, :meth:`WarmRecords.take` hands
-recovery what it holds, if it can vouch for it, and stops following (a leader writes these
-records itself). Every job the snapshot lacks is read from ZooKeeper, as without it.
+A standby follows ``jobgraphs/``, ``jobs/`` and ``executions/`` with three persistent recursive
+watches (``jobs/`` shared on the server with :class:`~steward.store.watches.JobWatches`), and
+one worker thread of ours re-reads what each event names. On grant, :meth:`WarmRecords.take`
+hands recovery what it holds, if it can vouch for it, and stops following (a leader writes
+these records itself). Every job the snapshot lacks is read from ZooKeeper, as without it.
 
 Why a snapshot is as new as the grant's fencing write (docs/architecture.md, "A warm
 standby"): ZooKeeper sends one session's watch events and replies in zxid order, so by the time
 the grant's compare-and-set of ``leader/epoch`` is acknowledged, every event of an earlier write
-was handed to :meth:`_on_event` (on kazoo's connection thread, before that reply), which at
+was handed to :meth:`_changed` (on kazoo's connection thread, before that reply), which at
 once drops the entry the event names and queues its re-read. :meth:`take` queues a barrier
 behind those re-reads and waits for it. An entry is kept only if, between its read's request
 and its reply, no event named it and the connection did not change: a read answered before a
 write but handled after its event is dropped, never kept. Neither kazoo nor the server keeps
 a persistent watch across a reconnect, so a connection change (heard on kazoo's connection
 thread, before any request of the next connection) empties the copy, and it is vouched for
-again only once the watches are added again and every live job re-read. Any doubt (a barrier
-not served in time, a re-read not finished, another client) and :meth:`take` returns None:
-recovery then reads everything, as it always did.
+again only once the watches are added again and every live job and lease re-read. Any doubt (a
+barrier not served in time, a re-read not finished, another client) and :meth:`take` returns
+None: recovery then reads everything, as it always did.
 """
 
 from __future__ import annotations
@@ -27,50 +28,35 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from kazoo.client import KazooClient
 from kazoo.protocol.states import EventType, WatchedEvent
 
-from steward.errors import CorruptStateError, StewardError
+from steward.errors import StewardError
 from steward.ha.kazoo_errors import KAZOO_ERRORS
 from steward.ha.session import ConnectionState, Session
 from steward.store import zk
+from steward.store.warm_snapshot import (
+    LEASE,
+    POINTER,
+    STATUS,
+    Held,
+    WarmSnapshot,
+    decode,
+    job_ids,
+)
 from steward.wire.jobs import JobGraphPointer
-from steward.wire.record_format import decode_pointer, decode_status
-from steward.wire.records import JobStatusRecord
-from steward.wire.values import check_job_id
+from steward.wire.records import ExecutionLease, JobStatusRecord
 
 log = logging.getLogger(__name__)
 
 BATCH = 500
 """Reads in flight at once: enough to hide round trips, bounded memory."""
-STATUS = "status"
-POINTER = "pointer"
-
-_Held = JobGraphPointer | JobStatusRecord
 _Key = tuple[str, str]
 """(kind, job id): what one event names and one read refreshes."""
 _REARM = "rearm"
 _UNWATCH = "unwatch"
-
-
-@dataclass(frozen=True)
-class WarmSnapshot:
-    """What the standby held at the grant, vouched for: a job's pointer and record as
-    ZooKeeper had them after the fencing write (a job absent here is read from ZooKeeper)."""
-
-    pointers: dict[str, JobGraphPointer] = field(default_factory=dict)
-    records: dict[str, JobStatusRecord] = field(default_factory=dict)
-    versions: dict[str, int] = field(default_factory=dict)
-
-    def vouches(self, job_id: str) -> bool:
-        return job_id in self.pointers and job_id in self.records
-
-    def __len__(self) -> int:
-        return sum(1 for job_id in self.pointers if job_id in self.records)
 
 
 @dataclass
@@ -92,6 +78,7 @@ class WarmRecords:
         self._lock = threading.Lock()
         self._pointers: dict[str, JobGraphPointer] = {}
         self._records: dict[str, tuple[JobStatusRecord, int]] = {}
+        self._leases: dict[str, ExecutionLease] = {}
         self._generations: dict[_Key, int] = {}
         """Events seen per key since the connection's change: a read is kept only if none
         came between its request and its reply."""
@@ -163,10 +150,12 @@ class WarmRecords:
         """Under the lock; hands the dicts over (:meth:`_pause` starts afresh)."""
         records, self._records = self._records, {}
         pointers, self._pointers = self._pointers, {}
+        leases, self._leases = self._leases, {}
         return WarmSnapshot(
             pointers,
             {job_id: record for job_id, (record, _) in records.items()},
             {job_id: version for job_id, (_, version) in records.items()},
+            leases,
         )
 
     def _pause(self) -> None:
@@ -180,7 +169,7 @@ class WarmRecords:
     def _forget(self) -> None:
         """Under the lock: nothing held is vouched for any more."""
         self._connection += 1
-        self._pointers, self._records, self._generations = {}, {}, {}
+        self._pointers, self._records, self._leases, self._generations = {}, {}, {}, {}
         self._armed = self._complete = None
 
     # ------------------------------------------------------------------ connection changes
@@ -211,6 +200,11 @@ class WarmRecords:
         if job_id and "/" not in job_id:
             self._changed((POINTER, job_id), event)
 
+    def _on_lease_event(self, event: WatchedEvent) -> None:
+        job_id = event.path[len(self._layout.executions) + 1 :]
+        if job_id and "/" not in job_id:
+            self._changed((LEASE, job_id), event)
+
     def _changed(self, key: _Key, event: WatchedEvent) -> None:
         """Drop what is held of ``key`` at once, and queue its re-read (none if deleted)."""
         with self._lock:
@@ -223,7 +217,12 @@ class WarmRecords:
 
     def _drop(self, key: _Key) -> None:
         kind, job_id = key
-        (self._records if kind == STATUS else self._pointers).pop(job_id, None)
+        if kind == STATUS:
+            self._records.pop(job_id, None)
+        elif kind == POINTER:
+            self._pointers.pop(job_id, None)
+        else:
+            self._leases.pop(job_id, None)
 
     # ------------------------------------------------------------------ the worker
 
@@ -268,6 +267,7 @@ class WarmRecords:
         try:
             self._watch()
             ids = self._session.client.get_children(self._layout.jobgraphs)
+            leased = self._session.client.get_children(self._layout.executions)
         except KAZOO_ERRORS as exc:
             log.warning("warm records cannot follow the jobs error=%r", exc)
             return  # the connection dropped: its change queues another re-arm
@@ -275,12 +275,13 @@ class WarmRecords:
             if self._connection != connection:
                 return
             self._armed = connection
-        job_ids = _job_ids(ids)
-        self._read([(kind, job_id) for job_id in job_ids for kind in (POINTER, STATUS)])
+        live, leases = job_ids(ids), job_ids(leased)
+        keys = [(kind, job_id) for job_id in live for kind in (POINTER, STATUS)]
+        self._read(keys + [(LEASE, job_id) for job_id in leases])
         with self._lock:
             if self._armed == self._connection == connection:
                 self._complete = connection
-                log.info("warm records follow jobs=%d", len(job_ids))
+                log.info("warm records follow jobs=%d leases=%d", len(live), len(leases))
 
     def _hook(self) -> None:
         """Under the lock: hear connection changes on kazoo's own thread (a new client after
@@ -294,6 +295,7 @@ class WarmRecords:
         watches = self._session.persistent_watches
         watches.add(self._layout.jobgraphs, self._on_graph_event)
         watches.add(self._layout.jobs, self._on_job_event)
+        watches.add(self._layout.executions, self._on_lease_event)
 
     def _unwatch(self) -> None:
         with self._lock:
@@ -303,6 +305,7 @@ class WarmRecords:
         for path, watcher in (
             (self._layout.jobgraphs, self._on_graph_event),
             (self._layout.jobs, self._on_job_event),
+            (self._layout.executions, self._on_lease_event),
         ):
             try:
                 watches.remove(path, watcher)
@@ -327,7 +330,7 @@ class WarmRecords:
             log.info("warm records not read jobs=%d error=%r", len(keys), exc)
             return
         decoded = [
-            (None, -1) if read is None else _decode(key, read)
+            (None, -1) if read is None else decode(*key, read)
             for key, read in zip(keys, answers, strict=True)
         ]
         with self._lock:
@@ -337,7 +340,7 @@ class WarmRecords:
                 if self._generations.get(key, 0) == generation:
                     self._keep(key, value, version)
 
-    def _keep(self, key: _Key, decoded: _Held | None, version: int) -> None:
+    def _keep(self, key: _Key, decoded: Held | None, version: int) -> None:
         """Under the lock: hold what was read, or nothing (missing or unreadable: then
         recovery reads it itself and judges it as it always did)."""
         job_id = key[1]
@@ -345,35 +348,13 @@ class WarmRecords:
             self._records[job_id] = (decoded, version)
         elif isinstance(decoded, JobGraphPointer):
             self._pointers[job_id] = decoded
+        elif isinstance(decoded, ExecutionLease):
+            self._leases[job_id] = decoded
         else:
             self._drop(key)
 
     def _path(self, key: _Key) -> str:
         kind, job_id = key
+        if kind == LEASE:
+            return self._layout.execution(job_id)
         return self._layout.job_status(job_id) if kind == STATUS else self._layout.jobgraph(job_id)
-
-
-def _decode(key: _Key, read: tuple[bytes, Any]) -> tuple[_Held | None, int]:
-    """The decoded pointer or record and the znode's version; None if it is unreadable."""
-    kind, job_id = key
-    data, stat = read
-    decode: Callable[[bytes, str], JobGraphPointer | JobStatusRecord]
-    decode = decode_status if kind == STATUS else decode_pointer
-    version = int(stat.version)
-    try:
-        decoded = decode(bytes(data), job_id)
-    except CorruptStateError:  # UnsupportedSchemaError too: recovery judges it
-        return None, version
-    if isinstance(decoded, JobStatusRecord) and decoded.job_id != job_id:
-        return None, version
-    return decoded, version
-
-
-def _job_ids(names: list[str]) -> list[str]:
-    ids = []
-    for name in names:
-        try:
-            ids.append(check_job_id(name))
-        except ValueError:
-            continue
-    return ids

@@ -22,6 +22,7 @@ from jobmanager_harness import (
 )
 
 from steward.jobmanager.manager import JobManager
+from steward.store.leases import ExecutionLeases
 from steward.store.statuses import JobStatusStore
 from steward.wire.heartbeat import StartAttempt
 from steward.wire.records import ExecutionLease
@@ -32,6 +33,20 @@ from support import wait_until
 pytestmark = pytest.mark.zookeeper
 
 JOBS = 6
+
+
+def leases_listed_on_recovery(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """A mark for each listing of every lease that recovery's threads made in ZooKeeper."""
+    listed: list[str] = []
+    real = ExecutionLeases.all
+
+    def counted(leases: ExecutionLeases) -> dict[str, ExecutionLease]:
+        if "recover" in threading.current_thread().name:
+            listed.append("leases")
+        return real(leases)
+
+    monkeypatch.setattr(ExecutionLeases, "all", counted)
+    return listed
 
 
 def records_read_on_recovery(monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -69,7 +84,7 @@ def warm_standby(cluster: JobManagerCluster, jobs: int) -> JobManager:
     return standby
 
 
-def test_a_warm_standby_adopts_every_job_without_reading_their_records(
+def test_a_warm_standby_adopts_every_job_without_reading_their_records_or_leases(
     cluster: JobManagerCluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     job_ids = [f"job-{i}" for i in range(JOBS)]
@@ -77,6 +92,7 @@ def test_a_warm_standby_adopts_every_job_without_reading_their_records(
     leased_on(cluster, leader, job_ids)
     standby = warm_standby(cluster, JOBS)
     read = records_read_on_recovery(monkeypatch)
+    listed = leases_listed_on_recovery(monkeypatch)
 
     leader.stop()
     cluster.wait_leading(standby)
@@ -84,6 +100,7 @@ def test_a_warm_standby_adopts_every_job_without_reading_their_records(
     summary = dispatcher_of(standby).recovery_summary
     assert (summary["adopted"], summary["restarted"], summary["failed"]) == (JOBS, 0, 0)
     assert read == []
+    assert listed == []
     for job_id in job_ids:
         job = cluster.job(standby, job_id)
         assert job["state"] == "RUNNING"
@@ -98,6 +115,7 @@ def test_a_standby_that_cannot_vouch_for_its_records_reads_them_all(
     leased_on(cluster, leader, job_ids)
     standby = warm_standby(cluster, JOBS)
     read = records_read_on_recovery(monkeypatch)
+    listed = leases_listed_on_recovery(monkeypatch)
     # A barrier never served (as behind a worker stuck on a dead connection): no vouching.
     monkeypatch.setattr(standby.warm, "take", lambda _timeout: None)
 
@@ -107,6 +125,7 @@ def test_a_standby_that_cannot_vouch_for_its_records_reads_them_all(
     summary = dispatcher_of(standby).recovery_summary
     assert (summary["adopted"], summary["restarted"], summary["failed"]) == (JOBS, 0, 0)
     assert sorted(read) == sorted(job_ids)
+    assert listed == ["leases"]
 
 
 def test_a_job_finished_on_the_old_leader_just_before_the_grant_stays_finished(

@@ -23,7 +23,10 @@ from steward.ha.session import Session
 from steward.store import warm_records
 from steward.store.blob import BlobStore
 from steward.store.job_graphs import JobGraphStore
-from steward.store.warm_records import WarmRecords, WarmSnapshot
+from steward.store.warm_records import WarmRecords
+from steward.store.warm_snapshot import WarmSnapshot
+from steward.wire.record_format import decode_status
+from steward.wire.records import ExecutionLease
 from steward.wire.states import JobState
 from support import wait_until
 
@@ -76,7 +79,7 @@ def grant(leader: Contender, standby_session: Session, contenders: Any) -> Calla
 def in_zookeeper(leader: Contender, job_id: str) -> tuple[JobState, int]:
     """The job's record's state and znode version, as ZooKeeper holds them now."""
     data, stat = leader.session.client.get(leader.session.layout.job_status(job_id))
-    return JobState(warm_records.decode_status(data, job_id).state), stat.version
+    return JobState(decode_status(data, job_id).state), stat.version
 
 
 def held(snapshot: WarmSnapshot, job_id: str) -> tuple[JobState, int]:
@@ -96,15 +99,8 @@ def gated(monkeypatch: pytest.MonkeyPatch, target: Any, name: str) -> threading.
     return gate
 
 
-def test_a_record_written_just_before_the_grant_is_handed_over_as_written(
-    leader: Contender,
-    warm: WarmRecords,
-    job: str,
-    grant: Callable[[], None],
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # The standby's re-reads lag: the one the write's event queues is not answered before the
-    # grant, and is let through only once take() has queued its barrier behind it.
+def lagging_until_the_barrier(monkeypatch: pytest.MonkeyPatch, warm: WarmRecords) -> None:
+    """Hold the standby's re-reads back until :meth:`WarmRecords.take` queues its barrier."""
     gate = gated(monkeypatch, warm, "_read_batch")
     real_put = warm._queue.put
 
@@ -114,6 +110,25 @@ def test_a_record_written_just_before_the_grant_is_handed_over_as_written(
             gate.set()
 
     monkeypatch.setattr(warm._queue, "put", put)
+
+
+def take_lease(session: Session, job_id: str) -> ExecutionLease:
+    """``job_id``'s execution lease, taken as a TaskManager takes it (ephemeral)."""
+    lease = ExecutionLease(taskmanager="tm-1", attempt=1, epoch=1)
+    session.client.create(session.layout.execution(job_id), lease.to_json(), ephemeral=True)
+    return lease
+
+
+def test_a_record_written_just_before_the_grant_is_handed_over_as_written(
+    leader: Contender,
+    warm: WarmRecords,
+    job: str,
+    grant: Callable[[], None],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The standby's re-reads lag: the one the write's event queues is not answered before the
+    # grant, and is let through only once take() has queued its barrier behind it.
+    lagging_until_the_barrier(monkeypatch, warm)
     write_status(leader, job, JobState.RESTARTING)
     grant()
 
@@ -199,3 +214,39 @@ def test_a_job_changed_during_a_reconnect_is_read_again_before_it_is_handed_over
 
     assert snapshot is not None
     assert held(snapshot, JOB) == in_zookeeper(leader, JOB) == (JobState.RESTARTING, 1)
+
+
+def test_a_lease_taken_just_before_the_grant_is_handed_over(
+    leader: Contender,
+    warm: WarmRecords,
+    job: str,
+    grant: Callable[[], None],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    lagging_until_the_barrier(monkeypatch, warm)
+    lease = take_lease(leader.session, job)
+    grant()
+
+    snapshot = warm.take(GATE_TIMEOUT)
+
+    assert snapshot is not None
+    assert snapshot.leases == {job: lease}
+
+
+def test_a_lease_released_just_before_the_grant_is_not_handed_over(
+    leader: Contender,
+    warm: WarmRecords,
+    job: str,
+    grant: Callable[[], None],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    take_lease(leader.session, job)
+    wait_until(lambda: job in warm._leases, 10, "the standby holds the lease")
+    lagging_until_the_barrier(monkeypatch, warm)
+    leader.session.client.delete(leader.session.layout.execution(job))
+    grant()
+
+    snapshot = warm.take(GATE_TIMEOUT)
+
+    assert snapshot is not None
+    assert snapshot.leases == {}

@@ -33,7 +33,8 @@ from dataclasses import dataclass
 from functools import partial
 
 from steward.errors import CorruptStateError, FencedError, StewardError, is_unavailable
-from steward.store.warm_records import WarmRecords, WarmSnapshot
+from steward.store.warm_records import WarmRecords
+from steward.store.warm_snapshot import WarmSnapshot
 from steward.wire.records import ExecutionLease
 
 from .cleanup import Cleanup
@@ -87,6 +88,7 @@ class Recovery:
         self._warm = warm
         self._held: WarmSnapshot | None = None
         """What the standby held of the jobs at the grant, vouched for (None: read all)."""
+        self._warm_taken = False
         self._records = records
         self._late = late
         self._later: dict[str, int] = {}
@@ -102,9 +104,7 @@ class Recovery:
             kept_until_recovered(),
             ThreadPoolExecutor(max_workers=parallelism, thread_name_prefix="recover") as pool,
         ):
-            warming = pool.submit(self._take_warm)
             listing = self._list_until_known(pool)
-            self._held = warming.result()
             if listing is None:  # the term ended while ZooKeeper did not answer
                 return {"jobs": 0}
             return self._recover_listed(listing, pool, (started, cpu_started))
@@ -146,6 +146,15 @@ class Recovery:
             time.thread_time() - started[1],
         )
         return summary
+
+    def _warm_leases(self) -> dict[str, ExecutionLease] | None:
+        """The warm standby's leases, on the listing's first try only (a later try reads the
+        members again, after its barrier); what it holds of the jobs is kept either way."""
+        if self._warm_taken:
+            return None
+        self._warm_taken = True
+        self._held = self._take_warm()
+        return None if self._held is None else self._held.leases
 
     def _take_warm(self) -> WarmSnapshot | None:
         """The standby's records, if it can vouch that they are as new as the grant; it
@@ -195,14 +204,18 @@ class Recovery:
         each of which a new leader's busy interpreter can stretch
         (``benchmarks/failover_floor.py``). Then the results of the jobs without a lease are
         looked up; a job with a lease is adopted without (its attempt may have reported an
-        outcome already: before any new attempt of it, :mod:`.result_check` reads its result)."""
+        outcome already: before any new attempt of it, :mod:`.result_check` reads its result).
+        A warm standby's leases (first try only) are as they were at its barrier, which comes
+        after the members were read, as a read of the leases would."""
         self._membership.refresh()
         # Never a read per result kept (there may be millions): the DIRTY ones are marked,
         # and only the jobs with a graph and no lease are looked up.
         dirty = pool.submit(self._stores.results.dirty_ids)
-        leasing = pool.submit(self._stores.leases.all)
-        graph_ids = self._stores.graphs.job_ids()
-        leases = leasing.result()
+        listing = pool.submit(self._stores.graphs.job_ids)
+        leases = self._warm_leases()
+        if leases is None:
+            leases = self._stores.leases.all()
+        graph_ids = listing.result()
         unleased = [job_id for job_id in graph_ids if job_id not in leases]
         result_ids = self._stores.results.with_result(unleased)
         dirty_ids = dirty.result()
