@@ -1,5 +1,5 @@
-"""What a warm standby holds per job: the decoded graph pointer and status record of every live
-job (``store/warm_records.py``), measured in this process with tracemalloc.
+"""What a warm standby holds per job: the decoded graph pointer, status record and execution
+lease of every live job (``store/warm_records.py``), measured in this process with tracemalloc.
 
 The records are those of a running job as a leader writes them after an adoption (one attempt
 RUNNING on a TaskManager, the facts adoption needs), encoded at the default record format and
@@ -18,15 +18,15 @@ import tracemalloc
 from _common import Json, parser, run_main, summary_row
 from steward.wire.jobs import JobGraphPointer
 from steward.wire.record_format import decode_pointer, decode_status, encode_pointer, encode_status
-from steward.wire.records import AttemptRecord, JobStatusRecord
+from steward.wire.records import AttemptRecord, ExecutionLease, JobStatusRecord
 from steward.wire.states import AttemptState, JobState
 
 RECORD_FORMAT = 2
 """``high-availability.zookeeper.record-format``'s default."""
 
 
-def encoded(index: int) -> tuple[str, bytes, bytes]:
-    """Job ``index``'s pointer and record, as ZooKeeper holds them."""
+def encoded(index: int) -> tuple[str, bytes, bytes, bytes]:
+    """Job ``index``'s pointer, record and lease, as ZooKeeper holds them."""
     job_id = f"job-{index:05d}"
     now = time.time()
     pointer = JobGraphPointer(
@@ -56,30 +56,34 @@ def encoded(index: int) -> tuple[str, bytes, bytes]:
         queue="default",
         hookless=True,
     )
+    lease = ExecutionLease(taskmanager=attempt.taskmanager, attempt=1, epoch=1)
     return (
         job_id,
         encode_pointer(pointer, RECORD_FORMAT, job_id),
         encode_status(record, RECORD_FORMAT),
+        lease.to_json(),
     )
 
 
 def held_bytes(jobs: int) -> tuple[int, int]:
-    """Bytes of Python's heap that ``jobs`` decoded pointers and records (held as the standby
-    holds them) take, and the bytes of their znodes."""
+    """Bytes of Python's heap that ``jobs`` decoded pointers, records and leases (held as the
+    standby holds them) take, and the bytes of their znodes."""
     raw = [encoded(index) for index in range(jobs)]
-    znode_bytes = sum(len(pointer) + len(record) for _, pointer, record in raw)
+    znode_bytes = sum(len(pointer) + len(record) + len(lease) for _, pointer, record, lease in raw)
     gc.collect()
     tracemalloc.start()
     before = tracemalloc.get_traced_memory()[0]
     pointers: dict[str, JobGraphPointer] = {}
     records: dict[str, tuple[JobStatusRecord, int]] = {}
-    for job_id, pointer, record in raw:
+    leases: dict[str, ExecutionLease] = {}
+    for job_id, pointer, record, lease in raw:
         pointers[job_id] = decode_pointer(pointer, job_id)
         records[job_id] = (decode_status(record, job_id), 1)
+        leases[job_id] = ExecutionLease.from_json(lease)
     gc.collect()
     held = tracemalloc.get_traced_memory()[0] - before
     tracemalloc.stop()
-    assert len(pointers) == len(records) == jobs
+    assert len(pointers) == len(records) == len(leases) == jobs
     return held, znode_bytes
 
 
