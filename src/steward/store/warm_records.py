@@ -68,7 +68,8 @@ _Item = _Key | str | _Barrier
 
 
 class WarmRecords:
-    """Follows every live job's pointer and record while this JobManager stands by:
+    """Follows every live job's pointer and record, and every lease, while this JobManager
+    stands by:
     :meth:`start` once the session is up, :meth:`take` on grant, :meth:`follow` when the
     term ends, :meth:`stop` at the end."""
 
@@ -85,9 +86,10 @@ class WarmRecords:
         self._connection = 0
         """Bumped at every connection change: a read is kept only within one connection."""
         self._armed: int | None = None
-        """The connection on which both watches were acknowledged."""
+        """The connection on which the three watches were acknowledged."""
         self._complete: int | None = None
-        """The connection on which every live job was re-read after the watches were added."""
+        """The connection on which every live job and lease was re-read after the watches
+        were added."""
         self._following = False
         self._hooked: KazooClient | None = None
         self._queue: queue.Queue[_Item | None] = queue.Queue()
