@@ -60,6 +60,7 @@ from steward.testing.processes import Proc
 
 RECOVERY_DONE = re.compile(r"recovery done epoch=(\d+) seconds=([0-9.]+) (.*)$", re.MULTILINE)
 LISTED = re.compile(r"recovery listed epoch=(\d+) seconds=([0-9.]+)")
+WARM = re.compile(r"recovery warm epoch=(\d+) seconds=([0-9.]+) held=(-?\d+)")
 WROTE = re.compile(r"recovery wrote records epoch=(\d+) seconds=([0-9.]+)")
 WROTE_LATE = re.compile(r"recovery wrote records late epoch=(\d+) seconds=([0-9.]+)")
 LATER = re.compile(r"recovery wrote records epoch=(\d+) seconds=[0-9.]+ later=([1-9]\d*)")
@@ -96,6 +97,26 @@ def listed_s(proc: Proc, epoch: int, line: re.Pattern[str] = LISTED) -> float | 
     for match in line.finditer(proc.log.read_text(errors="replace")):
         if int(match.group(1)) == epoch:
             return float(match.group(2))
+    return None
+
+
+def recovery_lines(proc: Proc, epoch: int) -> list[str]:
+    """``proc``'s log lines of its recovery of ``epoch`` (the listing, each chunk's reads and
+    adoptions, the warm copy): where the takeover's time went, kept with the figures."""
+    mark = f"epoch={epoch} "
+    return [
+        line
+        for line in proc.log.read_text(errors="replace").splitlines()
+        if "recovery " in line and mark in line
+    ][:40]
+
+
+def warm_held(proc: Proc, epoch: int) -> int | None:
+    """How many jobs' pointers and records ``proc``'s recovery of ``epoch`` took from its
+    warm copy (-1: none vouched for); None from a version without one."""
+    for match in WARM.finditer(proc.log.read_text(errors="replace")):
+        if int(match.group(1)) == epoch:
+            return int(match.group(3))
     return None
 
 
@@ -278,6 +299,11 @@ def _failover(
         "recovery_s": recovery,
         "recovery_ms_per_job": round(recovery / jobs * 1000, 4),
         "recovery_listing_s": listed_s(second, epoch2),
+        # The standby's copy of the pointers and records: waited for, and jobs held (-1: not
+        # vouched for, every job read); None from a version without one.
+        "warm_wait_s": listed_s(second, epoch2, WARM),
+        "warm_held": warm_held(second, epoch2),
+        "recovery_lines": recovery_lines(second, epoch2),
         "records_written_before_ready_s": listed_s(second, epoch2, WROTE),
         "records_written_after_ready_s": late_records_s(second, epoch2),
         "takeover_cpu_s": round(cpu, 3),

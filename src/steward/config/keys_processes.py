@@ -13,7 +13,7 @@ from steward.config.option import (
     positive,
     zero_is_none,
 )
-from steward.config.units import to_duration, to_int, to_size, to_str
+from steward.config.units import to_bool, to_duration, to_int, to_size, to_str
 
 MAX_IDLE_HOLD = 20.0
 """Seconds: the longest ``heartbeat.idle-hold`` (an idle TaskManager's heartbeat age stays
@@ -227,6 +227,17 @@ PROCESS_OPTIONS: tuple[Option, ...] = (
         "How many jobs a new leader recovers at once (job graph reads and initialize hooks).",
         lambda v: None if v >= 1 else "must be at least 1",
         setting="jobmanager.recovery_parallelism",
+    ),
+    Option(
+        "jobmanager.warm-standby",
+        to_bool,
+        True,
+        "Whether a standing-by JobManager keeps every live job's graph pointer and status record"
+        " (two persistent watches, one re-read per change), so that when it is granted its"
+        " recovery reads from ZooKeeper only what that copy cannot vouch for (see"
+        " [architecture.md](architecture.md#a-warm-standby)). Off: it reads them all, as"
+        " before; the copy costs a standby memory in proportion to its jobs.",
+        setting="jobmanager.warm_standby",
     ),
     Option(
         "jobmanager.cancel-grace",

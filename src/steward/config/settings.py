@@ -131,6 +131,8 @@ class JobManagerSettings:
     """Longest an initialize(ctx) hook may run."""
     recovery_parallelism: int
     """Jobs a new leader recovers at once."""
+    warm_standby: bool
+    """A standby keeps every live job's pointer and record for its recovery."""
     cancel_grace: float
     """SIGTERM to SIGKILL of a cancelled attempt."""
     replacement_grace: float

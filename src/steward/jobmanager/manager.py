@@ -39,6 +39,7 @@ from steward.ha.session import Session
 from steward.metrics import JobManagerMetrics
 from steward.security.rate_limits import RateLimiter
 from steward.store.blob import BlobStore
+from steward.store.warm_records import WarmRecords
 from steward.tls import contexts as tls
 from steward.tls.serving import bind_listener, serve_on_thread
 from steward.wire.doctor import DoctorReport
@@ -103,6 +104,8 @@ class JobManager:
             self.reader.index, self.events.journal, self.reader.jobs, self.reader.job
         )
         """Keeps the job index that listings page through current from those events."""
+        self.warm = WarmRecords(self.session) if settings.jobmanager.warm_standby else None
+        """A standby's copy of every live job's pointer and record, for its recovery."""
         self.retrieval = LeaderRetrieval(self.session, self._leader_changed)
         self.doctor_rounds = DoctorRounds(
             settings.jobmanager.doctor_interval,
@@ -206,6 +209,8 @@ class JobManager:
         self.session.start()
         self.probe.start()
         self.events.start()
+        if self.warm is not None:
+            self.warm.start()
         self.index_follower.start()
         self._start_server()
         self.retrieval.start()
@@ -233,6 +238,8 @@ class JobManager:
         self.retrieval.stop()
         self.probe.stop()
         self.events.stop()
+        if self.warm is not None:
+            self.warm.stop()
         self.index_follower.stop()
         self.events.journal.close()  # open streams end, so the server stops at once
         if self._server is not None:
@@ -261,6 +268,7 @@ class JobManager:
             metrics=self.metrics,
             address=self.address,
             feed=self.events,
+            warm=self.warm,
         )
         self.events.lead()
         self.metrics.leadership_grants.inc()
@@ -313,6 +321,13 @@ class JobManager:
         if dispatcher is not None:
             dispatcher.stop()
             self.events.follow()
+            self._follow_warm()
+
+    def _follow_warm(self) -> None:
+        """Keep the records again for a next term; not while stopping (re-reading every job
+        would only take CPU from the successor's takeover on a shared host)."""
+        if self.warm is not None and not self._stopping.is_set():
+            self.warm.follow()
 
     def _fenced(self) -> None:
         """The Dispatcher stopped itself (a fenced write, or recovery failed): step down.
@@ -325,6 +340,7 @@ class JobManager:
             if dispatcher is not None and dispatcher.stopped:
                 self._dispatcher = None
                 self.events.follow()
+                self._follow_warm()
         threading.Thread(target=self._rejoin, name=f"{self.id}-rejoin", daemon=True).start()
 
     def _rejoin(self) -> None:

@@ -137,7 +137,8 @@ def test_a_lost_zookeeper_connection_on_a_pointer_read_is_retried(
 
     monkeypatch.setattr(JobGraphStore, "pointers_quietly", batch_lost)
     monkeypatch.setattr(JobGraphStore, "get_with_pointer", once)
-    successor = cluster.start_leader("jm-2")
+    # Without a warm copy (store/warm_records.py), which would spare the pointers' read.
+    successor = cluster.start_leader("jm-2", **{"jobmanager.warm-standby": False})
     assert failed == ["batch", "job-b"]
     _adopted_running(cluster, successor, "job-b")
     assert not cluster.exists(cluster.layout.result("job-b")), "a blip gave job-b a result"
@@ -160,7 +161,8 @@ def test_a_lost_zookeeper_connection_while_listing_the_leases_is_waited_out_in_t
         return read(leases)
 
     monkeypatch.setattr(ExecutionLeases, "all", once)
-    successor = cluster.start_leader("jm-2")
+    # The leases read from ZooKeeper (a warm standby's come from its copy).
+    successor = cluster.start_leader("jm-2", **{"jobmanager.warm-standby": False})
     assert failed == ["leases"]
     # The same term recovered: stepping down would have cost an epoch and a second recovery.
     assert successor.dispatcher is not None

@@ -44,6 +44,7 @@ from steward.store.contents import ContentStore
 from steward.store.leadership import LeadershipHistoryStore
 from steward.store.log_archive import LogArchive
 from steward.store.record_feed import NO_FEED, RecordFeed
+from steward.store.warm_records import WarmRecords
 from steward.wire.heartbeat import Heartbeat, HeartbeatReply
 from steward.wire.jobs import JobGraph, JobSpec
 from steward.wire.queues import QueueList
@@ -93,6 +94,7 @@ class Dispatcher:
         metrics: JobManagerMetrics | None = None,
         address: str = "",
         feed: RecordFeed = NO_FEED,
+        warm: WarmRecords | None = None,
     ) -> None:
         self.session = session
         self.address = address
@@ -134,6 +136,7 @@ class Dispatcher:
             initialization=initialization,
             membership=self._membership,
             late=self._late,
+            warm=warm,
         )
         self._submissions = Submissions(
             ctx, records=records, initialization=initialization, recovery=self._recovery

@@ -33,6 +33,8 @@ from dataclasses import dataclass
 from functools import partial
 
 from steward.errors import CorruptStateError, FencedError, StewardError, is_unavailable
+from steward.store.warm_records import WarmRecords
+from steward.store.warm_snapshot import WarmSnapshot
 from steward.wire.records import ExecutionLease
 
 from .cleanup import Cleanup
@@ -53,6 +55,9 @@ RETRY_MOST = 5.0
 CHUNK = 1000
 """Jobs whose pointers and status records are read together, pipelined: one round trip each
 instead of two per job, and the answers held at once bounded."""
+WARM_WAIT = 2.0
+"""Seconds a new leader waits for its standby's copy of the records to catch up with the
+grant (:meth:`WarmRecords.take`); after that it reads every job, as without one."""
 
 
 @dataclass(frozen=True)
@@ -77,8 +82,13 @@ class Recovery:
         initialization: Initialization,
         membership: Membership,
         late: LateRecords,
+        warm: WarmRecords | None = None,
     ) -> None:
         self._term, self._table, self._stores = ctx.term, ctx.table, ctx.stores
+        self._warm = warm
+        self._held: WarmSnapshot | None = None
+        """What the standby held of the jobs at the grant, vouched for (None: read all)."""
+        self._warm_taken = False
         self._records = records
         self._late = late
         self._later: dict[str, int] = {}
@@ -137,6 +147,30 @@ class Recovery:
         )
         return summary
 
+    def _warm_leases(self) -> dict[str, ExecutionLease] | None:
+        """The warm standby's leases, on the listing's first try only (a later try reads the
+        members again, after its barrier); what it holds of the jobs is kept either way."""
+        if self._warm_taken:
+            return None
+        self._warm_taken = True
+        self._held = self._take_warm()
+        return None if self._held is None else self._held.leases
+
+    def _take_warm(self) -> WarmSnapshot | None:
+        """The standby's records, if it can vouch that they are as new as the grant; it
+        stops following them either way (docs/architecture.md, "A warm standby")."""
+        if self._warm is None:
+            return None
+        started = self._term.monotonic()
+        held = self._warm.take(WARM_WAIT)
+        log.info(
+            "recovery warm epoch=%d seconds=%.3f held=%d",
+            self._term.epoch,
+            self._term.monotonic() - started,
+            -1 if held is None else len(held),
+        )
+        return held
+
     def _list_until_known(self, pool: ThreadPoolExecutor) -> Listing | None:
         """:meth:`_list`, tried again with back-off while ZooKeeper does not answer; None if
         the term ended first. A blip here used to end the term: a new epoch and a whole new
@@ -170,14 +204,18 @@ class Recovery:
         each of which a new leader's busy interpreter can stretch
         (``benchmarks/failover_floor.py``). Then the results of the jobs without a lease are
         looked up; a job with a lease is adopted without (its attempt may have reported an
-        outcome already: before any new attempt of it, :mod:`.result_check` reads its result)."""
+        outcome already: before any new attempt of it, :mod:`.result_check` reads its result).
+        A warm standby's leases (first try only) are as they were at its barrier, which comes
+        after the members were read, as a read of the leases would."""
         self._membership.refresh()
         # Never a read per result kept (there may be millions): the DIRTY ones are marked,
         # and only the jobs with a graph and no lease are looked up.
         dirty = pool.submit(self._stores.results.dirty_ids)
-        leasing = pool.submit(self._stores.leases.all)
-        graph_ids = self._stores.graphs.job_ids()
-        leases = leasing.result()
+        listing = pool.submit(self._stores.graphs.job_ids)
+        leases = self._warm_leases()
+        if leases is None:
+            leases = self._stores.leases.all()
+        graph_ids = listing.result()
         unleased = [job_id for job_id in graph_ids if job_id not in leases]
         result_ids = self._stores.results.with_result(unleased)
         dirty_ids = dirty.result()
@@ -224,9 +262,11 @@ class Recovery:
                 self._note_late(chunk, rest, found)
         scheduled = len(chunk) - len(rest) - adopted
         log.info(  # a line a chunk: where a takeover's time goes, without a profiler
-            "recovery chunk epoch=%d jobs=%d read_s=%.3f adopted=%d scheduled=%d adopt_s=%.3f",
+            "recovery chunk epoch=%d jobs=%d warm=%d read_s=%.3f adopted=%d scheduled=%d"
+            " adopt_s=%.3f",
             self._term.epoch,
             len(chunk),
+            0 if found is None else found.warm,
             read - began,
             adopted,
             scheduled,
@@ -245,8 +285,27 @@ class Recovery:
                 self._later[job_id] = found.versions[job_id]
 
     def _prefetch(self, chunk: list[str], pool: ThreadPoolExecutor) -> Prefetched | None:
-        """The chunk's pointers and records, read at once; None if ZooKeeper did not answer
-        (then each job reads its own, with the retries of :meth:`_recover_until_known`)."""
+        """The chunk's pointers and records: those the standby held (:attr:`_held`), and the
+        rest read at once; None if ZooKeeper did not answer (then each job reads its own,
+        with the retries of :meth:`_recover_until_known`)."""
+        held = self._held
+        if held is None:
+            return self._read(chunk, pool)
+        cold = [job_id for job_id in chunk if not held.vouches(job_id)]
+        found = self._read(cold, pool) if cold else Prefetched({}, {})
+        if found is None:
+            return None
+        warm = [job_id for job_id in chunk if held.vouches(job_id)]
+        for job_id in warm:
+            found.pointers[job_id] = held.pointers[job_id]
+            found.records[job_id] = held.records[job_id]
+            found.versions[job_id] = held.versions[job_id]
+        # As if read here: the event stream publishes what its watches had not delivered.
+        self._stores.statuses.feed.read([held.records[job_id] for job_id in warm])
+        return Prefetched(found.pointers, found.records, found.versions, warm=len(warm))
+
+    def _read(self, chunk: list[str], pool: ThreadPoolExecutor) -> Prefetched | None:
+        """The chunk's pointers and records, read at once; None if ZooKeeper did not answer."""
         reading = pool.submit(self._stores.graphs.pointers_quietly, chunk)
         try:
             records, versions = self._stores.statuses.find_many_versioned(chunk)

@@ -46,6 +46,8 @@ class Prefetched:
     versions: dict[str, int] = field(default_factory=dict)
     """The znode version of each record read: a job recovered from its record has it
     rewritten once the term is ready, only if it is still that version (:mod:`.late_records`)."""
+    warm: int = 0
+    """How many of them the standby held (:mod:`steward.store.warm_records`), not read."""
 
 
 class JobRecovery:
