@@ -233,10 +233,11 @@ PROCESS_OPTIONS: tuple[Option, ...] = (
         to_bool,
         True,
         "Whether a standing-by JobManager keeps every live job's graph pointer and status record"
-        " (two persistent watches, one re-read per change), so that when it is granted its"
-        " recovery reads from ZooKeeper only what that copy cannot vouch for (see"
+        " and every execution lease (persistent watches on `jobgraphs/`, `jobs/` and"
+        " `executions/`, one re-read per change), so that when it is granted its recovery"
+        " reads from ZooKeeper only what that copy cannot vouch for (see"
         " [architecture.md](architecture.md#a-warm-standby)). Off: it reads them all, as"
-        " before; the copy costs a standby memory in proportion to its jobs.",
+        " before; the copy costs a standby about 4.5 KB of memory a job.",
         setting="jobmanager.warm_standby",
     ),
     Option(
