@@ -3,7 +3,8 @@ record and its result. What :mod:`steward.jobmanager.events` turns into live eve
 
 Two server watches, whatever the job count: one persistent recursive watch on ``jobs/`` (a job
 created or deleted, a status record written or deleted; the checkpoints below a job are
-ignored) and one on ``results/`` (a result created), through
+ignored) and one on ``results/`` (a result created; one a submission's check created and
+deleted in one transaction is not read when both events are in one batch), through
 :class:`steward.ha.persistent_watches.PersistentWatches` (kazoo 2.11 has no ``add_watch``). A
 watch event only queues what it names, on kazoo's connection thread: a job created or deleted
 (its id is in the event's path: nothing is listed), or the job whose status or result has a
@@ -167,8 +168,8 @@ class JobWatches:
 
     def _on_result_event(self, event: WatchedEvent) -> None:
         job_id = event.path[len(self._layout.results) + 1 :]
-        if job_id and "/" not in job_id and event.type != EventType.DELETED:
-            self._fired("result", job_id, False)
+        if job_id and "/" not in job_id:
+            self._fired("result", job_id, event.type == EventType.DELETED)
 
     def _fired(self, kind: str, job_id: str, deleted: bool) -> None:
         with self._lock:
@@ -195,7 +196,7 @@ class JobWatches:
             self._unwatch()
 
     def _handle(self, batch: list[_Item]) -> None:
-        reads = [item for item in batch if isinstance(item, tuple)]
+        reads = without_churn([item for item in batch if isinstance(item, tuple)])
         if _REARM in batch:
             if not self._rearm():
                 return  # no connection: the reconnect's re-arm re-reads every job
@@ -294,6 +295,26 @@ class JobWatches:
             with self._lock:
                 if self._watches.get((watch.kind, watch.job_id)) is watch:
                     del self._watches[(watch.kind, watch.job_id)]
+
+
+def without_churn(reads: list[tuple[_Watch, bool]]) -> list[tuple[_Watch, bool]]:
+    """``reads`` but a result's deletion and every read of that result queued before it: a
+    submission's check that its job has no result creates and deletes ``results/<id>`` in one
+    transaction (:class:`~steward.store.group_commit.Absent`), and reading what is already
+    gone would find nothing, a read a submission on every standby. A result created after
+    the deletion is read."""
+    gone = {
+        watch.job_id: i
+        for i, (watch, deleted) in enumerate(reads)
+        if deleted and watch.kind == "result"
+    }
+    if not gone:
+        return reads
+    return [
+        (watch, deleted)
+        for i, (watch, deleted) in enumerate(reads)
+        if watch.kind != "result" or i > gone.get(watch.job_id, -1)
+    ]
 
 
 def _data(reply: Any) -> bytes | None:
