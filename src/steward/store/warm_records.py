@@ -44,7 +44,6 @@ from steward.store.warm_snapshot import (
     Held,
     WarmSnapshot,
     decode,
-    job_ids,
 )
 from steward.wire.jobs import JobGraphPointer
 from steward.wire.records import ExecutionLease, JobStatusRecord
@@ -55,6 +54,8 @@ BATCH = 500
 """Reads in flight at once: enough to hide round trips, bounded memory."""
 _Key = tuple[str, str]
 """(kind, job id): what one event names and one read refreshes."""
+_NOT_ANSWERED: tuple[type[Exception], ...] = (*KAZOO_ERRORS, StewardError)
+"""What adding a watch (kazoo's) or a listing (ours, translated) raises on a lost connection."""
 _REARM = "rearm"
 _UNWATCH = "unwatch"
 
@@ -268,16 +269,15 @@ class WarmRecords:
             self._hook()
         try:
             self._watch()
-            ids = self._session.client.get_children(self._layout.jobgraphs)
-            leased = self._session.client.get_children(self._layout.executions)
-        except KAZOO_ERRORS as exc:
+            live = zk.job_children(self._session.client, self._layout.jobgraphs)
+            leases = zk.job_children(self._session.client, self._layout.executions)
+        except _NOT_ANSWERED as exc:
             log.warning("warm records cannot follow the jobs error=%r", exc)
             return  # the connection dropped: its change queues another re-arm
         with self._lock:
             if self._connection != connection:
                 return
             self._armed = connection
-        live, leases = job_ids(ids), job_ids(leased)
         keys = [(kind, job_id) for job_id in live for kind in (POINTER, STATUS)]
         self._read(keys + [(LEASE, job_id) for job_id in leases])
         with self._lock:

@@ -11,7 +11,6 @@ from steward.errors import CorruptStateError
 from steward.wire.jobs import JobGraphPointer
 from steward.wire.record_format import decode_pointer, decode_status
 from steward.wire.records import ExecutionLease, JobStatusRecord
-from steward.wire.values import check_job_id
 
 STATUS = "status"
 POINTER = "pointer"
@@ -61,13 +60,3 @@ _DECODERS: dict[str, Callable[[bytes, str], Held]] = {
     POINTER: decode_pointer,
     LEASE: _lease,
 }
-
-
-def job_ids(names: list[str]) -> list[str]:
-    ids = []
-    for name in names:
-        try:
-            ids.append(check_job_id(name))
-        except ValueError:
-            continue
-    return ids

@@ -33,9 +33,10 @@ from typing import Any
 from kazoo.exceptions import NoNodeError
 from kazoo.protocol.states import EventType, WatchedEvent
 
-from steward.errors import CorruptStateError
+from steward.errors import CorruptStateError, StewardError
 from steward.ha.kazoo_errors import KAZOO_ERRORS
 from steward.ha.session import ConnectionState, Session
+from steward.store import zk
 from steward.wire.record_format import decode_status
 from steward.wire.records import JobStatusRecord
 from steward.wire.values import check_job_id
@@ -161,7 +162,7 @@ class JobWatches:
         if not job_id:
             return
         if not below:
-            if event.type in (EventType.CREATED, EventType.DELETED):
+            if event.type in (EventType.CREATED, EventType.DELETED) and _is_job_id(job_id):
                 self._queue.put(_JobChange(job_id, event.type == EventType.CREATED))
         elif below == "status":
             self._fired("status", job_id, event.type == EventType.DELETED)
@@ -238,12 +239,12 @@ class JobWatches:
         if on_jobs is None:
             return
         try:
-            names = self._session.client.get_children(self._layout.jobs)
-        except KAZOO_ERRORS as exc:
+            job_ids = zk.job_children(self._session.client, self._layout.jobs)
+        except StewardError as exc:
             # The connection dropped: the reconnect re-lists.
             log.warning("cannot list jobs error=%r", exc)
             return
-        self._tell(on_jobs, JobsChanged(_job_ids(names), [], complete=True))
+        self._tell(on_jobs, JobsChanged(job_ids, [], complete=True))
 
     def _changed(self, changes: list[_JobChange]) -> None:
         with self._lock:
@@ -251,9 +252,8 @@ class JobWatches:
         if on_jobs is None or not changes:
             return
         last = {change.job_id: change.created for change in changes}  # in order: the last wins
-        ids = _job_ids(list(last))
-        created = [job_id for job_id in ids if last[job_id]]
-        deleted = [job_id for job_id in ids if not last[job_id]]
+        created = [job_id for job_id, made in last.items() if made]
+        deleted = [job_id for job_id, made in last.items() if not made]
         self._tell(on_jobs, JobsChanged(created, deleted, complete=False))
 
     def _tell(self, on_jobs: OnJobs, change: JobsChanged) -> None:
@@ -337,11 +337,9 @@ def _decode(data: bytes | None, job_id: str) -> JobStatusRecord | None:
     return record if record.job_id == job_id else None
 
 
-def _job_ids(names: list[str]) -> list[str]:
-    ids = []
-    for name in names:
-        try:
-            ids.append(check_job_id(name))
-        except ValueError:
-            continue  # a stray znode (store.zk.job_children logs it where it matters)
-    return ids
+def _is_job_id(name: str) -> bool:
+    try:
+        check_job_id(name)
+    except ValueError:
+        return False  # a stray znode (zk.job_children logs it when jobs/ is listed)
+    return True
