@@ -30,19 +30,35 @@ from steward.wire.states import AttemptPhase
 STARTED_AT = 1_700_000_000.0
 
 
-def leased_jobs(
-    cluster: JobManagerCluster, job_ids: Sequence[str], *, leased: int | None = None
+def leased_on(
+    cluster: JobManagerCluster,
+    leader: JobManager,
+    job_ids: Sequence[str],
+    *,
+    leased: int | None = None,
 ) -> PretendTaskManager:
-    """``job_ids`` submitted to a first leader, the first ``leased`` (default: all) with
-    attempt 1 holding its lease on a pretend TaskManager ``tm-1``; the first leader then
-    stops (its successor takes over)."""
-    leader = cluster.start_leader("jm-1")
+    """``job_ids`` submitted to ``leader``, the first ``leased`` (default: all) with attempt 1
+    holding its lease on a pretend TaskManager ``tm-1``."""
     tm = PretendTaskManager(cluster, "tm-1", slots=len(job_ids)).register()
     for job_id in job_ids:
         cluster.submitted(leader, job_id)
     for job_id in job_ids[:leased]:
         lease = ExecutionLease(taskmanager=tm.id, attempt=1, epoch=1)
         tm.zk.create(cluster.layout.execution(job_id), lease.to_json(), ephemeral=True)
+    return tm
+
+
+def leased_jobs(
+    cluster: JobManagerCluster,
+    job_ids: Sequence[str],
+    *,
+    leased: int | None = None,
+    **overrides: object,
+) -> PretendTaskManager:
+    """:func:`leased_on` a first leader (started with ``overrides``), which then stops (its
+    successor takes over)."""
+    leader = cluster.start_leader("jm-1", **overrides)
+    tm = leased_on(cluster, leader, job_ids, leased=leased)
     leader.stop()
     return tm
 

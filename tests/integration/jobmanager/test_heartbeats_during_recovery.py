@@ -16,10 +16,11 @@ from typing import Any
 
 import pytest
 from adoption_harness import leased_jobs, running_report
-from jobmanager_harness import JobManagerCluster, dispatcher_of
+from jobmanager_harness import JobManagerCluster, PretendTaskManager, dispatcher_of
 
 from steward.jobmanager.leader import long_poll
 from steward.jobmanager.leader.recovery import Recovery
+from steward.jobmanager.manager import JobManager
 from steward.wire.heartbeat import HeartbeatReply
 from support import wait_until
 
@@ -65,15 +66,24 @@ def holds(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
     return held
 
 
+def recovering(
+    cluster: JobManagerCluster, gate: tuple[threading.Event, threading.Event]
+) -> tuple[PretendTaskManager, JobManager]:
+    """A leased job, its leader gone, and jm-2's recovery held at the gate."""
+    entered, _release = gate
+    tm = leased_jobs(cluster, [JOB])
+    successor = cluster.start(SUCCESSOR, **dict.fromkeys(SLOW_HEARTBEATS, INTERVAL))
+    wait_until(entered.is_set, SOON, message="jm-2 recovers")
+    return tm, successor
+
+
 def test_a_heartbeat_during_recovery_is_taken_once_the_term_is_ready(
     cluster: JobManagerCluster,
     gate: tuple[threading.Event, threading.Event],
     holds: threading.Event,
 ) -> None:
-    entered, release = gate
-    tm = leased_jobs(cluster, [JOB])
-    successor = cluster.start(SUCCESSOR, **dict.fromkeys(SLOW_HEARTBEATS, INTERVAL))
-    wait_until(entered.is_set, SOON, message="jm-2 recovers")
+    release = gate[1]
+    tm, successor = recovering(cluster, gate)
     beat = tm.beat(running_report(JOB)).model_copy(update={"wait": 30.0})
 
     with ThreadPoolExecutor(1) as pool:
@@ -92,10 +102,8 @@ def test_a_heartbeat_during_recovery_is_taken_once_the_term_is_ready(
 def test_a_heartbeat_whose_hold_ends_during_recovery_is_answered_with_nothing_taken(
     cluster: JobManagerCluster, gate: tuple[threading.Event, threading.Event]
 ) -> None:
-    entered, release = gate
-    tm = leased_jobs(cluster, [JOB])
-    successor = cluster.start(SUCCESSOR, **dict.fromkeys(SLOW_HEARTBEATS, INTERVAL))
-    wait_until(entered.is_set, SOON, message="jm-2 recovers")
+    release = gate[1]
+    tm, successor = recovering(cluster, gate)
     beat = tm.beat(running_report(JOB)).model_copy(update={"wait": 0.2})
 
     reply = tm.heartbeat(successor, beat=beat)  # its hold ends while the recovery waits

@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
 
 import pytest
 from adoption_harness import leased_jobs
-from jobmanager_harness import SETTLE, JobManagerCluster, PretendTaskManager, dispatcher_of
+from jobmanager_harness import SETTLE, JobManagerCluster, dispatcher_of
 
 from steward.jobmanager.manager import JobManager
-from steward.wire.records import ExecutionLease
 from support import wait_until
 
 pytestmark = pytest.mark.zookeeper
@@ -29,21 +27,6 @@ def _schemas(cluster: JobManagerCluster, job_id: str) -> tuple[int, int]:
     status = json.loads(cluster.data(cluster.layout.job_status(job_id)) or b"{}")
     pointer = json.loads(cluster.data(cluster.layout.jobgraph(job_id)) or b"{}")
     return status.get("schema"), pointer.get("schema")
-
-
-def _leased_at(
-    cluster: JobManagerCluster, job_ids: Sequence[str], record_format: int
-) -> PretendTaskManager:
-    """As :func:`adoption_harness.leased_jobs`, the first leader writing ``record_format``."""
-    leader = cluster.start_leader("jm-1", **{FORMAT: record_format})
-    tm = PretendTaskManager(cluster, "tm-1", slots=len(job_ids)).register()
-    for job_id in job_ids:
-        cluster.submitted(leader, job_id)
-    for job_id in job_ids:
-        lease = ExecutionLease(taskmanager=tm.id, attempt=1, epoch=1)
-        tm.zk.create(cluster.layout.execution(job_id), lease.to_json(), ephemeral=True)
-    leader.stop()
-    return tm
 
 
 def _adopted_all(successor: JobManager, cluster: JobManagerCluster, job_ids: list[str]) -> None:
@@ -76,7 +59,7 @@ def test_records_of_format_1_are_adopted_after_the_switch_to_2_and_again_after_t
     cluster: JobManagerCluster,
 ) -> None:
     job_ids = [f"job-{n}" for n in range(JOBS)]
-    _leased_at(cluster, job_ids, record_format=1)
+    leased_jobs(cluster, job_ids, **{FORMAT: 1})
     for job_id in job_ids:
         assert _schemas(cluster, job_id) == (1, 1)
 

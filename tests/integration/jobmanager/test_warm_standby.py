@@ -11,9 +11,10 @@ ended (rule 7).
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from dataclasses import dataclass
 
 import pytest
+from adoption_harness import leased_on
 from jobmanager_harness import (
     JobManagerCluster,
     PretendTaskManager,
@@ -63,19 +64,6 @@ def records_read_on_recovery(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return read
 
 
-def leased_on(
-    cluster: JobManagerCluster, leader: JobManager, job_ids: Sequence[str]
-) -> PretendTaskManager:
-    """``job_ids`` submitted to ``leader``, attempt 1 of each holding its lease on tm-1."""
-    tm = PretendTaskManager(cluster, "tm-1", slots=len(job_ids)).register()
-    for job_id in job_ids:
-        cluster.submitted(leader, job_id)
-    for job_id in job_ids:
-        lease = ExecutionLease(taskmanager=tm.id, attempt=1, epoch=1)
-        tm.zk.create(cluster.layout.execution(job_id), lease.to_json(), ephemeral=True)
-    return tm
-
-
 def warm_standby(cluster: JobManagerCluster, jobs: int) -> JobManager:
     standby = cluster.start("jm-2")
     warm = standby.warm
@@ -84,48 +72,59 @@ def warm_standby(cluster: JobManagerCluster, jobs: int) -> JobManager:
     return standby
 
 
-def test_a_warm_standby_adopts_every_job_without_reading_their_records_or_leases(
-    cluster: JobManagerCluster, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@dataclass
+class Takeover:
+    """:data:`JOBS` leased jobs on jm-1, a warm standby jm-2 holding them all, and what jm-2's
+    recovery reads from ZooKeeper once jm-1 stops."""
+
+    job_ids: list[str]
+    leader: JobManager
+    standby: JobManager
+    read: list[str]
+    listed: list[str]
+
+
+@pytest.fixture
+def takeover(cluster: JobManagerCluster, monkeypatch: pytest.MonkeyPatch) -> Takeover:
     job_ids = [f"job-{i}" for i in range(JOBS)]
     leader = cluster.start_leader("jm-1")
     leased_on(cluster, leader, job_ids)
     standby = warm_standby(cluster, JOBS)
     read = records_read_on_recovery(monkeypatch)
-    listed = leases_listed_on_recovery(monkeypatch)
+    return Takeover(job_ids, leader, standby, read, leases_listed_on_recovery(monkeypatch))
 
-    leader.stop()
+
+def test_a_warm_standby_adopts_every_job_without_reading_their_records_or_leases(
+    cluster: JobManagerCluster, takeover: Takeover
+) -> None:
+    standby = takeover.standby
+    takeover.leader.stop()
     cluster.wait_leading(standby)
 
     summary = dispatcher_of(standby).recovery_summary
     assert (summary["adopted"], summary["restarted"], summary["failed"]) == (JOBS, 0, 0)
-    assert read == []
-    assert listed == []
-    for job_id in job_ids:
+    assert takeover.read == []
+    assert takeover.listed == []
+    for job_id in takeover.job_ids:
         job = cluster.job(standby, job_id)
         assert job["state"] == "RUNNING"
         assert job["attempts"][-1]["adopted_by"] == [2]
 
 
 def test_a_standby_that_cannot_vouch_for_its_records_reads_them_all(
-    cluster: JobManagerCluster, monkeypatch: pytest.MonkeyPatch
+    cluster: JobManagerCluster, takeover: Takeover, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    job_ids = [f"job-{i}" for i in range(JOBS)]
-    leader = cluster.start_leader("jm-1")
-    leased_on(cluster, leader, job_ids)
-    standby = warm_standby(cluster, JOBS)
-    read = records_read_on_recovery(monkeypatch)
-    listed = leases_listed_on_recovery(monkeypatch)
+    standby = takeover.standby
     # A barrier never served (as behind a worker stuck on a dead connection): no vouching.
     monkeypatch.setattr(standby.warm, "take", lambda _timeout: None)
 
-    leader.stop()
+    takeover.leader.stop()
     cluster.wait_leading(standby)
 
     summary = dispatcher_of(standby).recovery_summary
     assert (summary["adopted"], summary["restarted"], summary["failed"]) == (JOBS, 0, 0)
-    assert sorted(read) == sorted(job_ids)
-    assert listed == ["leases"]
+    assert sorted(takeover.read) == sorted(takeover.job_ids)
+    assert takeover.listed == ["leases"]
 
 
 def test_a_job_finished_on_the_old_leader_just_before_the_grant_stays_finished(

@@ -61,6 +61,16 @@ def session(leader: Contender) -> Session:
 
 
 @pytest.fixture
+def standby_session(zk_quorum: str, zk_root: str, leader: Contender) -> Iterator[Session]:
+    """A second JobManager's session ("jm-2"), standing by while ``leader`` leads."""
+    session = Session(zk_quorum, zk_root, session_timeout=SESSION_TIMEOUT, name="jm-2").start()
+    try:
+        yield session
+    finally:
+        session.close()
+
+
+@pytest.fixture
 def depose(
     contenders: ExitStack, zk_quorum: str, zk_root: str, leader: Contender
 ) -> Callable[[], Contender]:

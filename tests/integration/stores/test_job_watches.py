@@ -29,15 +29,6 @@ def server_watches(zookeeper: ManagedEnsemble) -> int:
 
 
 @pytest.fixture
-def standby_session(zk_quorum: str, zk_root: str, leader: Contender) -> Iterator[Session]:
-    session = Session(zk_quorum, zk_root, session_timeout=10.0, name="standby").start()
-    try:
-        yield session
-    finally:
-        session.close()
-
-
-@pytest.fixture
 def baseline(zookeeper: ManagedEnsemble, leader: Contender, standby_session: Session) -> int:
     """The server's watches before the standby follows any job (the leader's election's)."""
     return server_watches(zookeeper)

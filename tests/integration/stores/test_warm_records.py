@@ -37,15 +37,6 @@ JOB = "job-a"
 
 
 @pytest.fixture
-def standby_session(zk_quorum: str, zk_root: str, leader: Contender) -> Iterator[Session]:
-    session = Session(zk_quorum, zk_root, session_timeout=15.0, name="jm-2").start()
-    try:
-        yield session
-    finally:
-        session.close()
-
-
-@pytest.fixture
 def job(leader: Contender, blobs: BlobStore) -> str:
     """A live job of the leader: its graph pointer, and its record at RUNNING."""
     JobGraphStore(leader.session, blobs).put(leader.fence, make_graph(JOB))
