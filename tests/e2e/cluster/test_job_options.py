@@ -23,6 +23,7 @@ import pytest
 from e2e.bad_input.conftest import run_cli
 from e2e.module_clusters import module_cluster
 from e2e.ticking import read_truth, write_pipeline
+from steward.taskmanager.preparation import attempt_log
 from steward.testing.credentials import auth_headers
 from steward.testing.processes import ProcessCluster
 from steward.wire.job_options import TIMEOUT_ERROR_TYPE
@@ -104,7 +105,15 @@ def test_env_reaches_the_driver_and_is_shown_redacted(
     assert ok.state.value == "FINISHED", ok
     assert ok.value["greeting"] == "hello-from-env"
     assert ok.value["password_sha256"] == hashlib.sha256(SECRET.encode()).hexdigest()
-    runner_logs = list((cluster.workdir / "work").rglob("runner.log"))
+    # Each attempt's log by its path: a walk of the whole work folder met an attempt's
+    # temporary folder being removed as it ended (FileNotFoundError from rglob).
+    with cluster.client() as client:
+        attempts = [(job_id, client.job(job_id).attempts) for job_id in ("env-ok", "env-fails")]
+    runner_logs = [
+        attempt_log(cluster.workdir / "work", attempt.taskmanager, job_id, attempt.number)
+        for job_id, ran in attempts
+        for attempt in ran
+    ]
     assert any("GREETING=hello-from-env" in log.read_text() for log in runner_logs)
     # Its error quoted the secret: the runner hid it.
     assert failed.state.value == "FAILED" and failed.error is not None
