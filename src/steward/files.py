@@ -52,11 +52,10 @@ def write_atomically(
     made if missing."""
     target = os.fspath(path)
     folder = os.path.dirname(target) or "."
-    made = make_folders(folder)
     payload = data.encode("utf-8") if isinstance(data, str) else data
     temporary = f"{target}.{secrets.token_hex(8)}{TEMPORARY_SUFFIX}"
+    made, fd = _create(folder, temporary, mode)
     try:
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
         try:
             os.fchmod(fd, mode)  # whatever the umask
             view = memoryview(payload)
@@ -78,6 +77,24 @@ def write_atomically(
         # goes into a folder of its own). Deepest first, up to the folder that was there.
         for made_folder in made:
             sync_folder(os.path.dirname(made_folder) or ".")
+
+
+def _create(folder: str, temporary: str, mode: int) -> tuple[list[str], int]:
+    """The folders made for ``temporary`` (deepest first) and its new file's descriptor. A
+    folder removed between being made and the file's creation (a blob store removes a job's
+    folder with its last blob) is made again."""
+    made: list[str] = []
+    for _ in range(_FOLDER_TRIES):
+        made += make_folders(folder)
+        try:
+            return made, os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+        except FileNotFoundError:
+            if os.path.isdir(folder):
+                raise
+    raise FileNotFoundError(f"folder {folder} keeps being removed")
+
+
+_FOLDER_TRIES = 5
 
 
 def make_folders(folder: str) -> list[str]:

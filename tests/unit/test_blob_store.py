@@ -74,6 +74,26 @@ def test_given_blobs_when_deleted_then_they_are_gone_and_deleting_again_is_harml
     assert store.list("nothing-here") == []
 
 
+def test_given_a_jobs_last_blob_when_deleted_then_its_folder_goes_and_the_prefix_stays(
+    store: BlobStore, root: Path
+) -> None:
+    store.put("jobgraphs/job-1/one", b"1")
+    store.put("jobgraphs/job-1/two", b"2")
+    store.put("jobgraphs/job-2/one", b"3")
+
+    store.delete("jobgraphs/job-1/one")
+    assert (root / "jobgraphs" / "job-1").is_dir()  # its other blob is still there
+
+    store.delete("jobgraphs/job-1/two")
+    store.delete("jobgraphs/job-2/one")
+
+    assert not (root / "jobgraphs" / "job-1").exists()
+    assert not (root / "jobgraphs" / "job-2").exists()
+    assert (root / "jobgraphs").is_dir()
+    store.put("jobgraphs/job-1/three", b"4")  # the job's folder is made again
+    assert store.get("jobgraphs/job-1/three") == b"4"
+
+
 def test_given_unique_keys_when_generated_then_no_two_are_equal(store: BlobStore) -> None:
     keys = {store.unique_key("jobgraphs/job-1", "-suffix") for _ in range(1000)}
 

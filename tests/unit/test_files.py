@@ -79,3 +79,27 @@ def test_a_durable_write_syncs_every_folder_it_made_in_its_parent(
     synced.clear()
     write_atomically(target.with_name("again"), b"graph", durable=True)
     assert synced == [str(tmp_path / "jobgraphs" / "job-1")]  # nothing made this time
+
+
+def test_a_write_whose_folder_is_removed_under_it_makes_the_folder_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A blob store removes a job's folder with its last blob: a writer of a new blob there
+    # can meet the folder gone between making it and creating its file.
+    target = tmp_path / "jobgraphs" / "job-1" / "graph"
+    make_folders = files.make_folders
+    removed = []
+
+    def make_then_lose(folder: str) -> list[str]:
+        made = make_folders(folder)
+        if not removed:
+            os.rmdir(folder)  # the deleter's rmdir, in between
+            removed.append(folder)
+        return made
+
+    monkeypatch.setattr(files, "make_folders", make_then_lose)
+
+    write_atomically(target, b"graph", durable=True)
+
+    assert removed == [str(target.parent)]
+    assert target.read_bytes() == b"graph"

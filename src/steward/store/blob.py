@@ -16,8 +16,10 @@ their driver is installed. Two guarantees:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
+import os
 import re
 import secrets
 import time
@@ -211,14 +213,24 @@ class BlobStore:
         return BlobStoreError(message)
 
     def delete(self, key: str) -> None:
-        """Delete a blob; deleting a missing blob is not an error (cleanup is retried)."""
+        """Delete a blob; deleting a missing blob is not an error (cleanup is retried).
+
+        On a local disk the folder of a job's blobs (``jobgraphs/<job-id>/``) goes with its
+        last blob: folders are names, and a million finished jobs' empty folders would be a
+        million inodes that every listing walks (an object store has no folders). A writer
+        that meets its folder just removed makes it again (:func:`steward.files.write_atomically`).
+        """
+        path = self._path(key)
         try:
-            self._fs.rm_file(self._path(key), **self._bounded)
+            self._fs.rm_file(path, **self._bounded)
         except FileNotFoundError:
             pass
         except OSError as exc:
             message = f"cannot delete blob {key} from {self.url}: {_why(exc)}"
             raise self._failed("delete", message) from exc
+        if self._local and key.count("/") >= 2:  # a prefix's own folder (jobgraphs/) stays
+            with contextlib.suppress(OSError):  # not empty: another blob is in it
+                os.rmdir(os.path.dirname(path))
 
     def exists(self, key: str) -> bool:
         try:
