@@ -72,7 +72,12 @@ def submit_round(
     tag: str,
     *,
     leader: Proc | None = None,
+    others: dict[str, int] | None = None,
 ) -> Json:
+    """``threads`` clients, each ``per_thread`` submissions one after another. The CPU per job
+    of the leader, the clients and each of ``others`` (name -> pid: the standby, ZooKeeper)
+    is reported, and their sum: on one machine, its cores over that sum is the rate it can
+    reach at best."""
     latencies: list[float] = []
     errors: list[str] = []
     lock = threading.Lock()
@@ -93,7 +98,9 @@ def submit_round(
             latencies.extend(mine)
 
     workers = [threading.Thread(target=client_thread, args=(i,)) for i in range(threads)]
+    others = others or {}
     leader_cpu = _cpu(leader)
+    others_cpu = {name: _pid_cpu(pid) for name, pid in others.items()}
     clients_cpu = time.process_time()
     started = time.perf_counter()
     for worker in workers:
@@ -103,6 +110,12 @@ def submit_round(
     wall = time.perf_counter() - started
     clients_cpu = time.process_time() - clients_cpu
     leader_cpu = _cpu(leader) - leader_cpu
+    others_cpu = {name: _pid_cpu(pid) - others_cpu[name] for name, pid in others.items()}
+    per_job = {
+        "leader": leader_cpu / len(latencies) * 1000,
+        "clients": clients_cpu / len(latencies) * 1000,
+        **{name: cpu / len(latencies) * 1000 for name, cpu in others_cpu.items()},
+    }
     if errors:
         raise RuntimeError(f"{len(errors)} submissions failed, first: {errors[0]}")
     result = {
@@ -116,13 +129,14 @@ def submit_round(
             "max": round(max(latencies) * 1000, 2),
         },
         "cpu_ms_per_job": {
-            "leader": round(leader_cpu / len(latencies) * 1000, 2),
-            "clients": round(clients_cpu / len(latencies) * 1000, 2),
+            **{name: round(ms, 2) for name, ms in per_job.items()},
+            "total": round(sum(per_job.values()), 2),
         },
     }
+    spent = ", ".join(f"{name} {ms:.2f}" for name, ms in per_job.items())
     progress(
         f"{tag}: {result['jobs_per_s']} jobs/s, p50 {result['latency_ms']['p50']} ms, "
-        f"p99 {result['latency_ms']['p99']} ms"
+        f"p99 {result['latency_ms']['p99']} ms; CPU ms a job: {spent}"
     )
     return result
 
@@ -185,9 +199,11 @@ def batch_round(
 
 
 def _cpu(proc: Proc | None) -> float:
-    if proc is None:
-        return 0.0
-    times = psutil.Process(proc.pid).cpu_times()
+    return 0.0 if proc is None else _pid_cpu(proc.pid)
+
+
+def _pid_cpu(pid: int) -> float:
+    times = psutil.Process(pid).cpu_times()
     return float(times.user + times.system)
 
 
@@ -284,6 +300,13 @@ def pin_leader(leader: Proc) -> None:
             continue  # a thread that ended meanwhile
 
 
+def zookeeper_pid(zookeeper: TempZooKeeper) -> int:
+    (server,) = zookeeper.ensemble.status()
+    if server.pid is None:
+        raise RuntimeError("the benchmark's ZooKeeper is not running")
+    return server.pid
+
+
 def start(cluster: BenchCluster, taskmanager: bool) -> tuple[Proc, Proc]:
     first = cluster.start_jobmanager("jm-1")
     cluster.wait_leader(60)
@@ -308,13 +331,14 @@ def run(zookeeper: TempZooKeeper, parameters: Json) -> Json:
         per_thread = parameters["per_thread"]
         pinned = pin_leader if parameters["pinned"] else lambda _leader: None
         pinned(leader)
+        others = {"standby": standby.pid, "zookeeper": zookeeper_pid(zookeeper)}
         # One unmeasured submission: the leader's first one loads code paths.
         submit_round(leader.address, pipeline, 1, 1, "warmup")
         rounds = {}
         for i, n in enumerate(parameters["threads"]):
             pinned(leader)
             rounds[f"threads_{n}"] = submit_round(
-                leader.address, pipeline, n, per_thread[i], f"t{n}", leader=leader
+                leader.address, pipeline, n, per_thread[i], f"t{n}", leader=leader, others=others
             )
         forwarded = submit_round(standby.address, pipeline, 1, per_thread[0], "forwarded")
         batched = None
