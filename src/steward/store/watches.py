@@ -8,8 +8,8 @@ deleted in one transaction is not read when both events are in one batch), throu
 :class:`steward.ha.persistent_watches.PersistentWatches` (kazoo 2.11 has no ``add_watch``). A
 watch event only queues what it names, on kazoo's connection thread: a job created or deleted
 (its id is in the event's path: nothing is listed), or the job whose status or result has a
-callback here (others are dropped). One worker thread of ours re-reads the queued nodes in
-pipelined batches (no watch set by a read), in the order their changes were seen, and never on
+callback here (others are dropped). One worker thread of ours re-reads the queued nodes, a
+multiRead a batch (no watch set by a read), in the order their changes were seen, and never on
 kazoo's threads (election and leader retrieval need them). ``jobs/`` is listed only when the
 watches are (re)added: with 10,000 jobs a listing per creation made a standby's work grow with
 the square of a burst. A job's callback ends when it returns False.
@@ -28,9 +28,7 @@ import queue
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
-from kazoo.exceptions import NoNodeError
 from kazoo.protocol.states import EventType, WatchedEvent
 
 from steward.errors import CorruptStateError, StewardError
@@ -263,21 +261,21 @@ class JobWatches:
                     self._on_jobs = None
 
     def _read(self, batch: list[tuple[_Watch, bool]]) -> None:
-        client = self._session.client
-        pending: list[tuple[_Watch, bool, Any]] = []
+        pending: list[tuple[_Watch, bool]] = []
         for watch, deleted in batch:
             if deleted and watch.kind == "status":
                 self._deliver(watch, None, deleted)  # the job's cleanup: nothing to read
             elif self._live(watch):
-                pending.append((watch, deleted, client.get_async(watch.path)))
-        for watch, deleted, reply in pending:
-            try:
-                data = _data(reply)
-            except KAZOO_ERRORS as exc:
-                # The connection dropped: the reconnect re-reads every job.
-                log.warning("cannot read job watch job=%s error=%r", watch.job_id, exc)
-                continue
-            self._deliver(watch, data, deleted)
+                pending.append((watch, deleted))
+        try:
+            # One multiRead for the batch: one request and one answer, not one a node.
+            found = zk.read_many(self._session.client, [watch.path for watch, _ in pending])
+        except StewardError as exc:
+            # The connection dropped: the reconnect re-reads every job.
+            log.warning("cannot read job watches count=%d error=%r", len(pending), exc)
+            return
+        for (watch, deleted), read in zip(pending, found, strict=True):
+            self._deliver(watch, None if read is None else read[0], deleted)
 
     def _live(self, watch: _Watch) -> bool:
         with self._lock:
@@ -315,15 +313,6 @@ def without_churn(reads: list[tuple[_Watch, bool]]) -> list[tuple[_Watch, bool]]
         for i, (watch, deleted) in enumerate(reads)
         if watch.kind != "result" or i > gone.get(watch.job_id, -1)
     ]
-
-
-def _data(reply: Any) -> bytes | None:
-    """A read's data; None if the node does not exist (yet: its creation is an event)."""
-    try:
-        data, _stat = reply.get()
-        return bytes(data)
-    except NoNodeError:
-        return None
 
 
 def _decode(data: bytes | None, job_id: str) -> JobStatusRecord | None:
