@@ -9,6 +9,7 @@ import click
 
 from steward import logformat
 from steward.config import Configuration
+from steward.long_lived_heap import LongLivedHeap
 from steward.process_name import name_this_process
 from steward.wire.values import check_job_id
 
@@ -47,4 +48,10 @@ def run(config: Configuration, jobmanager_id: str) -> int:
                 flush=True,
             )
 
-    return serve_until_signalled(lambda: JobManager(config, jobmanager_id).start(), announce)
+    def start() -> JobManager:
+        manager = JobManager(config, jobmanager_id).start()
+        # A full collection scans what it made since the last one, not the whole job table.
+        LongLivedHeap().start()
+        return manager
+
+    return serve_until_signalled(start, announce)
