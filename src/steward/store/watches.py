@@ -28,10 +28,11 @@ import queue
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from kazoo.protocol.states import EventType, WatchedEvent
 
-from steward.errors import CorruptStateError, StewardError
+from steward.errors import CorruptStateError, StewardError, ZooKeeperUnavailableError
 from steward.ha.kazoo_errors import KAZOO_ERRORS
 from steward.ha.session import ConnectionState, Session
 from steward.store import zk
@@ -267,15 +268,30 @@ class JobWatches:
                 self._deliver(watch, None, deleted)  # the job's cleanup: nothing to read
             elif self._live(watch):
                 pending.append((watch, deleted))
+        paths = [watch.path for watch, _ in pending]
         try:
             # One multiRead for the batch: one request and one answer, not one a node.
-            found = zk.read_many(self._session.client, [watch.path for watch, _ in pending])
-        except StewardError as exc:
+            found: list[tuple[bytes, Any] | StewardError | None] = [
+                *zk.read_many(self._session.client, paths)
+            ]
+        except ZooKeeperUnavailableError as exc:
             # The connection dropped: the reconnect re-reads every job.
             log.warning("cannot read job watches count=%d error=%r", len(pending), exc)
             return
+        except StewardError:
+            # One node refused (its ACL, say): the others are read one by one, not lost with it.
+            found = [self._read_one(path) for path in paths]
         for (watch, deleted), read in zip(pending, found, strict=True):
+            if isinstance(read, StewardError):
+                log.warning("cannot read job watch job=%s error=%r", watch.job_id, read)
+                continue
             self._deliver(watch, None if read is None else read[0], deleted)
+
+    def _read_one(self, path: str) -> tuple[bytes, Any] | StewardError | None:
+        try:
+            return zk.read(self._session.client, path)
+        except StewardError as exc:
+            return exc
 
     def _live(self, watch: _Watch) -> bool:
         with self._lock:

@@ -4,10 +4,11 @@ sessions (issue 22); the leader holds none."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 from ha_harness import expire_session
+from kazoo.security import OPEN_ACL_UNSAFE, make_acl
 from stores_support import Contender, write_failed_result, write_status, write_statuses
 
 from steward.ha.session import Session
@@ -15,6 +16,8 @@ from steward.jobmanager.events.journal import Journal
 from steward.jobmanager.events.source import JobEventSource
 from steward.store.blob import BlobStore
 from steward.store.statuses import JobStatusStore
+from steward.store.watches import JobWatches, _Watch
+from steward.wire.records import JobStatusRecord
 from steward.wire.states import JobState
 from steward.zookeeper.managed import ManagedEnsemble
 from support import server_watches as watch_count
@@ -220,3 +223,39 @@ def test_a_standby_that_leads_holds_no_watch(
     wait_until(lambda: server_watches(zookeeper) == baseline + 2, 10, "two watches again")
     write_status(leader, "job-0", JobState.CANCELLING)
     _saw(journal, begin, ("job-0", JobState.CANCELLING))
+
+
+def test_a_node_that_refuses_reads_does_not_hide_the_others_of_its_batch(
+    leader: Contender, standby_session: Session
+) -> None:
+    # A batch is one multiRead; a node the server refuses to read (its ACL) fails that
+    # answer whole, and the batch's other nodes are then read one by one, not dropped.
+    write_statuses(leader, ["refusing", "readable"], JobState.SCHEDULED)
+    layout, client = standby_session.layout, leader.session.client
+    refusing = layout.job_status("refusing")
+    client.set_acls(refusing, [make_acl("ip", "127.0.0.1", write=True, admin=True)])  # no read
+    watches = JobWatches(standby_session)
+    seen: dict[str, JobStatusRecord | None] = {}
+    batch = []
+    for job_id in ("refusing", "readable"):
+        watch = _Watch("status", job_id, layout.job_status(job_id), _recorder(seen, job_id))
+        watches._watches[("status", job_id)] = watch  # held, as status() holds it
+        batch.append((watch, False))
+    try:
+        watches._read(batch)
+    finally:
+        client.set_acls(refusing, OPEN_ACL_UNSAFE)
+
+    assert set(seen) == {"readable"}
+    record = seen["readable"]
+    assert record is not None and record.state is JobState.SCHEDULED
+
+
+def _recorder(
+    seen: dict[str, JobStatusRecord | None], job_id: str
+) -> Callable[[JobStatusRecord | None, bool], bool]:
+    def record(status: JobStatusRecord | None, _deleted: bool) -> bool:
+        seen[job_id] = status
+        return True
+
+    return record
