@@ -23,6 +23,7 @@ BELOW_THE_SUPERVISOR = {
     "logformat",
     "files",
     "process_name",
+    "long_lived_heap",
 }
 MAY_IMPORT: dict[str, set[str]] = {
     "The runner (the attempt's child process) imports no control-plane code": {
@@ -37,8 +38,8 @@ MAY_IMPORT: dict[str, set[str]] = {
     },
     "steward.errors imports nothing from Steward": set(),
     "steward.wire (the schema) imports only steward.errors": {"errors"},
-    "steward.clock, steward.timing, steward.logformat, steward.files and steward.process_name "
-    "import no other Steward module": set(),
+    "steward.clock, steward.timing, steward.logformat, steward.files, steward.process_name and "
+    "steward.long_lived_heap import no other Steward module": set(),
 }
 
 
