@@ -427,12 +427,25 @@ def test_cli_starts_reports_and_stops(tmp_path: Path) -> None:
 
 
 def test_cli_reports_a_taken_port_as_one_error_line(tmp_path: Path) -> None:
-    port = free_zookeeper_port()
-    with socket.socket() as squatter:
-        squatter.bind(("127.0.0.1", port))
+    with _squatter() as squatter:
+        port = squatter.getsockname()[1]
         squatter.listen()
         result = steward("start", "--port", str(port), "--data-dir", str(tmp_path / "zk"))
 
     assert result.returncode == 2
     assert result.stderr.startswith(f"error: port in use: {port} (client port of server 1)")
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def _squatter() -> socket.socket:
+    """A socket bound to the client port of a free ZooKeeper port block. A port found free can
+    be taken by another test's process before this binds it: then another block is tried."""
+    for _ in range(20):
+        squatter = socket.socket()
+        try:
+            squatter.bind(("127.0.0.1", free_zookeeper_port()))
+        except OSError:
+            squatter.close()
+            continue
+        return squatter
+    raise AssertionError("no free port to squat on in 20 tries")
