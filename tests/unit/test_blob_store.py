@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -92,6 +93,37 @@ def test_given_a_jobs_last_blob_when_deleted_then_its_folder_goes_and_the_prefix
     assert (root / "jobgraphs").is_dir()
     store.put("jobgraphs/job-1/three", b"4")  # the job's folder is made again
     assert store.get("jobgraphs/job-1/three") == b"4"
+
+
+def test_given_writers_and_deleters_of_one_jobs_folder_when_they_race_then_none_fails(
+    store: BlobStore,
+) -> None:
+    # Each thread writes a blob of the job and deletes it: the folder goes with a last blob
+    # while another thread is between making it and creating its file (the switch interval
+    # is cut so that they interleave there often).
+    failures: list[str] = []
+
+    def churn(thread: int) -> None:
+        try:
+            for n in range(1000):
+                key = f"jobgraphs/job-1/{thread}-{n}"
+                assert store.get(store.put(key, b"graph")) == b"graph"
+                store.delete(key)
+        except Exception as exc:
+            failures.append(repr(exc))
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=churn, args=(thread,)) for thread in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+
+    assert failures == []
 
 
 def test_given_unique_keys_when_generated_then_no_two_are_equal(store: BlobStore) -> None:
