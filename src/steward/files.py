@@ -84,17 +84,20 @@ def _create(folder: str, temporary: str, mode: int) -> tuple[list[str], int]:
     folder removed between being made and the file's creation (a blob store removes a job's
     folder with its last blob) is made again."""
     made: list[str] = []
-    for _ in range(_FOLDER_TRIES):
-        made += make_folders(folder)
+    for tried in range(1, _FOLDER_TRIES + 1):
         try:
+            made += make_folders(folder)
             return made, os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
-        except FileNotFoundError:
-            if os.path.isdir(folder):
+        except (FileNotFoundError, FileExistsError):
+            # The folder went between two steps: the create found it missing, or makedirs
+            # found it there (EEXIST) and then gone. Whether it is there now says nothing:
+            # another writer may have made it again meanwhile.
+            if tried == _FOLDER_TRIES:
                 raise
-    raise FileNotFoundError(f"folder {folder} keeps being removed")
+    raise AssertionError("unreachable")
 
 
-_FOLDER_TRIES = 5
+_FOLDER_TRIES = 20
 
 
 def make_folders(folder: str) -> list[str]:
