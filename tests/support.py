@@ -10,6 +10,7 @@ import importlib.util
 import json
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -97,3 +98,17 @@ def server_watches(port: int) -> int:
         if key == "zk_watch_count":
             return int(value)
     raise AssertionError("no zk_watch_count in mntr's answer")
+
+
+def run_interleaved(threads: list[threading.Thread]) -> None:
+    """Start ``threads`` and wait for them, the interpreter handing over between threads as
+    often as it can meanwhile, so that a race's narrow window is met often."""
+    previous = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(previous)

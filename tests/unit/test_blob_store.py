@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +17,7 @@ import pytest
 
 from steward.errors import BlobMissingError, BlobStoreError, CorruptStateError, is_unavailable
 from steward.store.blob import BlobRef, BlobStore, sha256_hex
+from support import run_interleaved
 
 
 @pytest.fixture
@@ -112,16 +112,7 @@ def test_given_writers_and_deleters_of_one_jobs_folder_when_they_race_then_none_
         except Exception as exc:
             failures.append(repr(exc))
 
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    try:
-        threads = [threading.Thread(target=churn, args=(thread,)) for thread in range(4)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-    finally:
-        sys.setswitchinterval(interval)
+    run_interleaved([threading.Thread(target=churn, args=(thread,)) for thread in range(4)])
 
     assert failures == []
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import sys
 import textwrap
 import threading
 import zipfile
@@ -13,6 +12,7 @@ import pytest
 from steward.artifacts.pipeline import check_submission
 from steward.artifacts.programs import ProgramError, parse, resolve
 from steward.wire.jobs import JobSpec, ProgramKind
+from support import run_interleaved
 
 AUTO, SCRIPT, SDK = ProgramKind.AUTO, ProgramKind.SCRIPT, ProgramKind.SDK
 
@@ -150,15 +150,7 @@ def test_parsing_on_many_threads_at_once_never_corrupts_the_ast_constructor() ->
             first, second = _Churn(), _Churn()
             first.other, second.other = second, first  # type: ignore[attr-defined]
 
-    previous = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
     threads = [threading.Thread(target=churn)]
     threads += [threading.Thread(target=parse_some) for _ in range(4)]
-    try:
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-    finally:
-        sys.setswitchinterval(previous)
+    run_interleaved(threads)
     assert errors == []
