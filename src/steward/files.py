@@ -84,7 +84,9 @@ def _create(folder: str, temporary: str, mode: int) -> tuple[list[str], int]:
     folder removed between being made and the file's creation (a blob store removes a job's
     folder with its last blob) is made again."""
     made: list[str] = []
-    for tried in range(1, _FOLDER_TRIES + 1):
+    tries = 0
+    while True:
+        tries += 1
         try:
             made += make_folders(folder)
             return made, os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
@@ -92,9 +94,8 @@ def _create(folder: str, temporary: str, mode: int) -> tuple[list[str], int]:
             # The folder went between two steps: the create found it missing, or makedirs
             # found it there (EEXIST) and then gone. Whether it is there now says nothing:
             # another writer may have made it again meanwhile.
-            if tried == _FOLDER_TRIES:
+            if tries == _FOLDER_TRIES:
                 raise
-    raise AssertionError("unreachable")
 
 
 _FOLDER_TRIES = 20

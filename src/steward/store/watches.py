@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -271,9 +271,9 @@ class JobWatches:
         paths = [watch.path for watch, _ in pending]
         try:
             # One multiRead for the batch: one request and one answer, not one a node.
-            found: list[tuple[bytes, Any] | StewardError | None] = [
-                *zk.read_many(self._session.client, paths)
-            ]
+            found: Sequence[tuple[bytes, Any] | StewardError | None] = zk.read_many(
+                self._session.client, paths
+            )
         except ZooKeeperUnavailableError as exc:
             # The connection dropped: the reconnect re-reads every job.
             log.warning("cannot read job watches count=%d error=%r", len(pending), exc)
