@@ -64,9 +64,13 @@ CLUSTER_SUITE = (
     Benchmark("cluster_failover", "cluster_failover"),
     Benchmark("failover_floor", "failover_floor"),
     Benchmark("failover_reads", "failover_reads"),
+    # 2,000 jobs queued on 2 slots, 3 crashes: every job listed through the new leader.
+    Benchmark("failover_listing", "failover_listing"),
     Benchmark("recovery_scaling", "recovery_scaling"),
     # 10,000 jobs on 1,000 simulated TaskManagers: ~15 min on a loaded 2-core machine.
     Benchmark("failover_scale", "failover_scale", timeout=3600.0),
+    # What a warm standby holds a live job (decoded records, tracemalloc): seconds, no processes.
+    Benchmark("warm_footprint", "warm_footprint"),
     # 100 and 300 simulated TaskManagers over bare HTTP: ~5 min on a loaded 2-core machine.
     Benchmark("heartbeat_cost", "heartbeat_cost", timeout=1800.0),
     Benchmark("submission", "submission"),
