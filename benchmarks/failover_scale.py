@@ -73,6 +73,8 @@ FAILOVER_GOAL_S = 2.0
 HANDOFF_GOAL_S = {"kill": FAILOVER_GOAL_S, "term": 1.0}
 HANDOFF_SIGNAL = {"kill": signal.SIGKILL, "term": signal.SIGTERM}
 HEARTBEAT_GOAL = 0.25
+HEARTBEAT_GOAL_AT = 1000
+"""Issue 22: the heartbeats of this many TaskManagers under :data:`HEARTBEAT_GOAL` of a core."""
 CPU_WINDOW_S = 10.0
 
 
@@ -350,18 +352,22 @@ def rows(points: list[Json]) -> list[Json]:
         if "ready_s" in p:
             result.extend(_failover_rows(p, label))
         beat = p["heartbeat"]
+        # What the leader measurably spent on these TaskManagers at the default settings (an
+        # idle or paced one beats once per hold, not once per interval), scaled to 1,000.
+        share = beat["core_share"] * HEARTBEAT_GOAL_AT / p["taskmanagers"]
         result.append(
             summary_row(
-                f"leader CPU for heartbeats, {p['taskmanagers']:,} TaskManagers at the default"
-                " interval",
-                beat["core_share_at_interval"] * 100,
+                f"leader CPU for heartbeats of {HEARTBEAT_GOAL_AT:,} TaskManagers at the default"
+                f" settings (measured with {p['taskmanagers']:,}, {p['jobs']:,} jobs held)",
+                share * 100,
                 "% of a core",
                 goal=f"< {HEARTBEAT_GOAL * 100:g} %",
                 # No heartbeat answered in the window is no figure, not a goal met.
-                met=bool(beat["heartbeats"]) and beat["core_share_at_interval"] < HEARTBEAT_GOAL,
+                met=bool(beat["heartbeats"]) and share < HEARTBEAT_GOAL,
                 note=f"{beat['cpu_us_per_heartbeat']:.0f} µs per heartbeat measured over "
-                f"{beat['heartbeats']} heartbeats ({beat['heartbeats_per_s']:.0f}/s answered: "
-                f"{beat['core_share'] * 100:.1f} % of a core), {p['jobs']:,} jobs held",
+                f"{beat['heartbeats']} heartbeats ({beat['heartbeats_per_tm_s']:.2f}/s per"
+                f" TaskManager answered; {beat['core_share_at_interval'] * 100:.1f} % at one"
+                " heartbeat a second each)",
             )
         )
     return result
