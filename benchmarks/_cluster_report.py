@@ -119,10 +119,9 @@ def _benchmark(key: str, doc: Json, images: list[str]) -> str:
     code = doc.get("steward", {})
     commit = f" on commit `{code['commit']}`" if "commit" in code else ""
     commit += " plus uncommitted changes" if commit and code.get("uncommitted_changes") else ""
-    script = (
-        f"Script: `benchmarks/{key}.py`{wall}{when}{commit}{load};"
-        f" parameters: `{_parameters(doc)}`."
-    )
+    parameters = _parameters(doc)  # none: a script that prints no cluster_document
+    given = f"; parameters: `{parameters}`" if parameters else ""
+    script = f"Script: `benchmarks/{key}.py`{wall}{when}{commit}{load}{given}."
     plots = "".join(f"\n\n![{_title(key)}]({image})" for image in images)
     peer = f"\n\n{_flink_peer(doc)}" if key == "flink_peer" else ""
     return f"{head}\n\n{script}{peer}\n\n{table}{plots}"
