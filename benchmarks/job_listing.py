@@ -55,6 +55,7 @@ from steward.ha.session import Session
 from steward.jobmanager.indexed_job import IndexedJob, LatestAttempt
 from steward.jobmanager.job_index import JobIndex, encode_cursor
 from steward.jobmanager.manager import JobManager
+from steward.long_lived_heap import LongLivedHeap
 from steward.wire.livy import batch_job_id
 from steward.wire.records import JobStatusRecord
 from steward.wire.states import AttemptState, JobState
@@ -156,6 +157,9 @@ def measure_listing(cluster: BenchCluster, sizes: list[int], requests: int) -> l
     settings = {**cluster.settings, "jobmanager.port": "0"}
     config = validate(settings, dict.fromkeys(settings, "benchmark"))
     manager = JobManager(config, "jm-listing").start()
+    # As in a JobManager's own process (cli/jobmanager.py): what survived a full collection
+    # (the synthetic index among it) is left out of the next ones.
+    heap = LongLivedHeap().start()
     try:
         wait_until(lambda: manager.reader.index.ready or None, 60, "the standby's index filled")
         with httpx.Client(
@@ -163,6 +167,7 @@ def measure_listing(cluster: BenchCluster, sizes: list[int], requests: int) -> l
         ) as http:
             return [measure_size(manager, http, n, requests) for n in sizes]
     finally:
+        heap.stop()
         manager.stop()
 
 
