@@ -30,7 +30,7 @@ With ``--pin`` (2 CPUs or more) the leader runs on a CPU of its own and everythi
 clients, ZooKeeper, the standby) on another: a JobManager on its own host, as deployed, which
 the clients and the ensemble do not share. A Python process whose threads hand the
 interpreter lock to each other across CPUs spends more CPU on each hand-over than one kept
-on one CPU (docs/performance.md, "29 Nov (3)"; docs/operations.md says how to pin one).
+on one CPU (docs/performance-journal.md, "29 Nov (3)"; docs/operations.md says how to pin one).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ uvicorn serving on a thread of its own.
 
 The stack under every route is httptools (llhttp, a C parser) on a uvloop (libuv) event loop:
 uvicorn's h11 protocol on the stock asyncio loop cost a server 2.6 to 3 times the CPU of a small
-request (docs/performance.md, "the HTTP stack"), which heartbeats and submissions pay on
+request (docs/performance-journal.md, "the HTTP stack"), which heartbeats and submissions pay on
 every request. The loop is made per serving thread, never installed as a policy: other code of
 the process (kazoo, the tests' own loops) keeps asyncio's.
 
