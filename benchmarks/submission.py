@@ -340,7 +340,9 @@ def run(zookeeper: TempZooKeeper, parameters: Json) -> Json:
             rounds[f"threads_{n}"] = submit_round(
                 leader.address, pipeline, n, per_thread[i], f"t{n}", leader=leader, others=others
             )
-        forwarded = submit_round(standby.address, pipeline, 1, per_thread[0], "forwarded")
+        forwarded = submit_round(
+            standby.address, pipeline, 1, per_thread[0], "forwarded", leader=leader, others=others
+        )
         batched = None
         if hasattr(Client, "submit_many"):  # not in the code before the batch endpoint
             batched = batch_round(
@@ -436,7 +438,9 @@ def rows(results: Json) -> list[Json]:
             "ms",
             goal="",
             met=None,
-            note=f"p99 {f['latency_ms']['p99']:.1f} ms, {f['jobs_per_s']} jobs/s",
+            note=f"p99 {f['latency_ms']['p99']:.1f} ms, {f['jobs_per_s']} jobs/s; CPU a job:"
+            f" leader {f['cpu_ms_per_job']['leader']:.2f} ms, standby"
+            f" {f['cpu_ms_per_job']['standby']:.2f} ms",
             digits=1,
         )
     )

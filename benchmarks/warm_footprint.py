@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import gc
 import hashlib
+import sys
 import time
 import tracemalloc
 
-from _common import Json, parser, run_main, summary_row
+from _common import Json, parser, process_document, run_main, summary_row
 from steward.wire.jobs import JobGraphPointer
 from steward.wire.record_format import decode_pointer, decode_status, encode_pointer, encode_status
 from steward.wire.records import AttemptRecord, ExecutionLease, JobStatusRecord
@@ -87,9 +88,13 @@ def held_bytes(jobs: int) -> tuple[int, int]:
     return held, znode_bytes
 
 
-def main() -> Json:
+def main() -> int:
     args = parser(__doc__).parse_args()
     jobs = [50] if args.quick else [1000, 10000]
+    return run_main(lambda: measure(jobs, args.quick), args.verbose)
+
+
+def measure(jobs: list[int], quick: bool) -> Json:
     points = []
     for count in jobs:
         held, znodes = held_bytes(count)
@@ -112,8 +117,9 @@ def main() -> Json:
         )
         for p in points
     ]
-    return {"points": points, "summary": rows}
+    parameters = {"jobs": jobs, "quick": quick}
+    return process_document("warm_footprint", parameters, {"points": points}, rows)
 
 
 if __name__ == "__main__":
-    run_main(main)
+    sys.exit(main())

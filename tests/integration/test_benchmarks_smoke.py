@@ -125,7 +125,8 @@ def test_quick_http_stack_run_measures_every_stack_against_h11() -> None:
 def test_quick_warm_footprint_run_measures_what_a_standby_holds_a_job() -> None:
     # In-process, no ZooKeeper: a second. The decoded models outweigh their znodes.
     doc = run_benchmark("warm_footprint.py", "--quick", timeout=120)
-    (point,) = doc["points"]
+    (point,) = doc["results"]["points"]
     assert point["jobs"] == 50
     assert point["bytes_per_job"] > point["znode_bytes_per_job"] > 0
     assert {row["unit"] for row in doc["summary"]} == {"MiB"}
+    assert doc["benchmark"] == "warm_footprint" and doc["measured_at"]
