@@ -94,8 +94,24 @@ class BenchCluster(ProcessCluster):
         )
         self.session_timeout = session_timeout
         self.http = httpx.Client(timeout=5.0, headers=self.headers, verify=self.tls.context)
+        self._jobmanagers_started = 0
 
     # ------------------------------------------------------------------ processes
+
+    def start_ha(self, slots: int, deadline: float) -> Proc:
+        """A leader (``jm-1``), a standby and one TaskManager (``tm-1``) with ``slots``; returns
+        the leader once it lists the TaskManager. A crash benchmark replaces each JobManager it
+        kills with :meth:`start_next_jobmanager`."""
+        self.start_next_jobmanager()
+        self.wait_leader(deadline)
+        self.start_next_jobmanager()
+        self.start_taskmanager("tm-1", slots=slots)
+        return self.wait_taskmanagers(1, deadline)
+
+    def start_next_jobmanager(self) -> Proc:
+        """One more JobManager, ``jm-<n>``, numbered after the ones this method started."""
+        self._jobmanagers_started += 1
+        return self.start_jobmanager(f"jm-{self._jobmanagers_started}")
 
     def start_taskmanager(  # type: ignore[override]
         self, tm_id: str, slots: int, prewarm: int = 0

@@ -81,13 +81,8 @@ def run(workdir: Path, quorum: str, parameters: Json) -> list[Json]:
     pipeline.write_text(TICKING)
     session = parameters["session_timeout_s"]
     with bench_cluster(workdir, quorum, "floor", session, **{"log.format": "json"}) as cluster:
-        serial = iter(range(1, 1000))
-        cluster.start_jobmanager(f"jm-{next(serial)}")
         deadline = 5 * session + 30
-        cluster.wait_leader(deadline)
-        cluster.start_jobmanager(f"jm-{next(serial)}")
-        cluster.start_taskmanager("tm-1", slots=parameters["jobs"])
-        leader = cluster.wait_taskmanagers(1, deadline)
+        leader = cluster.start_ha(parameters["jobs"], deadline)
         jobs = [f"tick-{n}" for n in range(parameters["jobs"])]
         with Client([leader.address], timeout=60) as client:
             for job_id in jobs:
@@ -98,7 +93,7 @@ def run(workdir: Path, quorum: str, parameters: Json) -> list[Json]:
             cluster.wait_jobmanagers(2, deadline)
             wait_until(lambda: _all_running(cluster, jobs), deadline, "every job RUNNING", 0.05)
             trials.append(trial(cluster, jobs, deadline))
-            cluster.start_jobmanager(f"jm-{next(serial)}")
+            cluster.start_next_jobmanager()
     return trials
 
 

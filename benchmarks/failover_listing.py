@@ -78,13 +78,8 @@ def run(workdir: Path, quorum: str, parameters: Json) -> list[Json]:
     session = parameters["session_timeout_s"]
     jobs = [f"burst-{n:05d}" for n in range(parameters["jobs"])]
     with bench_cluster(workdir, quorum, "listing", session) as cluster:
-        serial = iter(range(1, 1000))
-        cluster.start_jobmanager(f"jm-{next(serial)}")
         deadline = 5 * session + 60
-        cluster.wait_leader(deadline)
-        cluster.start_jobmanager(f"jm-{next(serial)}")
-        cluster.start_taskmanager("tm-1", slots=SLOTS)
-        leader = cluster.wait_taskmanagers(1, deadline)
+        leader = cluster.start_ha(SLOTS, deadline)
         started = time.perf_counter()
         with Client([leader.address], timeout=120) as client:
             items = [
@@ -101,7 +96,7 @@ def run(workdir: Path, quorum: str, parameters: Json) -> list[Json]:
         for _ in range(parameters["repeats"]):
             cluster.wait_jobmanagers(2, deadline)
             trials.append(trial(cluster, jobs, deadline))
-            cluster.start_jobmanager(f"jm-{next(serial)}")
+            cluster.start_next_jobmanager()
     return trials
 
 
