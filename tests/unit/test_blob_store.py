@@ -9,6 +9,8 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import shutil
+import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -280,17 +282,36 @@ def test_given_the_storage_root_gone_when_read_then_it_is_unavailable_not_missin
 # ---------------------------------------------------------------- unwritable storage
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores directory permissions")
+@contextlib.contextmanager
+def unwritable(folder: Path) -> Iterator[None]:
+    """``folder`` refuses new names meanwhile: by its mode, or under root (which ignores
+    modes) by the immutable attribute; skipped where the filesystem has none."""
+    if os.geteuid() != 0:
+        folder.chmod(0o500)
+        try:
+            yield
+        finally:
+            folder.chmod(0o700)
+        return
+    chattr = shutil.which("chattr")
+    set_immutable = [str(chattr), "+i", str(folder)]
+    if chattr is None or subprocess.run(set_immutable, check=False).returncode != 0:
+        pytest.skip("root ignores modes, and this filesystem cannot make a folder immutable")
+    try:
+        yield
+    finally:
+        subprocess.run([str(chattr), "-i", str(folder)], check=True)
+
+
 def test_given_a_read_only_directory_when_written_then_blob_store_error_names_the_key(
     store: BlobStore, root: Path
 ) -> None:
     store.put("a/first", b"1")
-    (root / "a").chmod(0o500)
-    try:
-        with pytest.raises(BlobStoreError, match=r"cannot write blob a/second to file://"):
-            store.put("a/second", b"2")
-    finally:
-        (root / "a").chmod(0o700)
+    with (
+        unwritable(root / "a"),
+        pytest.raises(BlobStoreError, match=r"cannot write blob a/second to file://"),
+    ):
+        store.put("a/second", b"2")
     assert not store.exists("a/second")
 
 
