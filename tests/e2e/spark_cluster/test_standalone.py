@@ -29,9 +29,12 @@ SPARK_DEADLINE = 240.0
 
 def standalone_conf(cluster: StandaloneCluster) -> dict[str, str]:
     """Small: one executor core of the Worker's two, so a second application could start
-    beside the first if Steward let one run (the test would see both active)."""
+    beside the first if Steward let one run (the test would see both active). The master's
+    web UI is on a free port, not Spark's 8080: a successor attempt kills its predecessors'
+    applications through it (``spark.master.ui.port``, as a job on such a master says)."""
     return {
         "spark.master": cluster.master_url,
+        "spark.master.ui.port": str(cluster.webui_port),
         "spark.cores.max": "1",
         "spark.executor.memory": "512m",
         "spark.driver.memory": "512m",
