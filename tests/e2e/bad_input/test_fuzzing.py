@@ -164,8 +164,28 @@ def send(
             batch_checks.append(negative_data_rejection)
         use = internal if internal and batch.path.startswith("/internal/") else headers
         for case in batch.cases:
+            if batch.mode is GenerationMode.NEGATIVE:
+                case.query = sent_whole(case.query)
             _send_case(case, batch.label, use, batch_checks, report)
     return report
+
+
+def sent_whole(query: dict[str, Any] | None) -> dict[str, Any] | None:
+    """``query`` with every value the HTTP client would leave out sent as text: requests
+    drops a parameter whose value is None or an empty list, so a negative case whose
+    violation is such a parameter (an unknown one, seen with ``[]``) would reach the server
+    valid, and its 200 would read as a schema-violating request accepted."""
+    if not query:
+        return query
+    return {name: _whole(value) for name, value in query.items()}
+
+
+def _whole(value: Any) -> Any:
+    if value is None:
+        return "null"
+    if isinstance(value, list | tuple):
+        return [_whole(item) for item in value] or ""
+    return value
 
 
 def fuzz(
