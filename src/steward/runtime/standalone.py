@@ -147,7 +147,12 @@ def _alive_master(urls: list[str]) -> tuple[str, Mapping[str, Any]]:
         if isinstance(state, dict) and state.get("status") == "ALIVE":
             return url, state
         answers.append(f"{url}: {'no answer' if state is None else state.get('status')}")
-    raise _NotGoneError(f"no ALIVE standalone master ({'; '.join(answers)})")
+    hint = (
+        f"; a master's web UI is asked on the job's {UI_PORT_CONF}, {DEFAULT_UI_PORT} when unset"
+        if len(answers) == sum(answer.endswith("no answer") for answer in answers)
+        else ""
+    )
+    raise _NotGoneError(f"no ALIVE standalone master ({'; '.join(answers)}{hint})")
 
 
 def _running_executors(state: Mapping[str, Any], ids: Collection[str]) -> list[str]:

@@ -4,6 +4,8 @@ real one in tests/e2e/partition/test_standalone_cut_off.py)."""
 
 from __future__ import annotations
 
+import socket
+
 import pytest
 
 from steward.jobmanager.leader.jobmaster import JobMaster
@@ -33,6 +35,23 @@ def test_the_master_web_ui_is_each_master_host_on_the_ui_port(
     master: str, conf: dict[str, str], expected: list[str]
 ) -> None:
     assert standalone.ui_urls(master, conf) == expected
+
+
+def test_a_master_ui_that_does_not_answer_fails_the_attempt_naming_the_port_setting() -> None:
+    # A port nothing listens on: the job's master has its web UI elsewhere (not 8080).
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    conf = {"spark.master.ui.port": str(port)}
+
+    with pytest.raises(standalone.StandaloneFencingError) as caught:
+        standalone.kill_earlier_applications(
+            "spark://127.0.0.1:7077", conf, known_ids=(), names={"steward-wc-1"}, timeout=0.0
+        )
+
+    message = str(caught.value)
+    assert f"http://127.0.0.1:{port}: no answer" in message
+    assert "spark.master.ui.port, 8080 when unset" in message
 
 
 def test_earlier_names_are_stewards_names_of_the_attempts_before() -> None:
