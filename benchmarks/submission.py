@@ -31,15 +31,24 @@ clients, ZooKeeper, the standby) on another: a JobManager on its own host, as de
 the clients and the ensemble do not share. A Python process whose threads hand the
 interpreter lock to each other across CPUs spends more CPU on each hand-over than one kept
 on one CPU (docs/performance-journal.md, "29 Nov (3)"; docs/operations.md says how to pin one).
+
+With ``--client-processes`` each client of the leader's rounds runs in a process of its own,
+as an orchestrator's workers do, instead of a thread of this one, where 16 clients share one
+interpreter lock and pay for handing it over; the clock starts once every one has made its
+``Client``.
 """
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import sys
 import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -73,44 +82,24 @@ def submit_round(
     *,
     leader: Proc | None = None,
     others: dict[str, int] | None = None,
+    processes: bool = False,
 ) -> Json:
-    """``threads`` clients, each ``per_thread`` submissions one after another. The CPU per job
-    of the leader, the clients and each of ``others`` (name -> pid: the standby, ZooKeeper)
-    is reported, and their sum: on one machine, its cores over that sum is the rate it can
-    reach at best."""
-    latencies: list[float] = []
-    errors: list[str] = []
-    lock = threading.Lock()
-
-    def client_thread(index: int) -> None:
-        mine = []
-        with Client([address], timeout=60) as client:
-            for n in range(per_thread):
-                before = time.perf_counter()
-                try:
-                    client.submit(pipeline, job_id=f"{tag}-{index:02d}-{n:04d}")
-                except Exception as exc:
-                    with lock:
-                        errors.append(repr(exc))
-                    continue
-                mine.append(time.perf_counter() - before)
-        with lock:
-            latencies.extend(mine)
-
-    workers = [threading.Thread(target=client_thread, args=(i,)) for i in range(threads)]
+    """``threads`` clients, each ``per_thread`` submissions one after another: threads of this
+    process, or (``processes``) processes of their own, as an orchestrator's workers are,
+    whose clients then do not share one interpreter lock. The CPU per job of the leader, the
+    clients and each of ``others`` (name -> pid: the standby, ZooKeeper) is reported, and
+    their sum: on one machine, its cores over that sum is the rate it can reach at best."""
     others = others or {}
-    leader_cpu = _cpu(leader)
-    others_cpu = {name: _pid_cpu(pid) for name, pid in others.items()}
-    clients_cpu = time.process_time()
-    started = time.perf_counter()
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join()
-    wall = time.perf_counter() - started
-    clients_cpu = time.process_time() - clients_cpu
-    leader_cpu = _cpu(leader) - leader_cpu
-    others_cpu = {name: _pid_cpu(pid) - others_cpu[name] for name, pid in others.items()}
+    before: dict[str, float] = {}
+
+    def begin() -> None:
+        before.update({name: _pid_cpu(pid) for name, pid in others.items()}, leader=_cpu(leader))
+
+    clients = _client_processes if processes else _client_threads
+    plan = RoundPlan(address, pipeline, threads, per_thread, tag)
+    latencies, errors, clients_cpu, wall = clients(plan, begin)
+    leader_cpu = _cpu(leader) - before["leader"]
+    others_cpu = {name: _pid_cpu(pid) - before[name] for name, pid in others.items()}
     per_job = {
         "leader": leader_cpu / len(latencies) * 1000,
         "clients": clients_cpu / len(latencies) * 1000,
@@ -120,6 +109,7 @@ def submit_round(
         raise RuntimeError(f"{len(errors)} submissions failed, first: {errors[0]}")
     result = {
         "threads": threads,
+        "clients": "processes" if processes else "threads",
         "jobs": len(latencies),
         "seconds": round(wall, 3),
         "jobs_per_s": round(len(latencies) / wall, 1),
@@ -139,6 +129,107 @@ def submit_round(
         f"p99 {result['latency_ms']['p99']} ms; CPU ms a job: {spent}"
     )
     return result
+
+
+@dataclass(frozen=True)
+class RoundPlan:
+    """A round's clients: where they submit, what, how many each, their job ids' prefix."""
+
+    address: str
+    pipeline: Path
+    clients: int
+    per_client: int
+    tag: str
+
+
+Clients = tuple[list[float], list[str], float, float]
+"""What a round's clients did: each submit's latency, the errors, their CPU seconds while
+submitting, and the round's wall time."""
+
+
+def _client_threads(plan: RoundPlan, begin: Callable[[], None]) -> Clients:
+    latencies: list[float] = []
+    errors: list[str] = []
+    lock = threading.Lock()
+
+    def client_thread(index: int) -> None:
+        with Client([plan.address], timeout=60) as client:
+            prefix = f"{plan.tag}-{index:02d}"
+            mine, failed = _submit_all(client, plan.pipeline, plan.per_client, prefix)
+        with lock:
+            latencies.extend(mine)
+            errors.extend(failed)
+
+    workers = [threading.Thread(target=client_thread, args=(i,)) for i in range(plan.clients)]
+    begin()
+    cpu = time.process_time()
+    started = time.perf_counter()
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    return latencies, errors, time.process_time() - cpu, time.perf_counter() - started
+
+
+def _client_processes(plan: RoundPlan, begin: Callable[[], None]) -> Clients:
+    """Each client in a process of its own (spawned: this one holds threads), timed from the
+    moment every one of them has made its ``Client``."""
+    context = multiprocessing.get_context("spawn")
+    ready, go = context.Barrier(plan.clients + 1), context.Barrier(plan.clients + 1)
+    answers: multiprocessing.Queue[tuple[list[float], list[str], float]] = context.Queue()
+    children = [
+        context.Process(
+            target=_client_process,
+            args=(replace(plan, tag=f"{plan.tag}-{i:02d}"), (ready, go), answers),
+            daemon=True,
+        )
+        for i in range(plan.clients)
+    ]
+    for child in children:
+        child.start()
+    ready.wait(timeout=120)
+    begin()
+    started = time.perf_counter()
+    go.wait(timeout=120)
+    latencies: list[float] = []
+    errors: list[str] = []
+    cpu = 0.0
+    for _ in children:
+        mine, failed, spent = answers.get(timeout=600)
+        latencies += mine
+        errors += failed
+        cpu += spent
+    wall = time.perf_counter() - started
+    for child in children:
+        child.join(timeout=30)
+    return latencies, errors, cpu, wall
+
+
+def _client_process(plan: RoundPlan, barriers: tuple[Any, Any], answers: Any) -> None:
+    ready, go = barriers
+    with Client([plan.address], timeout=60) as client:
+        ready.wait(timeout=120)
+        go.wait(timeout=120)
+        cpu = time.process_time()
+        latencies, errors = _submit_all(client, plan.pipeline, plan.per_client, plan.tag)
+        answers.put((latencies, errors, time.process_time() - cpu))
+
+
+def _submit_all(
+    client: Client, pipeline: Path, count: int, prefix: str
+) -> tuple[list[float], list[str]]:
+    """``count`` submissions of ``pipeline``, one after another: their latencies, errors."""
+    latencies: list[float] = []
+    errors: list[str] = []
+    for n in range(count):
+        before = time.perf_counter()
+        try:
+            client.submit(pipeline, job_id=f"{prefix}-{n:04d}")
+        except Exception as exc:
+            errors.append(repr(exc))
+            continue
+        latencies.append(time.perf_counter() - before)
+    return latencies, errors
 
 
 def batch_round(
@@ -338,7 +429,14 @@ def run(zookeeper: TempZooKeeper, parameters: Json) -> Json:
         for i, n in enumerate(parameters["threads"]):
             pinned(leader)
             rounds[f"threads_{n}"] = submit_round(
-                leader.address, pipeline, n, per_thread[i], f"t{n}", leader=leader, others=others
+                leader.address,
+                pipeline,
+                n,
+                per_thread[i],
+                f"t{n}",
+                leader=leader,
+                others=others,
+                processes=parameters["client_processes"],
             )
         forwarded = submit_round(
             standby.address, pipeline, 1, per_thread[0], "forwarded", leader=leader, others=others
@@ -464,6 +562,11 @@ def main() -> int:
     cli.add_argument(
         "--pin", action="store_true", help="the leader on a CPU of its own, the rest on another"
     )
+    cli.add_argument(
+        "--client-processes",
+        action="store_true",
+        help="each client of the leader's rounds in a process of its own (default: threads)",
+    )
     args = cli.parse_args()
     pinned = args.pin and len(os.sched_getaffinity(0)) >= 2
     if pinned:
@@ -485,6 +588,7 @@ def main() -> int:
         "batch_threads": 1 if args.quick else args.batch_threads,
         "quick": args.quick,
         "pinned": pinned,
+        "client_processes": args.client_processes,
     }
 
     def body() -> Json:

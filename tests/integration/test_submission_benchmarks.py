@@ -75,6 +75,19 @@ def test_quick_submission_run_accepts_every_job_and_prints_its_rates_and_cpu() -
     assert all(row["steward"] > 0 for row in doc["summary"]), doc["summary"]
 
 
+def test_clients_in_processes_of_their_own_submit_every_job_and_report_their_cpu() -> None:
+    # Spawned clients each make their Client, then all start together; each reports the CPU
+    # it spent submitting, and the round adds them up.
+    args = ("--quick", "--client-processes", "--threads", "2", "--per-thread", "3")
+    doc = run_benchmark("submission.py", *args, timeout=240)
+
+    assert doc["parameters"]["client_processes"] is True
+    (r,) = doc["results"]["leader"].values()
+    assert (r["clients"], r["threads"], r["jobs"]) == ("processes", 2, 6), r
+    assert r["cpu_ms_per_job"]["clients"] > 0, r
+    assert doc["results"]["forwarded_1_thread"]["clients"] == "threads"
+
+
 def test_quick_recovery_scaling_run_schedules_every_persisted_job_again() -> None:
     # --quick: 20 and 100 jobs persisted as SCHEDULED (no lease, no TaskManager), then one
     # JobManager recovers them. The script raises unless its leader's "recovery done" line
