@@ -19,8 +19,11 @@ output show in the file whatever Steward reports.
 from __future__ import annotations
 
 import contextlib
+import signal
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -107,6 +110,16 @@ class BenchCluster(ProcessCluster):
         self.start_next_jobmanager()
         self.start_taskmanager("tm-1", slots=slots)
         return self.wait_taskmanagers(1, deadline)
+
+    def crash_leader(self, deadline: float) -> Crash:
+        """SIGKILL the serving leader and wait (polling every 5 ms) until the other JobManager
+        serves as the leader."""
+        leader = self.wait_leader(deadline)
+        standby = next(p for p in self.jobmanagers() if p is not leader)
+        killed_at, started = time.time(), time.perf_counter()
+        leader.signal(signal.SIGKILL)
+        wait_until(lambda: self.serving_leader(standby), deadline, "standby serves", 0.005)
+        return Crash(leader, standby, killed_at, started, time.perf_counter() - started)
 
     def start_next_jobmanager(self) -> Proc:
         """One more JobManager, ``jm-<n>``, numbered after the ones this method started."""
@@ -226,6 +239,20 @@ class BenchCluster(ProcessCluster):
             if not page.get("next"):
                 return found
             cursor = f"&cursor={page['next']}"
+
+
+@dataclass(frozen=True)
+class Crash:
+    """A leader SIGKILLed (:meth:`BenchCluster.crash_leader`)."""
+
+    killed: Proc
+    successor: Proc
+    killed_at: float
+    """Wall clock (epoch seconds) of the signal, for the processes' log lines."""
+    started: float
+    """``time.perf_counter()`` at the signal."""
+    serves_s: float
+    """Seconds from the signal until the successor answered ``/readyz`` as the leader."""
 
 
 @contextmanager

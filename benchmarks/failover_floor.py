@@ -20,7 +20,6 @@ Also: until every job shows RUNNING under the new leader with its attempt adopte
 from __future__ import annotations
 
 import json
-import signal
 import statistics
 import time
 from datetime import datetime
@@ -98,15 +97,12 @@ def run(workdir: Path, quorum: str, parameters: Json) -> list[Json]:
 
 
 def trial(cluster: BenchCluster, jobs: list[str], deadline: float) -> Json:
-    leader = cluster.wait_leader(deadline)
-    standby = next(p for p in cluster.jobmanagers() if p is not leader)
-    killed_wall, started = time.time(), time.perf_counter()
-    leader.signal(signal.SIGKILL)
-    wait_until(lambda: cluster.serving_leader(standby), deadline, "standby serves", 0.005)
-    serves = time.perf_counter() - started
+    crash = cluster.crash_leader(deadline)
+    standby, killed_wall, started = crash.successor, crash.killed_at, crash.started
+    serves = crash.serves_s
     wait_until(lambda: _all_running(cluster, jobs, standby), deadline, "all adopted", 0.01)
     all_running = time.perf_counter() - started
-    leader.popen.wait(30)
+    crash.killed.popen.wait(30)
     # The new leader records its term once it has recovered and started its other work, which
     # can be after every job shows RUNNING: wait for its own entry, never read the last one's.
     wait_until(lambda: _own_term(cluster, standby) is not None, deadline, "term recorded", 0.01)

@@ -19,7 +19,6 @@ under 2 s.
 
 from __future__ import annotations
 
-import signal
 import statistics
 import time
 from pathlib import Path
@@ -101,12 +100,8 @@ def run(workdir: Path, quorum: str, parameters: Json) -> list[Json]:
 
 
 def trial(cluster: BenchCluster, jobs: list[str], deadline: float) -> Json:
-    leader = cluster.wait_leader(deadline)
-    standby = next(p for p in cluster.jobmanagers() if p is not leader)
-    started = time.perf_counter()
-    leader.signal(signal.SIGKILL)
-    wait_until(lambda: cluster.serving_leader(standby), deadline, "standby serves", 0.005)
-    serves = time.perf_counter() - started
+    crash = cluster.crash_leader(deadline)
+    standby, started, serves = crash.successor, crash.started, crash.serves_s
     listings = 0
 
     def whole() -> list[dict[str, Any]] | None:
@@ -116,7 +111,7 @@ def trial(cluster: BenchCluster, jobs: list[str], deadline: float) -> Json:
 
     views = wait_until(whole, deadline, "every job listed by the new leader", 0.005)
     listed = time.perf_counter() - started
-    leader.popen.wait(30)
+    crash.killed.popen.wait(30)
     again = time.perf_counter()
     if _whole_listing(cluster, standby, jobs) is None:
         raise RuntimeError("a listing after the failover missed a job")
