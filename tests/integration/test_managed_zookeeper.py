@@ -122,12 +122,11 @@ def test_ensemble_of_three_has_one_leader_and_two_followers(zk3: ManagedEnsemble
 
 
 def test_taken_port_raises_port_in_use_and_starts_nothing(tmp_path: Path) -> None:
-    base = free_zookeeper_port(servers=3)
-    taken = base + 202  # the election port of server 3: the last port the plan needs
-    ensemble = ManagedEnsemble(tmp_path / "zk")
-
-    with socket.socket() as squatter:
-        squatter.bind(("127.0.0.1", taken))
+    # The election port of server 3: the last port the plan needs.
+    with _squatter(servers=3, offset=202) as squatter:
+        taken = squatter.getsockname()[1]
+        base = taken - 202
+        ensemble = ManagedEnsemble(tmp_path / "zk")
         squatter.listen()
         with pytest.raises(PortInUseError, match=f"{taken} \\(election port of server 3\\)"):
             ensemble.start(3, base)
@@ -437,13 +436,14 @@ def test_cli_reports_a_taken_port_as_one_error_line(tmp_path: Path) -> None:
     assert len(result.stderr.strip().splitlines()) == 1
 
 
-def _squatter() -> socket.socket:
-    """A socket bound to the client port of a free ZooKeeper port block. A port found free can
-    be taken by another test's process before this binds it: then another block is tried."""
+def _squatter(servers: int = 1, offset: int = 0) -> socket.socket:
+    """A socket bound to port ``offset`` of a free block of ports for a ``servers``-server
+    ensemble (0: server 1's client port). A port found free can be taken by another test's
+    process before this binds it: then another block is tried."""
     for _ in range(20):
         squatter = socket.socket()
         try:
-            squatter.bind(("127.0.0.1", free_zookeeper_port()))
+            squatter.bind(("127.0.0.1", free_zookeeper_port(servers) + offset))
         except OSError:
             squatter.close()
             continue

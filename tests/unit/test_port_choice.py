@@ -22,8 +22,7 @@ def test_a_stable_port_is_free_outside_the_ephemeral_range_and_not_excluded() ->
 
 
 def test_a_listening_port_is_never_chosen(monkeypatch: pytest.MonkeyPatch) -> None:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as server:
-        server.bind((layout.LOOPBACK, stable_port()))
+    with _bound_to_a_stable_port() as server:
         server.listen()
         busy = server.getsockname()[1]
         monkeypatch.setattr(layout, "STABLE_PORT_RANGE", (busy, busy + 1))
@@ -38,3 +37,17 @@ def test_the_kernels_choice_can_be_bound_at_once() -> None:
     port = kernel_port()
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as server:
         server.bind((layout.LOOPBACK, port))
+
+
+def _bound_to_a_stable_port() -> socket.socket:
+    """A socket bound to a stable port; one found free can be taken by another test's process
+    before this binds it, and then another is chosen."""
+    for _ in range(20):
+        server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            server.bind((layout.LOOPBACK, stable_port()))
+        except OSError:
+            server.close()
+            continue
+        return server
+    raise AssertionError("no stable port could be bound in 20 tries")
