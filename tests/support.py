@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import socket
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -112,3 +114,17 @@ def run_interleaved(threads: list[threading.Thread]) -> None:
             thread.join()
     finally:
         sys.setswitchinterval(previous)
+
+
+def squat(choose: Callable[[], int]) -> socket.socket:
+    """A socket bound on loopback to a port ``choose`` found free. Another test's process can
+    take such a port before this binds it: then ``choose`` is asked again."""
+    for _ in range(20):
+        squatter = socket.socket()
+        try:
+            squatter.bind(("127.0.0.1", choose()))
+        except OSError:
+            squatter.close()
+            continue
+        return squatter
+    raise AssertionError("no free port could be bound in 20 tries")

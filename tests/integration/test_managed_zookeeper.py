@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -18,7 +17,7 @@ from steward.errors import EnvironmentMissingError, ManagedZooKeeperError, PortI
 from steward.zookeeper.fourletter import ServerMode, four_letter_word, serving_mode
 from steward.zookeeper.install import ZOOKEEPER_HINT, locate_install, pyspark_classpath
 from steward.zookeeper.managed import ManagedEnsemble, ServerStatus
-from support import ZK_TEST_ROOT, free_zookeeper_port, wait_until
+from support import ZK_TEST_ROOT, free_zookeeper_port, squat, wait_until
 
 pytestmark = pytest.mark.zookeeper
 
@@ -123,7 +122,7 @@ def test_ensemble_of_three_has_one_leader_and_two_followers(zk3: ManagedEnsemble
 
 def test_taken_port_raises_port_in_use_and_starts_nothing(tmp_path: Path) -> None:
     # The election port of server 3: the last port the plan needs.
-    with _squatter(servers=3, offset=202) as squatter:
+    with squat(lambda: free_zookeeper_port(servers=3) + 202) as squatter:
         taken = squatter.getsockname()[1]
         base = taken - 202
         ensemble = ManagedEnsemble(tmp_path / "zk")
@@ -426,7 +425,7 @@ def test_cli_starts_reports_and_stops(tmp_path: Path) -> None:
 
 
 def test_cli_reports_a_taken_port_as_one_error_line(tmp_path: Path) -> None:
-    with _squatter() as squatter:
+    with squat(free_zookeeper_port) as squatter:
         port = squatter.getsockname()[1]
         squatter.listen()
         result = steward("start", "--port", str(port), "--data-dir", str(tmp_path / "zk"))
@@ -434,18 +433,3 @@ def test_cli_reports_a_taken_port_as_one_error_line(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert result.stderr.startswith(f"error: port in use: {port} (client port of server 1)")
     assert len(result.stderr.strip().splitlines()) == 1
-
-
-def _squatter(servers: int = 1, offset: int = 0) -> socket.socket:
-    """A socket bound to port ``offset`` of a free block of ports for a ``servers``-server
-    ensemble (0: server 1's client port). A port found free can be taken by another test's
-    process before this binds it: then another block is tried."""
-    for _ in range(20):
-        squatter = socket.socket()
-        try:
-            squatter.bind(("127.0.0.1", free_zookeeper_port(servers) + offset))
-        except OSError:
-            squatter.close()
-            continue
-        return squatter
-    raise AssertionError("no free port to squat on in 20 tries")

@@ -10,6 +10,7 @@ from steward.cluster import launcher
 from steward.errors import LocalClusterError, PortInUseError
 from steward.zookeeper import layout
 from steward.zookeeper.layout import STABLE_PORT_RANGE, kernel_port, port_is_free, stable_port
+from support import squat
 
 
 def test_a_stable_port_is_free_outside_the_ephemeral_range_and_not_excluded() -> None:
@@ -22,7 +23,7 @@ def test_a_stable_port_is_free_outside_the_ephemeral_range_and_not_excluded() ->
 
 
 def test_a_listening_port_is_never_chosen(monkeypatch: pytest.MonkeyPatch) -> None:
-    with _bound_to_a_stable_port() as server:
+    with squat(stable_port) as server:
         server.listen()
         busy = server.getsockname()[1]
         monkeypatch.setattr(layout, "STABLE_PORT_RANGE", (busy, busy + 1))
@@ -37,17 +38,3 @@ def test_the_kernels_choice_can_be_bound_at_once() -> None:
     port = kernel_port()
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as server:
         server.bind((layout.LOOPBACK, port))
-
-
-def _bound_to_a_stable_port() -> socket.socket:
-    """A socket bound to a stable port; one found free can be taken by another test's process
-    before this binds it, and then another is chosen."""
-    for _ in range(20):
-        server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        try:
-            server.bind((layout.LOOPBACK, stable_port()))
-        except OSError:
-            server.close()
-            continue
-        return server
-    raise AssertionError("no stable port could be bound in 20 tries")

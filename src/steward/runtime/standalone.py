@@ -149,7 +149,7 @@ def _alive_master(urls: list[str]) -> tuple[str, Mapping[str, Any]]:
         answers.append(f"{url}: {'no answer' if state is None else state.get('status')}")
     hint = (
         f"; a master's web UI is asked on the job's {UI_PORT_CONF}, {DEFAULT_UI_PORT} when unset"
-        if len(answers) == sum(answer.endswith("no answer") for answer in answers)
+        if all(answer.endswith("no answer") for answer in answers)
         else ""
     )
     raise _NotGoneError(f"no ALIVE standalone master ({'; '.join(answers)}{hint})")
